@@ -1,0 +1,120 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+// Exit codes shared by every command.
+const (
+	exitOK      = 0 // success (for check: lossless)
+	exitFinding = 1 // the command ran and found a problem (bad ICRC, lossy, ...)
+	exitUsage   = 2 // bad flags or input, unreadable files, unknown devices
+)
+
+// usageError is an error caused by the user's input; it exits 2.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+// usagef returns a usageError. Name the flag, the value and what is allowed:
+// usagef("--sl %d is out of range: want 0..15", sl).
+func usagef(format string, args ...any) error {
+	return usageError{fmt.Errorf(format, args...)}
+}
+
+// findingError makes the command exit 1 after it has printed its output.
+// A non-empty message is printed to stderr.
+type findingError struct{ msg string }
+
+func (e findingError) Error() string { return e.msg }
+
+// subcommands are registered by each command's file in its init function.
+var subcommands []func() *cobra.Command
+
+func register(f func() *cobra.Command) { subcommands = append(subcommands, f) }
+
+// newRoot builds a fresh command tree, so tests can run commands in-process.
+func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "roce-probe",
+		Short: "Show what RDMA traffic looks like on Ethernet, and check it on the wire",
+		Long: `roce-probe makes the RoCE chain explicit: GID table entries and their netdevs,
+VLAN tags and priorities, DSCP/ECN, address handles and the exact frames they
+produce. Read-only commands need no root.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return usageError{fmt.Errorf("%w (see '%s --help')", err, c.CommandPath())}
+	})
+	for _, f := range subcommands {
+		root.AddCommand(f())
+	}
+	return root
+}
+
+// run executes the CLI and returns the process exit code.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	root := newRoot(stdin, stdout, stderr)
+	root.SetArgs(args)
+	err := root.Execute()
+	if err == nil {
+		return exitOK
+	}
+	var fe findingError
+	if errors.As(err, &fe) {
+		if fe.msg != "" {
+			fmt.Fprintln(stderr, "roce-probe:", fe.msg)
+		}
+		return exitFinding
+	}
+	fmt.Fprintln(stderr, "roce-probe:", err)
+	var ue usageError
+	if errors.As(err, &ue) || isCobraUsage(err) {
+		return exitUsage
+	}
+	return exitUsage
+}
+
+// isCobraUsage recognises cobra's own argument errors (unknown command,
+// wrong number of arguments), which are usage errors.
+func isCobraUsage(err error) bool {
+	s := err.Error()
+	return strings.HasPrefix(s, "unknown command") || strings.Contains(s, "arg(s)") ||
+		strings.HasPrefix(s, "unknown flag") || strings.HasPrefix(s, "unknown shorthand flag")
+}
+
+// outputFormat validates an -o value against the formats a command supports.
+func outputFormat(value string, allowed ...string) (string, error) {
+	for _, a := range allowed {
+		if value == a {
+			return value, nil
+		}
+	}
+	return "", usagef("-o %q is not a known output format: want one of %s", value, strings.Join(allowed, ", "))
+}
+
+// writeJSON writes v as one line of JSON.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+// writeJSONIndent writes v as indented JSON (for documents rather than streams).
+func writeJSONIndent(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
