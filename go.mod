@@ -3,6 +3,7 @@ module github.com/roce-probe/roce-probe
 go 1.26.0
 
 require (
+	github.com/gopacket/gopacket v1.7.7
 	github.com/spf13/cobra v1.10.2
 	github.com/vishvananda/netlink v1.3.1
 	github.com/vishvananda/netns v0.0.5
@@ -12,4 +13,5 @@ require (
 require (
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
 	github.com/spf13/pflag v1.0.9 // indirect
+	golang.org/x/net v0.55.0 // indirect
 )
