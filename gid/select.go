@@ -37,6 +37,10 @@ type Preferences struct {
 	VLAN *uint16
 	// Subnet accepts only entries whose address is in it (invalid for any).
 	Subnet netip.Prefix
+	// Exclude rejects the listed indices with the given reason, e.g. the
+	// stale entries Diff finds (a GID whose address is no longer
+	// configured: the peer's replies would go nowhere).
+	Exclude map[int]string
 }
 
 // NoVLAN as Preferences.VLAN asks for untagged entries (the kernel's
@@ -217,6 +221,9 @@ func famName(f int) string {
 
 // rejectReason returns why e cannot serve dst, or "".
 func rejectReason(e Entry, dst GID, dstFam, wantFam int, dstLL bool, p Preferences, r *vlan.Route) string {
+	if why, ok := p.Exclude[e.Index]; ok {
+		return why
+	}
 	switch {
 	case e.Type == TypeIB:
 		return "InfiniBand GID: not usable on Ethernet"
