@@ -2,7 +2,12 @@ module github.com/roce-probe/roce-probe
 
 go 1.26.0
 
-require github.com/spf13/cobra v1.10.2
+require (
+	github.com/gopacket/gopacket v1.7.7
+	github.com/spf13/cobra v1.10.2
+	golang.org/x/net v0.62.0
+	golang.org/x/sys v0.49.0
+)
 
 require (
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
