@@ -16,7 +16,7 @@ type Result struct {
 	// egress capture did not see it.
 	Egress *Markings `json:"egress"`
 	// Received is what the listener reports arrived; nil if no reply came.
-	Received *Markings    `json:"received"`
+	Received *Markings     `json:"received"`
 	RTT      time.Duration `json:"rtt_ns,omitempty"`
 	SentAt   time.Time     `json:"-"`
 }

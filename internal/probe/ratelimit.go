@@ -20,15 +20,15 @@ import (
 // sender starts again with a full bucket. The hash is keyed with a random
 // seed, so a sender cannot choose addresses that collide on purpose.
 type RateLimiter struct {
-	rate, burst     float64
-	global          bucket
-	globalRate      float64
-	globalBurst     float64
-	seed            maphash.Seed
-	entries         []rlEntry
-	sets            int
-	evictions       uint64
-	Now             func() time.Time // clock; time.Now when nil (tests set it)
+	rate, burst float64
+	global      bucket
+	globalRate  float64
+	globalBurst float64
+	seed        maphash.Seed
+	entries     []rlEntry
+	sets        int
+	evictions   uint64
+	Now         func() time.Time // clock; time.Now when nil (tests set it)
 }
 
 const rlWays = 4
