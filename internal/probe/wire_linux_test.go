@@ -201,3 +201,103 @@ func TestWireDirect(t *testing.T) {
 		t.Errorf("listener answered %d probes, want %d (counters %+v)", c.Answered, 2*len(ms), c)
 	}
 }
+
+// middleSwitch builds sender ⇄ middle ⇄ listener: namespace nsM holds m0
+// (peer of the sender's s0) and m1 (peer of the listener's l0) and forwards
+// every frame between them at layer 2 with nftables netdev ingress chains,
+// applying toL on the way to the listener. It acts as a misconfigured
+// switch.
+func middleSwitch(t *testing.T, toL string) (nsS, nsL string) {
+	t.Helper()
+	nsS, nsM, nsL := newNetns(t, "s"), newNetns(t, "m"), newNetns(t, "l")
+	vethPair(t, nsS, "s0", macS, nsM, "m0", macA)
+	vethPair(t, nsM, "m1", macB, nsL, "l0", macL)
+	runStdin(t, `table netdev sw {
+  chain to_l {
+    type filter hook ingress device "m0" priority 0;
+    `+toL+` fwd to "m1"
+  }
+  chain to_s {
+    type filter hook ingress device "m1" priority 0;
+    fwd to "m0"
+  }
+}
+`, "ip", "netns", "exec", nsM, "nft", "-f", "-")
+	return nsS, nsL
+}
+
+// A switch that rewrites DSCP or PCP is reported as remarking, with the
+// values before and after; one that strips the tag as stripping it.
+func TestWireRemarkingSwitch(t *testing.T) {
+	requireNetnsRoot(t, "nft")
+	tagged := Markings{Tagged: true, VLAN: 100, PCP: 3, DSCP: 26, ECN: ECNECT0, TTL: 64, Sport: 0xc123}
+	for _, tc := range []struct {
+		name     string
+		rule     string
+		want     Markings // what the listener must report
+		findings []FindingKind
+	}{
+		{"dscp", "ip dscp set cs1", func() Markings { m := tagged; m.DSCP = 8; return m }(), []FindingKind{FindingDSCPRemarked}},
+		// "vlan pcp set" writes one byte, which nf_tables cannot apply to a tag
+		// the driver holds outside the frame (veth does); a 16-bit write of the
+		// whole TCI can be: VID 100, PCP 5 = 0xa064.
+		{"pcp", "vlan id 100 @ll,112,16 set 0xa064", func() Markings { m := tagged; m.PCP = 5; return m }(), []FindingKind{FindingPCPRemarked}},
+		{"ecn-ce", "ip ecn set ce", func() Markings { m := tagged; m.ECN = ECNCE; return m }(), []FindingKind{FindingECNMarked}},
+		{"vlan", "vlan id set 200", func() Markings { m := tagged; m.VLAN = 200; return m }(), []FindingKind{FindingVLANChanged}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			nsS, nsL := middleSwitch(t, tc.rule)
+			r := listenerIn(t, nsL, "l0", ResponderConfig{})
+			s := senderIn(t, nsS, "s0")
+			defer func() { t.Logf("listener counters %+v", r.Counters.Snapshot()) }()
+			res := s.probeAll(t, template4("10.77.0.1", "10.77.0.2", macL), []Markings{tagged}, 3*time.Second)[0]
+			if res.Egress == nil || *res.Egress != tagged {
+				t.Errorf("egress %+v, want %+v", res.Egress, tagged)
+			}
+			if res.Received == nil {
+				t.Fatal("no reply through the middle namespace")
+			}
+			if *res.Received != tc.want {
+				t.Errorf("listener reports %+v, want %+v", *res.Received, tc.want)
+			}
+			var kinds []FindingKind
+			for _, f := range res.Findings() {
+				kinds = append(kinds, f.Kind)
+				t.Logf("finding: %s", f)
+			}
+			if len(kinds) != len(tc.findings) || (len(kinds) > 0 && kinds[0] != tc.findings[0]) {
+				t.Errorf("findings %v, want %v", kinds, tc.findings)
+			}
+		})
+	}
+}
+
+// A namespace routing between two subnets decrements the TTL: the probe
+// reports one routed hop, and the reply finds its way back through it.
+func TestWireRoutedHop(t *testing.T) {
+	requireNetnsRoot(t)
+	nsS, nsM, nsL := newNetns(t, "s"), newNetns(t, "r"), newNetns(t, "l")
+	vethPair(t, nsS, "s0", macS, nsM, "m0", macA)
+	vethPair(t, nsM, "m1", macB, nsL, "l0", macL)
+	run(t, "ip", "-n", nsS, "addr", "add", "10.77.1.1/24", "dev", "s0")
+	run(t, "ip", "-n", nsM, "addr", "add", "10.77.1.254/24", "dev", "m0")
+	run(t, "ip", "-n", nsM, "addr", "add", "10.77.2.254/24", "dev", "m1")
+	run(t, "ip", "-n", nsL, "addr", "add", "10.77.2.2/24", "dev", "l0")
+	run(t, "ip", "netns", "exec", nsM, "sysctl", "-qw", "net.ipv4.ip_forward=1")
+	r := listenerIn(t, nsL, "l0", ResponderConfig{LocalAddrs: []netip.Addr{netip.MustParseAddr("10.77.2.2")}})
+	s := senderIn(t, nsS, "s0")
+	sent := Markings{DSCP: 26, ECN: ECNECT0, TTL: 64, Sport: 0xc555}
+	res := s.probeAll(t, template4("10.77.1.1", "10.77.2.2", macA), []Markings{sent}, 3*time.Second)[0]
+	if res.Received == nil {
+		t.Fatalf("no reply through the router (listener counters %+v)", r.Counters.Snapshot())
+	}
+	want := sent
+	want.TTL = 63
+	if *res.Received != want {
+		t.Errorf("listener reports %+v, want %+v", *res.Received, want)
+	}
+	fs := res.Findings()
+	if len(fs) != 1 || fs[0].Kind != FindingRoutedHops || fs[0].Sent != 64 || fs[0].Received != 63 {
+		t.Errorf("findings %v, want one routed-hops 64→63", fs)
+	}
+}
