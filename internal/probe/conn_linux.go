@@ -60,8 +60,9 @@ func (e *NetdevError) Unwrap() error { return e.Err }
 type Conn struct {
 	tp     *afpacket.TPacket
 	netdev string
-	mu     sync.Mutex // guards closed; Close waits for a Read in progress
-	closed bool
+	mu     sync.Mutex // held by Read and Close: Close waits for a Read in progress
+	wmu    sync.Mutex // held by Write and Close
+	closed bool       // guarded by both mu and wmu
 }
 
 // pollTimeout bounds how long one Read blocks, so Close is never late.
@@ -126,6 +127,11 @@ func (c *Conn) Read() ([]byte, time.Time, error) {
 
 // Write sends one frame out of the netdev, through its qdisc.
 func (c *Conn) Write(frame []byte) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if c.closed {
+		return ErrClosed
+	}
 	if err := c.tp.WritePacketData(frame); err != nil {
 		return fmt.Errorf("probe: sending on %s: %w", c.netdev, err)
 	}
@@ -137,6 +143,8 @@ func (c *Conn) Write(frame []byte) error {
 func (c *Conn) Close() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
 	if !c.closed {
 		c.closed = true
 		c.tp.Close()
@@ -215,4 +223,18 @@ func filterBlock(tags int, v6 bool) []bpf.Instruction {
 		}
 	}
 	return append(p, bpf.RetConstant{Val: 0xffff})
+}
+
+// CheckRawSocket opens and closes an AF_PACKET socket, so a missing
+// CAP_NET_RAW (a *PermissionError) is known before any output is printed.
+func CheckRawSocket(netdev string) error {
+	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW, 0)
+	if err != nil {
+		if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) {
+			return &PermissionError{Netdev: netdev, Err: err}
+		}
+		return fmt.Errorf("probe: opening a raw socket on %s: %w", netdev, err)
+	}
+	unix.Close(fd)
+	return nil
 }
