@@ -12,7 +12,7 @@ import (
 // untagged IPv4 (1090 bytes on the wire without FCS).
 func udFrame1K(t testing.TB) []byte {
 	return buildFrame(t, frameSpec{encap: encaps[0], ttl: 64, tos: 0x6a, sport: 0xDF94,
-		bth: BTH{Opcode: OpcodeUDSendOnly, PKey: 0xFFFF, DestQP: 0x11, PSN: 42},
+		bth:  BTH{Opcode: OpcodeUDSendOnly, PKey: 0xFFFF, DestQP: 0x11, PSN: 42},
 		exts: []gopacket.SerializableLayer{&DETH{QKey: 0x11111111, SrcQP: 0x12}}, payload: bytes.Repeat([]byte{0x5a}, 1024)})
 }
 

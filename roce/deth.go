@@ -53,4 +53,3 @@ func (d *DETH) SerializeTo(buf gopacket.SerializeBuffer, opts gopacket.Serialize
 	put24(b[5:8], d.SrcQP)
 	return nil
 }
-
