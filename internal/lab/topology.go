@@ -31,10 +31,14 @@ type Net struct {
 	EgressQoS  map[uint32]uint32 // host VLAN device's egress-qos-map (skb priority → PCP); nil for none
 }
 
-// VLAN is one tag of a lab network.
+// VLAN is one tag of a lab network and the netdevs that add it: on each
+// side, the device of the outermost tag sits on the veth end and each inner
+// tag's device sits on the device of the tag before it.
 type VLAN struct {
-	ID    uint16
-	Proto uint16 // 0x8100 (802.1Q) or 0x88a8 (802.1ad)
+	ID         uint16
+	Proto      uint16 // 0x8100 (802.1Q) or 0x88a8 (802.1ad)
+	HostNetdev string // host-side VLAN device that adds this tag
+	PeerNetdev string // peer-side VLAN device that adds this tag
 }
 
 // Nets lists the lab networks. The first is the untagged base network.
@@ -46,7 +50,7 @@ var Nets = []Net{
 	},
 	{
 		Name: "vlan100", HostNetdev: "veth0.100", PeerNetdev: "veth1.100",
-		VLANs:    []VLAN{{ID: 100, Proto: 0x8100}},
+		VLANs:    []VLAN{{ID: 100, Proto: 0x8100, HostNetdev: "veth0.100", PeerNetdev: "veth1.100"}},
 		HostIPv4: netip.MustParsePrefix("10.0.100.1/24"), PeerIPv4: netip.MustParsePrefix("10.0.100.2/24"),
 		HostIPv6: netip.MustParsePrefix("fd00:100::1/64"), PeerIPv6: netip.MustParsePrefix("fd00:100::2/64"),
 		// skb priority 0 (what rxe sends with) → PCP 3; the rdma_cm priorities 2, 4, 6 → 5, 6, 7.
@@ -54,14 +58,19 @@ var Nets = []Net{
 	},
 	{
 		Name: "vlan200", HostNetdev: "veth0.200", PeerNetdev: "veth1.200",
-		VLANs:    []VLAN{{ID: 200, Proto: 0x8100}},
+		VLANs:    []VLAN{{ID: 200, Proto: 0x8100, HostNetdev: "veth0.200", PeerNetdev: "veth1.200"}},
 		HostIPv4: netip.MustParsePrefix("10.0.200.1/24"), PeerIPv4: netip.MustParsePrefix("10.0.200.2/24"),
 		HostIPv6: netip.MustParsePrefix("fd00:200::1/64"), PeerIPv6: netip.MustParsePrefix("fd00:200::2/64"),
 	},
 	{
-		// QinQ: 802.1ad outer tag 1000 on veth0 ("veth0.q1000"), 802.1Q inner tag 10 on top ("veth0.q1000.10").
-		Name: "qinq1000.10", HostNetdev: "q1000.10", PeerNetdev: "q1000.10",
-		VLANs:    []VLAN{{ID: 1000, Proto: 0x88a8}, {ID: 10, Proto: 0x8100}},
+		// QinQ: 802.1ad outer tag 1000 on veth0 ("veth0.q1000"), 802.1Q inner
+		// tag 10 on top of it ("veth0.q1000.10"); the same names with veth1
+		// on the peer side. The egress-qos-map is on the inner device.
+		Name: "qinq1000.10", HostNetdev: "veth0.q1000.10", PeerNetdev: "veth1.q1000.10",
+		VLANs: []VLAN{
+			{ID: 1000, Proto: 0x88a8, HostNetdev: "veth0.q1000", PeerNetdev: "veth1.q1000"},
+			{ID: 10, Proto: 0x8100, HostNetdev: "veth0.q1000.10", PeerNetdev: "veth1.q1000.10"},
+		},
 		HostIPv4: netip.MustParsePrefix("10.10.10.1/24"), PeerIPv4: netip.MustParsePrefix("10.10.10.2/24"),
 		HostIPv6: netip.MustParsePrefix("fd00:1010::1/64"), PeerIPv6: netip.MustParsePrefix("fd00:1010::2/64"),
 		EgressQoS: map[uint32]uint32{0: 2},

@@ -1,0 +1,127 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/roce-probe/roce-probe/internal/lab"
+	"github.com/spf13/cobra"
+)
+
+func init() { register(newLabCmd) }
+
+func newLabCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "lab",
+		Short: "Create or remove a Soft-RoCE lab (rxe0 on a veth pair) in the running kernel",
+		Long: `lab builds the standard roce-probe lab in the running kernel, so the rest of
+roce-probe can be tried without a RoCE NIC: the network namespace "peer", a veth
+pair veth0/veth1, VLAN devices (802.1Q 100 and 200, QinQ 802.1ad 1000 + 802.1Q 10)
+with IPv4 and IPv6 addresses, and the Soft-RoCE device rxe0 on veth0.
+
+It needs root and a kernel that can load rdma_rxe and 8021q (most distribution
+kernels can; cloud kernels often cannot). Where the kernel cannot, scripts/lab.sh
+in the repository boots one under qemu instead.`,
+	}
+	c.AddCommand(newLabUpCmd(), newLabDownCmd(), newLabStatusCmd())
+	return c
+}
+
+// labErr turns the lab package's environment errors into exit-2 errors.
+func labErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	return usageError{err}
+}
+
+func newLabUpCmd() *cobra.Command {
+	var noVLANs bool
+	var timeout time.Duration
+	var format string
+	c := &cobra.Command{
+		Use:   "up",
+		Short: "Build the lab: peer namespace, veth pair, VLANs, addresses, rxe0 (root)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			f, err := outputFormat(format, "table", "json")
+			if err != nil {
+				return err
+			}
+			if timeout <= 0 {
+				return usagef("--timeout %v is out of range: want a positive duration", timeout)
+			}
+			if err := lab.Up(lab.Options{NoVLANs: noVLANs, Timeout: timeout}); err != nil {
+				return labErr(err)
+			}
+			return printLabStatus(cmd.OutOrStdout(), f)
+		},
+	}
+	c.Flags().BoolVar(&noVLANs, "no-vlans", false, "build only the untagged network (no 8021q needed)")
+	c.Flags().DurationVar(&timeout, "timeout", 20*time.Second, "how long to wait for rxe0's port and GID table")
+	c.Flags().StringVarP(&format, "output", "o", "table", "output format: table or json")
+	return c
+}
+
+func newLabDownCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "down",
+		Short: "Remove the lab (root)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := lab.Down(); err != nil {
+				return labErr(err)
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), "lab removed")
+			return nil
+		},
+	}
+}
+
+func newLabStatusCmd() *cobra.Command {
+	var format string
+	c := &cobra.Command{
+		Use:   "status",
+		Short: "Show which parts of the lab exist; exits 1 when the lab is not (fully) up",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			f, err := outputFormat(format, "table", "json")
+			if err != nil {
+				return err
+			}
+			return printLabStatus(cmd.OutOrStdout(), f)
+		},
+	}
+	c.Flags().StringVarP(&format, "output", "o", "table", "output format: table or json")
+	return c
+}
+
+func printLabStatus(w io.Writer, format string) error {
+	s, err := lab.GetStatus()
+	if err != nil {
+		return labErr(err)
+	}
+	if format == "json" {
+		if err := writeJSON(w, struct {
+			lab.Status
+			Up bool `json:"up"`
+		}{s, s.Up()}); err != nil {
+			return err
+		}
+	} else {
+		yes := map[bool]string{true: "yes", false: "no"}
+		fmt.Fprintf(w, "RDMA device %s: exists %s", s.RDMADevice, yes[s.RDMAExists])
+		if s.RDMAExists {
+			fmt.Fprintf(w, ", netdev %s, port 1 %s", s.RDMANetdev, s.PortState)
+		}
+		fmt.Fprintf(w, "\nnamespace %s: exists %s\n", s.PeerNetns, yes[s.PeerExists])
+		for _, d := range s.Netdevs {
+			fmt.Fprintf(w, "netdev %-15s exists %-3s up %s\n", d.Name, yes[d.Exists], yes[d.Up])
+		}
+	}
+	if !s.Up() {
+		return findingError{"the lab is not up (run: roce-probe lab up, as root)"}
+	}
+	return nil
+}

@@ -1,0 +1,257 @@
+package lab
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+)
+
+// ErrNotRoot is returned by Up and Down when the caller is not root:
+// creating netdevs, namespaces and RDMA links needs CAP_NET_ADMIN, and
+// loading modules needs CAP_SYS_MODULE.
+var ErrNotRoot = errors.New("the lab needs root (CAP_NET_ADMIN to create netdevs and RDMA links, CAP_SYS_MODULE to load rdma_rxe)")
+
+// ErrNoRXE is returned (wrapped) by Up when the running kernel cannot
+// provide rdma_rxe: neither loaded, nor built in, nor loadable as a module.
+var ErrNoRXE = errors.New("this kernel has no Soft-RoCE driver (rdma_rxe): no /sys/module/rdma_rxe and modprobe rdma_rxe failed; use a kernel with CONFIG_RDMA_RXE, or scripts/lab.sh, which boots one under qemu")
+
+// ErrNoVLAN is returned (wrapped) by Up when VLANs are wanted and the
+// kernel has no 802.1Q support (8021q).
+var ErrNoVLAN = errors.New("this kernel has no 802.1Q VLAN support (8021q): no /sys/module/8021q and modprobe 8021q failed; run Up with VLANs disabled or use a kernel with CONFIG_VLAN_8021Q")
+
+// Options selects what Up builds.
+type Options struct {
+	// NoVLANs skips the VLAN and QinQ networks (Nets[1:]), so only the
+	// untagged base network is built; 8021q is then not needed.
+	NoVLANs bool
+	// Timeout bounds the wait for rxe0's port to become ACTIVE and for its
+	// GID table to hold one entry per host address (default 20s).
+	Timeout time.Duration
+}
+
+// sysfsRoot is where Status and the waits read sysfs (tests replace it).
+var sysfsRoot = "/sys"
+
+// Up builds the standard topology (see Nets) in the running kernel: the
+// peer namespace, the veth pair with fixed MACs, the VLAN and QinQ devices
+// with their egress-qos-maps, the addresses (IPv6 with nodad), and rxe0 on
+// veth0. It loads the modules it needs and waits until rxe0's port is
+// ACTIVE and its GID table has an entry for every host address. Up fails if
+// any part of the topology already exists; call Down first.
+func Up(opt Options) error {
+	if os.Geteuid() != 0 {
+		return ErrNotRoot
+	}
+	if opt.Timeout == 0 {
+		opt.Timeout = 20 * time.Second
+	}
+	if err := loadModule("rdma_rxe"); err != nil {
+		return fmt.Errorf("%w (%v)", ErrNoRXE, err)
+	}
+	// rxe computes its ICRC with the crc32 crypto API; without
+	// crc32_generic "rdma link add" fails with ENOENT. It may be built in.
+	_ = loadModule("crc32_generic")
+	_ = loadModule("veth")
+	_ = loadModule("ib_uverbs")
+	_ = loadModule("rdma_ucm")
+	nets := Nets
+	if opt.NoVLANs {
+		nets = Nets[:1]
+	} else if err := loadModule("8021q"); err != nil {
+		return fmt.Errorf("%w (%v)", ErrNoVLAN, err)
+	}
+	if _, err := netlink.LinkByName(HostNetdev); err == nil {
+		return fmt.Errorf("lab: %s already exists: run Down first", HostNetdev)
+	}
+	if l, _ := netlink.RdmaLinkByName(RDMADevice); l != nil {
+		return fmt.Errorf("lab: RDMA device %s already exists: run Down first", RDMADevice)
+	}
+	if err := build(nets); err != nil {
+		return err
+	}
+	if err := WaitPortActive(RDMADevice, 1, opt.Timeout); err != nil {
+		return err
+	}
+	var want []netip.Addr
+	for _, n := range nets {
+		want = append(want, n.HostIPv4.Addr(), n.HostIPv6.Addr())
+	}
+	return waitGIDs(RDMADevice, 1, want, opt.Timeout)
+}
+
+func build(nets []Net) error {
+	peer, err := newNamedNetns(PeerNetns)
+	if err != nil {
+		return err
+	}
+	defer peer.Close()
+	ph, err := netlink.NewHandleAt(peer, unix.NETLINK_ROUTE)
+	if err != nil {
+		return fmt.Errorf("lab: netlink handle in namespace %s: %w", PeerNetns, err)
+	}
+	defer ph.Close()
+	hh, err := netlink.NewHandle(unix.NETLINK_ROUTE)
+	if err != nil {
+		return fmt.Errorf("lab: netlink handle: %w", err)
+	}
+	defer hh.Close()
+
+	hostMAC, _ := net.ParseMAC(HostMAC)
+	peerMAC, _ := net.ParseMAC(PeerMAC)
+	veth := &netlink.Veth{
+		LinkAttrs:        netlink.LinkAttrs{Name: HostNetdev, HardwareAddr: hostMAC, MTU: MTU},
+		PeerName:         PeerNetdev,
+		PeerHardwareAddr: peerMAC,
+		PeerMTU:          MTU,
+		PeerNamespace:    netlink.NsFd(int(peer)),
+	}
+	if err := hh.LinkAdd(veth); err != nil {
+		return fmt.Errorf("lab: add veth pair %s/%s: %w", HostNetdev, PeerNetdev, err)
+	}
+	if lo, err := ph.LinkByName("lo"); err == nil {
+		_ = ph.LinkSetUp(lo)
+	}
+	for _, side := range []struct {
+		h      *netlink.Handle
+		base   string
+		dev    func(VLAN) string
+		netdev func(Net) string
+		addrs  func(Net) []netip.Prefix
+		host   bool
+	}{
+		{hh, HostNetdev, func(v VLAN) string { return v.HostNetdev }, func(n Net) string { return n.HostNetdev },
+			func(n Net) []netip.Prefix { return []netip.Prefix{n.HostIPv4, n.HostIPv6} }, true},
+		{ph, PeerNetdev, func(v VLAN) string { return v.PeerNetdev }, func(n Net) string { return n.PeerNetdev },
+			func(n Net) []netip.Prefix { return []netip.Prefix{n.PeerIPv4, n.PeerIPv6} }, false},
+	} {
+		if err := setUp(side.h, side.base); err != nil {
+			return err
+		}
+		for _, n := range nets {
+			parent := side.base
+			for i, v := range n.VLANs {
+				name := side.dev(v)
+				if _, err := side.h.LinkByName(name); err != nil { // QinQ outer devices are shared
+					p, err := side.h.LinkByName(parent)
+					if err != nil {
+						return fmt.Errorf("lab: VLAN parent %s: %w", parent, err)
+					}
+					vl := &netlink.Vlan{
+						LinkAttrs:    netlink.LinkAttrs{Name: name, ParentIndex: p.Attrs().Index},
+						VlanId:       int(v.ID),
+						VlanProtocol: netlink.VlanProtocol(v.Proto),
+					}
+					if side.host && i == len(n.VLANs)-1 && n.EgressQoS != nil {
+						vl.EgressQosMap = n.EgressQoS
+					}
+					if err := side.h.LinkAdd(vl); err != nil {
+						return fmt.Errorf("lab: add VLAN %s (id %d, proto %#04x) on %s: %w", name, v.ID, v.Proto, parent, err)
+					}
+					if err := setUp(side.h, name); err != nil {
+						return err
+					}
+				}
+				parent = name
+			}
+			dev := side.netdev(n)
+			l, err := side.h.LinkByName(dev)
+			if err != nil {
+				return fmt.Errorf("lab: %s: %w", dev, err)
+			}
+			for _, p := range side.addrs(n) {
+				a := &netlink.Addr{IPNet: &net.IPNet{IP: p.Addr().AsSlice(), Mask: net.CIDRMask(p.Bits(), p.Addr().BitLen())}}
+				if p.Addr().Is6() {
+					a.Flags = unix.IFA_F_NODAD
+				}
+				if err := side.h.AddrAdd(l, a); err != nil {
+					return fmt.Errorf("lab: add address %s to %s: %w", p, dev, err)
+				}
+			}
+		}
+	}
+	if err := netlink.RdmaLinkAdd(RDMADevice, "rxe", HostNetdev); err != nil {
+		return fmt.Errorf("lab: rdma link add %s type rxe netdev %s: %w (is crc32_generic loadable?)", RDMADevice, HostNetdev, err)
+	}
+	return nil
+}
+
+func setUp(h *netlink.Handle, name string) error {
+	l, err := h.LinkByName(name)
+	if err != nil {
+		return fmt.Errorf("lab: %s: %w", name, err)
+	}
+	if err := h.LinkSetUp(l); err != nil {
+		return fmt.Errorf("lab: set %s up: %w", name, err)
+	}
+	return nil
+}
+
+// newNamedNetns creates the named network namespace (bind-mounted under
+// /run/netns like `ip netns add`) without leaving the caller's thread in it.
+func newNamedNetns(name string) (netns.NsHandle, error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	orig, err := netns.Get()
+	if err != nil {
+		return 0, fmt.Errorf("lab: current network namespace: %w", err)
+	}
+	defer orig.Close()
+	ns, err := netns.NewNamed(name)
+	if err != nil {
+		return 0, fmt.Errorf("lab: create network namespace %s: %w", name, err)
+	}
+	if err := netns.Set(orig); err != nil {
+		panic("lab: cannot return to the original network namespace: " + err.Error())
+	}
+	return ns, nil
+}
+
+// Down removes what Up built: rxe0, the veth pair with every VLAN device on
+// it, and the peer namespace. Parts that do not exist are skipped, so Down
+// also cleans up after a failed Up.
+func Down() error {
+	if os.Geteuid() != 0 {
+		return ErrNotRoot
+	}
+	var errs []error
+	if l, _ := netlink.RdmaLinkByName(RDMADevice); l != nil {
+		if err := netlink.RdmaLinkDel(RDMADevice); err != nil {
+			errs = append(errs, fmt.Errorf("lab: rdma link delete %s: %w", RDMADevice, err))
+		}
+	}
+	if l, err := netlink.LinkByName(HostNetdev); err == nil {
+		if err := netlink.LinkDel(l); err != nil {
+			errs = append(errs, fmt.Errorf("lab: delete %s: %w", HostNetdev, err))
+		}
+	}
+	if _, err := os.Stat(filepath.Join("/run/netns", PeerNetns)); err == nil {
+		if err := netns.DeleteNamed(PeerNetns); err != nil {
+			errs = append(errs, fmt.Errorf("lab: delete network namespace %s: %w", PeerNetns, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// loadModule makes sure a kernel module is available: already loaded or
+// built in (/sys/module/NAME), or loaded now with modprobe.
+func loadModule(name string) error {
+	if _, err := os.Stat(filepath.Join(sysfsRoot, "module", name)); err == nil {
+		return nil
+	}
+	out, err := exec.Command("modprobe", name).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("modprobe %s: %v: %s", name, err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
