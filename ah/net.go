@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+
+	"github.com/roce-probe/roce-probe/vlan"
 )
 
 // Routing table IDs (RT_TABLE_*).
@@ -158,24 +160,8 @@ type Neighbor struct {
 	IP      netip.Addr `json:"ip"`
 	Dev     string     `json:"dev"`
 	Ifindex int        `json:"ifindex,omitempty"`
-	MAC     MAC        `json:"mac,omitempty"`
+	MAC     vlan.MAC   `json:"mac,omitempty"`
 	State   NUDState   `json:"state"`
-}
-
-// NetLink is what Resolve needs to know about a netdev beyond its GID
-// entry: for destinations that are local addresses, the MAC of the netdev
-// that owns them; and the IPv6 hop limit of the device.
-type NetLink struct {
-	Name     string         `json:"name"`
-	Ifindex  int            `json:"ifindex"`
-	MAC      MAC            `json:"mac,omitempty"`
-	MTU      int            `json:"mtu,omitempty"`
-	Up       bool           `json:"up"`
-	NoARP    bool           `json:"noarp,omitempty"`
-	Loopback bool           `json:"loopback,omitempty"`
-	Addrs    []netip.Prefix `json:"addrs,omitempty"`
-	// IPv6HopLimit is net.ipv6.conf.<name>.hop_limit; 0 = unknown (64 assumed).
-	IPv6HopLimit int `json:"ipv6_hop_limit,omitempty"`
 }
 
 // Net is a snapshot of one network namespace's routes, neighbours and
@@ -183,12 +169,18 @@ type NetLink struct {
 // many destinations costs no netlink round trip each. It is plain data and
 // can be written to and read from JSON (fixtures).
 type Net struct {
-	Netns     string     `json:"netns,omitempty"`
-	Links     []NetLink  `json:"links"`
-	Routes    []Route    `json:"routes"`
-	Neighbors []Neighbor `json:"neighbors"`
+	Netns string `json:"netns,omitempty"`
+	// Links are the namespace's netdevs with their addresses (for
+	// destinations that are local addresses: the MAC of the netdev that
+	// owns them). nil when not read.
+	Links     *vlan.Snapshot `json:"links"`
+	Routes    []Route        `json:"routes"`
+	Neighbors []Neighbor     `json:"neighbors"`
 	// DefaultTTL is net.ipv4.ip_default_ttl; 0 = unknown (64 assumed).
 	DefaultTTL int `json:"ipv4_default_ttl,omitempty"`
+	// IPv6HopLimit is net.ipv6.conf.<netdev>.hop_limit by netdev name
+	// ("default" for new devices); missing = unknown (64 assumed).
+	IPv6HopLimit map[string]int `json:"ipv6_hop_limit,omitempty"`
 
 	idx *netIndex
 }
@@ -204,9 +196,7 @@ type neighKey struct {
 type netIndex struct {
 	routes4, routes6 []Route // sorted: table order, then prefix length descending, then metric
 	neigh            map[neighKey]Neighbor
-	linkByName       map[string]*NetLink
-	linkByIndex      map[int]*NetLink
-	localOwner       map[netip.Addr]*NetLink
+	localOwner       map[netip.Addr]*vlan.Link
 }
 
 var tableOrder = map[int]int{TableLocal: 0, TableMain: 1, TableDefault: 2}
@@ -215,15 +205,13 @@ func (n *Net) index() *netIndex {
 	if n.idx != nil {
 		return n.idx
 	}
-	x := &netIndex{neigh: map[neighKey]Neighbor{}, linkByName: map[string]*NetLink{}, linkByIndex: map[int]*NetLink{}, localOwner: map[netip.Addr]*NetLink{}}
-	for i := range n.Links {
-		l := &n.Links[i]
-		x.linkByName[l.Name] = l
-		if l.Ifindex != 0 {
-			x.linkByIndex[l.Ifindex] = l
-		}
-		for _, a := range l.Addrs {
-			x.localOwner[a.Addr().Unmap()] = l
+	x := &netIndex{neigh: map[neighKey]Neighbor{}, localOwner: map[netip.Addr]*vlan.Link{}}
+	if n.Links != nil {
+		for i := range n.Links.Links {
+			l := &n.Links.Links[i]
+			for _, a := range l.Addrs {
+				x.localOwner[a.Addr().Unmap()] = l
+			}
 		}
 	}
 	for _, r := range n.Routes {
@@ -261,8 +249,17 @@ func (n *Net) index() *netIndex {
 }
 
 // Link returns the link called name.
-func (n *Net) Link(name string) (*NetLink, bool) {
-	l, ok := n.index().linkByName[name]
+func (n *Net) Link(name string) (*vlan.Link, bool) {
+	if n.Links == nil {
+		return nil, false
+	}
+	return n.Links.ByName(name)
+}
+
+// LocalOwner returns the link that has the address a, if a is an address
+// of this namespace.
+func (n *Net) LocalOwner(a netip.Addr) (*vlan.Link, bool) {
+	l, ok := n.index().localOwner[a.Unmap()]
 	return l, ok
 }
 
@@ -330,8 +327,8 @@ func (n *Net) defaultTTL() (int, string) {
 }
 
 func (n *Net) ipv6HopLimit(dev string) (int, string) {
-	if l, ok := n.Link(dev); ok && l.IPv6HopLimit > 0 {
-		return l.IPv6HopLimit, "net.ipv6.conf." + dev + ".hop_limit"
+	if v, ok := n.IPv6HopLimit[dev]; ok && v > 0 {
+		return v, "net.ipv6.conf." + dev + ".hop_limit"
 	}
 	return 64, "net.ipv6.conf." + dev + ".hop_limit (not read; kernel default 64)"
 }
@@ -346,12 +343,9 @@ func (n *Net) RouteTo(dst netip.Addr, dev string, ifindex int) (RouteResult, err
 	x := n.index()
 	dst = dst.Unmap()
 	if ifindex == 0 {
-		if l, ok := x.linkByName[dev]; ok {
-			ifindex = l.Ifindex
+		if l, ok := n.Link(dev); ok {
+			ifindex = l.Index
 		}
-	}
-	if l, ok := x.linkByName[dev]; ok && !l.Up {
-		return RouteResult{}, &RouteError{Dst: dst, Dev: dev, Errno: syscall.ENETUNREACH, Msg: "the sgid's netdev " + dev + " is down"}
 	}
 	routes := x.routes6
 	if dst.Is4() {
@@ -376,10 +370,10 @@ func (n *Net) RouteTo(dst netip.Addr, dev string, ifindex int) (RouteResult, err
 		case RouteBlackhole, RouteUnreachable, RouteProhibit, RouteThrow:
 			// Error routes match whatever the output device.
 		default:
-			// Local routes in the local table are per owning device; an own
-			// address is reachable through any device (the route to it
-			// leaves through lo), so keep it.
-			if r.Type != RouteLocal && !matchDev(r) {
+			// Every other route, local ones included, must leave through
+			// the output device (fib_lookup_good_nhc: flowi4_oif must
+			// equal the next hop's device).
+			if !matchDev(r) {
 				continue
 			}
 		}
