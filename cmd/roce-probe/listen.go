@@ -1,0 +1,141 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/roce-probe/roce-probe/internal/probe"
+	"github.com/spf13/cobra"
+)
+
+func init() { register(newListenCmd) }
+
+type listenFlags struct {
+	netdev   string
+	output   string
+	rate     float64
+	duration time.Duration
+}
+
+func newListenCmd() *cobra.Command {
+	var f listenFlags
+	c := &cobra.Command{
+		Use:   "listen [--netdev N]",
+		Short: "Answer roce-probe probes with the markings they arrived with",
+		Long: `listen captures RoCE v2 frames (AF_PACKET, no cgo), checks their ICRC and
+answers every valid probe from 'roce-probe send' with one frame, never larger
+than the probe, reporting what arrived: VLAN ID and PCP (or untagged), DSCP,
+ECN, TTL / hop limit and UDP source port. It answers only the probe's sender,
+only probes sent to one of this host's addresses, at most --rate replies per
+second per sender (1000 in all); everything else is counted and ignored, and
+memory stays bounded under a flood.
+
+Without --netdev it captures on every Ethernet netdev that is up and not a
+VLAN device. A VLAN netdev is captured on its lower device, where the tag and
+its PCP are still visible. Runs until interrupted (or for --duration); prints
+the counters at the end. Needs CAP_NET_RAW.`,
+		Example: `  roce-probe listen --netdev eth0
+  roce-probe listen -o json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runListen(cmd, f) },
+	}
+	fl := c.Flags()
+	fl.StringVar(&f.netdev, "netdev", "", "netdev to listen on (default: every Ethernet netdev that is up)")
+	fl.StringVarP(&f.output, "output", "o", "table", "output format: table or json (one line per probe)")
+	fl.Float64Var(&f.rate, "rate", 100, "replies per second per sender (0.1..10000)")
+	fl.DurationVar(&f.duration, "duration", 0, "stop after this long (0: until interrupted)")
+	return c
+}
+
+func runListen(cmd *cobra.Command, f listenFlags) error {
+	out := cmd.OutOrStdout()
+	format, err := outputFormat(f.output, "table", "json")
+	if err != nil {
+		return err
+	}
+	if f.rate < 0.1 || f.rate > 10000 {
+		return usagef("--rate %g is out of range: want 0.1..10000 replies per second per sender", f.rate)
+	}
+	if f.duration < 0 {
+		return usagef("--duration %v is negative: want 0 (until interrupted) or more", f.duration)
+	}
+	var netdevs []string
+	if f.netdev != "" {
+		wire, _, err := probe.WireDevice(f.netdev)
+		if err != nil {
+			return usageError{err}
+		}
+		netdevs = []string{wire}
+	} else if netdevs, err = probe.WireDevices(); err != nil {
+		return err
+	} else if len(netdevs) == 0 {
+		return usagef("no Ethernet netdev is up to listen on: give --netdev")
+	}
+	addrs, macs, err := probe.LocalAddresses()
+	if err != nil {
+		return err
+	}
+	if err := probe.CheckRawSocket(netdevs[0]); err != nil {
+		return rawSocketError("listen", err)
+	}
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if f.duration > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, f.duration)
+		defer cancel()
+	}
+	if format == "table" {
+		fmt.Fprintf(out, "listening on %s for roce-probe probes (UDP 4791)\n", strings.Join(netdevs, ", "))
+	}
+	onEvent := func(ev probe.Event) {
+		fs := findingStrings(ev.Findings)
+		if format == "json" {
+			writeJSON(out, listenEventJSON{Time: ev.Time.UTC().Format(time.RFC3339Nano), From: ev.From.String(), FromMAC: ev.FromMAC,
+				To: ev.To.String(), Session: fmt.Sprintf("%016x", ev.Session), Seq: ev.Seq,
+				Sent: markingsOf(&ev.Sent), Received: markingsOf(&ev.Received), Findings: fs, Action: string(ev.Action)})
+			return
+		}
+		fstr := ""
+		if len(fs) > 0 {
+			fstr = "  [" + strings.Join(fs, "; ") + "]"
+		}
+		fmt.Fprintf(out, "%s %s seq %d: sent %s, arrived %s, %s%s\n", ev.Time.Format("15:04:05.000"), ev.From, ev.Seq,
+			markingsText(&ev.Sent), markingsText(&ev.Received), ev.Action, fstr)
+	}
+	r, err := probe.Listen(ctx, probe.ListenConfig{Netdevs: netdevs,
+		Responder: probe.ResponderConfig{LocalAddrs: addrs, LocalMACs: macs, Rate: probe.RateConfig{Rate: f.rate, Burst: max(f.rate/5, 5)}}}, onEvent)
+	if err != nil {
+		return rawSocketError("listen", err)
+	}
+	c := r.Counters.Snapshot()
+	if format == "json" {
+		return writeJSON(out, struct {
+			Summary  bool                  `json:"summary"`
+			Counters probe.CounterSnapshot `json:"counters"`
+			Senders  int                   `json:"senders_tracked"`
+			Capacity int                   `json:"senders_capacity"`
+		}{true, c, r.Limiter().Tracked(), r.Limiter().Capacity()})
+	}
+	fmt.Fprintf(out, "%d frames: %d answered, %d rate-limited, %d not RoCE v2 UD, %d bad ICRC, %d without the probe signature, %d malformed probes, %d replies ignored, %d for other addresses, %d from bad sources\n",
+		c.Frames, c.Answered, c.RateLimited, c.NotRoCE, c.BadICRC, c.Foreign, c.Malformed, c.Replies, c.NotForUs, c.BadSource)
+	return nil
+}
+
+type listenEventJSON struct {
+	Time     string        `json:"time"`
+	From     string        `json:"from"`
+	FromMAC  string        `json:"from_mac"`
+	To       string        `json:"to"`
+	Session  string        `json:"session"`
+	Seq      uint32        `json:"seq"`
+	Sent     *markingsJSON `json:"sent"`
+	Received *markingsJSON `json:"received"`
+	Findings []string      `json:"findings"`
+	Action   string        `json:"action"`
+}

@@ -1,0 +1,405 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/roce-probe/roce-probe/gid"
+	"github.com/roce-probe/roce-probe/internal/probe"
+	"github.com/spf13/cobra"
+)
+
+func init() { register(newSendCmd) }
+
+type sendFlags struct {
+	dst               string
+	dev, netdev       string
+	gidIndex, port    int
+	tclass, sl, hop   int
+	sport             int
+	count             int
+	interval, timeout time.Duration
+	sweep             string
+	output            string
+	sysfs             string
+	resolveWait       time.Duration
+}
+
+func newSendCmd() *cobra.Command {
+	var f sendFlags
+	c := &cobra.Command{
+		Use:   "send --dst ADDR (--dev D --gid-index I | --netdev N)",
+		Short: "Send RoCE v2 probes and report the markings that arrive at a listener",
+		Long: `send builds real RoCE v2 UD SEND_ONLY frames (BTH opcode 0x64, DETH, valid ICRC)
+carrying a probe signature, a sequence number and the markings they were sent
+with, sends them raw from the netdev that owns the source address, and reports
+for each probe what a 'roce-probe listen' on the destination saw arrive: VLAN
+and PCP, DSCP, ECN, TTL. It flags remarking, tag stripping, ECN marking, routed
+hops and loss. Frames are also captured leaving this host, so even with no
+listener it tells whether they left with the intended markings.
+
+The source is either an RDMA GID (--dev and --gid-index: its netdev, address
+and VLAN) or a netdev (--netdev: its first address of the destination's
+family). --tclass is the traffic class byte (DSCP << 2 | ECN) and --sl the
+802.1p priority (PCP) of a tagged netdev, as a RoCE NIC applies them.
+--sweep tries every DSCP (0..63) or PCP (0..7) value and prints the map the
+path applies. Needs CAP_NET_RAW. Exit status: 0 nothing found, 1 findings
+(remarking, loss, ...), 2 bad usage or no raw socket.`,
+		Example: `  roce-probe send --netdev eth0 --dst 192.0.2.2 --tclass 106 --count 5
+  roce-probe send --dev mlx5_0 --gid-index 3 --dst 192.0.2.2 --sweep dscp -o json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runSend(cmd, f) },
+	}
+	fl := c.Flags()
+	fl.StringVar(&f.dst, "dst", "", "destination IP address or GID (where 'roce-probe listen' runs)")
+	fl.StringVar(&f.dev, "dev", "", "RDMA device whose GID is the source (with --gid-index)")
+	fl.IntVar(&f.gidIndex, "gid-index", -1, "GID index on --dev (a RoCE v2 GID)")
+	fl.IntVar(&f.port, "port", 1, "port of --dev")
+	fl.StringVar(&f.netdev, "netdev", "", "netdev to send from (instead of --dev/--gid-index)")
+	fl.IntVar(&f.tclass, "tclass", 0, "traffic class byte: DSCP << 2 | ECN (0..255; 106 = DSCP 26 + ECT(0))")
+	fl.IntVar(&f.sl, "sl", 0, "service level: the PCP of tagged frames (0..7)")
+	fl.IntVar(&f.hop, "hop-limit", 64, "IPv4 TTL / IPv6 hop limit (1..255)")
+	fl.IntVar(&f.sport, "sport", 0, "UDP source port (0: one random port in 0xC000..0xFFFF for the whole run)")
+	fl.IntVar(&f.count, "count", 5, "probes to send (per value with --sweep), 1..100000")
+	fl.DurationVar(&f.interval, "interval", 100*time.Millisecond, "time between probes")
+	fl.DurationVar(&f.timeout, "timeout", time.Second, "how long to wait for each probe's reply")
+	fl.StringVar(&f.sweep, "sweep", "", "try every value of dscp or pcp and print the map the path applies")
+	fl.StringVarP(&f.output, "output", "o", "table", "output format: table or json")
+	fl.StringVar(&f.sysfs, "sysfs", "/sys", "sysfs root (for tests)")
+	fl.DurationVar(&f.resolveWait, "resolve-timeout", 2*time.Second, "how long to wait for the next hop's MAC address")
+	fl.MarkHidden("sysfs")
+	return c
+}
+
+func runSend(cmd *cobra.Command, f sendFlags) error {
+	out := cmd.OutOrStdout()
+	format, err := outputFormat(f.output, "table", "json")
+	if err != nil {
+		return err
+	}
+	if f.dst == "" {
+		return usagef("--dst is required: the IP address (or GID) where 'roce-probe listen' runs")
+	}
+	g, err := gid.Parse(f.dst)
+	if err != nil {
+		return usagef("--dst %q is not an IP address or GID", f.dst)
+	}
+	dst := g.Addr()
+	if dst.IsMulticast() || dst.IsUnspecified() || dst == netip.AddrFrom4([4]byte{255, 255, 255, 255}) {
+		return usagef("--dst %s is not a unicast address: probes go to one listener", dst)
+	}
+	byGID := f.dev != "" || f.gidIndex >= 0
+	switch {
+	case byGID && f.netdev != "":
+		return usagef("--netdev %q and --dev/--gid-index both given: want one source", f.netdev)
+	case byGID && (f.dev == "" || f.gidIndex < 0):
+		return usagef("--dev and --gid-index go together: got --dev %q --gid-index %d", f.dev, f.gidIndex)
+	case !byGID && f.netdev == "":
+		return usagef("no source: give --netdev N, or --dev D and --gid-index I")
+	}
+	if f.gidIndex > 65535 && byGID {
+		return usagef("--gid-index %d is out of range: want 0..65535", f.gidIndex)
+	}
+	if f.port < 1 || f.port > 255 {
+		return usagef("--port %d is out of range: want 1..255", f.port)
+	}
+	if f.tclass < 0 || f.tclass > 255 {
+		return usagef("--tclass %d is out of range: want 0..255", f.tclass)
+	}
+	if f.sl < 0 || f.sl > 7 {
+		return usagef("--sl %d is out of range: want 0..7 (RoCE carries the SL as the 3-bit PCP)", f.sl)
+	}
+	if f.hop < 1 || f.hop > 255 {
+		return usagef("--hop-limit %d is out of range: want 1..255", f.hop)
+	}
+	if f.sport < 0 || f.sport > 65535 {
+		return usagef("--sport %d is out of range: want 0..65535 (0: random)", f.sport)
+	}
+	if f.count < 1 || f.count > 100000 {
+		return usagef("--count %d is out of range: want 1..100000", f.count)
+	}
+	if f.interval < 0 || f.interval > time.Hour {
+		return usagef("--interval %v is out of range: want 0s..1h", f.interval)
+	}
+	if f.timeout <= 0 || f.timeout > time.Hour {
+		return usagef("--timeout %v is out of range: want more than 0s, at most 1h", f.timeout)
+	}
+	if f.resolveWait <= 0 || f.resolveWait > time.Minute {
+		return usagef("--resolve-timeout %v is out of range: want more than 0s, at most 1m", f.resolveWait)
+	}
+	var sweep probe.SweepField
+	if f.sweep != "" {
+		if sweep, err = probe.ParseSweepField(f.sweep); err != nil {
+			return usagef("--sweep %q is not known: want dscp or pcp", f.sweep)
+		}
+	}
+	sport := uint16(f.sport)
+	if sport == 0 {
+		var b [2]byte
+		rand.Read(b[:])
+		sport = 0xc000 | binary.BigEndian.Uint16(b[:])&0x3fff
+	}
+
+	netdev := f.netdev
+	var src netip.Addr
+	if byGID {
+		if netdev, src, err = probe.GIDSource(f.sysfs, f.dev, f.port, f.gidIndex); err != nil {
+			return usageError{err}
+		}
+		if src.Is4() != dst.Is4() {
+			return usagef("--dst %s and GID index %d (%s) are of different families", dst, f.gidIndex, src)
+		}
+	}
+	ep, err := probe.ResolveEndpoint(netdev, src, dst, f.resolveWait)
+	if err != nil {
+		return usageError{err}
+	}
+	base := probe.Markings{PCP: uint8(f.sl), DSCP: uint8(f.tclass >> 2), ECN: uint8(f.tclass & 3), TTL: uint8(f.hop), Sport: sport}
+	if sweep == probe.SweepPCP && len(ep.Tags) == 0 {
+		return usagef("--sweep pcp needs a VLAN netdev: %s sends untagged frames, which carry no PCP", ep.Netdev)
+	}
+
+	if err := probe.CheckRawSocket(ep.Wire); err != nil {
+		return rawSocketError("send", err)
+	}
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if format == "table" {
+		fmt.Fprintf(out, "probing %s → %s from %s (%s), every %v, waiting %v for each reply\n",
+			ep.Src, ep.Dst, ep.Netdev, wireDesc(ep), f.interval, f.timeout)
+		if ep.NextHop != ep.Dst {
+			fmt.Fprintf(out, "next hop %s (%s)\n", ep.NextHop, ep.DstMAC)
+		}
+		if len(ep.Tags) == 0 && f.sl != 0 {
+			fmt.Fprintf(out, "note: %s is untagged, so --sl %d is not carried (no PCP without a VLAN tag)\n", ep.Netdev, f.sl)
+		}
+	}
+	// Rows are printed as probes complete, so columns have fixed widths.
+	const row = "%-5s  %-38s  %-38s  %-9s  %s\n"
+	if format == "table" && sweep == "" {
+		fmt.Fprintf(out, row, "SEQ", "SENT", "RECEIVED", "RTT", "FINDINGS")
+	}
+	emit := func(r probe.Result) {
+		fs := findingStrings(r.Findings())
+		if format == "json" {
+			writeJSON(out, probeJSON{Seq: r.Seq, Sent: markingsOf(&r.Sent), Received: markingsOf(r.Received),
+				Egress: markingsOf(r.Egress), RTTMicros: rttMicros(r), Findings: fs})
+			return
+		}
+		if sweep != "" {
+			return // a sweep prints its map at the end
+		}
+		rtt := "-"
+		if r.Received != nil {
+			rtt = fmt.Sprintf("%.3fms", float64(r.RTT.Microseconds())/1000)
+		}
+		fstr := "-"
+		if len(fs) > 0 {
+			fstr = strings.Join(fs, "; ")
+		}
+		fmt.Fprintf(out, row, fmt.Sprint(r.Seq), markingsText(&r.Sent), markingsText(r.Received), rtt, fstr)
+	}
+	sum, err := probe.Send(ctx, probe.SendConfig{Endpoint: ep, Base: base, Count: f.count, Interval: f.interval,
+		Timeout: f.timeout, Sweep: sweep}, emit)
+	if err != nil && !errors.Is(err, context.Canceled) {
+		return rawSocketError("send", err)
+	}
+	interrupted := errors.Is(err, context.Canceled)
+	if err != nil && !interrupted {
+		return err
+	}
+	if format == "json" {
+		writeJSON(out, summaryJSON(sum, ep))
+	} else {
+		printSummary(out, sum, ep)
+	}
+	if interrupted {
+		return findingError{"interrupted"}
+	}
+	if sum.Answered == 0 {
+		return findingError{fmt.Sprintf("nothing answered: no reply from %s to %d probes", ep.Dst, sum.Sent)}
+	}
+	if len(sum.Findings) > 0 {
+		return findingError{}
+	}
+	return nil
+}
+
+func wireDesc(ep probe.Endpoint) string {
+	if len(ep.Tags) == 0 {
+		return "untagged"
+	}
+	var parts []string
+	for _, t := range ep.Tags {
+		proto := "802.1Q"
+		if t.TPID == 0x88a8 {
+			proto = "802.1ad"
+		}
+		parts = append(parts, fmt.Sprintf("%s VLAN %d", proto, t.VID))
+	}
+	return strings.Join(parts, " + ") + " on " + ep.Wire
+}
+
+// markingsJSON is the JSON shape of markings: vlan and pcp are null for an
+// untagged frame.
+type markingsJSON struct {
+	VLAN  *uint16 `json:"vlan"`
+	PCP   *uint8  `json:"pcp"`
+	DSCP  uint8   `json:"dscp"`
+	ECN   uint8   `json:"ecn"`
+	TTL   uint8   `json:"ttl"`
+	Sport uint16  `json:"sport"`
+}
+
+func markingsOf(m *probe.Markings) *markingsJSON {
+	if m == nil {
+		return nil
+	}
+	j := &markingsJSON{DSCP: m.DSCP, ECN: m.ECN, TTL: m.TTL, Sport: m.Sport}
+	if m.Tagged {
+		v, p := m.VLAN, m.PCP
+		j.VLAN, j.PCP = &v, &p
+	}
+	return j
+}
+
+type probeJSON struct {
+	Seq       uint32        `json:"seq"`
+	Sent      *markingsJSON `json:"sent"`
+	Received  *markingsJSON `json:"received"`
+	Egress    *markingsJSON `json:"egress"`
+	RTTMicros *float64      `json:"rtt_us"`
+	Findings  []string      `json:"findings"`
+}
+
+func rttMicros(r probe.Result) *float64 {
+	if r.Received == nil {
+		return nil
+	}
+	v := float64(r.RTT.Nanoseconds()) / 1000
+	return &v
+}
+
+func findingStrings(fs []probe.Finding) []string {
+	out := make([]string, 0, len(fs))
+	for _, f := range fs {
+		out = append(out, f.Message)
+	}
+	return out
+}
+
+func markingsText(m *probe.Markings) string {
+	if m == nil {
+		return "(no reply)"
+	}
+	tag := "untagged"
+	if m.Tagged {
+		tag = fmt.Sprintf("vlan %d pcp %d", m.VLAN, m.PCP)
+	}
+	return fmt.Sprintf("%s dscp %d %s ttl %d", tag, m.DSCP, probe.ECNName(m.ECN), m.TTL)
+}
+
+type sweepEntryJSON struct {
+	Sent     uint8   `json:"sent"`
+	Received []uint8 `json:"received"`
+	Untagged int     `json:"untagged"`
+	Lost     int     `json:"lost"`
+	Status   string  `json:"status"`
+}
+
+type sweepJSON struct {
+	Field  string           `json:"field"`
+	Map    []sweepEntryJSON `json:"map"`
+	Counts map[string]int   `json:"counts"`
+}
+
+type sendSummaryJSON struct {
+	Summary       bool                      `json:"summary"`
+	Src           string                    `json:"src"`
+	Dst           string                    `json:"dst"`
+	Netdev        string                    `json:"netdev"`
+	Wire          string                    `json:"wire"`
+	Sent          int                       `json:"sent"`
+	Answered      int                       `json:"answered"`
+	Lost          int                       `json:"lost"`
+	EgressSeen    int                       `json:"egress_seen"`
+	EgressAsSent  bool                      `json:"egress_as_intended"`
+	RTTMinMicros  float64                   `json:"rtt_min_us"`
+	RTTAvgMicros  float64                   `json:"rtt_avg_us"`
+	RTTMaxMicros  float64                   `json:"rtt_max_us"`
+	Findings      map[probe.FindingKind]int `json:"findings"`
+	NothingAnswer bool                      `json:"nothing_answered"`
+	Sweep         *sweepJSON                `json:"sweep,omitempty"`
+}
+
+func summaryJSON(s probe.Summary, ep probe.Endpoint) sendSummaryJSON {
+	j := sendSummaryJSON{Summary: true, Src: ep.Src.String(), Dst: ep.Dst.String(), Netdev: ep.Netdev, Wire: ep.Wire,
+		Sent: s.Sent, Answered: s.Answered, Lost: s.Lost, EgressSeen: s.EgressSeen,
+		EgressAsSent: s.EgressSeen == s.Sent && s.EgressOff == 0,
+		RTTMinMicros: float64(s.RTTMin.Nanoseconds()) / 1000, RTTAvgMicros: float64(s.RTTAvg.Nanoseconds()) / 1000,
+		RTTMaxMicros: float64(s.RTTMax.Nanoseconds()) / 1000, Findings: s.Findings, NothingAnswer: s.Answered == 0}
+	if s.Sweep != nil {
+		sj := &sweepJSON{Field: string(s.Sweep.Field), Counts: s.Sweep.Counts()}
+		for _, e := range s.Sweep.Entries {
+			sj.Map = append(sj.Map, sweepEntryJSON{Sent: e.Sent, Received: e.Received, Untagged: e.Untagged, Lost: e.Lost, Status: e.Status()})
+		}
+		j.Sweep = sj
+	}
+	return j
+}
+
+func printSummary(w io.Writer, s probe.Summary, ep probe.Endpoint) {
+	if s.Sweep != nil {
+		for _, l := range s.Sweep.Lines() {
+			fmt.Fprintln(w, l)
+		}
+	}
+	fmt.Fprintf(w, "%d sent, %d answered, %d lost", s.Sent, s.Answered, s.Lost)
+	if s.Answered > 0 {
+		fmt.Fprintf(w, "; rtt min/avg/max %.3f/%.3f/%.3f ms", ms(s.RTTMin), ms(s.RTTAvg), ms(s.RTTMax))
+	}
+	fmt.Fprintln(w)
+	switch {
+	case s.EgressSeen == s.Sent && s.EgressOff == 0:
+		fmt.Fprintf(w, "egress: all %d probes left %s with the intended markings\n", s.Sent, ep.Wire)
+	case s.EgressSeen < s.Sent:
+		fmt.Fprintf(w, "egress: only %d of %d probes were seen leaving %s\n", s.EgressSeen, s.Sent, ep.Wire)
+	}
+	if s.EgressOff > 0 {
+		fmt.Fprintf(w, "egress: %d probes left %s with other markings than intended (this host changed them)\n", s.EgressOff, ep.Wire)
+	}
+	if s.Answered == 0 {
+		fmt.Fprintf(w, "nothing answered: no reply from %s (is 'roce-probe listen' running there, and can its replies come back?)\n", ep.Dst)
+	}
+	if len(s.Findings) > 0 {
+		var ks []string
+		for k, n := range s.Findings {
+			ks = append(ks, fmt.Sprintf("%s ×%d", k, n))
+		}
+		sort.Strings(ks)
+		fmt.Fprintf(w, "findings: %s (see docs/probe.md)\n", strings.Join(ks, ", "))
+	}
+}
+
+func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
+
+// rawSocketError turns a missing CAP_NET_RAW into one line that says what
+// to do; other errors pass unchanged.
+func rawSocketError(command string, err error) error {
+	var perr *probe.PermissionError
+	if errors.As(err, &perr) {
+		return fmt.Errorf("%s needs CAP_NET_RAW to open a raw socket on %s: run as root or `setcap cap_net_raw+ep`", command, perr.Netdev)
+	}
+	return err
+}

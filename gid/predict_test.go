@@ -1,0 +1,167 @@
+package gid
+
+import (
+	"net/netip"
+	"strings"
+	"testing"
+
+	"github.com/roce-probe/roce-probe/vlan"
+)
+
+// Known answer from kernel-algorithms.md §1.2 (addrconf_ifid_eui48): MAC
+// 02:00:00:00:00:01 → fe80::ff:fe00:1 (U/L bit flipped), and with a
+// dev_id the ff:fe is replaced and the U/L bit kept.
+func TestDefaultGID(t *testing.T) {
+	cases := []struct {
+		mac   []byte
+		devID uint16
+		want  string
+	}{
+		{[]byte{0x02, 0, 0, 0, 0, 0x01}, 0, "fe80::ff:fe00:1"},
+		{[]byte{0x0c, 0x42, 0xa1, 0, 0, 0x10}, 0, "fe80::e42:a1ff:fe00:10"},
+		{[]byte{0x0c, 0x42, 0xa1, 0, 0, 0x10}, 0x0102, "fe80::c42:a101:200:10"},
+		{[]byte{1, 2, 3, 4, 5, 6, 7, 8}, 0, "fe80::"},
+	}
+	for _, c := range cases {
+		if got := DefaultGID(c.mac, c.devID).String(); got != c.want {
+			t.Errorf("DefaultGID(% x, %d) = %s, want %s", c.mac, c.devID, got, c.want)
+		}
+	}
+}
+
+func TestRoCEMTU(t *testing.T) {
+	// iboe_get_mtu (kernel-algorithms.md §2.4): mtu - 96 rounded down to an IB MTU.
+	for mtu, want := range map[int]int{1500: 1024, 9000: 4096, 4200: 4096, 4191: 2048, 1120: 1024, 1119: 512, 1024: 512, 351: 0, 352: 256} {
+		if got := RoCEMTU(mtu); got != want {
+			t.Errorf("RoCEMTU(%d) = %d, want %d", mtu, got, want)
+		}
+	}
+}
+
+func sameTable(t *testing.T, got, want []Entry) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("predicted %d slots, actual %d", len(got), len(want))
+	}
+	for i := range got {
+		g, w := got[i], want[i]
+		if g.Empty != w.Empty || g.GID != w.GID || g.Type != w.Type || g.Netdev != w.Netdev || g.Default != w.Default ||
+			g.Kind != w.Kind || g.IP != w.IP || g.RealNetdev != w.RealNetdev || g.Index != w.Index {
+			t.Errorf("slot %d: predicted %s %s %s default=%v empty=%v, actual %s %s %s default=%v empty=%v",
+				i, g.GID, g.Type, g.Netdev, g.Default, g.Empty, w.GID, w.Type, w.Netdev, w.Default, w.Empty)
+		}
+	}
+}
+
+func TestPredictMatchesFixtures(t *testing.T) {
+	for _, dir := range []string{"mlx5", "rxe"} {
+		t.Run(dir, func(t *testing.T) {
+			snap := loadSnap(t, dir)
+			for _, p := range readFixture(t, dir)[0].Ports {
+				pred, err := Predict(SpecOf(p), snap)
+				if err != nil {
+					t.Fatal(err)
+				}
+				sameTable(t, pred.Entries, p.Entries)
+				if d := Diff(pred.Entries, p.Entries); len(d) != 0 {
+					t.Errorf("port %d: diff %v, want none", p.Port, d)
+				}
+			}
+		})
+	}
+}
+
+func TestDiffChurned(t *testing.T) {
+	p := readFixture(t, "rxe-churned")[0].Ports[0]
+	pred, err := Predict(SpecOf(p), loadSnap(t, "rxe-churned"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range Diff(pred.Entries, p.Entries) {
+		got = append(got, c.String())
+	}
+	want := []string{
+		"unseen: index 5 fe80::ff:fe00:1 RoCE v2 on -: its netdev is not in this namespace",
+		"moved: ::ffff:10.0.0.1 RoCE v2 on veth0 is at index 13, a fresh scan puts it at 1",
+		"stale: index 14 ::ffff:10.0.0.5 RoCE v2 on veth0 is not explained by any netdev address",
+		"missing: fe80::ff:fe00:1 RoCE v2 on veth0.100 (predicted index 5) is not in the table",
+		"missing: fd00:1010::1 RoCE v2 on veth0.q1000.10 (predicted index 11) is not in the table",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("diff =\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// Bonding (kernel-algorithms.md §1.3): default GIDs come from the bond's
+// MAC with the bond as netdev; an inactive slave gets no IP GIDs.
+func TestPredictBond(t *testing.T) {
+	snap := &vlan.Snapshot{Links: []vlan.Link{
+		{Name: "ens1f0", Index: 2, Kind: vlan.KindPhysical, MAC: vlan.MAC{0x0c, 0x42, 0xa1, 0, 0, 1}, Ether: true, MasterIndex: 4},
+		{Name: "ens1f1", Index: 3, Kind: vlan.KindPhysical, MAC: vlan.MAC{0x0c, 0x42, 0xa1, 0, 0, 2}, Ether: true, MasterIndex: 4},
+		{Name: "bond0", Index: 4, Kind: vlan.KindBond, MAC: vlan.MAC{0x0c, 0x42, 0xa1, 0, 0, 1}, Ether: true, ActiveSlave: 2,
+			Addrs: mustPrefixes("192.168.7.1/24")},
+		{Name: "bond0.30", Index: 5, Kind: vlan.KindVLAN, VLAN: &vlan.Tag{ID: 30, Proto: vlan.Proto8021Q}, ParentIndex: 4,
+			MAC: vlan.MAC{0x0c, 0x42, 0xa1, 0, 0, 1}, Ether: true, Addrs: mustPrefixes("192.168.30.1/24")},
+	}}
+	active, err := Predict(PortSpec{Device: "mlx5_bond_0", Port: 1, Netdev: "ens1f0", Types: []Type{TypeRoCEv1, TypeRoCEv2}, TableLen: 8}, snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"fe80::e42:a1ff:fe00:1 RoCE v1 bond0 default",
+		"fe80::e42:a1ff:fe00:1 RoCE v2 bond0 default",
+		"::ffff:192.168.7.1 RoCE v1 bond0",
+		"::ffff:192.168.7.1 RoCE v2 bond0",
+		"::ffff:192.168.30.1 RoCE v1 bond0.30",
+		"::ffff:192.168.30.1 RoCE v2 bond0.30",
+		"empty", "empty",
+	}
+	for i, e := range active.Entries {
+		got := "empty"
+		if !e.Empty {
+			got = e.GID.String() + " " + e.Type.String() + " " + e.Netdev
+			if e.Default {
+				got += " default"
+			}
+		}
+		if got != want[i] {
+			t.Errorf("active slave, slot %d = %q, want %q", i, got, want[i])
+		}
+	}
+	inactive, err := Predict(PortSpec{Device: "x", Port: 1, Netdev: "ens1f1", Types: []Type{TypeRoCEv2}, TableLen: 4}, snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, e := range inactive.Entries[1:] {
+		if !e.Empty {
+			t.Errorf("inactive slave: slot %d = %s on %s, want no IP GIDs", i+1, e.GID, e.Netdev)
+		}
+	}
+}
+
+func TestPredictOverflowAndErrors(t *testing.T) {
+	snap := loadSnap(t, "rxe")
+	pred, err := Predict(PortSpec{Device: "rxe0", Port: 1, Netdev: "veth0", Types: []Type{TypeRoCEv2}, TableLen: 4}, snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pred.Entries) != 4 || len(pred.Overflow) != 9 {
+		t.Errorf("4-slot table: %d entries, %d overflow; want 4 and 9 (12 IP GIDs, 3 free slots)", len(pred.Entries), len(pred.Overflow))
+	}
+	if _, err := Predict(PortSpec{Device: "rxe0", Port: 1, Netdev: "eth9", Types: []Type{TypeRoCEv2}}, snap); err == nil ||
+		!strings.Contains(err.Error(), `"eth9"`) {
+		t.Errorf("unknown netdev: err = %v", err)
+	}
+	if _, err := Predict(PortSpec{Device: "rxe0", Port: 1, Netdev: "veth0"}, snap); err == nil {
+		t.Errorf("no types: no error")
+	}
+}
+
+func mustPrefixes(ss ...string) []netip.Prefix {
+	var out []netip.Prefix
+	for _, s := range ss {
+		out = append(out, netip.MustParsePrefix(s))
+	}
+	return out
+}

@@ -1,0 +1,381 @@
+package gid
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// DefaultSysfsRoot is where sysfs is mounted.
+const DefaultSysfsRoot = "/sys"
+
+// maxRereads bounds how often an entry that changes under the reader is
+// read again before ReadPort gives up.
+const maxRereads = 8
+
+// Sysfs reads RDMA devices and GID tables below a sysfs root. The zero
+// value reads /sys; tests point Root at a fixture tree with the same
+// layout (class/infiniband/<dev>/ports/<p>/...). Reads need no privileges.
+type Sysfs struct {
+	// Root is the sysfs mount point; "" means DefaultSysfsRoot.
+	Root string
+
+	// readFile replaces the file reader in tests (to simulate a table
+	// that changes between reads); nil reads the file.
+	readFile func(path string) ([]byte, error)
+}
+
+// Device is one RDMA device and its ports.
+type Device struct {
+	Name  string `json:"device"`
+	Ports []Port `json:"ports"`
+}
+
+// Port is one port of an RDMA device with its GID table.
+type Port struct {
+	Device    string `json:"device"`
+	Port      int    `json:"port"`
+	State     string `json:"state"`      // ports/P/state without the number: "ACTIVE", "DOWN", ...
+	PhysState string `json:"phys_state"` // ports/P/phys_state: "LinkUp", "Disabled", ...
+	LinkLayer string `json:"link_layer"` // "Ethernet" or "InfiniBand"
+	// Netdev is the RDMA device's own netdev for this port (rxe: the
+	// parent file; PCI devices: device/net/<name>, matched by dev_port).
+	Netdev string `json:"netdev"`
+	// ActiveMTU is the RoCE path MTU the port uses with Netdev's MTU
+	// (iboe_get_mtu): sysfs has no active-MTU file, so it is computed
+	// when the netdev is mapped; 0 when unknown.
+	ActiveMTU int `json:"active_mtu"`
+	// Types lists the GID types the port supports, as seen in its table
+	// (IB; or RoCE v1 and/or RoCE v2). The kernel reserves one default
+	// slot per type at the start of the table.
+	Types   []Type  `json:"types"`
+	Entries []Entry `json:"entries"` // every slot, index order, empty ones included
+}
+
+func (s *Sysfs) root() string {
+	if s == nil || s.Root == "" {
+		return DefaultSysfsRoot
+	}
+	return s.Root
+}
+
+func (s *Sysfs) ibDir() string { return filepath.Join(s.root(), "class", "infiniband") }
+
+// ErrNoDevices is returned by Devices and ReadAll when the machine has no
+// RDMA device (no /sys/class/infiniband or an empty one).
+var ErrNoDevices = errors.New("gid: no RDMA devices (/sys/class/infiniband is missing or empty)")
+
+// Devices lists the RDMA device names, sorted.
+func (s *Sysfs) Devices() ([]string, error) {
+	ents, err := os.ReadDir(s.ibDir())
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, ErrNoDevices
+		}
+		return nil, fmt.Errorf("gid: listing RDMA devices: %w", err)
+	}
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	if len(names) == 0 {
+		return nil, ErrNoDevices
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// ReadAll reads every device and port. Ports are read concurrently.
+func (s *Sysfs) ReadAll() ([]Device, error) {
+	names, err := s.Devices()
+	if err != nil {
+		return nil, err
+	}
+	devs := make([]Device, len(names))
+	type job struct{ d, p, port int }
+	var jobs []job
+	for i, n := range names {
+		ports, err := s.Ports(n)
+		if err != nil {
+			return nil, err
+		}
+		devs[i] = Device{Name: n, Ports: make([]Port, len(ports))}
+		for j, p := range ports {
+			jobs = append(jobs, job{i, j, p})
+		}
+	}
+	errs := make([]error, len(jobs))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 8)
+	for k, j := range jobs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			devs[j.d].Ports[j.p], errs[k] = s.ReadPort(names[j.d], j.port)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return devs, nil
+}
+
+// Ports lists a device's port numbers, ascending.
+func (s *Sysfs) Ports(dev string) ([]int, error) {
+	if err := checkName("device", dev); err != nil {
+		return nil, err
+	}
+	ents, err := os.ReadDir(filepath.Join(s.ibDir(), dev, "ports"))
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("gid: RDMA device %q not found in %s", dev, s.ibDir())
+		}
+		return nil, fmt.Errorf("gid: device %s: listing ports: %w", dev, err)
+	}
+	var ports []int
+	for _, e := range ents {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil || p < 1 {
+			continue
+		}
+		ports = append(ports, p)
+	}
+	sort.Ints(ports)
+	return ports, nil
+}
+
+func checkName(what, v string) error {
+	if v == "" || v == "." || v == ".." || strings.ContainsRune(v, '/') {
+		return fmt.Errorf("gid: %s name %q is not valid: want a name from /sys/class/infiniband", what, v)
+	}
+	return nil
+}
+
+// read returns a sysfs file's content without the trailing newline.
+func (s *Sysfs) read(path string) (string, error) {
+	if s.readFile != nil {
+		b, err := s.readFile(path)
+		return string(bytes.TrimRight(b, "\n")), err
+	}
+	// One open/read/close with a stack buffer: sysfs attributes are
+	// small, and GID tables have thousands of them.
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return "", &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	defer unix.Close(fd)
+	var buf [256]byte
+	n := 0
+	for n < len(buf) {
+		m, err := unix.Read(fd, buf[n:])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return "", &fs.PathError{Op: "read", Path: path, Err: err}
+		}
+		if m == 0 {
+			break
+		}
+		n += m
+	}
+	return string(bytes.TrimRight(buf[:n], "\n")), nil
+}
+
+// ReadPort reads one port: state, link layer, netdev and every GID slot.
+func (s *Sysfs) ReadPort(dev string, port int) (Port, error) {
+	if err := checkName("device", dev); err != nil {
+		return Port{}, err
+	}
+	if port < 1 {
+		return Port{}, fmt.Errorf("gid: port %d is not valid: want a port number ≥ 1", port)
+	}
+	devDir := filepath.Join(s.ibDir(), dev)
+	pdir := filepath.Join(devDir, "ports", strconv.Itoa(port))
+	p := Port{Device: dev, Port: port}
+	var err error
+	if p.State, err = s.read(filepath.Join(pdir, "state")); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return Port{}, fmt.Errorf("gid: %s port %d not found in %s", dev, port, s.ibDir())
+		}
+		return Port{}, fmt.Errorf("gid: %s port %d: %w", dev, port, err)
+	}
+	p.State = stripNumber(p.State)
+	p.PhysState, _ = s.read(filepath.Join(pdir, "phys_state"))
+	p.PhysState = stripNumber(p.PhysState)
+	p.LinkLayer, _ = s.read(filepath.Join(pdir, "link_layer"))
+	p.Netdev = s.portNetdev(devDir, port)
+
+	n, err := s.tableLen(pdir)
+	if err != nil {
+		return Port{}, fmt.Errorf("gid: %s port %d: %w", dev, port, err)
+	}
+	ib := p.LinkLayer == "InfiniBand"
+	p.Entries = make([]Entry, n)
+	seen := map[Type]bool{}
+	for i := 0; i < n; i++ {
+		e, err := s.readEntry(pdir, i, ib)
+		if err != nil {
+			return Port{}, fmt.Errorf("gid: %s port %d index %d: %w", dev, port, i, err)
+		}
+		e.Device, e.Port, e.Index = dev, port, i
+		if !e.Empty {
+			seen[e.Type] = true
+		}
+		p.Entries[i] = e
+	}
+	for _, t := range []Type{TypeIB, TypeRoCEv1, TypeRoCEv2} {
+		if seen[t] {
+			p.Types = append(p.Types, t)
+		}
+	}
+	markDefaults(&p)
+	if p.Netdev == "" {
+		// The default GID's netdev is the RDMA netdev (or its bond).
+		for _, e := range p.Entries {
+			if e.Default && e.Netdev != "" {
+				p.Netdev = e.Netdev
+				break
+			}
+		}
+	}
+	return p, nil
+}
+
+// markDefaults flags the entries in the reserved default slots: one per
+// supported type at indices 0..n-1 (gid_table_reserve_default; only
+// indices below 32 can be reserved). Only default GIDs go there.
+func markDefaults(p *Port) {
+	n := len(p.Types)
+	if p.LinkLayer == "InfiniBand" {
+		return
+	}
+	for i := range p.Entries {
+		if i < n && i < 32 && !p.Entries[i].Empty {
+			p.Entries[i].Default = true
+		}
+	}
+}
+
+// stripNumber turns "4: ACTIVE" into "ACTIVE".
+func stripNumber(s string) string {
+	if i := strings.Index(s, ": "); i >= 0 {
+		return s[i+2:]
+	}
+	return s
+}
+
+// tableLen counts gids/<n> files (sysfs creates one per table slot).
+func (s *Sysfs) tableLen(pdir string) (int, error) {
+	ents, err := os.ReadDir(filepath.Join(pdir, "gids"))
+	if err != nil {
+		return 0, fmt.Errorf("listing GID table: %w", err)
+	}
+	n := 0
+	for _, e := range ents {
+		if i, err := strconv.Atoi(e.Name()); err == nil && i >= 0 && i+1 > n {
+			n = i + 1
+		}
+	}
+	return n, nil
+}
+
+// readEntry reads gids/i, then types/i and ndevs/i, then gids/i again; if
+// the GID changed, the slot was rewritten in between and everything is
+// read again, so type and netdev always belong to the GID reported.
+func (s *Sysfs) readEntry(pdir string, i int, ib bool) (Entry, error) {
+	idx := strconv.Itoa(i)
+	gpath := filepath.Join(pdir, "gids", idx)
+	tpath := filepath.Join(pdir, "gid_attrs", "types", idx)
+	npath := filepath.Join(pdir, "gid_attrs", "ndevs", idx)
+	var last GID
+	for try := 0; try < maxRereads; try++ {
+		g1, err := s.readGID(gpath)
+		if err != nil {
+			return Entry{}, err
+		}
+		if g1.IsZero() {
+			// An empty slot: types and ndevs fail with EINVAL.
+			return Entry{Empty: true}, nil
+		}
+		e := Entry{GID: g1, Kind: g1.Kind(), IP: addrOf(g1)}
+		ts, terr := s.read(tpath)
+		nd, nerr := s.read(npath)
+		g2, err := s.readGID(gpath)
+		if err != nil {
+			return Entry{}, err
+		}
+		if g2 != g1 {
+			last = g2
+			continue
+		}
+		// Unreadable types/N is IB/RoCE v1, as rdma-core's
+		// query_sysfs_gid_type treats it.
+		switch {
+		case terr != nil || ts == "IB/RoCE v1" || ts == "RoCE v1":
+			e.Type = TypeRoCEv1
+			if ib {
+				e.Type = TypeIB
+			}
+		default:
+			t, err := ParseType(ts)
+			if err != nil {
+				return Entry{}, fmt.Errorf("%s: %w", tpath, err)
+			}
+			e.Type = t
+		}
+		if nerr == nil {
+			e.Netdev = nd
+		}
+		return e, nil
+	}
+	return Entry{}, fmt.Errorf("the entry changed on each of %d reads (last GID %s)", maxRereads, last)
+}
+
+func (s *Sysfs) readGID(path string) (GID, error) {
+	v, err := s.read(path)
+	if err != nil {
+		return GID{}, err
+	}
+	g, err := Parse(v)
+	if err != nil {
+		return GID{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return g, nil
+}
+
+// portNetdev finds the RDMA device's own netdev for a port: Soft-RoCE's
+// parent file, else the PCI function's net/ directory (matching dev_port
+// to port-1 when the function has several netdevs).
+func (s *Sysfs) portNetdev(devDir string, port int) string {
+	if v, err := s.read(filepath.Join(devDir, "parent")); err == nil && v != "" {
+		return v
+	}
+	netDir := filepath.Join(devDir, "device", "net")
+	ents, err := os.ReadDir(netDir)
+	if err != nil || len(ents) == 0 {
+		return ""
+	}
+	if len(ents) == 1 {
+		return ents[0].Name()
+	}
+	for _, e := range ents {
+		v, err := s.read(filepath.Join(netDir, e.Name(), "dev_port"))
+		if err == nil && v == strconv.Itoa(port-1) {
+			return e.Name()
+		}
+	}
+	return ""
+}

@@ -1,0 +1,26 @@
+// Package probe is the machinery behind `roce-probe send` and `roce-probe
+// listen`: active probing of the markings a fabric applies to RoCE v2
+// traffic.
+//
+// A probe is a real RoCE v2 UD SEND_ONLY frame (BTH opcode 0x64 and a
+// DETH, valid ICRC) whose payload carries a signature, a version, a session
+// ID, a sequence number, the sender's timestamp and the markings the sender
+// put on the frame: VLAN ID and PCP (or untagged), DSCP, ECN, TTL / hop
+// limit and UDP source port. A listener that receives a well-formed probe
+// answers its sender with one reply frame, never larger than the probe,
+// reporting the markings that arrived. Compare turns the (sent, received)
+// pair into findings: DSCP or PCP remarked, tag stripped or changed, ECN
+// marked CE, routed hops, loss.
+//
+// The package is split in layers that can be tested apart:
+//
+//   - Payload, Marshal and ParsePayload: the probe and reply payload format.
+//   - BuildFrame and ParseFrame: whole Ethernet frames around a payload.
+//   - Responder: the listener's decision logic (validation, per-sender
+//     rate limiting with bounded memory, counters), free of sockets.
+//   - Compare and SweepMap: findings and the DSCP/PCP map a path applies.
+//   - Conn (Linux): AF_PACKET send and capture through gopacket's afpacket,
+//     with a kernel filter that passes only RoCE v2 frames.
+//
+// It is internal: the CLI is its only user.
+package probe

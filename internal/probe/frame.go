@@ -1,0 +1,289 @@
+package probe
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+
+	"github.com/gopacket/gopacket"
+	"github.com/gopacket/gopacket/layers"
+)
+
+// RoCEv2Port is the UDP destination port of RoCE v2.
+const RoCEv2Port = 4791
+
+// OpcodeUDSendOnly is the BTH opcode of a UD SEND_ONLY (BTH + DETH + payload).
+const OpcodeUDSendOnly = 0x64
+
+// DefaultDestQP is the destination QP number probes are sent to. It is a
+// QP that an RDMA stack on the listener's host is unlikely to have: such a
+// stack drops the probe as addressed to an unknown QP (rxe counts it), while
+// the listener's raw socket still sees it.
+const DefaultDestQP = 0x7e5701
+
+// DefaultQKey is the Q_Key probes carry (a non-GSI key, high bit clear).
+const DefaultQKey = 0x0000cafe
+
+// DefaultSrcQP is the source QP number probes carry.
+const DefaultSrcQP = 0x7e5702
+
+// Tag is one 802.1Q or 802.1ad tag.
+type Tag struct {
+	TPID uint16 // 0x8100 (802.1Q) or 0x88a8 (802.1ad)
+	VID  uint16 // 0..4095
+	PCP  uint8  // 0..7
+	DEI  bool
+}
+
+// Frame is a RoCE v2 UD SEND_ONLY frame: Ethernet, up to two VLAN tags,
+// IPv4 or IPv6, UDP to port 4791, BTH, DETH, payload and ICRC.
+type Frame struct {
+	DstMAC, SrcMAC net.HardwareAddr
+	Tags           []Tag      // outermost first; nil for untagged
+	Src, Dst       netip.Addr // both IPv4 or both IPv6
+	DSCP, ECN      uint8
+	TTL            uint8 // IPv4 TTL or IPv6 hop limit
+	Sport          uint16
+	PKey           uint16
+	DestQP         uint32 // 24 bits
+	PSN            uint32 // 24 bits
+	QKey           uint32
+	SrcQP          uint32 // 24 bits
+	Payload        []byte
+}
+
+// Markings returns the frame's markings. VLAN and PCP are the outermost
+// tag's, which is the one a switch classifies by.
+func (f *Frame) Markings() Markings {
+	m := Markings{DSCP: f.DSCP, ECN: f.ECN, TTL: f.TTL, Sport: f.Sport, IPv6: f.Src.Is6() && !f.Src.Is4In6()}
+	if len(f.Tags) > 0 {
+		m.Tagged, m.VLAN, m.PCP = true, f.Tags[0].VID, f.Tags[0].PCP
+	}
+	return m
+}
+
+// SetMarkings sets the frame's DSCP, ECN, TTL, UDP source port and the
+// outermost tag's VLAN ID and PCP from m. It adds an 802.1Q tag to an
+// untagged frame when m is tagged and removes all tags when it is not.
+func (f *Frame) SetMarkings(m Markings) {
+	f.DSCP, f.ECN, f.TTL, f.Sport = m.DSCP, m.ECN, m.TTL, m.Sport
+	switch {
+	case !m.Tagged:
+		f.Tags = nil
+	case len(f.Tags) == 0:
+		f.Tags = []Tag{{TPID: 0x8100, VID: m.VLAN, PCP: m.PCP}}
+	default:
+		f.Tags = append([]Tag(nil), f.Tags...)
+		f.Tags[0].VID, f.Tags[0].PCP = m.VLAN, m.PCP
+	}
+}
+
+// headers sizes (kernel include/rdma/ib_pack.h).
+const (
+	bthLen  = 12
+	dethLen = 8
+	icrcLen = 4
+)
+
+// Build serializes the frame with a valid IPv4 header checksum, UDP
+// checksum 0 (as RoCE v2 senders do) and a valid ICRC.
+func (f *Frame) Build() ([]byte, error) {
+	if len(f.DstMAC) != 6 || len(f.SrcMAC) != 6 {
+		return nil, fmt.Errorf("probe: MAC addresses %v → %v: want 6 bytes each", f.SrcMAC, f.DstMAC)
+	}
+	if len(f.Tags) > 2 {
+		return nil, fmt.Errorf("probe: %d VLAN tags: want at most 2", len(f.Tags))
+	}
+	for i, t := range f.Tags {
+		if t.VID > 4095 || t.PCP > 7 || (t.TPID != 0x8100 && t.TPID != 0x88a8) {
+			return nil, fmt.Errorf("probe: tag %d (TPID 0x%04x VID %d PCP %d) is not valid: want TPID 0x8100 or 0x88a8, VID 0..4095, PCP 0..7", i, t.TPID, t.VID, t.PCP)
+		}
+	}
+	if f.DSCP > 63 || f.ECN > 3 {
+		return nil, fmt.Errorf("probe: DSCP %d ECN %d: want 0..63 and 0..3", f.DSCP, f.ECN)
+	}
+	if f.DestQP > 0xffffff || f.SrcQP > 0xffffff || f.PSN > 0xffffff {
+		return nil, fmt.Errorf("probe: QPN or PSN above 24 bits (dest QP 0x%x, src QP 0x%x, PSN 0x%x)", f.DestQP, f.SrcQP, f.PSN)
+	}
+	src, dst := f.Src.Unmap(), f.Dst.Unmap()
+	if !src.IsValid() || !dst.IsValid() || src.Is4() != dst.Is4() {
+		return nil, fmt.Errorf("probe: addresses %v → %v: want two IPv4 or two IPv6 addresses", f.Src, f.Dst)
+	}
+	pad := (4 - len(f.Payload)%4) % 4
+	transport := make([]byte, bthLen+dethLen+len(f.Payload)+pad+icrcLen)
+	putBTH(transport, OpcodeUDSendOnly, pad, f.PKey, f.DestQP, f.PSN)
+	binary.BigEndian.PutUint32(transport[bthLen:], f.QKey)
+	binary.BigEndian.PutUint32(transport[bthLen+4:], f.SrcQP&0xffffff)
+	copy(transport[bthLen+dethLen:], f.Payload)
+
+	var ls []gopacket.SerializableLayer
+	eth := &layers.Ethernet{SrcMAC: f.SrcMAC, DstMAC: f.DstMAC}
+	ls = append(ls, eth)
+	next := &eth.EthernetType
+	for _, t := range f.Tags {
+		*next = layers.EthernetType(t.TPID)
+		q := &layers.Dot1Q{Priority: t.PCP, DropEligible: t.DEI, VLANIdentifier: t.VID}
+		ls = append(ls, q)
+		next = &q.Type
+	}
+	udp := &layers.UDP{SrcPort: layers.UDPPort(f.Sport), DstPort: RoCEv2Port}
+	if src.Is4() {
+		*next = layers.EthernetTypeIPv4
+		ip := &layers.IPv4{Version: 4, IHL: 5, TOS: f.DSCP<<2 | f.ECN, TTL: f.TTL, Flags: layers.IPv4DontFragment,
+			Protocol: layers.IPProtocolUDP, SrcIP: src.AsSlice(), DstIP: dst.AsSlice()}
+		udp.SetNetworkLayerForChecksum(ip)
+		ls = append(ls, ip)
+	} else {
+		*next = layers.EthernetTypeIPv6
+		ip := &layers.IPv6{Version: 6, TrafficClass: f.DSCP<<2 | f.ECN, HopLimit: f.TTL,
+			NextHeader: layers.IPProtocolUDP, SrcIP: src.AsSlice(), DstIP: dst.AsSlice()}
+		udp.SetNetworkLayerForChecksum(ip)
+		ls = append(ls, ip)
+	}
+	ls = append(ls, udp, gopacket.Payload(transport))
+	buf := gopacket.NewSerializeBuffer()
+	if err := gopacket.SerializeLayers(buf, gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true}, ls...); err != nil {
+		return nil, fmt.Errorf("probe: serializing frame: %w", err)
+	}
+	b := buf.Bytes()
+	ipOff := 14 + 4*len(f.Tags)
+	// ComputeChecksums filled in a UDP checksum; RoCE v2 senders send 0.
+	udpOff := ipOff + 20
+	if !src.Is4() {
+		udpOff = ipOff + 40
+	}
+	b[udpOff+6], b[udpOff+7] = 0, 0
+	ipEnd := udpOff + 8 + len(transport)
+	binary.LittleEndian.PutUint32(b[ipEnd-icrcLen:], ICRC(b[ipOff:ipEnd-icrcLen]))
+	return b, nil
+}
+
+// Parse errors that the listener counts apart.
+var (
+	// ErrNotRoCEv2 marks a frame that is not a RoCE v2 UD SEND_ONLY frame
+	// (other EtherType, protocol, port or opcode, or truncated headers).
+	ErrNotRoCEv2 = errors.New("probe: not a RoCE v2 UD SEND_ONLY frame")
+	// ErrBadICRC marks a RoCE v2 frame whose ICRC does not match.
+	ErrBadICRC = errors.New("probe: ICRC mismatch")
+)
+
+// ParseFrame decodes a RoCE v2 UD SEND_ONLY frame and checks its ICRC.
+// Errors wrap ErrNotRoCEv2 or ErrBadICRC. Ethernet padding after the IP
+// packet is ignored. Frame.Payload aliases data.
+func ParseFrame(data []byte) (Frame, error) {
+	var f Frame
+	if len(data) < 14 {
+		return f, fmt.Errorf("%w: %d bytes is shorter than an Ethernet header", ErrNotRoCEv2, len(data))
+	}
+	f.DstMAC = net.HardwareAddr(data[0:6])
+	f.SrcMAC = net.HardwareAddr(data[6:12])
+	et := binary.BigEndian.Uint16(data[12:])
+	off := 14
+	for et == 0x8100 || et == 0x88a8 {
+		if len(f.Tags) == 2 {
+			return f, fmt.Errorf("%w: more than two VLAN tags", ErrNotRoCEv2)
+		}
+		if len(data) < off+4 {
+			return f, fmt.Errorf("%w: truncated VLAN tag", ErrNotRoCEv2)
+		}
+		tci := binary.BigEndian.Uint16(data[off:])
+		f.Tags = append(f.Tags, Tag{TPID: et, VID: tci & 0xfff, PCP: uint8(tci >> 13), DEI: tci&0x1000 != 0})
+		et = binary.BigEndian.Uint16(data[off+2:])
+		off += 4
+	}
+	ip := data[off:]
+	var udp []byte
+	switch et {
+	case 0x0800:
+		if len(ip) < 20 || ip[0] != 0x45 {
+			return f, fmt.Errorf("%w: IPv4 header is truncated or has options", ErrNotRoCEv2)
+		}
+		total := int(binary.BigEndian.Uint16(ip[2:]))
+		if total < 20 || total > len(ip) {
+			return f, fmt.Errorf("%w: IPv4 total length %d does not fit the %d bytes received", ErrNotRoCEv2, total, len(ip))
+		}
+		if ip[9] != 17 {
+			return f, fmt.Errorf("%w: IP protocol %d", ErrNotRoCEv2, ip[9])
+		}
+		if binary.BigEndian.Uint16(ip[6:])&0x3fff != 0 {
+			return f, fmt.Errorf("%w: IPv4 fragment", ErrNotRoCEv2)
+		}
+		if ipv4Checksum(ip[:20]) != 0 {
+			return f, fmt.Errorf("%w: IPv4 header checksum is wrong", ErrNotRoCEv2)
+		}
+		ip = ip[:total]
+		f.DSCP, f.ECN, f.TTL = ip[1]>>2, ip[1]&3, ip[8]
+		f.Src = netip.AddrFrom4([4]byte(ip[12:16]))
+		f.Dst = netip.AddrFrom4([4]byte(ip[16:20]))
+		udp = ip[20:]
+	case 0x86dd:
+		if len(ip) < 40 || ip[0]>>4 != 6 {
+			return f, fmt.Errorf("%w: IPv6 header is truncated", ErrNotRoCEv2)
+		}
+		plen := int(binary.BigEndian.Uint16(ip[4:]))
+		if 40+plen > len(ip) {
+			return f, fmt.Errorf("%w: IPv6 payload length %d does not fit the %d bytes received", ErrNotRoCEv2, plen, len(ip)-40)
+		}
+		if ip[6] != 17 {
+			return f, fmt.Errorf("%w: IPv6 next header %d", ErrNotRoCEv2, ip[6])
+		}
+		ip = ip[:40+plen]
+		tc := uint8(binary.BigEndian.Uint16(ip[0:]) >> 4)
+		f.DSCP, f.ECN, f.TTL = tc>>2, tc&3, ip[7]
+		f.Src = netip.AddrFrom16([16]byte(ip[8:24]))
+		f.Dst = netip.AddrFrom16([16]byte(ip[24:40]))
+		udp = ip[40:]
+	default:
+		return f, fmt.Errorf("%w: EtherType 0x%04x", ErrNotRoCEv2, et)
+	}
+	if len(udp) < 8 {
+		return f, fmt.Errorf("%w: truncated UDP header", ErrNotRoCEv2)
+	}
+	if ulen := int(binary.BigEndian.Uint16(udp[4:])); ulen != len(udp) {
+		return f, fmt.Errorf("%w: UDP length %d does not match the %d bytes of the IP payload", ErrNotRoCEv2, ulen, len(udp))
+	}
+	if binary.BigEndian.Uint16(udp[2:]) != RoCEv2Port {
+		return f, fmt.Errorf("%w: UDP destination port %d", ErrNotRoCEv2, binary.BigEndian.Uint16(udp[2:]))
+	}
+	f.Sport = binary.BigEndian.Uint16(udp[0:])
+	t := udp[8:]
+	if len(t) < bthLen+dethLen+icrcLen {
+		return f, fmt.Errorf("%w: %d bytes after UDP is shorter than BTH, DETH and ICRC", ErrNotRoCEv2, len(t))
+	}
+	if t[0] != OpcodeUDSendOnly {
+		return f, fmt.Errorf("%w: BTH opcode 0x%02x", ErrNotRoCEv2, t[0])
+	}
+	if t[1]&0x0f != 0 {
+		return f, fmt.Errorf("%w: BTH transport version %d", ErrNotRoCEv2, t[1]&0x0f)
+	}
+	pad := int(t[1]>>4) & 3
+	f.PKey = binary.BigEndian.Uint16(t[2:])
+	f.DestQP = binary.BigEndian.Uint32(t[4:]) & 0xffffff
+	f.PSN = binary.BigEndian.Uint32(t[8:]) & 0xffffff
+	f.QKey = binary.BigEndian.Uint32(t[12:])
+	f.SrcQP = binary.BigEndian.Uint32(t[16:]) & 0xffffff
+	end := len(t) - icrcLen
+	if end-pad < bthLen+dethLen {
+		return f, fmt.Errorf("%w: pad count %d is longer than the payload", ErrNotRoCEv2, pad)
+	}
+	want := binary.LittleEndian.Uint32(t[end:])
+	got := ICRC(ip[:len(ip)-icrcLen])
+	if got != want {
+		return f, fmt.Errorf("%w: frame carries 0x%08x, computed 0x%08x", ErrBadICRC, want, got)
+	}
+	f.Payload = t[bthLen+dethLen : end-pad]
+	return f, nil
+}
+
+func ipv4Checksum(h []byte) uint16 {
+	var s uint32
+	for i := 0; i+1 < len(h); i += 2 {
+		s += uint32(binary.BigEndian.Uint16(h[i:]))
+	}
+	for s>>16 != 0 {
+		s = s&0xffff + s>>16
+	}
+	return ^uint16(s)
+}

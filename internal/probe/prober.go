@@ -1,0 +1,146 @@
+package probe
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"fmt"
+	"time"
+)
+
+// Result is what became of one probe.
+type Result struct {
+	Seq  uint32   `json:"seq"`
+	Sent Markings `json:"sent"`
+	// Egress is the probe as captured leaving the sender's netdev
+	// (PACKET_OUTGOING): what the host really put on the wire. Nil if the
+	// egress capture did not see it.
+	Egress *Markings `json:"egress"`
+	// Received is what the listener reports arrived; nil if no reply came.
+	Received *Markings     `json:"received"`
+	RTT      time.Duration `json:"rtt_ns,omitempty"`
+	SentAt   time.Time     `json:"-"`
+}
+
+// Findings compares what was sent with what arrived, and what was meant to
+// be sent with what left the host.
+func (r Result) Findings() []Finding {
+	var fs []Finding
+	if r.Egress != nil && *r.Egress != r.Sent {
+		for _, f := range Compare(r.Sent, r.Egress) {
+			f.Message = "on egress from this host: " + f.Message
+			fs = append(fs, f)
+		}
+	}
+	return append(fs, Compare(r.Sent, r.Received)...)
+}
+
+// Prober is the sender's logic without sockets: it builds numbered probes
+// from a template frame and matches captured frames to them. Only one
+// goroutine may use it at a time.
+type Prober struct {
+	template Frame
+	session  uint64
+	results  []Result // by sequence number; probes are numbered from 0
+	// PayloadLen pads probe payloads to this length (0: PayloadLen).
+	PayloadLen int
+}
+
+// NewProber returns a Prober that sends probes shaped like template (MACs,
+// tags, addresses, QPs; markings are set per probe) with a random session
+// ID.
+func NewProber(template Frame) (*Prober, error) {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return nil, fmt.Errorf("probe: session ID: %w", err)
+	}
+	if template.DestQP == 0 {
+		template.DestQP = DefaultDestQP
+	}
+	if template.SrcQP == 0 {
+		template.SrcQP = DefaultSrcQP
+	}
+	if template.QKey == 0 {
+		template.QKey = DefaultQKey
+	}
+	if template.PKey == 0 {
+		template.PKey = 0xffff
+	}
+	return &Prober{template: template, session: binary.BigEndian.Uint64(b[:])}, nil
+}
+
+// Session returns the session ID replies must echo.
+func (p *Prober) Session() uint64 { return p.session }
+
+// Next builds the next probe with markings m, sent at now, and returns its
+// frame and sequence number.
+func (p *Prober) Next(m Markings, now time.Time) ([]byte, uint32, error) {
+	if err := m.Validate(); err != nil {
+		return nil, 0, err
+	}
+	seq := uint32(len(p.results))
+	f := p.template
+	f.SetMarkings(m)
+	f.PSN = seq & 0xffffff
+	m = f.Markings() // the family comes from the addresses
+	pl, err := Payload{Kind: KindProbe, Len: p.PayloadLen, Session: p.session, Seq: seq, SentNano: now.UnixNano(), Sent: m}.Marshal()
+	if err != nil {
+		return nil, 0, err
+	}
+	f.Payload = pl
+	b, err := f.Build()
+	if err != nil {
+		return nil, 0, err
+	}
+	p.results = append(p.results, Result{Seq: seq, Sent: m, SentAt: now})
+	return b, seq, nil
+}
+
+// Match examines a captured frame. A reply to one of this session's probes
+// fills in that probe's Received markings and round-trip time; this
+// session's own probe seen on egress fills in its Egress markings. It
+// returns the sequence number and true when the frame was one of these.
+func (p *Prober) Match(frame []byte, now time.Time) (uint32, bool) {
+	f, err := ParseFrame(frame)
+	if err != nil {
+		return 0, false
+	}
+	pl, err := ParsePayload(f.Payload)
+	if err != nil || pl.Session != p.session || int64(pl.Seq) >= int64(len(p.results)) {
+		return 0, false
+	}
+	r := &p.results[pl.Seq]
+	if pl.Sent != r.Sent {
+		return 0, false // not what we sent under that number
+	}
+	switch pl.Kind {
+	case KindReply:
+		if r.Received == nil {
+			got := pl.Received
+			r.Received = &got
+			r.RTT = now.Sub(r.SentAt)
+		}
+	case KindProbe:
+		if r.Egress == nil {
+			m := f.Markings()
+			r.Egress = &m
+		}
+	}
+	return pl.Seq, true
+}
+
+// Result returns the result of probe seq so far.
+func (p *Prober) Result(seq uint32) Result { return p.results[seq] }
+
+// Results returns the results of every probe sent so far.
+func (p *Prober) Results() []Result { return append([]Result(nil), p.results...) }
+
+// Pending returns how many probes have no reply yet.
+func (p *Prober) Pending() int {
+	n := 0
+	for _, r := range p.results {
+		if r.Received == nil {
+			n++
+		}
+	}
+	return n
+}

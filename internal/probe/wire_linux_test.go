@@ -1,0 +1,303 @@
+//go:build linux
+
+package probe
+
+import (
+	"context"
+	"net"
+	"net/netip"
+	"sync"
+	"testing"
+	"time"
+)
+
+const (
+	macS = "02:00:00:77:00:01" // sender
+	macL = "02:00:00:77:00:02" // listener
+	macA = "02:00:00:77:00:0a" // middle namespace, sender side
+	macB = "02:00:00:77:00:0b" // middle namespace, listener side
+)
+
+// listenerIn opens a Conn in namespace ns on dev and answers probes with a
+// Responder until the test ends. It returns the responder.
+func listenerIn(t *testing.T, ns, dev string, cfg ResponderConfig) *Responder {
+	t.Helper()
+	var c *Conn
+	var err error
+	inNetns(t, ns, func() { c, err = Open(dev, Incoming) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := NewResponder(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for ctx.Err() == nil {
+			frame, _, err := c.Read()
+			if err != nil {
+				return
+			}
+			if frame == nil {
+				continue
+			}
+			if reply, _ := r.Handle(frame); reply != nil {
+				if err := c.Write(reply); err != nil {
+					t.Errorf("listener write: %v", err)
+				}
+			}
+		}
+	}()
+	t.Cleanup(func() { cancel(); wg.Wait(); c.Close() })
+	return r
+}
+
+// sender opens the reply and egress Conns in namespace ns on dev.
+type sender struct {
+	rx, egress *Conn
+}
+
+func senderIn(t *testing.T, ns, dev string) *sender {
+	t.Helper()
+	var s sender
+	var err1, err2 error
+	inNetns(t, ns, func() {
+		s.rx, err1 = Open(dev, Incoming)
+		s.egress, err2 = Open(dev, Outgoing)
+	})
+	if err1 != nil || err2 != nil {
+		t.Fatal(err1, err2)
+	}
+	t.Cleanup(func() { s.rx.Close(); s.egress.Close() })
+	return &s
+}
+
+// probeAll sends one probe per markings and waits up to timeout for the
+// replies and the egress copies.
+func (s *sender) probeAll(t *testing.T, template Frame, ms []Markings, timeout time.Duration) []Result {
+	t.Helper()
+	p, err := NewProber(template)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, c := range []*Conn{s.rx, s.egress} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				frame, _, err := c.Read()
+				if err != nil {
+					return
+				}
+				if frame != nil {
+					mu.Lock()
+					p.Match(frame, time.Now())
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for _, m := range ms {
+		mu.Lock()
+		frame, _, err := p.Next(m, time.Now())
+		mu.Unlock()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.rx.Write(frame); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	// Wait until every probe has a reply and an egress copy, or timeout.
+	for ctx.Err() == nil {
+		mu.Lock()
+		done := true
+		for _, r := range p.Results() {
+			if r.Received == nil || r.Egress == nil {
+				done = false
+			}
+		}
+		mu.Unlock()
+		if done {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	wg.Wait()
+	return p.Results()
+}
+
+func mustMAC(s string) net.HardwareAddr {
+	m, err := net.ParseMAC(s)
+	if err != nil {
+		panic(err)
+	}
+	return m
+}
+
+func template4(src, dst string, dstMAC string) Frame {
+	return Frame{SrcMAC: mustMAC(macS), DstMAC: mustMAC(dstMAC),
+		Src: netip.MustParseAddr(src), Dst: netip.MustParseAddr(dst)}
+}
+
+// The markings a sender puts on probes arrive unchanged over a plain veth
+// pair, tagged or not, and the egress capture sees them leave as built.
+func TestWireDirect(t *testing.T) {
+	requireNetnsRoot(t)
+	nsS, nsL := newNetns(t, "s"), newNetns(t, "l")
+	vethPair(t, nsS, "s0", macS, nsL, "l0", macL)
+	r := listenerIn(t, nsL, "l0", ResponderConfig{
+		LocalMACs:  []net.HardwareAddr{mustMAC(macL)},
+		LocalAddrs: []netip.Addr{netip.MustParseAddr("10.77.0.2"), netip.MustParseAddr("fd77::2")},
+	})
+	s := senderIn(t, nsS, "s0")
+	ms := []Markings{
+		{DSCP: 26, ECN: ECNECT0, TTL: 64, Sport: 0xc001},
+		{DSCP: 46, ECN: ECNNotECT, TTL: 7, Sport: 0xffff},
+		{Tagged: true, VLAN: 100, PCP: 3, DSCP: 24, ECN: ECNECT1, TTL: 64, Sport: 0xc0de},
+		{Tagged: true, VLAN: 4094, PCP: 7, DSCP: 63, ECN: ECNECT0, TTL: 255, Sport: 49152},
+		{Tagged: true, VLAN: 1, PCP: 0, DSCP: 0, ECN: ECNCE, TTL: 1, Sport: 50000},
+	}
+	for _, fam := range []struct {
+		name     string
+		src, dst string
+	}{{"ipv4", "10.77.0.1", "10.77.0.2"}, {"ipv6", "fd77::1", "fd77::2"}} {
+		t.Run(fam.name, func(t *testing.T) {
+			results := s.probeAll(t, template4(fam.src, fam.dst, macL), ms, 3*time.Second)
+			for i, res := range results {
+				want := ms[i]
+				want.IPv6 = fam.name == "ipv6"
+				if res.Sent != want {
+					t.Errorf("probe %d: sent %+v, want %+v", i, res.Sent, want)
+				}
+				if res.Egress == nil || *res.Egress != want {
+					t.Errorf("probe %d: egress capture %+v, want %+v", i, res.Egress, want)
+				}
+				if res.Received == nil {
+					t.Errorf("probe %d: no reply", i)
+					continue
+				}
+				if *res.Received != want {
+					t.Errorf("probe %d: listener reports %+v, want %+v", i, *res.Received, want)
+				}
+				if fs := res.Findings(); len(fs) != 0 {
+					t.Errorf("probe %d: findings %v on an unchanged path", i, fs)
+				}
+			}
+		})
+	}
+	c := r.Counters.Snapshot()
+	if c.Answered != uint64(2*len(ms)) {
+		t.Errorf("listener answered %d probes, want %d (counters %+v)", c.Answered, 2*len(ms), c)
+	}
+}
+
+// middleSwitch builds sender ⇄ middle ⇄ listener: namespace nsM holds m0
+// (peer of the sender's s0) and m1 (peer of the listener's l0) and forwards
+// every frame between them at layer 2 with nftables netdev ingress chains,
+// applying toL on the way to the listener. It acts as a misconfigured
+// switch.
+func middleSwitch(t *testing.T, toL string) (nsS, nsL string) {
+	t.Helper()
+	nsS, nsM, nsL := newNetns(t, "s"), newNetns(t, "m"), newNetns(t, "l")
+	vethPair(t, nsS, "s0", macS, nsM, "m0", macA)
+	vethPair(t, nsM, "m1", macB, nsL, "l0", macL)
+	runStdin(t, `table netdev sw {
+  chain to_l {
+    type filter hook ingress device "m0" priority 0;
+    `+toL+` fwd to "m1"
+  }
+  chain to_s {
+    type filter hook ingress device "m1" priority 0;
+    fwd to "m0"
+  }
+}
+`, "ip", "netns", "exec", nsM, "nft", "-f", "-")
+	return nsS, nsL
+}
+
+// A switch that rewrites DSCP or PCP is reported as remarking, with the
+// values before and after; one that strips the tag as stripping it.
+func TestWireRemarkingSwitch(t *testing.T) {
+	requireNetnsRoot(t, "nft")
+	tagged := Markings{Tagged: true, VLAN: 100, PCP: 3, DSCP: 26, ECN: ECNECT0, TTL: 64, Sport: 0xc123}
+	for _, tc := range []struct {
+		name     string
+		rule     string
+		want     Markings // what the listener must report
+		findings []FindingKind
+	}{
+		{"dscp", "ip dscp set cs1", func() Markings { m := tagged; m.DSCP = 8; return m }(), []FindingKind{FindingDSCPRemarked}},
+		// "vlan pcp set" writes one byte, which nf_tables cannot apply to a tag
+		// the driver holds outside the frame (veth does); a 16-bit write of the
+		// whole TCI can be: VID 100, PCP 5 = 0xa064.
+		{"pcp", "vlan id 100 @ll,112,16 set 0xa064", func() Markings { m := tagged; m.PCP = 5; return m }(), []FindingKind{FindingPCPRemarked}},
+		{"ecn-ce", "ip ecn set ce", func() Markings { m := tagged; m.ECN = ECNCE; return m }(), []FindingKind{FindingECNMarked}},
+		{"vlan", "vlan id set 200", func() Markings { m := tagged; m.VLAN = 200; return m }(), []FindingKind{FindingVLANChanged}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			nsS, nsL := middleSwitch(t, tc.rule)
+			r := listenerIn(t, nsL, "l0", ResponderConfig{})
+			s := senderIn(t, nsS, "s0")
+			defer func() { t.Logf("listener counters %+v", r.Counters.Snapshot()) }()
+			res := s.probeAll(t, template4("10.77.0.1", "10.77.0.2", macL), []Markings{tagged}, 3*time.Second)[0]
+			if res.Egress == nil || *res.Egress != tagged {
+				t.Errorf("egress %+v, want %+v", res.Egress, tagged)
+			}
+			if res.Received == nil {
+				t.Fatal("no reply through the middle namespace")
+			}
+			if *res.Received != tc.want {
+				t.Errorf("listener reports %+v, want %+v", *res.Received, tc.want)
+			}
+			var kinds []FindingKind
+			for _, f := range res.Findings() {
+				kinds = append(kinds, f.Kind)
+				t.Logf("finding: %s", f)
+			}
+			if len(kinds) != len(tc.findings) || (len(kinds) > 0 && kinds[0] != tc.findings[0]) {
+				t.Errorf("findings %v, want %v", kinds, tc.findings)
+			}
+		})
+	}
+}
+
+// A namespace routing between two subnets decrements the TTL: the probe
+// reports one routed hop, and the reply finds its way back through it.
+func TestWireRoutedHop(t *testing.T) {
+	requireNetnsRoot(t)
+	nsS, nsM, nsL := newNetns(t, "s"), newNetns(t, "r"), newNetns(t, "l")
+	vethPair(t, nsS, "s0", macS, nsM, "m0", macA)
+	vethPair(t, nsM, "m1", macB, nsL, "l0", macL)
+	run(t, "ip", "-n", nsS, "addr", "add", "10.77.1.1/24", "dev", "s0")
+	run(t, "ip", "-n", nsM, "addr", "add", "10.77.1.254/24", "dev", "m0")
+	run(t, "ip", "-n", nsM, "addr", "add", "10.77.2.254/24", "dev", "m1")
+	run(t, "ip", "-n", nsL, "addr", "add", "10.77.2.2/24", "dev", "l0")
+	run(t, "ip", "netns", "exec", nsM, "sysctl", "-qw", "net.ipv4.ip_forward=1")
+	r := listenerIn(t, nsL, "l0", ResponderConfig{LocalAddrs: []netip.Addr{netip.MustParseAddr("10.77.2.2")}})
+	s := senderIn(t, nsS, "s0")
+	sent := Markings{DSCP: 26, ECN: ECNECT0, TTL: 64, Sport: 0xc555}
+	res := s.probeAll(t, template4("10.77.1.1", "10.77.2.2", macA), []Markings{sent}, 3*time.Second)[0]
+	if res.Received == nil {
+		t.Fatalf("no reply through the router (listener counters %+v)", r.Counters.Snapshot())
+	}
+	want := sent
+	want.TTL = 63
+	if *res.Received != want {
+		t.Errorf("listener reports %+v, want %+v", *res.Received, want)
+	}
+	fs := res.Findings()
+	if len(fs) != 1 || fs[0].Kind != FindingRoutedHops || fs[0].Sent != 64 || fs[0].Received != 63 {
+		t.Errorf("findings %v, want one routed-hops 64→63", fs)
+	}
+}

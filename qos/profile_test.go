@@ -1,0 +1,145 @@
+package qos
+
+import (
+	"github.com/roce-probe/roce-probe/vlan"
+	"testing"
+
+	"github.com/roce-probe/roce-probe/gid"
+)
+
+func mlx5Link() Link {
+	return Link{Netdev: "ens1f0.10", Real: "ens1f0", Tags: []Tag{{Netdev: "ens1f0.10", Tag: vlan.Tag{ID: 10, Proto: 0x8100}}}}
+}
+
+func TestPredictMLX5(t *testing.T) {
+	// kernel-algorithms.md §7.1–7.2.
+	for sl := uint8(0); sl < 16; sl++ {
+		for _, p := range []Path{PathUserAH, PathKernelAH, PathConnectedQP} {
+			w := Predict(DriverMLX5, WireInput{Path: p, SL: sl, TrafficClass: 104, GIDType: gid.TypeRoCEv2, Link: mlx5Link()})
+			if len(w.Tags) != 1 || w.Tags[0].PCP == nil || *w.Tags[0].PCP != sl&7 || w.Tags[0].ID != 10 {
+				t.Fatalf("%s sl %d: tags %+v, want VLAN 10 PCP %d", p, sl, w.Tags, sl&7)
+			}
+			if w.SLIgnored {
+				t.Fatalf("mlx5 uses the sl")
+			}
+		}
+	}
+	for tc := 0; tc < 256; tc++ {
+		in := WireInput{SL: 3, TrafficClass: uint8(tc), GIDType: gid.TypeRoCEv2, Link: mlx5Link()}
+		in.Path = PathKernelAH // tclass | 0x02
+		w := Predict(DriverMLX5, in)
+		if *w.DSCP != uint8(tc>>2) || *w.ECN != ECN((tc|2)&3) {
+			t.Fatalf("kernel AH tc %d: DSCP %d ECN %v", tc, *w.DSCP, *w.ECN)
+		}
+		in.Path = PathUserAH // unchanged
+		w = Predict(DriverMLX5, in)
+		if *w.DSCP != uint8(tc>>2) || *w.ECN != ECN(tc&3) {
+			t.Fatalf("user AH tc %d: DSCP %d ECN %v", tc, *w.DSCP, *w.ECN)
+		}
+		in.Path = PathConnectedQP // dscp = tc >> 2, ECN not from tc
+		w = Predict(DriverMLX5, in)
+		if *w.DSCP != uint8(tc>>2) || w.ECN != nil {
+			t.Fatalf("QP tc %d: DSCP %d ECN %v", tc, *w.DSCP, w.ECN)
+		}
+	}
+	// Kernel AH with traffic_class 104 (DSCP 26, Not-ECT) goes out as 106.
+	w := Predict(DriverMLX5, WireInput{Path: PathKernelAH, TrafficClass: 104, GIDType: gid.TypeRoCEv2, Link: mlx5Link()})
+	if *w.ECN != ECT0 {
+		t.Errorf("kernel AH 104: ECN %v, want ECT(0)", *w.ECN)
+	}
+	// RoCE v1 has no IP header; the kernel AH does not add ECT for v1.
+	w = Predict(DriverMLX5, WireInput{Path: PathKernelAH, TrafficClass: 104, GIDType: gid.TypeRoCEv1, Link: mlx5Link()})
+	if w.DSCP != nil || w.ECN != nil {
+		t.Errorf("RoCE v1: DSCP %v ECN %v, want none", w.DSCP, w.ECN)
+	}
+	// Untagged: no tag, known.
+	w = Predict(DriverMLX5, WireInput{Path: PathUserAH, SL: 3, GIDType: gid.TypeRoCEv2, Link: Link{Netdev: "ens1f0", Real: "ens1f0"}})
+	if len(w.Tags) != 0 || !w.TagsKnown {
+		t.Errorf("untagged mlx5: %+v", w)
+	}
+}
+
+func TestPredictRXE(t *testing.T) {
+	// kernel-algorithms.md §4.1–4.2: sl ignored, skb priority 0 → egress
+	// map entry for 0 on every VLAN device; the whole tclass byte in IP.
+	qinq := Link{Netdev: "q1000.10", Real: "veth0", Tags: []Tag{
+		{Netdev: "q1000", Tag: vlan.Tag{ID: 1000, Proto: 0x88a8}, EgressMap: map[uint32]uint32{0: 6}},
+		{Netdev: "q1000.10", Tag: vlan.Tag{ID: 10, Proto: 0x8100}, EgressMap: map[uint32]uint32{0: 2}},
+	}}
+	for sl := uint8(0); sl < 16; sl++ {
+		for tc := 0; tc < 256; tc++ {
+			w := Predict(DriverRXE, WireInput{SL: sl, TrafficClass: uint8(tc), GIDType: gid.TypeRoCEv2, Link: labVLAN100()})
+			if !w.SLIgnored || len(w.Tags) != 1 || *w.Tags[0].PCP != 3 || *w.DSCP != uint8(tc>>2) || *w.ECN != ECN(tc&3) {
+				t.Fatalf("sl %d tc %d: %+v", sl, tc, w)
+			}
+		}
+	}
+	w := Predict(DriverRXE, WireInput{SL: 5, TrafficClass: 106, GIDType: gid.TypeRoCEv2, Link: qinq})
+	if len(w.Tags) != 2 || w.Tags[0].ID != 1000 || *w.Tags[0].PCP != 6 || w.Tags[1].ID != 10 || *w.Tags[1].PCP != 2 {
+		t.Errorf("QinQ: %+v", w.Tags)
+	}
+	w = Predict(DriverRXE, WireInput{GIDType: gid.TypeRoCEv2, Link: Link{Netdev: "veth0.200", Real: "veth0", Tags: []Tag{{Netdev: "veth0.200", Tag: vlan.Tag{ID: 200, Proto: 0x8100}}}}})
+	if *w.Tags[0].PCP != 0 {
+		t.Errorf("VLAN without a map: PCP %d, want 0", *w.Tags[0].PCP)
+	}
+}
+
+func TestPredictIRDMA(t *testing.T) {
+	// irdma: user_pri = rt_tos2priority(tclass), then the GID VLAN
+	// device's egress map (irdma_setup_ah, irdma_roce_get_vlan_prio).
+	labPCP := map[uint8]uint8{0: 3, 2: 5, 4: 6, 6: 7}
+	for tc := 0; tc < 256; tc++ {
+		w := Predict(DriverIRDMA, WireInput{Path: PathUserAH, SL: 7, TrafficClass: uint8(tc), GIDType: gid.TypeRoCEv2, Link: labVLAN100()})
+		want := labPCP[refTOS2Prio[uint8(tc)&0x18]]
+		if !w.SLIgnored || len(w.Tags) != 1 || w.Tags[0].PCP == nil || *w.Tags[0].PCP != want {
+			t.Fatalf("tc %d: tags %+v, want PCP %d", tc, w.Tags, want)
+		}
+	}
+	// DSCP mode on a connected QP: dscp_map from the APP table.
+	dcb := &DCB{Supported: true, Apps: []App{{AppSelDSCP, 4, 26}}}
+	// The VLAN device then maps that priority through its egress map:
+	// 4 → 5; without an entry the PCP would be 0.
+	link := Link{Netdev: "ens2.5", Real: "ens2", Tags: []Tag{{Netdev: "ens2.5", Tag: vlan.Tag{ID: 5, Proto: 0x8100}, EgressMap: map[uint32]uint32{4: 5}}}}
+	w := Predict(DriverIRDMA, WireInput{Path: PathConnectedQP, TrafficClass: 104, GIDType: gid.TypeRoCEv2, Link: link, DCB: dcb})
+	if *w.Tags[0].PCP != 5 {
+		t.Errorf("DSCP mode: PCP %d, want 5", *w.Tags[0].PCP)
+	}
+	link.Tags[0].EgressMap = nil
+	w = Predict(DriverIRDMA, WireInput{Path: PathConnectedQP, TrafficClass: 104, GIDType: gid.TypeRoCEv2, Link: link, DCB: dcb})
+	if *w.Tags[0].PCP != 0 {
+		t.Errorf("DSCP mode, no egress map: PCP %d, want 0", *w.Tags[0].PCP)
+	}
+	// Untagged: priority tagging unknown.
+	w = Predict(DriverIRDMA, WireInput{Path: PathUserAH, GIDType: gid.TypeRoCEv2, Link: Link{Netdev: "ens2", Real: "ens2"}})
+	if w.TagsKnown {
+		t.Error("untagged irdma: tagging must be unknown")
+	}
+}
+
+func TestPredictUnknowns(t *testing.T) {
+	in := WireInput{Path: PathUserAH, SL: 3, TrafficClass: 106, GIDType: gid.TypeRoCEv2, Link: mlx5Link()}
+	for _, d := range []Driver{DriverBNXTRE, DriverHNS, DriverERDMA, DriverUnknown, Driver("qede")} {
+		w := Predict(d, in)
+		if len(w.Unknowns) == 0 {
+			t.Errorf("%q: no unknowns reported", d)
+		}
+		for _, tg := range w.Tags {
+			if tg.PCP != nil {
+				t.Errorf("%q: PCP %d claimed, want unknown", d, *tg.PCP)
+			}
+		}
+	}
+	// hns: DSCP = tclass >> 2 for RoCE v2 (§7.2); bnxt_re: sl not passed for AHs.
+	if w := Predict(DriverHNS, in); w.DSCP == nil || *w.DSCP != 26 || w.ECN != nil {
+		t.Errorf("hns: DSCP %v ECN %v", w.DSCP, w.ECN)
+	}
+	if w := Predict(DriverBNXTRE, in); !w.SLIgnored || w.DSCP != nil {
+		t.Errorf("bnxt_re AH: %+v", w)
+	}
+	// hns in DSCP mode replaces the sl with the NIC's priority.
+	dcb := &DCB{Supported: true, Apps: []App{{AppSelDSCP, 6, 26}}}
+	in.DCB = dcb
+	if w := Predict(DriverHNS, in); !w.SLIgnored {
+		t.Error("hns DSCP mode: sl must be reported as replaced")
+	}
+}

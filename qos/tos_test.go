@@ -1,0 +1,123 @@
+package qos
+
+import "testing"
+
+// The expected priorities come from kernel-algorithms.md §2.1: "in effect
+// the priority depends only on tos & 0x18": 0x00→0, 0x08→2, 0x10→6, 0x18→4;
+// the old table differs only in entry 1 (tos & 0x1E == 0x02 → FILLER, 1).
+var refTOS2Prio = map[uint8]uint8{0x00: 0, 0x08: 2, 0x10: 6, 0x18: 4}
+
+func TestTOSToPriorityWholeRange(t *testing.T) {
+	for i := 0; i < 256; i++ {
+		tos := uint8(i)
+		want := refTOS2Prio[tos&0x18]
+		if got := TOSToPriority(tos); got != want {
+			t.Errorf("TOSToPriority(0x%02x) = %d, want %d", tos, got, want)
+		}
+		if got := TOSToPriorityWith(TOSTableCurrent, tos); got != want {
+			t.Errorf("current table: TOSToPriorityWith(0x%02x) = %d, want %d", tos, got, want)
+		}
+		wantOld := want
+		if tos&0x1E == 0x02 {
+			wantOld = TCPrioFiller
+		}
+		if got := TOSToPriorityWith(TOSTableOld, tos); got != wantOld {
+			t.Errorf("old table: TOSToPriorityWith(0x%02x) = %d, want %d", tos, got, wantOld)
+		}
+	}
+}
+
+func TestTOSToPriorityReferenceExamples(t *testing.T) {
+	// kernel-algorithms.md §2.1 and ecosystem.md §7.3 ("ToS 106 → skb priority 2").
+	for _, c := range []struct{ tos, prio uint8 }{
+		{0x68, 2}, {0x6A, 2}, {106, 2}, {0xB8, 4}, {0x60, 0}, {0xE0, 0},
+		// Mellanox manual: ToS 0/8/24/16 → sk_prio 0/2/4/6 (user-needs.md §2.1b).
+		{0, 0}, {8, 2}, {24, 4}, {16, 6},
+	} {
+		if got := TOSToPriority(c.tos); got != c.prio {
+			t.Errorf("TOSToPriority(0x%02x) = %d, want %d", c.tos, got, c.prio)
+		}
+	}
+}
+
+func TestDSCPAndECNWholeRange(t *testing.T) {
+	for i := 0; i < 256; i++ {
+		b := uint8(i)
+		d, e := DSCP(b), ECNOf(b)
+		if int(d) != i/4 || int(e) != i%4 {
+			t.Fatalf("byte %d: DSCP %d ECN %d, want %d %d", i, d, e, i/4, i%4)
+		}
+		back, err := TrafficClass(d, e)
+		if err != nil || back != b {
+			t.Fatalf("TrafficClass(%d, %v) = %d, %v; want %d", d, e, back, err, b)
+		}
+	}
+	for d := 64; d < 256; d++ {
+		if _, err := TrafficClass(uint8(d), NotECT); err == nil {
+			t.Errorf("TrafficClass(dscp %d) accepted an out-of-range DSCP", d)
+		}
+	}
+	for e := 4; e < 256; e++ {
+		if _, err := TrafficClass(0, ECN(e)); err == nil {
+			t.Errorf("TrafficClass(ecn %d) accepted an out-of-range ECN", e)
+		}
+	}
+}
+
+func TestTrafficClassKnownValues(t *testing.T) {
+	// user-needs.md §3.1c: 106 = 0x6a = DSCP 26 (AF31) + ECT(0); 104 = DSCP 26, Not-ECT.
+	if DSCP(106) != 26 || ECNOf(106) != ECT0 {
+		t.Errorf("106 → DSCP %d %v, want 26 ECT(0)", DSCP(106), ECNOf(106))
+	}
+	if DSCP(104) != 26 || ECNOf(104) != NotECT {
+		t.Errorf("104 → DSCP %d %v, want 26 Not-ECT", DSCP(104), ECNOf(104))
+	}
+	if DSCP(0xB8) != 46 { // EF
+		t.Errorf("0xB8 → DSCP %d, want 46", DSCP(0xB8))
+	}
+	names := map[ECN]string{NotECT: "Not-ECT", ECT1: "ECT(1)", ECT0: "ECT(0)", CE: "CE"}
+	for e, n := range names {
+		if e.String() != n {
+			t.Errorf("%d.String() = %q, want %q", e, e.String(), n)
+		}
+		if e.IsECT() != (e == ECT0 || e == ECT1) {
+			t.Errorf("%v.IsECT() wrong", e)
+		}
+	}
+}
+
+func TestEgressPCPExactMatch(t *testing.T) {
+	// The lab's VLAN 100 map (internal/lab/topology.go): {0:3 2:5 4:6 6:7}.
+	m := map[uint32]uint32{0: 3, 2: 5, 4: 6, 6: 7}
+	want := []uint8{3, 0, 5, 0, 6, 0, 7, 0}
+	for prio := uint32(0); prio < 4096; prio++ {
+		w := uint8(0)
+		if prio < 8 {
+			w = want[prio]
+		}
+		if got := EgressPCP(m, prio); got != w {
+			t.Errorf("EgressPCP(lab map, %d) = %d, want %d", prio, got, w)
+		}
+	}
+	// Same hash bucket (skprio & 0xF) but not the same priority: exact
+	// match means no PCP (kernel-algorithms.md §2.2).
+	for _, p := range []uint32{16, 32, 0x10000, 0xFFFFFFF0, 0xFFFFFFFF} {
+		if got := EgressPCP(m, p); got != 0 {
+			t.Errorf("EgressPCP(lab map, %d) = %d, want 0 (no exact entry)", p, got)
+		}
+	}
+	// An entry for a large priority is matched exactly.
+	if got := EgressPCP(map[uint32]uint32{0x10002: 4}, 0x10002); got != 4 {
+		t.Errorf("EgressPCP({0x10002:4}, 0x10002) = %d, want 4", got)
+	}
+	// Only three bits of PCP exist.
+	if got := EgressPCP(map[uint32]uint32{1: 9}, 1); got != 1 {
+		t.Errorf("EgressPCP({1:9}, 1) = %d, want 1", got)
+	}
+	if EgressPCP(nil, 0) != 0 || HasEgressEntry(nil, 0) {
+		t.Error("nil map must give PCP 0 and no entry")
+	}
+	if HasEgressEntry(map[uint32]uint32{0: 0}, 0) {
+		t.Error("an explicit 0 entry is the same as no entry")
+	}
+}

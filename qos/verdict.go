@@ -1,0 +1,317 @@
+package qos
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/roce-probe/roce-probe/gid"
+	"github.com/roce-probe/roce-probe/vlan"
+)
+
+// Verdict is the outcome of Check.
+type Verdict string
+
+// Verdicts.
+const (
+	Lossless Verdict = "lossless" // the flow lands on a priority with PFC on
+	Lossy    Verdict = "lossy"    // it lands on a priority with PFC off
+	Unknown  Verdict = "unknown"  // something on the chain cannot be known from this host
+)
+
+// Flow is one RDMA flow to check: where it leaves (device, port, GID entry,
+// the GID's netdev and DCB) and what the application asks for (sl and
+// traffic_class, or a ToS through rdma_cm).
+type Flow struct {
+	Device   string
+	Port     int
+	GIDIndex int      // GID index; -1 when only a netdev is known
+	GIDType  gid.Type // RoCE v1 or v2
+	Driver   Driver
+	Link     Link // the GID's netdev
+	// DCB of Link.Real; nil when it was not read. A netdev without DCB
+	// support has Supported false.
+	DCB  *DCB
+	Path Path // how the AV reaches the driver; "" picks user-ah (verbs) or connected-qp (rdma_cm)
+
+	SL           uint8 // verbs: the AH's sl, 0..15
+	TrafficClass uint8 // verbs: the AH's grh.traffic_class
+	RDMACM       bool  // rdma_cm: sl and traffic_class come from TOS
+	TOS          uint8 // rdma_cm: rdma_set_option(RDMA_OPTION_ID_TOS) or default_roce_tos
+}
+
+// ChainTag is one VLAN tag of the result, outermost first.
+type ChainTag struct {
+	ID     uint16     `json:"id"`
+	Proto  vlan.Proto `json:"proto"`
+	PCP    *uint8     `json:"pcp"`
+	Netdev string     `json:"netdev,omitempty"`
+}
+
+// Result is the chain and verdict for a Flow. Pointer fields are null in
+// JSON when the value is unknown or does not exist (pcp of an untagged
+// frame, dscp of RoCE v1).
+type Result struct {
+	Device       string     `json:"device"`
+	Port         int        `json:"port"`
+	Index        int        `json:"index"`
+	Netdev       string     `json:"netdev"`
+	RealNetdev   string     `json:"real_netdev"`
+	Driver       Driver     `json:"driver"`
+	GIDType      string     `json:"gid_type"`
+	Path         Path       `json:"path"`
+	SL           uint8      `json:"sl"`
+	TrafficClass uint8      `json:"traffic_class"`
+	RDMACM       bool       `json:"rdma_cm"`
+	TOS          *uint8     `json:"tos"`
+	VLAN         *uint16    `json:"vlan"` // ID of the outermost tag; null when untagged
+	PCP          *uint8     `json:"pcp"`  // PCP of the outermost tag, the one the first switch sees
+	VLANChain    []ChainTag `json:"vlan_chain"`
+	DSCP         *uint8     `json:"dscp"`
+	ECN          *ECN       `json:"ecn"`
+	Trust        Trust      `json:"trust"`
+	Priority     *uint8     `json:"priority"` // the priority the receiving port classifies the frame into
+	TC           *uint8     `json:"tc"`       // that priority's traffic class (ETS prio_tc)
+	PFC          *bool      `json:"pfc"`      // PFC on that priority
+	Verdict      Verdict    `json:"verdict"`
+	Reasons      []string   `json:"reasons"`
+	Warnings     []string   `json:"warnings"`
+	Unknowns     []string   `json:"unknowns"`
+	Steps        []Step     `json:"steps"`
+}
+
+func (r *Result) step(step, value, format string, args ...any) {
+	r.Steps = append(r.Steps, Step{Step: step, Value: value, Why: fmt.Sprintf(format, args...)})
+}
+
+func (r *Result) warn(format string, args ...any) {
+	r.Warnings = append(r.Warnings, fmt.Sprintf(format, args...))
+}
+
+func (r *Result) reason(format string, args ...any) {
+	r.Reasons = append(r.Reasons, fmt.Sprintf(format, args...))
+}
+
+// Check follows a flow from the AH (or rdma_cm ToS) through the driver,
+// the VLAN devices and the port's DCB settings to a verdict. It fails only
+// on invalid input (sl > 15, an unknown path); everything that cannot be
+// known makes the verdict "unknown" with a reason.
+//
+// The receiving side is judged by this host's port settings (trust mode,
+// APP table, ETS, PFC): a lossless fabric has the same classification on
+// every hop, and the NIC's own settings are the only ones readable here.
+func Check(f Flow) (Result, error) {
+	if f.SL > 15 {
+		return Result{}, fmt.Errorf("qos: sl %d is out of range: want 0..15", f.SL)
+	}
+	path := f.Path
+	if path == "" {
+		path = PathUserAH
+		if f.RDMACM {
+			path = PathConnectedQP
+		}
+	}
+	if _, err := ParsePath(string(path)); err != nil {
+		return Result{}, err
+	}
+	r := Result{
+		Device: f.Device, Port: f.Port, Index: f.GIDIndex, Netdev: f.Link.Netdev, RealNetdev: f.Link.Real,
+		Driver: f.Driver, GIDType: f.GIDType.String(), Path: path, RDMACM: f.RDMACM,
+		Reasons: []string{}, Warnings: []string{}, Unknowns: []string{}, VLANChain: []ChainTag{},
+	}
+	if f.GIDIndex >= 0 {
+		r.step("gid", fmt.Sprintf("%s port %d index %d", f.Device, f.Port, f.GIDIndex), "the source GID entry: %s on netdev %s", f.GIDType, f.Link.Netdev)
+	} else {
+		r.step("netdev", f.Link.Netdev, "the flow's netdev (%s)", f.GIDType)
+	}
+	if f.GIDType != gid.TypeRoCEv1 && f.GIDType != gid.TypeRoCEv2 {
+		r.Verdict = Unknown
+		r.reason("GID type %s is not RoCE: no Ethernet QoS chain", f.GIDType)
+		return r, nil
+	}
+	chain := "untagged"
+	if len(f.Link.Tags) > 0 {
+		var parts []string
+		for _, t := range f.Link.Tags {
+			parts = append(parts, fmt.Sprintf("%s %d (%s)", t.Proto, t.ID, t.Netdev))
+		}
+		chain = strings.Join(parts, " / ")
+	}
+	r.step("vlan devices", chain, "the VLAN devices between the GID's netdev %s and the real device %s, outermost tag first", f.Link.Netdev, f.Link.Real)
+
+	sl, tc := f.SL, f.TrafficClass
+	if f.RDMACM {
+		tos := f.TOS
+		r.TOS = &tos
+		prio := TOSToPriority(tos)
+		r.step("skb priority", fmt.Sprint(prio), "rdma_cm: rt_tos2priority(ToS 0x%02x) = ip_tos2prio[(tos & 0x1E) >> 1]; only 0, 2, 4, 6 are possible (kernel-algorithms.md §2.1)", tos)
+		sl = TOSToSL(f.Link, tos)
+		why := "iboe_tos_to_sl (cma.c, §2.3)"
+		switch {
+		case len(f.Link.Tags) > 0 && f.Link.RealNumTC > 0:
+			why += fmt.Sprintf(": %s has %d traffic classes, so the SL is its prio_tc_map[%d], a TC number", f.Link.Real, f.Link.RealNumTC, prio)
+		case len(f.Link.Tags) > 0:
+			t := f.Link.Tags[len(f.Link.Tags)-1]
+			why += fmt.Sprintf(": the egress-qos-map of %s for priority %d", t.Netdev, prio)
+			if f.Link.RealNumTC < 0 {
+				why += fmt.Sprintf(" (assuming %s has no mqprio traffic classes; num_tc was not read)", f.Link.Real)
+			}
+			if !HasEgressEntry(t.EgressMap, uint32(prio)) {
+				r.warn("rdma_cm ToS 0x%02x gives skb priority %d, which the egress-qos-map of %s does not map: the SL (and PCP on drivers that use it) is 0; add egress-qos-map %d:<pcp>", tos, prio, t.Netdev, prio)
+			}
+		case f.Link.RealNumTC > 0:
+			why += fmt.Sprintf(": untagged, %s prio_tc_map[%d]", f.Link.Real, prio)
+		default:
+			why += ": untagged netdev without traffic classes → 0"
+			if f.Link.RealNumTC < 0 {
+				why += fmt.Sprintf(" (assuming %s has no mqprio traffic classes; num_tc was not read)", f.Link.Real)
+			}
+		}
+		r.step("sl", fmt.Sprint(sl), "%s", why)
+		tc = tos
+		r.step("traffic_class", fmt.Sprint(tc), "rdma_cm: path.traffic_class = the ToS byte, ECN bits included (cma_resolve_iboe_route)")
+	} else {
+		r.step("ah", fmt.Sprintf("sl %d, traffic_class %d (0x%02x)", sl, tc, tc), "the application's address handle (%s)", path)
+	}
+	r.SL, r.TrafficClass = sl, tc
+
+	w := Predict(f.Driver, WireInput{Path: path, SL: sl, TrafficClass: tc, GIDType: f.GIDType, Link: f.Link, DCB: f.DCB})
+	r.Steps = append(r.Steps, w.Steps...)
+	r.Unknowns = append(r.Unknowns, w.Unknowns...)
+	if w.SLIgnored && sl != 0 {
+		if f.RDMACM {
+			r.warn("sl %d (from rdma_cm's ToS) is ignored by %s: the ToS reaches the wire only as DSCP/ECN", sl, f.Driver)
+		} else {
+			r.warn("sl %d is ignored by %s: it does not reach the wire", sl, f.Driver)
+		}
+	}
+	for _, t := range w.Tags {
+		r.VLANChain = append(r.VLANChain, ChainTag{ID: t.ID, Proto: t.Proto, PCP: t.PCP, Netdev: t.Netdev})
+	}
+	if len(w.Tags) > 0 {
+		id := w.Tags[0].ID
+		r.VLAN = &id
+		r.PCP = w.Tags[0].PCP
+	}
+	r.DSCP, r.ECN = w.DSCP, w.ECN
+	if f.GIDType == gid.TypeRoCEv2 && w.ECN != nil {
+		switch {
+		case *w.ECN == CE:
+			r.warn("traffic_class %d sets ECN to CE (11): senders must not mark congestion; use ECT(0) (traffic_class %d)", tc, tc&^3|2)
+		case !w.ECN.IsECT():
+			r.warn("ECN bits are Not-ECT (00) for RoCE v2: ECN-marking switches drop instead of marking and DCQCN gets no congestion signal; use ECT(0), e.g. traffic_class %d instead of %d", tc|2, tc)
+		}
+	}
+
+	// The port's DCB.
+	d := f.DCB
+	switch {
+	case d == nil:
+		r.step("dcb", "not read", "DCB of %s was not read", f.Link.Real)
+	case !d.Supported:
+		r.step("dcb", "none", "%s", d.Reason)
+	default:
+		pfc := "no PFC attribute"
+		if d.PFC != nil {
+			pfc = fmt.Sprintf("PFC on %v", d.PFC.EnabledPriorities())
+		}
+		r.step("dcb", pfc, "RTM_GETDCB DCB_CMD_IEEE_GET on %s", d.Netdev)
+	}
+	r.Trust = d.Trust()
+	if r.Trust == TrustUnknown {
+		r.step("trust", "unknown", "no DCB information for %s: the trust mode, dscp→prio, prio→tc and PFC cannot be read", f.Link.Real)
+		if d == nil {
+			r.reason("the DCB state of %s was not read: trust mode and PFC are unknown", f.Link.Real)
+		} else {
+			r.reason("no DCB on %s: trust mode and PFC are unknown", f.Link.Real)
+		}
+		r.Verdict = Unknown
+		return r, nil
+	}
+	if len(d.AppTrust) > 0 {
+		r.step("trust", string(r.Trust), "the APP trust table of %s", d.Netdev)
+	} else if r.Trust == TrustDSCP {
+		r.step("trust", "dscp", "the APP table of %s has DSCP entries: the port classifies by DSCP (mlx5e_dcbnl_ieee_setapp switches to TRUST_DSCP; mlnx_qos reports it the same way)", d.Netdev)
+	} else {
+		r.step("trust", "pcp", "the APP table of %s has no DSCP entries: the port classifies by the VLAN PCP", d.Netdev)
+	}
+
+	// Classification.
+	switch r.Trust {
+	case TrustDSCP:
+		if r.DSCP == nil {
+			r.step("priority", "unknown", "DSCP trust but the DSCP on the wire is unknown or absent (RoCE v1)")
+			r.reason("DSCP trust and no known DSCP")
+			break
+		}
+		if p, ok := d.DSCPPriority(*r.DSCP); ok {
+			r.Priority = u8p(p)
+			r.step("priority", fmt.Sprint(p), "APP dscp-prio %d:%d", *r.DSCP, p)
+		} else {
+			r.warn("DSCP %d has no entry in the APP table of %s under DSCP trust: the NIC's default dscp→prio applies (firmware, not readable here); add `dcb app add dev %s dscp-prio %d:<prio>`", *r.DSCP, d.Netdev, d.Netdev, *r.DSCP)
+			r.step("priority", "unknown", "DSCP %d is not in the APP table", *r.DSCP)
+			r.reason("DSCP %d is not mapped to a priority", *r.DSCP)
+		}
+	case TrustPCP:
+		switch {
+		case !w.TagsKnown:
+			r.step("priority", "unknown", "PCP trust, and whether the frame is tagged is unknown")
+			r.reason("PCP trust and the VLAN tagging is unknown")
+		case len(w.Tags) == 0:
+			p, ok := d.DefaultPriority()
+			why := "untagged frame under PCP trust: the port's default priority (802.1Q default 0; no APP default-prio entry)"
+			if ok {
+				why = fmt.Sprintf("untagged frame under PCP trust: the APP default-prio entry gives %d", p)
+			}
+			r.Priority = u8p(p)
+			r.step("priority", fmt.Sprint(p), "%s", why)
+			r.warn("untagged traffic under PCP trust: the frame carries no PCP, so every switch puts it on the default priority %d whatever the sl or traffic_class; use a VLAN netdev's GID or switch the port to DSCP trust", p)
+		case w.Tags[0].PCP == nil:
+			r.step("priority", "unknown", "PCP trust, and the driver's PCP is unknown")
+			r.reason("the PCP is unknown")
+		default:
+			pcp := *w.Tags[0].PCP
+			if p, ok := d.PCPPriority(pcp); ok {
+				r.Priority = u8p(p)
+				r.step("priority", fmt.Sprint(p), "APP pcp-prio %d:%d", pcp, p)
+			} else {
+				r.Priority = u8p(pcp)
+				r.step("priority", fmt.Sprint(pcp), "PCP trust: priority = the outermost tag's PCP")
+			}
+		}
+	}
+	if r.Priority == nil {
+		r.Verdict = Unknown
+		return r, nil
+	}
+	prio := *r.Priority
+	if d.ETS != nil {
+		r.TC = u8p(d.ETS.PrioTC[prio&7])
+		tsa := d.ETS.TCTSA[*r.TC&7]
+		r.step("tc", fmt.Sprint(*r.TC), "ETS prio-tc %d:%d (%s, %d%% bandwidth)", prio, *r.TC, TSAName(tsa), d.ETS.TCTxBW[*r.TC&7])
+	} else {
+		r.step("tc", "unknown", "%s reports no ETS", d.Netdev)
+	}
+	if d.PFC == nil {
+		r.step("pfc", "unknown", "%s reports no PFC attribute", d.Netdev)
+		r.reason("%s reports no PFC settings", d.Netdev)
+		r.Verdict = Unknown
+		return r, nil
+	}
+	on := d.PFC.On(prio)
+	r.PFC = &on
+	if on {
+		r.step("pfc", "on", "pfc_en 0x%02x has bit %d set", d.PFC.Enabled, prio)
+		r.reason("priority %d has PFC on %s", prio, d.Netdev)
+		r.Verdict = Lossless
+	} else {
+		r.step("pfc", "off", "pfc_en 0x%02x lacks bit %d", d.PFC.Enabled, prio)
+		if en := d.PFC.EnabledPriorities(); len(en) > 0 {
+			r.warn("priority %d has no PFC on %s; PFC is on for priorities %v", prio, d.Netdev, en)
+		} else {
+			r.warn("priority %d has no PFC: PFC is off on every priority of %s", prio, d.Netdev)
+		}
+		r.reason("priority %d has PFC off on %s", prio, d.Netdev)
+		r.Verdict = Lossy
+	}
+	return r, nil
+}

@@ -1,0 +1,149 @@
+package qos
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/roce-probe/roce-probe/gid"
+)
+
+// roceDCB is a typical RoCE port: PFC on priority 3, priority 3 in TC 3.
+func roceDCB(trustDSCP bool) *DCB {
+	d := &DCB{Netdev: "ens1f0", Supported: true,
+		PFC: &PFC{Cap: 8, Enabled: 1 << 3},
+		ETS: &ETS{PrioTC: [8]uint8{0, 0, 0, 3, 0, 0, 0, 0}, TCTSA: [8]uint8{2, 2, 2, 2, 2, 2, 2, 2}, TCTxBW: [8]uint8{50, 0, 0, 50}}}
+	if trustDSCP {
+		d.Apps = []App{{AppSelDSCP, 3, 26}, {AppSelDSCP, 6, 48}}
+	}
+	return d
+}
+
+func hasWarning(r Result, sub string) bool {
+	for _, w := range r.Warnings {
+		if strings.Contains(w, sub) {
+			return true
+		}
+	}
+	return false
+}
+
+func TestCheckMLX5DSCPTrustLossless(t *testing.T) {
+	r, err := Check(Flow{Device: "mlx5_0", Port: 1, GIDIndex: 3, GIDType: gid.TypeRoCEv2, Driver: DriverMLX5,
+		Link: mlx5Link(), DCB: roceDCB(true), SL: 3, TrafficClass: 106})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Verdict != Lossless || r.Trust != TrustDSCP || *r.Priority != 3 || *r.TC != 3 || !*r.PFC || *r.DSCP != 26 || *r.ECN != ECT0 {
+		t.Fatalf("%+v", r)
+	}
+	if len(r.Warnings) != 0 {
+		t.Errorf("warnings: %v", r.Warnings)
+	}
+	if *r.VLAN != 10 || *r.PCP != 3 || len(r.VLANChain) != 1 {
+		t.Errorf("vlan %v pcp %v chain %+v", *r.VLAN, *r.PCP, r.VLANChain)
+	}
+}
+
+func TestCheckMLX5PCPTrust(t *testing.T) {
+	for sl := uint8(0); sl < 16; sl++ {
+		r, err := Check(Flow{GIDIndex: 3, GIDType: gid.TypeRoCEv2, Driver: DriverMLX5, Link: mlx5Link(), DCB: roceDCB(false), SL: sl, TrafficClass: 106})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := Lossy
+		if sl&7 == 3 {
+			want = Lossless
+		}
+		if r.Verdict != want || r.Trust != TrustPCP || *r.Priority != sl&7 {
+			t.Errorf("sl %d: verdict %s priority %v, want %s %d", sl, r.Verdict, *r.Priority, want, sl&7)
+		}
+		if want == Lossy && !hasWarning(r, "has no PFC") {
+			t.Errorf("sl %d: no PFC warning: %v", sl, r.Warnings)
+		}
+	}
+}
+
+func TestCheckUntaggedUnderPCPTrust(t *testing.T) {
+	r, _ := Check(Flow{GIDIndex: 0, GIDType: gid.TypeRoCEv2, Driver: DriverMLX5,
+		Link: Link{Netdev: "ens1f0", Real: "ens1f0"}, DCB: roceDCB(false), SL: 3, TrafficClass: 106})
+	if r.Verdict != Lossy || r.VLAN != nil || r.PCP != nil || *r.Priority != 0 {
+		t.Fatalf("%+v", r)
+	}
+	if !hasWarning(r, "untagged traffic under PCP trust") || !hasWarning(r, "priority 0 has no PFC") {
+		t.Errorf("warnings %v", r.Warnings)
+	}
+}
+
+func TestCheckDSCPMissingAndECN(t *testing.T) {
+	r, _ := Check(Flow{GIDIndex: 3, GIDType: gid.TypeRoCEv2, Driver: DriverMLX5, Link: mlx5Link(), DCB: roceDCB(true), SL: 3, TrafficClass: 184}) // DSCP 46, Not-ECT
+	if r.Verdict != Unknown || r.Priority != nil {
+		t.Fatalf("%+v", r)
+	}
+	if !hasWarning(r, "DSCP 46 has no entry") || !hasWarning(r, "Not-ECT") {
+		t.Errorf("warnings %v", r.Warnings)
+	}
+	r, _ = Check(Flow{GIDIndex: 3, GIDType: gid.TypeRoCEv2, Driver: DriverMLX5, Link: mlx5Link(), DCB: roceDCB(true), SL: 3, TrafficClass: 107}) // CE
+	if !hasWarning(r, "CE") {
+		t.Errorf("CE not flagged: %v", r.Warnings)
+	}
+}
+
+func TestCheckRXELabNoDCB(t *testing.T) {
+	// The lab: rxe0 on veth0, GID on veth0.100 with egress map {0:3 ...}; veth has no DCB.
+	r, err := Check(Flow{Device: "rxe0", Port: 1, GIDIndex: 2, GIDType: gid.TypeRoCEv2, Driver: DriverRXE, Link: labVLAN100(),
+		DCB: &DCB{Netdev: "veth0", Reason: "veth0 has no DCB support"}, SL: 5, TrafficClass: 104})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Verdict != Unknown || r.Trust != TrustUnknown || *r.PCP != 3 || *r.DSCP != 26 || *r.ECN != NotECT {
+		t.Fatalf("%+v", r)
+	}
+	if !hasWarning(r, "sl 5 is ignored by rxe") || !hasWarning(r, "Not-ECT") {
+		t.Errorf("warnings %v", r.Warnings)
+	}
+	if len(r.Reasons) == 0 || !strings.Contains(r.Reasons[0], "no DCB") {
+		t.Errorf("reasons %v", r.Reasons)
+	}
+	b, _ := json.Marshal(r)
+	for _, key := range []string{`"device":"rxe0"`, `"port":1`, `"index":2`, `"netdev":"veth0.100"`, `"driver":"rxe"`, `"vlan":100`, `"pcp":3`,
+		`"vlan_chain":[{"id":100,"proto":"802.1Q","pcp":3`, `"dscp":26`, `"ecn":"Not-ECT"`, `"trust":"unknown"`, `"priority":null`, `"tc":null`, `"pfc":null`, `"verdict":"unknown"`, `"warnings":[`, `"steps":[{"step":`} {
+		if !strings.Contains(string(b), key) {
+			t.Errorf("JSON lacks %s: %s", key, b)
+		}
+	}
+}
+
+func TestCheckRDMACM(t *testing.T) {
+	// ToS 106 on the lab VLAN: priority 2, SL = egress map[2] = 5, tclass 106.
+	dcb := roceDCB(false)
+	dcb.PFC.Enabled = 1 << 5
+	link := labVLAN100()
+	link.Netdev, link.Tags[0].Netdev = "ens1f0.100", "ens1f0.100"
+	r, err := Check(Flow{GIDIndex: 3, GIDType: gid.TypeRoCEv2, Driver: DriverMLX5, Link: link, DCB: dcb, RDMACM: true, TOS: 106})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.SL != 5 || r.TrafficClass != 106 || r.Path != PathConnectedQP || *r.PCP != 5 || r.Verdict != Lossless || *r.TOS != 106 {
+		t.Fatalf("%+v", r)
+	}
+	// ToS 0x60 gives priority 0; a map without an entry for 0 warns.
+	link.Tags[0].EgressMap = map[uint32]uint32{2: 5}
+	r, _ = Check(Flow{GIDIndex: 3, GIDType: gid.TypeRoCEv2, Driver: DriverMLX5, Link: link, DCB: dcb, RDMACM: true, TOS: 0x60})
+	if r.SL != 0 || !hasWarning(r, "does not map") {
+		t.Errorf("sl %d warnings %v", r.SL, r.Warnings)
+	}
+}
+
+func TestCheckBadInput(t *testing.T) {
+	if _, err := Check(Flow{SL: 16, GIDType: gid.TypeRoCEv2}); err == nil || !strings.Contains(err.Error(), "0..15") {
+		t.Errorf("sl 16: %v", err)
+	}
+	if _, err := Check(Flow{Path: "bogus", GIDType: gid.TypeRoCEv2}); err == nil {
+		t.Error("bogus path accepted")
+	}
+	r, err := Check(Flow{GIDType: gid.TypeIB})
+	if err != nil || r.Verdict != Unknown {
+		t.Errorf("IB GID: %v %v", r.Verdict, err)
+	}
+}
