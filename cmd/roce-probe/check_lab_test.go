@@ -249,6 +249,7 @@ func TestLabCheckPredictsWire(t *testing.T) {
 			continue
 		}
 		pr := p.predict
+		t.Logf("%s: captured tags %+v tos 0x%02x; check predicted vlan_chain %s dscp %v ecn %v", name, got.tags, got.tos, chainString(pr), deref(pr.DSCP), derefS(pr.ECN))
 		if len(got.tags) != len(pr.VLANChain) {
 			t.Errorf("%s: captured %d tags %+v, check predicted %+v", name, len(got.tags), got.tags, pr.VLANChain)
 			continue
@@ -321,4 +322,26 @@ func TestLabQoSNoDCB(t *testing.T) {
 	if code != exitOK || !strings.Contains(out, "no DCB") {
 		t.Errorf("qos --dev %s: exit %d\n%s", lab.RDMADevice, code, out)
 	}
+}
+
+func deref(p *int) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+func derefS(p *string) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+func chainString(r checkJSON) string {
+	var parts []string
+	for _, t := range r.VLANChain {
+		parts = append(parts, fmt.Sprintf("%s %d pcp %v", t.Proto, t.ID, deref(t.PCP)))
+	}
+	return "[" + strings.Join(parts, ", ") + "]"
 }
