@@ -30,13 +30,13 @@ func TestLinkFromSnapshotLab(t *testing.T) {
 	if l.Real != "veth0" || len(l.Tags) != 1 || l.Tags[0].ID != 100 || l.Tags[0].Netdev != "veth0.100" || EgressPCP(l.Tags[0].EgressMap, 0) != 3 || !l.IsVLAN() || l.RealNumTC != -1 {
 		t.Fatalf("veth0.100: %+v", l)
 	}
-	// QinQ: outer 802.1ad 1000 (veth0.q1000, no map) then 802.1Q 10 (q1000.10, 0:2).
-	l, err = LinkFromSnapshot(s, "q1000.10")
+	// QinQ: outer 802.1ad 1000 (veth0.q1000, no map) then 802.1Q 10 (veth0.q1000.10, 0:2).
+	l, err = LinkFromSnapshot(s, "veth0.q1000.10")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(l.Tags) != 2 || l.Tags[0].ID != 1000 || l.Tags[0].Proto != vlan.Proto8021AD || l.Tags[1].ID != 10 || EgressPCP(l.Tags[0].EgressMap, 0) != 0 || EgressPCP(l.Tags[1].EgressMap, 0) != 2 {
-		t.Fatalf("q1000.10: %+v", l)
+		t.Fatalf("veth0.q1000.10: %+v", l)
 	}
 	l, _ = LinkFromSnapshot(s, "veth0")
 	if l.Tagged() || l.Real != "veth0" {
@@ -60,7 +60,7 @@ func TestNewReportLab(t *testing.T) {
 	for _, v := range r.VLANs {
 		names = append(names, v.Netdev)
 	}
-	want := []string{"q1000.10", "veth0.100", "veth0.200", "veth0.q1000"}
+	want := []string{"veth0.100", "veth0.200", "veth0.q1000", "veth0.q1000.10"}
 	if len(names) != len(want) {
 		t.Fatalf("vlans %v, want %v", names, want)
 	}
@@ -69,7 +69,7 @@ func TestNewReportLab(t *testing.T) {
 			t.Fatalf("vlans %v, want %v", names, want)
 		}
 	}
-	if r.VLANs[1].Egress.String() != "0:3 2:5 4:6 6:7" || r.VLANs[0].Lower != "veth0.q1000" {
+	if r.VLANs[0].Egress.String() != "0:3 2:5 4:6 6:7" || r.VLANs[3].Lower != "veth0.q1000" {
 		t.Errorf("vlan details %+v", r.VLANs)
 	}
 	r, _ = NewReport(s, "veth0", roceDCB(true))
