@@ -56,7 +56,7 @@ type Frame struct {
 
 // Markings returns the frame's markings. VLAN and PCP are the outermost
 // tag's, which is the one a switch classifies by.
-func (f *Frame) Markings() Markings {
+func (f Frame) Markings() Markings {
 	m := Markings{DSCP: f.DSCP, ECN: f.ECN, TTL: f.TTL, Sport: f.Sport, IPv6: f.Src.Is6() && !f.Src.Is4In6()}
 	if len(f.Tags) > 0 {
 		m.Tagged, m.VLAN, m.PCP = true, f.Tags[0].VID, f.Tags[0].PCP
@@ -89,7 +89,7 @@ const (
 
 // Build serializes the frame with a valid IPv4 header checksum, UDP
 // checksum 0 (as RoCE v2 senders do) and a valid ICRC.
-func (f *Frame) Build() ([]byte, error) {
+func (f Frame) Build() ([]byte, error) {
 	if len(f.DstMAC) != 6 || len(f.SrcMAC) != 6 {
 		return nil, fmt.Errorf("probe: MAC addresses %v → %v: want 6 bytes each", f.SrcMAC, f.DstMAC)
 	}
