@@ -4,6 +4,7 @@ package probe
 
 import (
 	"context"
+	"github.com/roce-probe/roce-probe/internal/netnstest"
 	"net"
 	"net/netip"
 	"sync"
@@ -24,7 +25,7 @@ func listenerIn(t *testing.T, ns, dev string, cfg ResponderConfig) *Responder {
 	t.Helper()
 	var c *Conn
 	var err error
-	inNetns(t, ns, func() { c, err = Open(dev, Incoming) })
+	netnstest.In(t, ns, func() { c, err = Open(dev, Incoming) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +66,7 @@ func senderIn(t *testing.T, ns, dev string) *sender {
 	t.Helper()
 	var s sender
 	var err1, err2 error
-	inNetns(t, ns, func() {
+	netnstest.In(t, ns, func() {
 		s.rx, err1 = Open(dev, Incoming)
 		s.egress, err2 = Open(dev, Outgoing)
 	})
@@ -153,9 +154,9 @@ func template4(src, dst string, dstMAC string) Frame {
 // The markings a sender puts on probes arrive unchanged over a plain veth
 // pair, tagged or not, and the egress capture sees them leave as built.
 func TestWireDirect(t *testing.T) {
-	requireNetnsRoot(t)
-	nsS, nsL := newNetns(t, "s"), newNetns(t, "l")
-	vethPair(t, nsS, "s0", macS, nsL, "l0", macL)
+	netnstest.RequireRoot(t)
+	nsS, nsL := netnstest.New(t, "s"), netnstest.New(t, "l")
+	netnstest.Veth(t, nsS, "s0", macS, nsL, "l0", macL)
 	r := listenerIn(t, nsL, "l0", ResponderConfig{
 		LocalMACs:  []net.HardwareAddr{mustMAC(macL)},
 		LocalAddrs: []netip.Addr{netip.MustParseAddr("10.77.0.2"), netip.MustParseAddr("fd77::2")},
@@ -209,10 +210,10 @@ func TestWireDirect(t *testing.T) {
 // switch.
 func middleSwitch(t *testing.T, toL string) (nsS, nsL string) {
 	t.Helper()
-	nsS, nsM, nsL := newNetns(t, "s"), newNetns(t, "m"), newNetns(t, "l")
-	vethPair(t, nsS, "s0", macS, nsM, "m0", macA)
-	vethPair(t, nsM, "m1", macB, nsL, "l0", macL)
-	runStdin(t, `table netdev sw {
+	nsS, nsM, nsL := netnstest.New(t, "s"), netnstest.New(t, "m"), netnstest.New(t, "l")
+	netnstest.Veth(t, nsS, "s0", macS, nsM, "m0", macA)
+	netnstest.Veth(t, nsM, "m1", macB, nsL, "l0", macL)
+	netnstest.RunStdin(t, `table netdev sw {
   chain to_l {
     type filter hook ingress device "m0" priority 0;
     `+toL+` fwd to "m1"
@@ -229,7 +230,7 @@ func middleSwitch(t *testing.T, toL string) (nsS, nsL string) {
 // A switch that rewrites DSCP or PCP is reported as remarking, with the
 // values before and after; one that strips the tag as stripping it.
 func TestWireRemarkingSwitch(t *testing.T) {
-	requireNetnsRoot(t, "nft")
+	netnstest.RequireRoot(t, "nft")
 	tagged := Markings{Tagged: true, VLAN: 100, PCP: 3, DSCP: 26, ECN: ECNECT0, TTL: 64, Sport: 0xc123}
 	for _, tc := range []struct {
 		name     string
@@ -275,15 +276,15 @@ func TestWireRemarkingSwitch(t *testing.T) {
 // A namespace routing between two subnets decrements the TTL: the probe
 // reports one routed hop, and the reply finds its way back through it.
 func TestWireRoutedHop(t *testing.T) {
-	requireNetnsRoot(t)
-	nsS, nsM, nsL := newNetns(t, "s"), newNetns(t, "r"), newNetns(t, "l")
-	vethPair(t, nsS, "s0", macS, nsM, "m0", macA)
-	vethPair(t, nsM, "m1", macB, nsL, "l0", macL)
-	run(t, "ip", "-n", nsS, "addr", "add", "10.77.1.1/24", "dev", "s0")
-	run(t, "ip", "-n", nsM, "addr", "add", "10.77.1.254/24", "dev", "m0")
-	run(t, "ip", "-n", nsM, "addr", "add", "10.77.2.254/24", "dev", "m1")
-	run(t, "ip", "-n", nsL, "addr", "add", "10.77.2.2/24", "dev", "l0")
-	run(t, "ip", "netns", "exec", nsM, "sysctl", "-qw", "net.ipv4.ip_forward=1")
+	netnstest.RequireRoot(t)
+	nsS, nsM, nsL := netnstest.New(t, "s"), netnstest.New(t, "r"), netnstest.New(t, "l")
+	netnstest.Veth(t, nsS, "s0", macS, nsM, "m0", macA)
+	netnstest.Veth(t, nsM, "m1", macB, nsL, "l0", macL)
+	netnstest.Run(t, "ip", "-n", nsS, "addr", "add", "10.77.1.1/24", "dev", "s0")
+	netnstest.Run(t, "ip", "-n", nsM, "addr", "add", "10.77.1.254/24", "dev", "m0")
+	netnstest.Run(t, "ip", "-n", nsM, "addr", "add", "10.77.2.254/24", "dev", "m1")
+	netnstest.Run(t, "ip", "-n", nsL, "addr", "add", "10.77.2.2/24", "dev", "l0")
+	netnstest.Run(t, "ip", "netns", "exec", nsM, "sysctl", "-qw", "net.ipv4.ip_forward=1")
 	r := listenerIn(t, nsL, "l0", ResponderConfig{LocalAddrs: []netip.Addr{netip.MustParseAddr("10.77.2.2")}})
 	s := senderIn(t, nsS, "s0")
 	sent := Markings{DSCP: 26, ECN: ECNECT0, TTL: 64, Sport: 0xc555}

@@ -1,6 +1,6 @@
 //go:build linux
 
-package probe
+package netnstest
 
 import (
 	"fmt"
@@ -14,13 +14,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// These tests build network namespaces joined by veth pairs on the machine
-// running them and send real frames through them. They need root (to create
-// namespaces and raw sockets) and the ip binary; the nftables tests also need
-// nft. Without root they skip (CI runs as root, so they run there); a
-// missing tool under ROCE_PROBE_CI=1 fails.
-
-func requireNetnsRoot(t *testing.T, tools ...string) {
+// RequireRoot skips the test unless it runs as root with ip and the other
+// tools installed.
+func RequireRoot(t testing.TB, tools ...string) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to create network namespaces and raw sockets (CI runs as root)")
@@ -35,20 +31,21 @@ func requireNetnsRoot(t *testing.T, tools ...string) {
 	}
 }
 
-var nsCounter atomic.Int32
+var counter atomic.Int32
 
-// newNetns creates a network namespace with a unique name, removed when
-// the test ends.
-func newNetns(t *testing.T, role string) string {
+// New creates a namespace with a unique name (role is a hint for people
+// reading `ip netns`), its loopback up, removed when the test ends.
+func New(t testing.TB, role string) string {
 	t.Helper()
-	name := fmt.Sprintf("rp%d-%s%d", os.Getpid(), role, nsCounter.Add(1))
-	run(t, "ip", "netns", "add", name)
+	name := fmt.Sprintf("rp%d-%s%d", os.Getpid(), role, counter.Add(1))
+	Run(t, "ip", "netns", "add", name)
 	t.Cleanup(func() { exec.Command("ip", "netns", "del", name).Run() })
-	run(t, "ip", "-n", name, "link", "set", "lo", "up")
+	Run(t, "ip", "-n", name, "link", "set", "lo", "up")
 	return name
 }
 
-func run(t *testing.T, args ...string) string {
+// Run runs a command and fails the test if it fails; it returns the output.
+func Run(t testing.TB, args ...string) string {
 	t.Helper()
 	out, err := exec.Command(args[0], args[1:]...).CombinedOutput()
 	if err != nil {
@@ -57,8 +54,8 @@ func run(t *testing.T, args ...string) string {
 	return string(out)
 }
 
-// runStdin runs a command with the given standard input.
-func runStdin(t *testing.T, stdin string, args ...string) {
+// RunStdin is Run with standard input.
+func RunStdin(t testing.TB, stdin string, args ...string) {
 	t.Helper()
 	c := exec.Command(args[0], args[1:]...)
 	c.Stdin = strings.NewReader(stdin)
@@ -67,27 +64,27 @@ func runStdin(t *testing.T, stdin string, args ...string) {
 	}
 }
 
-// vethPair creates a veth pair with one end in each namespace, both up,
-// with fixed MACs.
-func vethPair(t *testing.T, ns1, dev1, mac1, ns2, dev2, mac2 string) {
+// Veth creates a veth pair with one end in each namespace, both up, with
+// the given MACs.
+func Veth(t testing.TB, ns1, dev1, mac1, ns2, dev2, mac2 string) {
 	t.Helper()
-	run(t, "ip", "-n", ns1, "link", "add", "name", dev1, "address", mac1, "type", "veth",
+	Run(t, "ip", "-n", ns1, "link", "add", "name", dev1, "address", mac1, "type", "veth",
 		"peer", "name", dev2, "address", mac2, "netns", ns2)
-	run(t, "ip", "-n", ns1, "link", "set", dev1, "up")
-	run(t, "ip", "-n", ns2, "link", "set", dev2, "up")
+	Run(t, "ip", "-n", ns1, "link", "set", dev1, "up")
+	Run(t, "ip", "-n", ns2, "link", "set", dev2, "up")
 }
 
-// inNetns runs fn on an OS thread switched into the namespace. Sockets
-// opened by fn stay in that namespace when used from other goroutines.
-func inNetns(t *testing.T, ns string, fn func()) {
+// In runs fn on an OS thread switched into namespace ns. Sockets fn opens
+// stay in ns when used from other goroutines. fn must not call t.Fatal.
+func In(t testing.TB, ns string, fn func()) {
 	t.Helper()
 	done := make(chan struct{})
 	var failure any
 	go func() {
 		defer close(done)
 		runtime.LockOSThread()
-		// The thread is left locked and dies with the goroutine, so a
-		// failed switch back cannot leak the namespace to other goroutines.
+		// On failure the thread stays locked and dies with the goroutine,
+		// so the namespace cannot leak to other goroutines.
 		orig, err := os.Open("/proc/thread-self/ns/net")
 		if err != nil {
 			failure = err
