@@ -116,3 +116,34 @@ func In(t testing.TB, ns string, fn func()) {
 		t.Fatalf("in namespace %s: %v", ns, failure)
 	}
 }
+
+// Do runs fn on an OS thread switched into namespace ns and returns its
+// error; unlike In it may be called from any goroutine.
+func Do(ns string, fn func() error) error {
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		orig, err := os.Open("/proc/thread-self/ns/net")
+		if err != nil {
+			errc <- err
+			return
+		}
+		defer orig.Close()
+		target, err := os.Open("/run/netns/" + ns)
+		if err != nil {
+			errc <- err
+			return
+		}
+		defer target.Close()
+		if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
+			errc <- err
+			return
+		}
+		err = fn()
+		if unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET) == nil {
+			runtime.UnlockOSThread()
+		}
+		errc <- err
+	}()
+	return <-errc
+}

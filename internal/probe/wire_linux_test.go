@@ -4,10 +4,14 @@ package probe
 
 import (
 	"context"
+	"encoding/binary"
 	"github.com/roce-probe/roce-probe/internal/netnstest"
+	"math/rand/v2"
 	"net"
 	"net/netip"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -22,6 +26,13 @@ const (
 // listenerIn opens a Conn in namespace ns on dev and answers probes with a
 // Responder until the test ends. It returns the responder.
 func listenerIn(t *testing.T, ns, dev string, cfg ResponderConfig) *Responder {
+	r, _ := listenerStop(t, ns, dev, cfg)
+	return r
+}
+
+// listenerStop is listenerIn that also returns a function stopping the
+// listener early (after which its responder may be read freely).
+func listenerStop(t *testing.T, ns, dev string, cfg ResponderConfig) (*Responder, func()) {
 	t.Helper()
 	var c *Conn
 	var err error
@@ -53,8 +64,10 @@ func listenerIn(t *testing.T, ns, dev string, cfg ResponderConfig) *Responder {
 			}
 		}
 	}()
-	t.Cleanup(func() { cancel(); wg.Wait(); c.Close() })
-	return r
+	var once sync.Once
+	stop := func() { once.Do(func() { cancel(); wg.Wait(); c.Close() }) }
+	t.Cleanup(stop)
+	return r, stop
 }
 
 // sender opens the reply and egress Conns in namespace ns on dev.
@@ -301,4 +314,199 @@ func TestWireRoutedHop(t *testing.T) {
 	if len(fs) != 1 || fs[0].Kind != FindingRoutedHops || fs[0].Sent != 64 || fs[0].Received != 63 {
 		t.Errorf("findings %v, want one routed-hops 64→63", fs)
 	}
+}
+
+// floodFrames returns n frames of every kind a listener must not answer:
+// garbage, non-RoCE UDP 4791, RoCE with a bad ICRC, RoCE without the
+// signature, malformed probes, replies, probes to another address and
+// probes from a multicast source.
+func floodFrames(t *testing.T, n int) [][]byte {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(7, 8))
+	m := Markings{DSCP: 26, ECN: ECNECT0, TTL: 64, Sport: 0xc000}
+	base := template4("10.77.0.1", "10.77.0.2", macL)
+	base.PKey, base.DestQP, base.SrcQP, base.QKey = 0xffff, DefaultDestQP, DefaultSrcQP, DefaultQKey
+	build := func(f Frame, payload []byte) []byte {
+		f.Payload = payload
+		b, err := f.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	probePayload := func(kind Kind) []byte {
+		p := Payload{Kind: kind, Session: rng.Uint64(), Seq: rng.Uint32(), Sent: m}
+		if kind == KindReply {
+			p.Received = m
+		}
+		b, err := p.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	var out [][]byte
+	for i := 0; len(out) < n; i++ {
+		var b []byte
+		switch i % 8 {
+		case 0: // garbage after a valid Ethernet header to our MAC
+			b = make([]byte, 14+rng.IntN(200))
+			for j := range b {
+				b[j] = byte(rng.Uint32())
+			}
+			copy(b, mustMAC(macL))
+			copy(b[6:], mustMAC(macS))
+		case 1: // UDP 4791 with a truncated transport
+			b = build(base, probePayload(KindProbe))
+			b = b[:14+20+8+10]
+			b[16], b[17] = 0, byte(len(b)-14) // IPv4 total length
+			b[38], b[39] = 0, 18              // UDP length
+			b[24], b[25] = 0, 0
+			binary.BigEndian.PutUint16(b[24:], ipv4Checksum(b[14:34]))
+		case 2: // bad ICRC
+			b = build(base, probePayload(KindProbe))
+			b[len(b)-1] ^= 0x5a
+		case 3: // RoCE without the signature
+			pl := make([]byte, 64)
+			for j := range pl {
+				pl[j] = byte(rng.Uint32())
+			}
+			b = build(base, pl)
+		case 4: // signature, corrupt payload
+			pl := probePayload(KindProbe)
+			pl[32+rng.IntN(24)] ^= byte(1 + rng.IntN(255))
+			pl[36] = 200 // DSCP out of range, in case the flip above was harmless
+			b = build(base, pl)
+		case 5: // a reply
+			b = build(base, probePayload(KindReply))
+		case 6: // a probe to another address
+			f := base
+			f.Dst = netip.MustParseAddr("10.77.0.99")
+			b = build(f, probePayload(KindProbe))
+		case 7: // a probe from a multicast source
+			f := base
+			f.Src = netip.MustParseAddr("239.1.2.3")
+			b = build(f, probePayload(KindProbe))
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+// A flood of malformed and foreign frames gets no reply, leaves the
+// listener answering valid probes, and keeps its memory bounded; a flood of
+// valid probes from spoofed senders is answered at most at the global rate
+// while the sender table stays at its fixed size.
+func TestWireFlood(t *testing.T) {
+	netnstest.RequireRoot(t)
+	nsS, nsL := netnstest.New(t, "s"), netnstest.New(t, "l")
+	netnstest.Veth(t, nsS, "s0", macS, nsL, "l0", macL)
+	r, stopListener := listenerStop(t, nsL, "l0", ResponderConfig{
+		LocalMACs: []net.HardwareAddr{mustMAC(macL)}, LocalAddrs: []netip.Addr{netip.MustParseAddr("10.77.0.2")},
+		Rate: RateConfig{Slots: 512},
+	})
+	s := senderIn(t, nsS, "s0")
+
+	// Count everything that comes back to the sender during the flood.
+	var back atomic.Int64
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for ctx.Err() == nil {
+			if f, _, err := s.rx.Read(); err != nil {
+				return
+			} else if f != nil {
+				back.Add(1)
+			}
+		}
+	}()
+
+	frames := floodFrames(t, 40000)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for round := 0; round < 3; round++ {
+		for _, f := range frames {
+			if err := s.rx.Write(f); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	time.Sleep(300 * time.Millisecond)
+	cancel()
+	wg.Wait()
+	frames = nil
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	c := r.Counters.Snapshot()
+	t.Logf("after 120000 flood frames: listener counters %+v", c)
+	if n := back.Load(); n != 0 || c.Answered != 0 {
+		t.Errorf("the flood got %d frames back (%d answered): want none", n, c.Answered)
+	}
+	if c.Frames == 0 || c.BadICRC == 0 || c.Foreign == 0 || c.Malformed == 0 || c.Replies == 0 || c.NotForUs == 0 || c.BadSource == 0 || c.NotRoCE == 0 {
+		t.Errorf("some kind of flood frame was not counted: %+v", c)
+	}
+	if grew := int64(after.HeapInuse) - int64(before.HeapInuse); grew > 4<<20 {
+		t.Errorf("heap in use grew by %d bytes during the flood", grew)
+	}
+
+	// Valid probes from 20000 spoofed senders.
+	spoof := template4("10.77.0.1", "10.77.0.2", macL)
+	p, err := NewProber(spoof)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	for i := 0; i < 20000; i++ {
+		f, _, err := p.Next(Markings{TTL: 64}, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		fr, _ := ParseFrame(f)
+		fr.Src = netip.AddrFrom4([4]byte{10, 200, byte(i >> 8), byte(i)})
+		b, _ := fr.Build()
+		if err := s.rx.Write(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(200 * time.Millisecond)
+	elapsed := time.Since(start).Seconds()
+
+	// A real sender is still answered, once the listener has worked through
+	// its ring and the global bucket has refilled.
+	for prev := uint64(0); ; {
+		time.Sleep(200 * time.Millisecond)
+		n := r.Counters.Frames.Load()
+		if n == prev {
+			break
+		}
+		prev = n
+	}
+	// Drain the sender's rings, full of replies to the spoofed senders and
+	// copies of the spoofed probes, so the real reply finds room.
+	for _, c := range []*Conn{s.rx, s.egress} {
+		for {
+			f, _, err := c.Read()
+			if err != nil || f == nil {
+				break
+			}
+		}
+	}
+	res := s.probeAll(t, template4("10.77.0.1", "10.77.0.2", macL), []Markings{{DSCP: 10, TTL: 64, Sport: 0xc001}}, 2*time.Second)
+	stopListener()
+	c = r.Counters.Snapshot()
+	if res[0].Received == nil {
+		t.Errorf("valid probe not answered after the floods (counters %+v)", c)
+	}
+	lim := r.Limiter()
+	if lim.Tracked() > lim.Capacity() || lim.Capacity() != 512 {
+		t.Errorf("sender table holds %d of %d", lim.Tracked(), lim.Capacity())
+	}
+	// Answers: the global burst (100) and 1000/s over the flood, plus the real probe.
+	if maxAnswers := 100 + 1000*(elapsed+0.5) + 1; float64(c.Answered) > maxAnswers {
+		t.Errorf("answered %d spoofed probes in %.2fs: more than the global limit allows (%.0f)", c.Answered, elapsed, maxAnswers)
+	}
+	t.Logf("spoofed flood: %d answered, %d rate-limited in %.2fs, %d evictions", c.Answered, c.RateLimited, elapsed, lim.Evictions())
 }
