@@ -86,7 +86,7 @@ func TestDiffChurned(t *testing.T) {
 		"moved: ::ffff:10.0.0.1 RoCE v2 on veth0 is at index 13, a fresh scan puts it at 1",
 		"stale: index 14 ::ffff:10.0.0.5 RoCE v2 on veth0 is not explained by any netdev address",
 		"missing: fe80::ff:fe00:1 RoCE v2 on veth0.100 (predicted index 5) is not in the table",
-		"missing: fd00:1010::1 RoCE v2 on q1000.10 (predicted index 11) is not in the table",
+		"missing: fd00:1010::1 RoCE v2 on veth0.q1000.10 (predicted index 11) is not in the table",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("diff =\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

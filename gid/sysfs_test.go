@@ -116,12 +116,12 @@ func TestReadRxeQinQAndEmpty(t *testing.T) {
 	if !p.Entries[0].Default || p.Entries[1].Default {
 		t.Errorf("default flags: 0=%v 1=%v, want only index 0 (rxe reserves one slot)", p.Entries[0].Default, p.Entries[1].Default)
 	}
-	// q1000.10: 802.1Q 10 on 802.1ad 1000 on veth0.
+	// veth0.q1000.10: 802.1Q 10 on 802.1ad 1000 on veth0.
 	e := p.Entries[11]
-	if e.Netdev != "q1000.10" || e.VLAN == nil || *e.VLAN != 10 || len(e.VLANChain) != 2 ||
+	if e.Netdev != "veth0.q1000.10" || e.VLAN == nil || *e.VLAN != 10 || len(e.VLANChain) != 2 ||
 		e.VLANChain[0] != (vlan.Tag{ID: 1000, Proto: vlan.Proto8021AD}) || e.VLANChain[1] != (vlan.Tag{ID: 10, Proto: vlan.Proto8021Q}) ||
 		e.RealNetdev != "veth0" {
-		t.Errorf("entry 11 = %s vlan %v chain %v real %s, want q1000.10 vlan 10 chain [802.1ad:1000 10] on veth0", e.Netdev, e.VLAN, e.VLANChain, e.RealNetdev)
+		t.Errorf("entry 11 = %s vlan %v chain %v real %s, want veth0.q1000.10 vlan 10 chain [802.1ad:1000 10] on veth0", e.Netdev, e.VLAN, e.VLANChain, e.RealNetdev)
 	}
 	if e := p.Entries[1]; e.VLAN != nil || len(e.VLANChain) != 0 || e.VLANChain == nil {
 		t.Errorf("entry 1 (untagged) vlan %v chain %#v, want nil and []", e.VLAN, e.VLANChain)

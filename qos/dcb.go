@@ -2,6 +2,7 @@ package qos
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -75,8 +76,8 @@ type PFC struct {
 func (p PFC) On(prio uint8) bool { return prio < 8 && p.Enabled&(1<<prio) != 0 }
 
 // EnabledPriorities lists the priorities with PFC on.
-func (p PFC) EnabledPriorities() []uint8 {
-	var out []uint8
+func (p PFC) EnabledPriorities() Bytes {
+	out := Bytes{}
 	for i := uint8(0); i < 8; i++ {
 		if p.On(i) {
 			out = append(out, i)
@@ -216,7 +217,7 @@ type DCB struct {
 	Apps      []App  `json:"app,omitempty"`
 	// AppTrust is the selector trust order (dcb apptrust), when the
 	// driver reports one.
-	AppTrust []uint8 `json:"app_trust,omitempty"`
+	AppTrust Bytes `json:"app_trust,omitempty"`
 	// DCBX is the DCBX mode bitmap (DCBX* constants); nil when the
 	// driver does not report it.
 	DCBX *uint8 `json:"dcbx,omitempty"`
@@ -292,8 +293,8 @@ func (d *DCB) appPriority(sel uint8, proto uint16) (uint8, bool) {
 
 // DSCPMap returns the DSCP → priorities table of the APP entries, each
 // list sorted.
-func (d *DCB) DSCPMap() map[uint8][]uint8 {
-	m := map[uint8][]uint8{}
+func (d *DCB) DSCPMap() map[uint8]Bytes {
+	m := map[uint8]Bytes{}
 	if d == nil {
 		return m
 	}
@@ -442,5 +443,45 @@ func parseIEEE(b []byte, d *DCB) error {
 			}
 		}
 	}
+	return nil
+}
+
+// Bytes is a list of small numbers (priorities, selectors) that marshals
+// to JSON as an array of numbers rather than base64.
+type Bytes []uint8
+
+// MarshalJSON writes b as [1,2,3] (null for nil).
+func (b Bytes) MarshalJSON() ([]byte, error) {
+	if b == nil {
+		return []byte("null"), nil
+	}
+	out := []byte{'['}
+	for i, v := range b {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = fmt.Appendf(out, "%d", v)
+	}
+	return append(out, ']'), nil
+}
+
+// UnmarshalJSON reads an array of numbers 0..255.
+func (b *Bytes) UnmarshalJSON(data []byte) error {
+	var v []uint16
+	if err := json.Unmarshal(data, &v); err != nil {
+		return err
+	}
+	if v == nil {
+		*b = nil
+		return nil
+	}
+	out := make(Bytes, len(v))
+	for i, x := range v {
+		if x > 255 {
+			return fmt.Errorf("qos: %d is out of range: want 0..255", x)
+		}
+		out[i] = uint8(x)
+	}
+	*b = out
 	return nil
 }

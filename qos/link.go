@@ -1,6 +1,10 @@
 package qos
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/roce-probe/roce-probe/vlan"
+)
 
 // Link is what qos needs to know about the netdev a GID belongs to: the
 // VLAN tags the kernel adds to frames sent through it and the real device
@@ -23,10 +27,9 @@ type Link struct {
 
 // Tag is one VLAN tag and the VLAN device that adds it.
 type Tag struct {
-	Netdev    string            `json:"netdev"`               // the VLAN device
-	ID        uint16            `json:"id"`                   // VLAN ID, 0..4095
-	Proto     uint16            `json:"proto"`                // 0x8100 (802.1Q) or 0x88a8 (802.1ad)
-	EgressMap map[uint32]uint32 `json:"egress_map,omitempty"` // skb priority → PCP
+	vlan.Tag              // VLAN ID and protocol
+	Netdev    string      `json:"netdev"`               // the VLAN device
+	EgressMap vlan.QoSMap `json:"egress_map,omitempty"` // skb priority → PCP
 }
 
 // Tagged reports whether frames sent through the link carry a VLAN tag.
@@ -38,15 +41,25 @@ func (l Link) IsVLAN() bool {
 	return len(l.Tags) > 0 && l.Tags[len(l.Tags)-1].Netdev == l.Netdev
 }
 
-// ProtoName returns "802.1Q", "802.1ad" or the EtherType in hex.
-func ProtoName(proto uint16) string {
-	switch proto {
-	case 0x8100:
-		return "802.1Q"
-	case 0x88a8:
-		return "802.1ad"
+// LinkFromSnapshot describes netdev name of a vlan.Snapshot as a Link:
+// every VLAN device from the netdev down to the real device, with its tag
+// and egress-qos-map, outermost tag first. RealNumTC is set to -1 (not
+// known): the real device's mqprio traffic classes are not in the snapshot.
+func LinkFromSnapshot(s *vlan.Snapshot, name string) (Link, error) {
+	d, err := s.Describe(name)
+	if err != nil {
+		return Link{}, fmt.Errorf("qos: %w", err)
 	}
-	return fmt.Sprintf("0x%04x", proto)
+	l := Link{Netdev: name, Real: d.Real, RealNumTC: -1}
+	names := append([]string{name}, d.Lowers...)
+	for i := len(names) - 1; i >= 0; i-- { // bottom (outermost tag) first
+		x, ok := s.ByName(names[i])
+		if !ok || x.Kind != vlan.KindVLAN || x.VLAN == nil {
+			continue
+		}
+		l.Tags = append(l.Tags, Tag{Tag: *x.VLAN, Netdev: x.Name, EgressMap: x.EgressQoS})
+	}
+	return l, nil
 }
 
 // TOSToSL is the kernel's iboe_tos_to_sl (drivers/infiniband/core/cma.c):

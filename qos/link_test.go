@@ -1,10 +1,14 @@
 package qos
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/roce-probe/roce-probe/vlan"
+)
 
 func labVLAN100() Link {
 	return Link{Netdev: "veth0.100", Real: "veth0", RealNumTC: 0,
-		Tags: []Tag{{Netdev: "veth0.100", ID: 100, Proto: 0x8100, EgressMap: map[uint32]uint32{0: 3, 2: 5, 4: 6, 6: 7}}}}
+		Tags: []Tag{{Netdev: "veth0.100", Tag: vlan.Tag{ID: 100, Proto: 0x8100}, EgressMap: map[uint32]uint32{0: 3, 2: 5, 4: 6, 6: 7}}}}
 }
 
 func TestTOSToSLWholeRange(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/roce-probe/roce-probe/gid"
+	"github.com/roce-probe/roce-probe/vlan"
 )
 
 // Path is how an address vector reaches the driver. mlx5 treats the
@@ -52,9 +53,8 @@ type WireInput struct {
 // WireTag is one VLAN tag as it leaves the host; PCP is nil when the
 // driver's choice cannot be known from here.
 type WireTag struct {
+	vlan.Tag
 	Netdev string `json:"netdev,omitempty"`
-	ID     uint16 `json:"id"`
-	Proto  uint16 `json:"proto"`
 	PCP    *uint8 `json:"pcp"`
 }
 
@@ -123,7 +123,7 @@ func hwTags(w *Wire, in WireInput, pcp *uint8) {
 		w.Tags = nil
 	case 1:
 		t := in.Link.Tags[0]
-		w.Tags = []WireTag{{Netdev: t.Netdev, ID: t.ID, Proto: t.Proto, PCP: pcp}}
+		w.Tags = []WireTag{{Tag: t.Tag, Netdev: t.Netdev, PCP: pcp}}
 	default:
 		w.TagsKnown = false
 		w.unknown("stacked VLANs on %s: hardware RoCE gets one VLAN ID per GID (rdma_read_gid_l2_fields); which tags reach the wire is unknown", in.Link.Netdev)
@@ -179,7 +179,7 @@ func predictRXE(w *Wire, in WireInput) {
 	w.step("skb priority", "0", "rxe sends with alloc_skb + ip_local_out and never sets skb->priority (only tc, netfilter or net_prio could change it)")
 	for _, t := range in.Link.Tags {
 		pcp := EgressPCP(t.EgressMap, 0)
-		w.Tags = append(w.Tags, WireTag{Netdev: t.Netdev, ID: t.ID, Proto: t.Proto, PCP: u8p(pcp)})
+		w.Tags = append(w.Tags, WireTag{Tag: t.Tag, Netdev: t.Netdev, PCP: u8p(pcp)})
 		why := "%s has no egress-qos-map entry for skb priority 0: PCP 0"
 		if HasEgressEntry(t.EgressMap, 0) {
 			why = "%s egress-qos-map 0:%d (vlan_dev_get_egress_qos_mask, exact match on skb priority 0)"

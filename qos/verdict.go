@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/roce-probe/roce-probe/gid"
+	"github.com/roce-probe/roce-probe/vlan"
 )
 
 // Verdict is the outcome of Check.
@@ -40,10 +41,10 @@ type Flow struct {
 
 // ChainTag is one VLAN tag of the result, outermost first.
 type ChainTag struct {
-	ID     uint16 `json:"id"`
-	Proto  string `json:"proto"`
-	PCP    *uint8 `json:"pcp"`
-	Netdev string `json:"netdev,omitempty"`
+	ID     uint16     `json:"id"`
+	Proto  vlan.Proto `json:"proto"`
+	PCP    *uint8     `json:"pcp"`
+	Netdev string     `json:"netdev,omitempty"`
 }
 
 // Result is the chain and verdict for a Flow. Pointer fields are null in
@@ -131,7 +132,7 @@ func Check(f Flow) (Result, error) {
 	if len(f.Link.Tags) > 0 {
 		var parts []string
 		for _, t := range f.Link.Tags {
-			parts = append(parts, fmt.Sprintf("%s %d (%s)", ProtoName(t.Proto), t.ID, t.Netdev))
+			parts = append(parts, fmt.Sprintf("%s %d (%s)", t.Proto, t.ID, t.Netdev))
 		}
 		chain = strings.Join(parts, " / ")
 	}
@@ -184,7 +185,7 @@ func Check(f Flow) (Result, error) {
 		}
 	}
 	for _, t := range w.Tags {
-		r.VLANChain = append(r.VLANChain, ChainTag{ID: t.ID, Proto: ProtoName(t.Proto), PCP: t.PCP, Netdev: t.Netdev})
+		r.VLANChain = append(r.VLANChain, ChainTag{ID: t.ID, Proto: t.Proto, PCP: t.PCP, Netdev: t.Netdev})
 	}
 	if len(w.Tags) > 0 {
 		id := w.Tags[0].ID
@@ -218,7 +219,11 @@ func Check(f Flow) (Result, error) {
 	r.Trust = d.Trust()
 	if r.Trust == TrustUnknown {
 		r.step("trust", "unknown", "no DCB information for %s: the trust mode, dscp→prio, prio→tc and PFC cannot be read", f.Link.Real)
-		r.reason("no DCB on %s: trust mode and PFC are unknown", f.Link.Real)
+		if d == nil {
+			r.reason("the DCB state of %s was not read: trust mode and PFC are unknown", f.Link.Real)
+		} else {
+			r.reason("no DCB on %s: trust mode and PFC are unknown", f.Link.Real)
+		}
 		r.Verdict = Unknown
 		return r, nil
 	}

@@ -36,7 +36,7 @@ func TestDescribe(t *testing.T) {
 		{"veth0", "", "veth0", -1},
 		{"veth0.100", "100", "veth0", 100},
 		{"veth0.q1000", "802.1ad:1000", "veth0", 1000},
-		{"q1000.10", "802.1ad:1000 10", "veth0", 10},
+		{"veth0.q1000.10", "802.1ad:1000 10", "veth0", 10},
 	}
 	for _, c := range cases {
 		d, err := s.Describe(c.name)
@@ -110,7 +110,7 @@ func TestDecodeSnapshotErrors(t *testing.T) {
 func TestConnectedRoute(t *testing.T) {
 	s := lab(t)
 	for dst, want := range map[string]string{
-		"10.0.100.2": "veth0.100 10.0.100.1", "10.10.10.9": "q1000.10 10.10.10.1",
+		"10.0.100.2": "veth0.100 10.0.100.1", "10.10.10.9": "veth0.q1000.10 10.10.10.1",
 		"fd00:200::2": "veth0.200 fd00:200::1", "::ffff:10.0.0.2": "veth0 10.0.0.1",
 	} {
 		r, err := s.ConnectedRoute(netip.MustParseAddr(dst))

@@ -1,0 +1,440 @@
+package ah
+
+import (
+	"cmp"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+	"syscall"
+
+	"github.com/roce-probe/roce-probe/vlan"
+)
+
+// Routing table IDs (RT_TABLE_*).
+const (
+	TableDefault = 253
+	TableMain    = 254
+	TableLocal   = 255
+)
+
+// RouteType is an rtnetlink route type (RTN_*), by its iproute2 name.
+type RouteType string
+
+// Route types.
+const (
+	RouteUnicast     RouteType = "unicast"
+	RouteLocal       RouteType = "local"
+	RouteBroadcast   RouteType = "broadcast"
+	RouteAnycast     RouteType = "anycast"
+	RouteMulticast   RouteType = "multicast"
+	RouteBlackhole   RouteType = "blackhole"
+	RouteUnreachable RouteType = "unreachable"
+	RouteProhibit    RouteType = "prohibit"
+	RouteThrow       RouteType = "throw"
+)
+
+// Route is one route of a Net snapshot (RTM_NEWROUTE), plain data.
+type Route struct {
+	Table    int          `json:"table"`              // TableLocal, TableMain, ...
+	Type     RouteType    `json:"type"`               // "unicast", "local", ...
+	Dst      netip.Prefix `json:"dst"`                // destination prefix; 0.0.0.0/0 or ::/0 for a default route
+	Gateway  netip.Addr   `json:"gateway,omitzero"`   // next hop; invalid for on-link routes
+	Dev      string       `json:"dev,omitempty"`      // output device name
+	Ifindex  int          `json:"ifindex,omitempty"`  // output device index
+	PrefSrc  netip.Addr   `json:"prefsrc,omitzero"`   // preferred source address
+	Priority int          `json:"metric,omitempty"`   // metric: lower wins among equal prefixes
+	HopLimit int          `json:"hoplimit,omitempty"` // RTAX_HOPLIMIT metric; 0 = not set
+	MTU      int          `json:"mtu,omitempty"`      // RTAX_MTU metric; 0 = not set
+}
+
+func (r Route) String() string {
+	var b strings.Builder
+	if r.Type != "" && r.Type != RouteUnicast {
+		b.WriteString(string(r.Type) + " ")
+	}
+	if r.Dst.Bits() == 0 {
+		b.WriteString("default")
+	} else {
+		b.WriteString(r.Dst.String())
+	}
+	if r.Gateway.IsValid() {
+		b.WriteString(" via " + r.Gateway.String())
+	}
+	if r.Dev != "" {
+		b.WriteString(" dev " + r.Dev)
+	}
+	switch r.Table {
+	case TableMain, 0:
+	case TableLocal:
+		b.WriteString(" table local")
+	default:
+		fmt.Fprintf(&b, " table %d", r.Table)
+	}
+	if r.Priority != 0 {
+		fmt.Fprintf(&b, " metric %d", r.Priority)
+	}
+	if r.HopLimit != 0 {
+		fmt.Fprintf(&b, " hoplimit %d", r.HopLimit)
+	}
+	if r.MTU != 0 {
+		fmt.Fprintf(&b, " mtu %d", r.MTU)
+	}
+	return b.String()
+}
+
+// NUDState is a neighbour entry's state (NUD_* bits of ndm_state).
+type NUDState uint16
+
+// Neighbour states.
+const (
+	NUDIncomplete NUDState = 0x01
+	NUDReachable  NUDState = 0x02
+	NUDStale      NUDState = 0x04
+	NUDDelay      NUDState = 0x08
+	NUDProbe      NUDState = 0x10
+	NUDFailed     NUDState = 0x20
+	NUDNoARP      NUDState = 0x40
+	NUDPermanent  NUDState = 0x80
+	// NUDValid is the kernel's NUD_VALID: states whose MAC address is used
+	// (dst_fetch_ha copies the MAC only in these).
+	NUDValid = NUDPermanent | NUDNoARP | NUDReachable | NUDProbe | NUDStale | NUDDelay
+)
+
+var nudNames = []struct {
+	s    NUDState
+	name string
+}{
+	{NUDIncomplete, "INCOMPLETE"}, {NUDReachable, "REACHABLE"}, {NUDStale, "STALE"}, {NUDDelay, "DELAY"},
+	{NUDProbe, "PROBE"}, {NUDFailed, "FAILED"}, {NUDNoARP, "NOARP"}, {NUDPermanent, "PERMANENT"},
+}
+
+// String returns the iproute2 names ("REACHABLE", "STALE|...") or "NONE".
+func (s NUDState) String() string {
+	if s == 0 {
+		return "NONE"
+	}
+	var parts []string
+	for _, n := range nudNames {
+		if s&n.s != 0 {
+			parts = append(parts, n.name)
+		}
+	}
+	if rest := s &^ (NUDValid | NUDIncomplete | NUDFailed); rest != 0 {
+		parts = append(parts, fmt.Sprintf("0x%x", uint16(rest)))
+	}
+	return strings.Join(parts, "|")
+}
+
+// Valid reports whether the entry's MAC address is usable (NUD_VALID).
+func (s NUDState) Valid() bool { return s&NUDValid != 0 }
+
+// MarshalText implements encoding.TextMarshaler with String's form.
+func (s NUDState) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// UnmarshalText parses String's form.
+func (s *NUDState) UnmarshalText(b []byte) error {
+	var v NUDState
+	if string(b) == "NONE" || len(b) == 0 {
+		*s = 0
+		return nil
+	}
+	for _, p := range strings.Split(string(b), "|") {
+		found := false
+		for _, n := range nudNames {
+			if strings.EqualFold(p, n.name) {
+				v |= n.s
+				found = true
+			}
+		}
+		if !found {
+			return fmt.Errorf("ah: unknown neighbour state %q: want REACHABLE, STALE, DELAY, PROBE, INCOMPLETE, FAILED, NOARP, PERMANENT or NONE", p)
+		}
+	}
+	*s = v
+	return nil
+}
+
+// Neighbor is one entry of the neighbour table (ARP / NDP cache).
+type Neighbor struct {
+	IP      netip.Addr `json:"ip"`
+	Dev     string     `json:"dev"`
+	Ifindex int        `json:"ifindex,omitempty"`
+	MAC     vlan.MAC   `json:"mac,omitempty"`
+	State   NUDState   `json:"state"`
+}
+
+// Net is a snapshot of one network namespace's routes, neighbours and
+// links: everything Resolve needs, read once (ReadNet) so that resolving
+// many destinations costs no netlink round trip each. It is plain data and
+// can be written to and read from JSON (fixtures).
+type Net struct {
+	Netns string `json:"netns,omitempty"`
+	// Links are the namespace's netdevs with their addresses (for
+	// destinations that are local addresses: the MAC of the netdev that
+	// owns them). nil when not read.
+	Links     *vlan.Snapshot `json:"links"`
+	Routes    []Route        `json:"routes"`
+	Neighbors []Neighbor     `json:"neighbors"`
+	// DefaultTTL is net.ipv4.ip_default_ttl; 0 = unknown (64 assumed).
+	DefaultTTL int `json:"ipv4_default_ttl,omitempty"`
+	// IPv6HopLimit is net.ipv6.conf.<netdev>.hop_limit by netdev name
+	// ("default" for new devices); missing = unknown (64 assumed).
+	IPv6HopLimit map[string]int `json:"ipv6_hop_limit,omitempty"`
+
+	idx *netIndex
+}
+
+type neighKey struct {
+	ifindex int
+	ip      netip.Addr
+}
+
+type neighDevKey struct {
+	dev string
+	ip  netip.Addr
+}
+
+// netIndex is built once per snapshot: routes by family sorted for
+// longest-prefix match, neighbours and links by key.
+type netIndex struct {
+	routes4, routes6 []Route                  // sorted: table order, then prefix length descending, then metric
+	neigh            map[neighKey]Neighbor    // entries with an ifindex
+	neighDev         map[neighDevKey]Neighbor // entries by device name
+	localOwner       map[netip.Addr]*vlan.Link
+}
+
+var tableOrder = map[int]int{TableLocal: 0, TableMain: 1, TableDefault: 2}
+
+func (n *Net) index() *netIndex {
+	if n.idx != nil {
+		return n.idx
+	}
+	x := &netIndex{neigh: make(map[neighKey]Neighbor, len(n.Neighbors)), neighDev: make(map[neighDevKey]Neighbor, len(n.Neighbors)), localOwner: map[netip.Addr]*vlan.Link{}}
+	if n.Links != nil {
+		for i := range n.Links.Links {
+			l := &n.Links.Links[i]
+			for _, a := range l.Addrs {
+				x.localOwner[a.Addr().Unmap()] = l
+			}
+		}
+	}
+	for _, r := range n.Routes {
+		if _, ok := tableOrder[r.Table]; !ok {
+			continue // policy-routing tables are not modelled
+		}
+		if r.Dst.Addr().Is4() {
+			x.routes4 = append(x.routes4, r)
+		} else {
+			x.routes6 = append(x.routes6, r)
+		}
+	}
+	sortRoutes := func(rs []Route) {
+		slices.SortStableFunc(rs, func(a, b Route) int {
+			if c := cmp.Compare(tableOrder[a.Table], tableOrder[b.Table]); c != 0 {
+				return c
+			}
+			if c := cmp.Compare(b.Dst.Bits(), a.Dst.Bits()); c != 0 {
+				return c
+			}
+			return cmp.Compare(a.Priority, b.Priority)
+		})
+	}
+	sortRoutes(x.routes4)
+	sortRoutes(x.routes6)
+	for _, nb := range n.Neighbors {
+		ip := nb.IP.Unmap()
+		x.neighDev[neighDevKey{ip: ip, dev: nb.Dev}] = nb
+		if nb.Ifindex != 0 {
+			x.neigh[neighKey{ip: ip, ifindex: nb.Ifindex}] = nb
+		}
+	}
+	n.idx = x
+	return x
+}
+
+// Link returns the link called name.
+func (n *Net) Link(name string) (*vlan.Link, bool) {
+	if n.Links == nil {
+		return nil, false
+	}
+	return n.Links.ByName(name)
+}
+
+// LocalOwner returns the link that has the address a, if a is an address
+// of this namespace.
+func (n *Net) LocalOwner(a netip.Addr) (*vlan.Link, bool) {
+	l, ok := n.index().localOwner[a.Unmap()]
+	return l, ok
+}
+
+// Neighbor returns the neighbour entry for ip on the device dev (or ifindex).
+func (n *Net) Neighbor(ip netip.Addr, dev string, ifindex int) (Neighbor, bool) {
+	x := n.index()
+	ip = ip.Unmap()
+	if ifindex != 0 {
+		if nb, ok := x.neigh[neighKey{ip: ip, ifindex: ifindex}]; ok {
+			return nb, true
+		}
+	}
+	nb, ok := x.neighDev[neighDevKey{ip: ip, dev: dev}]
+	return nb, ok
+}
+
+// RouteResult is the kernel's route decision for an address handle: the
+// route ip_route_output_key / ip6_route_output picked with the sgid's
+// netdev as output interface, the next hop whose MAC the frame is sent
+// to, and the hop limit the kernel writes into grh.hop_limit.
+type RouteResult struct {
+	Route *Route `json:"route"` // nil when no route matched and IPv4 assumed the destination on-link
+	// OnLink is true when IPv4 found no route through the sgid's netdev and
+	// the kernel assumed the destination is on that link ("Apparently,
+	// routing tables are wrong", ip_route_output_key_hash_rcu).
+	OnLink  bool       `json:"assumed_on_link,omitempty"`
+	Local   bool       `json:"local,omitempty"` // the destination is an address of this host
+	NextHop netip.Addr `json:"next_hop"`        // the gateway, or the destination itself
+	Dev     string     `json:"dev"`
+	Ifindex int        `json:"ifindex,omitempty"`
+	// HopLimit is what the kernel writes into grh.hop_limit
+	// (ip4_dst_hoplimit / ip6_dst_hoplimit), and HopLimitFrom says where
+	// it came from.
+	HopLimit     int    `json:"hop_limit"`
+	HopLimitFrom string `json:"hop_limit_from"`
+	MTU          int    `json:"mtu,omitempty"` // the route's MTU metric, 0 if unset
+}
+
+// RouteError is a route lookup that fails, with the errno ibv_create_ah
+// returns for it.
+type RouteError struct {
+	Dst   netip.Addr
+	Dev   string
+	Errno syscall.Errno
+	Route *Route // the route that rejected the destination, if any
+	Msg   string
+}
+
+func (e *RouteError) Error() string {
+	s := fmt.Sprintf("ah: no usable route to %s from %s: %s", e.Dst, e.Dev, e.Msg)
+	if e.Route != nil {
+		s += " (route: " + e.Route.String() + ")"
+	}
+	return s + " (ibv_create_ah fails with " + ErrnoName(e.Errno) + ")"
+}
+
+// Unwrap returns the errno.
+func (e *RouteError) Unwrap() error { return e.Errno }
+
+func (n *Net) defaultTTL() (int, string) {
+	if n.DefaultTTL > 0 {
+		return n.DefaultTTL, "net.ipv4.ip_default_ttl"
+	}
+	return 64, "net.ipv4.ip_default_ttl (not read; kernel default 64)"
+}
+
+func (n *Net) ipv6HopLimit(dev string) (int, string) {
+	if v, ok := n.IPv6HopLimit[dev]; ok && v > 0 {
+		return v, "net.ipv6.conf." + dev + ".hop_limit"
+	}
+	return 64, "net.ipv6.conf." + dev + ".hop_limit (not read; kernel default 64)"
+}
+
+// RouteTo looks up the route to dst as rdma_resolve_ip does for an AH
+// whose sgid entry's netdev is dev (flowi oif = dev): tables local, main
+// and default in that order (policy rules are not modelled), longest
+// prefix whose next hop leaves through dev, lowest metric. IPv4 without a
+// match assumes the destination is on dev's link; IPv6 fails with
+// ENETUNREACH.
+func (n *Net) RouteTo(dst netip.Addr, dev string, ifindex int) (RouteResult, error) {
+	x := n.index()
+	dst = dst.Unmap()
+	if ifindex == 0 {
+		if l, ok := n.Link(dev); ok {
+			ifindex = l.Index
+		}
+	}
+	routes := x.routes6
+	if dst.Is4() {
+		routes = x.routes4
+	}
+	matchDev := func(r *Route) bool {
+		if r.Dev == "" && r.Ifindex == 0 {
+			return true
+		}
+		if ifindex != 0 && r.Ifindex != 0 {
+			return r.Ifindex == ifindex
+		}
+		return r.Dev == dev
+	}
+	var found *Route
+	for i := range routes {
+		r := &routes[i]
+		if !r.Dst.Contains(dst) {
+			continue
+		}
+		switch r.Type {
+		case RouteBlackhole, RouteUnreachable, RouteProhibit, RouteThrow:
+			// Error routes match whatever the output device.
+		default:
+			// Every other route, local ones included, must leave through
+			// the output device (fib_lookup_good_nhc: flowi4_oif must
+			// equal the next hop's device).
+			if !matchDev(r) {
+				continue
+			}
+		}
+		if r.Type == RouteThrow {
+			// Lookup continues in the next table.
+			t := r.Table
+			for i+1 < len(routes) && routes[i+1].Table == t {
+				i++
+			}
+			continue
+		}
+		found = r
+		break
+	}
+	if found == nil {
+		if dst.Is4() {
+			ttl, from := n.defaultTTL()
+			return RouteResult{OnLink: true, NextHop: dst, Dev: dev, Ifindex: ifindex, HopLimit: ttl, HopLimitFrom: from}, nil
+		}
+		return RouteResult{}, &RouteError{Dst: dst, Dev: dev, Errno: syscall.ENETUNREACH, Msg: "no IPv6 route through " + dev + " (ip6_route_output with the sgid's netdev as oif)"}
+	}
+	switch found.Type {
+	case RouteBlackhole:
+		return RouteResult{}, &RouteError{Dst: dst, Dev: dev, Errno: syscall.EINVAL, Route: found, Msg: "blackhole route"}
+	case RouteUnreachable:
+		e := syscall.EHOSTUNREACH
+		if dst.Is6() {
+			e = syscall.ENETUNREACH
+		}
+		return RouteResult{}, &RouteError{Dst: dst, Dev: dev, Errno: e, Route: found, Msg: "unreachable route"}
+	case RouteProhibit:
+		return RouteResult{}, &RouteError{Dst: dst, Dev: dev, Errno: syscall.EACCES, Route: found, Msg: "prohibit route"}
+	}
+	res := RouteResult{Route: found, NextHop: dst, Dev: dev, Ifindex: ifindex, MTU: found.MTU}
+	if found.Type == RouteLocal {
+		res.Local = true
+		if found.Dev != "" {
+			res.Dev, res.Ifindex = found.Dev, found.Ifindex
+		}
+	} else {
+		if found.Dev != "" {
+			res.Dev, res.Ifindex = found.Dev, found.Ifindex
+		}
+		if found.Gateway.IsValid() {
+			res.NextHop = found.Gateway.Unmap()
+		}
+	}
+	switch {
+	case found.HopLimit > 0:
+		res.HopLimit, res.HopLimitFrom = found.HopLimit, "the route's hoplimit metric"
+	case dst.Is4():
+		res.HopLimit, res.HopLimitFrom = n.defaultTTL()
+	case res.Local:
+		res.HopLimit, res.HopLimitFrom = n.ipv6HopLimit("lo")
+	default:
+		res.HopLimit, res.HopLimitFrom = n.ipv6HopLimit(res.Dev)
+	}
+	return res, nil
+}

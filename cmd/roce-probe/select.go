@@ -1,0 +1,286 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"strconv"
+	"text/tabwriter"
+
+	"github.com/roce-probe/roce-probe/gid"
+	"github.com/spf13/cobra"
+)
+
+func init() { register(newSelectCmd) }
+
+// selectJSON is one line of `select -o json`.
+type selectJSON struct {
+	Device  string       `json:"device"`
+	Port    int          `json:"port"`
+	Index   *int         `json:"index"`
+	GID     *gid.GID     `json:"gid"`
+	Netdev  *string      `json:"netdev"`
+	VLAN    *uint16      `json:"vlan"`
+	Reasons []gid.Reason `json:"reasons"`
+}
+
+type portSelection struct {
+	port gid.Port
+	sel  gid.Selection
+	err  error
+}
+
+func newSelectCmd() *cobra.Command {
+	var src gidSource
+	var dst, roce, format, family, netdev, vlanFlag, subnet string
+	c := &cobra.Command{
+		Use:   "select --dst ADDR",
+		Short: "Pick the source GID index for a destination, and say why every other entry is wrong",
+		Long: `select picks, on every RoCE port (or the one chosen with --dev/--port), the GID
+index to use to reach --dst (an IP address or a GID), and gives the verdict on
+every other entry: rejected (with the reason: wrong family, link-local, RoCE v1,
+another netdev than the route's, other namespace, ...) or usable but ranked lower.
+
+For an IP destination the route to it decides the netdev, as with rdma_cm: the
+entry holding the route's source address on the route's netdev ranks first.
+Then RoCE v2 ranks before v1, then lower indices.
+
+-o json prints one JSON object per port (one line each) with the keys device,
+port, index, gid, netdev, vlan and reasons; index, gid, netdev and vlan are null
+when nothing on that port can reach the destination. -o env prints lines to
+export for NCCL and UCX. The table output also shows what NCCL, UCX and perftest
+would pick by themselves. Exit status 1 when no port can reach the destination.
+See docs/gid-selection.md.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			f, err := outputFormat(format, "table", "json", "env")
+			if err != nil {
+				return err
+			}
+			d, err := parseDst(dst)
+			if err != nil {
+				return err
+			}
+			prefs, err := parsePrefs(roce, family, netdev, vlanFlag, subnet)
+			if err != nil {
+				return err
+			}
+			t, err := src.load()
+			if err != nil {
+				return err
+			}
+			defer t.close()
+			if t.ports == nil {
+				return usagef("this machine has no RDMA devices: nothing to select from (roce-probe gids shows the table Soft-RoCE would get)")
+			}
+			var res []portSelection
+			found := false
+			for _, p := range t.ports {
+				if p.LinkLayer != "Ethernet" {
+					continue
+				}
+				pp := prefs
+				pp.Exclude = staleEntries(p, t)
+				s, err := gid.Select(p.Entries, d, pp, t.router)
+				if err != nil && !errors.Is(err, gid.ErrNoEntry) {
+					return usageError{err}
+				}
+				found = found || s.Found
+				res = append(res, portSelection{p, s, err})
+			}
+			if len(res) == 0 {
+				return usagef("no RoCE (Ethernet) port%s", devSuffix(src.dev))
+			}
+			out := cmd.OutOrStdout()
+			switch f {
+			case "json":
+				for _, r := range res {
+					j := selectJSON{Device: r.port.Device, Port: r.port.Port, Reasons: r.sel.Reasons}
+					if j.Reasons == nil {
+						j.Reasons = []gid.Reason{}
+					}
+					if r.sel.Found {
+						e := r.sel.Entry
+						j.Index, j.GID, j.Netdev, j.VLAN = &e.Index, &e.GID, &e.Netdev, e.VLAN
+					}
+					if err := writeJSON(out, j); err != nil {
+						return err
+					}
+				}
+			case "env":
+				writeSelectEnv(out, res, d)
+			default:
+				writeSelectTable(out, res, d)
+			}
+			if !found {
+				return findingError{fmt.Sprintf("no GID entry can reach %s", d.Addr())}
+			}
+			return nil
+		},
+	}
+	src.addFlags(c)
+	c.Flags().StringVar(&dst, "dst", "", "destination: the peer's IP address or GID (required)")
+	c.Flags().StringVar(&roce, "roce", "", "RoCE version: v1 or v2 (default: either, v2 preferred)")
+	c.Flags().StringVar(&family, "family", "", "address family: ipv4 or ipv6 (default: the destination's)")
+	c.Flags().StringVar(&netdev, "netdev", "", "only entries on this netdev")
+	c.Flags().StringVar(&vlanFlag, "vlan", "", "only entries whose frames carry this VLAN ID (0..4095), or \"none\" for untagged")
+	c.Flags().StringVar(&subnet, "subnet", "", "only entries whose address is in this prefix (e.g. 10.0.100.0/24)")
+	c.Flags().StringVarP(&format, "output", "o", "table", "output format: table, json or env")
+	return c
+}
+
+func parsePrefs(roce, family, netdev, vlanFlag, subnet string) (gid.Preferences, error) {
+	var p gid.Preferences
+	switch roce {
+	case "":
+	case "v1", "1":
+		p.Version = 1
+	case "v2", "2":
+		p.Version = 2
+	default:
+		return p, usagef("--roce %q is not a RoCE version: want v1 or v2", roce)
+	}
+	switch family {
+	case "":
+	case "ipv4", "4", "inet":
+		p.Family = 4
+	case "ipv6", "6", "inet6":
+		p.Family = 6
+	default:
+		return p, usagef("--family %q is not an address family: want ipv4 or ipv6", family)
+	}
+	p.Netdev = netdev
+	if vlanFlag != "" {
+		v := gid.NoVLAN
+		if vlanFlag != "none" && vlanFlag != "untagged" {
+			n, err := strconv.Atoi(vlanFlag)
+			if err != nil || n < 0 || n > 4095 {
+				return p, usagef("--vlan %q is out of range: want 0..4095 or \"none\"", vlanFlag)
+			}
+			v = uint16(n)
+		}
+		p.VLAN = &v
+	}
+	if subnet != "" {
+		pr, err := netip.ParsePrefix(subnet)
+		if err != nil {
+			return p, usagef("--subnet %q is not a prefix: want e.g. 10.0.100.0/24 or fd00:100::/64", subnet)
+		}
+		p.Subnet = pr.Masked()
+	}
+	return p, nil
+}
+
+func writeSelectTable(w io.Writer, res []portSelection, dst gid.GID) {
+	for i, r := range res {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		p, s := r.port, r.sel
+		if s.Found {
+			e := s.Entry
+			fmt.Fprintf(w, "%s port %d: use GID index %d (%s %s on %s, %s) to reach %s\n",
+				p.Device, p.Port, e.Index, e.Type, e.GID, orDash(e.Netdev), vlanPhrase(e), dst.Addr())
+		} else {
+			fmt.Fprintf(w, "%s port %d: no entry can reach %s\n", p.Device, p.Port, dst.Addr())
+		}
+		switch {
+		case s.Route != nil:
+			rt := fmt.Sprintf("route: %s via %s", s.Route.Dst, orDash(s.Route.Netdev))
+			if s.Route.Gateway.IsValid() {
+				rt += " gateway " + s.Route.Gateway.String()
+			}
+			if s.Route.Src.IsValid() {
+				rt += " src " + s.Route.Src.String()
+			}
+			fmt.Fprintln(w, rt)
+			if e, err := gid.RDMACM(p.Entries, p.Types, *s.Route); err == nil {
+				fmt.Fprintf(w, "rdma_cm would use index %d\n", e.Index)
+			} else {
+				fmt.Fprintf(w, "rdma_cm: %v\n", err)
+			}
+		case s.RouteErr != nil:
+			fmt.Fprintf(w, "route: %v\n", s.RouteErr)
+		}
+		fmt.Fprintf(w, "without a GID index, NCCL would pick %d, UCX %d, perftest %d\n",
+			gid.NCCL(p.Entries, gid.NCCLOptions{}), gid.UCX(p.Entries), gid.Perftest(p.Entries, false))
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "INDEX\tVERDICT\tREASON")
+		for _, rs := range s.Reasons {
+			fmt.Fprintf(tw, "%d\t%s\t%s\n", rs.Index, rs.Verdict, rs.Reason)
+		}
+		tw.Flush()
+	}
+}
+
+func writeSelectEnv(w io.Writer, res []portSelection, dst gid.GID) {
+	var chosen []portSelection
+	for _, r := range res {
+		if r.sel.Found {
+			chosen = append(chosen, r)
+		} else {
+			fmt.Fprintf(w, "# %s port %d: no entry can reach %s\n", r.port.Device, r.port.Port, dst.Addr())
+		}
+	}
+	if len(chosen) == 0 {
+		return
+	}
+	first := chosen[0]
+	same := true
+	hcas := ""
+	for i, r := range chosen {
+		e := r.sel.Entry
+		fmt.Fprintf(w, "# %s port %d: GID index %d = %s %s on %s (%s) for %s\n",
+			r.port.Device, r.port.Port, e.Index, e.Type, e.GID, orDash(e.Netdev), vlanPhrase(e), dst.Addr())
+		if e.Index != first.sel.Entry.Index {
+			same = false
+		}
+		if i > 0 {
+			hcas += ","
+		}
+		hcas += fmt.Sprintf("%s:%d", r.port.Device, r.port.Port)
+	}
+	if !same {
+		fmt.Fprintln(w, "# the ports need different indices, but NCCL_IB_GID_INDEX and UCX_IB_GID_INDEX are global:")
+		fmt.Fprintln(w, "# restrict each process to one port with NCCL_IB_HCA / UCX_NET_DEVICES and set its index")
+	}
+	idx := first.sel.Entry.Index
+	fmt.Fprintf(w, "export NCCL_IB_GID_INDEX=%d\n", idx)
+	fmt.Fprintf(w, "export UCX_IB_GID_INDEX=%d\n", idx)
+	if len(chosen) == 1 || !same {
+		hcas = fmt.Sprintf("%s:%d", first.port.Device, first.port.Port)
+	}
+	fmt.Fprintf(w, "export NCCL_IB_HCA==%s\n", hcas)
+	fmt.Fprintf(w, "export UCX_NET_DEVICES=%s\n", hcas)
+}
+
+// staleEntries marks the entries the current netdevs do not explain.
+func staleEntries(p gid.Port, t *tables) map[int]string {
+	if p.Netdev == "" {
+		return nil
+	}
+	pred, err := gid.Predict(gid.SpecOf(p), t.snap)
+	if err != nil {
+		return nil
+	}
+	out := map[int]string{}
+	for _, c := range gid.Diff(pred.Entries, p.Entries) {
+		if c.Kind == gid.Stale {
+			out[c.ActualIndex] = fmt.Sprintf("stale: no netdev has the address %s any more (the peer's replies would go nowhere)", c.Entry.IP)
+		}
+	}
+	return out
+}
+
+// vlanPhrase is "VLAN 100", "untagged" or "VLAN unknown".
+func vlanPhrase(e gid.Entry) string {
+	switch c := vlanCol(e); c {
+	case "untagged":
+		return c
+	case "-":
+		return "VLAN unknown"
+	default:
+		return "VLAN " + c
+	}
+}

@@ -1,0 +1,181 @@
+package gid
+
+import (
+	"errors"
+	"net/netip"
+	"strings"
+	"testing"
+
+	"github.com/roce-probe/roce-probe/vlan"
+)
+
+func port(t *testing.T, dir string, n int) Port {
+	t.Helper()
+	return readFixture(t, dir)[0].Ports[n]
+}
+
+func reasonOf(s Selection, idx int) Reason {
+	for _, r := range s.Reasons {
+		if r.Index == idx {
+			return r
+		}
+	}
+	return Reason{Index: -1}
+}
+
+// Expected choices were worked out by hand from the fixture tables
+// (testdata/README.md) and the rules in Select's documentation.
+func TestSelectRxe(t *testing.T) {
+	p := port(t, "rxe", 0)
+	router := SnapshotRouter{loadSnap(t, "rxe")}
+	cases := []struct {
+		dst   string
+		prefs Preferences
+		want  int
+	}{
+		{"10.0.0.2", Preferences{}, 1},
+		{"10.0.100.2", Preferences{}, 3},
+		{"fd00:100::2", Preferences{}, 4},
+		{"10.10.10.2", Preferences{}, 10},
+		{"fe80::ff:fe00:2", Preferences{}, 0},               // link-local: the default GID
+		{"fe80::ff:fe00:2", Preferences{VLAN: ptr(200)}, 8}, // link-local on VLAN 200
+		{"fd00::2", Preferences{Family: 6}, 2},
+	}
+	for _, c := range cases {
+		s, err := Select(p.Entries, MustParse(c.dst), c.prefs, router)
+		if err != nil {
+			t.Errorf("%s: %v", c.dst, err)
+			continue
+		}
+		if s.Entry.Index != c.want {
+			t.Errorf("Select(%s, %+v) = index %d, want %d; reasons %+v", c.dst, c.prefs, s.Entry.Index, c.want, s.Reasons)
+		}
+		if r := reasonOf(s, c.want); r.Verdict != Selected {
+			t.Errorf("%s: reason for %d = %+v", c.dst, c.want, r)
+		}
+	}
+	s, _ := Select(p.Entries, MustParse("10.0.100.2"), Preferences{}, router)
+	for idx, want := range map[int]string{
+		0:  "IPv6 GID, destination 10.0.100.2 is IPv4",
+		1:  "on veth0, but the route to 10.0.100.2 leaves through veth0.100",
+		2:  "IPv6 GID, destination 10.0.100.2 is IPv4",
+		3:  "the route's source address 10.0.100.1 on veth0.100",
+		10: "leaves through veth0.100",
+	} {
+		if r := reasonOf(s, idx); !strings.Contains(r.Reason, want) {
+			t.Errorf("10.0.100.2: reason for %d = %q, want it to mention %q", idx, r.Reason, want)
+		}
+	}
+	s6, _ := Select(p.Entries, MustParse("fd00:100::2"), Preferences{}, router)
+	if r := reasonOf(s6, 0); r.Reason != "default GID (link-local fe80::ff:fe00:1): reaches only the local link, not fd00:100::2" {
+		t.Errorf("fd00:100::2: reason for 0 = %q", r.Reason)
+	}
+	if r := reasonOf(s6, 5); r.Reason != "link-local address fe80::ff:fe00:1: reaches only the local link, not fd00:100::2" {
+		t.Errorf("fd00:100::2: reason for 5 = %q", r.Reason)
+	}
+	if len(s.Reasons) != 13 {
+		t.Errorf("%d reasons, want one per non-empty entry (13)", len(s.Reasons))
+	}
+	// Nothing reaches a destination no netdev routes to.
+	if _, err := Select(p.Entries, MustParse("10.0.100.2"), Preferences{Version: 1}, router); !errors.Is(err, ErrNoEntry) {
+		t.Errorf("RoCE v1 on an rxe table: err = %v, want ErrNoEntry", err)
+	}
+	if _, err := Select(p.Entries, MustParse("10.0.0.2"), Preferences{Version: 3}, router); err == nil || !strings.Contains(err.Error(), "want 1, 2") {
+		t.Errorf("bad version: %v", err)
+	}
+}
+
+func ptr(v uint16) *uint16 { return &v }
+
+func TestSelectMlx5PrefersV2AndExplains(t *testing.T) {
+	p := port(t, "mlx5", 0)
+	router := SnapshotRouter{loadSnap(t, "mlx5")}
+	s, err := Select(p.Entries, MustParse("10.100.0.99"), Preferences{}, router)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Both enp1s0f0.100 and mv0 are in 10.100.0.0/24; the connected route
+	// picks the first link holding the subnet, enp1s0f0.100 (ifindex 4).
+	if s.Entry.Index != 5 {
+		t.Errorf("selected %d, want 5 (v2, 10.100.0.10 on enp1s0f0.100)", s.Entry.Index)
+	}
+	if r := reasonOf(s, 4); r.Verdict != Usable || !strings.Contains(r.Reason, "RoCE v2 is preferred") {
+		t.Errorf("index 4 (v1 twin) = %+v", r)
+	}
+	s, _ = Select(p.Entries, MustParse("10.100.0.99"), Preferences{Version: 1}, router)
+	if s.Entry.Index != 4 {
+		t.Errorf("--roce v1: selected %d, want 4", s.Entry.Index)
+	}
+	// Without a router, subnet and VLAN preferences steer the choice.
+	s, _ = Select(p.Entries, MustParse("10.100.0.99"), Preferences{Netdev: "mv0"}, nil)
+	if s.Entry.Index != 9 {
+		t.Errorf("--netdev mv0: selected %d, want 9", s.Entry.Index)
+	}
+	s, _ = Select(p.Entries, MustParse("192.168.1.77"), Preferences{VLAN: ptr(NoVLAN)}, nil)
+	if s.Entry.Index != 3 {
+		t.Errorf("untagged: selected %d, want 3", s.Entry.Index)
+	}
+	s, _ = Select(p.Entries, MustParse("10.1.1.1"), Preferences{Subnet: netip.MustParsePrefix("10.100.0.16/28")}, nil)
+	if s.Entry.Index != 9 {
+		t.Errorf("subnet 10.100.0.16/28: selected %d, want 9", s.Entry.Index)
+	}
+}
+
+func TestSelectOtherNetns(t *testing.T) {
+	p := port(t, "rxe-churned", 0)
+	s, _ := Select(p.Entries, MustParse("fe80::1"), Preferences{VLAN: ptr(100)}, nil)
+	if r := reasonOf(s, 5); r.Verdict != Rejected || !strings.Contains(r.Reason, "not in this network namespace") {
+		t.Errorf("index 5 = %+v", r)
+	}
+}
+
+func TestRDMACM(t *testing.T) {
+	p := port(t, "mlx5", 0)
+	e, err := RDMACM(p.Entries, p.Types, vlan.Route{Dst: netip.MustParseAddr("10.100.0.2"), Netdev: "mv0", Src: netip.MustParseAddr("10.100.0.20")})
+	if err != nil || e.Index != 9 {
+		t.Errorf("RDMACM via mv0 = %d, %v; want 9 (v2 on mv0)", e.Index, err)
+	}
+	_, err = RDMACM(p.Entries, p.Types, vlan.Route{Dst: netip.MustParseAddr("172.17.0.5"), Netdev: "docker0", Src: netip.MustParseAddr("172.17.0.1")})
+	if err == nil || !strings.Contains(err.Error(), "docker0") {
+		t.Errorf("RDMACM via docker0 = %v, want an error naming the netdev", err)
+	}
+}
+
+// The four automatic choices on the same tables (docs/gid-selection.md).
+// Expected indices were worked out by hand from ecosystem.md §6.5 and §7.
+func TestAutoSelectionComparison(t *testing.T) {
+	thor := []Entry{ // an IPv6-only table (Broadcom Thor-2 case in user-needs.md §1.1 d)
+		{Index: 0, GID: MustParse("fe80::1"), Type: TypeRoCEv1},
+		{Index: 1, GID: MustParse("fe80::1"), Type: TypeRoCEv2},
+		{Index: 2, GID: MustParse("fd93::7"), Type: TypeRoCEv1},
+		{Index: 3, GID: MustParse("fd93::7"), Type: TypeRoCEv2},
+	}
+	cases := []struct {
+		name               string
+		table              []Entry
+		nccl, ucx, pt, pt6 int
+	}{
+		{"mlx5", port(t, "mlx5", 0).Entries, 3, 3, 3, 11},
+		{"rxe", port(t, "rxe", 0).Entries, 1, 1, 1, 2},
+		{"rxe-churned", port(t, "rxe-churned", 0).Entries, 3, 3, 3, 2},
+		{"ipv6-only", thor, 0, 3, 3, 3},
+	}
+	for _, c := range cases {
+		if got := NCCL(c.table, NCCLOptions{}); got != c.nccl {
+			t.Errorf("%s: NCCL = %d, want %d", c.name, got, c.nccl)
+		}
+		if got := UCX(c.table); got != c.ucx {
+			t.Errorf("%s: UCX = %d, want %d", c.name, got, c.ucx)
+		}
+		if got := Perftest(c.table, false); got != c.pt {
+			t.Errorf("%s: perftest = %d, want %d", c.name, got, c.pt)
+		}
+		if got := Perftest(c.table, true); got != c.pt6 {
+			t.Errorf("%s: perftest --ipv6 = %d, want %d", c.name, got, c.pt6)
+		}
+	}
+	// NCCL_IB_ADDR_RANGE steers NCCL to the VLAN 100 subnet.
+	if got := NCCL(port(t, "mlx5", 0).Entries, NCCLOptions{Range: netip.MustParsePrefix("10.100.0.0/24")}); got != 5 {
+		t.Errorf("NCCL with NCCL_IB_ADDR_RANGE=10.100.0.0/24 = %d, want 5", got)
+	}
+}
