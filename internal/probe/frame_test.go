@@ -2,8 +2,12 @@ package probe
 
 import (
 	"bytes"
+	"encoding/hex"
+	"strings"
+
 	"encoding/binary"
 	"errors"
+	"github.com/roce-probe/roce-probe/roce"
 	"net"
 	"net/netip"
 	"testing"
@@ -64,8 +68,8 @@ func TestBuildLayout(t *testing.T) {
 	if len(b) != 78 {
 		t.Errorf("frame is %d bytes, want 78", len(b))
 	}
-	if got, want := binary.LittleEndian.Uint32(b[74:]), ICRC(b[18:74]); got != want {
-		t.Errorf("ICRC %08x, want %08x", got, want)
+	if _, ok, err := roce.VerifyICRC(b[18:]); !ok || err != nil {
+		t.Errorf("ICRC does not verify with roce.VerifyICRC (%v)", err)
 	}
 }
 
@@ -210,4 +214,14 @@ func FuzzParseFrame(f *testing.F) {
 			t.Fatalf("rebuild changed the frame: %+v vs %+v", fr2, fr)
 		}
 	})
+}
+
+func unhex(t testing.TB, s string) []byte {
+	t.Helper()
+	s = strings.NewReplacer(" ", "", "\n", "", "|", "", "\t", "").Replace(s)
+	b, err := hex.DecodeString(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

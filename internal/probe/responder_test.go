@@ -9,6 +9,8 @@ import (
 	"runtime"
 	"testing"
 	"time"
+
+	"github.com/roce-probe/roce-probe/roce"
 )
 
 var (
@@ -178,7 +180,11 @@ func rebuildRaw(t *testing.T, b []byte) []byte {
 	ip[10], ip[11] = 0, 0
 	binary.BigEndian.PutUint16(ip[10:], ipv4Checksum(ip[:20]))
 	total := int(binary.BigEndian.Uint16(ip[2:]))
-	binary.LittleEndian.PutUint32(ip[total-4:], ICRC(ip[:total-4]))
+	c, err := roce.ICRC(ip[:total-4])
+	if err != nil {
+		t.Fatal(err)
+	}
+	roce.PutICRC(ip[total-4:], c)
 	return b
 }
 
