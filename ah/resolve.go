@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"strconv"
 	"syscall"
 
 	"github.com/gopacket/gopacket"
@@ -152,12 +153,16 @@ func (e *NeighborError) Unwrap() error { return syscall.ETIMEDOUT }
 // snapshot without touching the kernel. It caches per-entry work; it is
 // not safe for concurrent use.
 type Resolver struct {
-	table Table
-	net   *Net
-	opts  ResolveOptions
-	links map[string]qos.Link
-	preds map[predKey]qos.Wire
+	table  Table
+	net    *Net
+	opts   ResolveOptions
+	links  map[string]qos.Link
+	preds  map[predKey]qos.Wire
+	hopWhy map[string]string
+	slWhy  string
 }
+
+func itoa(v uint8) string { return strconv.Itoa(int(v)) }
 
 type predKey struct {
 	netdev string
@@ -172,7 +177,8 @@ func NewResolver(table Table, net *Net, opts ResolveOptions) *Resolver {
 	if opts.Path == "" {
 		opts.Path = qos.PathUserAH
 	}
-	return &Resolver{table: table, net: net, opts: opts, links: map[string]qos.Link{}, preds: map[predKey]qos.Wire{}}
+	return &Resolver{table: table, net: net, opts: opts, links: map[string]qos.Link{}, preds: map[predKey]qos.Wire{},
+		hopWhy: map[string]string{}, slWhy: "the " + driverName(opts.Driver) + " driver does not use the sl on this path"}
 }
 
 // Resolve is NewResolver(table, net, opts).Resolve(a).
@@ -250,10 +256,13 @@ func (r *Resolver) Resolve(a Attr) (*Resolution, error) {
 	}
 	e, _ := r.table.Lookup(int(a.GRH.SGIDIndex))
 	g := a.GRH
-	res := &Resolution{Attr: a, Source: e, Driver: r.opts.Driver, Path: r.opts.Path}
+	res := &Resolution{Attr: a, Source: e, Driver: r.opts.Driver, Path: r.opts.Path, Warnings: make([]Warning, 0, 4)}
 	w := &res.Wire
 	warn := func(field, req, wire, why string, args ...any) {
-		res.Warnings = append(res.Warnings, Warning{Field: field, Requested: req, OnWire: wire, Reason: fmt.Sprintf(why, args...)})
+		if len(args) > 0 {
+			why = fmt.Sprintf(why, args...)
+		}
+		res.Warnings = append(res.Warnings, Warning{Field: field, Requested: req, OnWire: wire, Reason: why})
 	}
 	w.Netdev = e.Netdev
 	w.SMAC = e.MAC
@@ -300,8 +309,12 @@ func (r *Resolver) Resolve(a Attr) (*Resolution, error) {
 		res.Route = &rr
 		hop = uint8(rr.HopLimit)
 		if hop != g.HopLimit {
-			warn("grh.hop_limit", fmt.Sprint(g.HopLimit), fmt.Sprint(hop),
-				"the kernel replaces the requested hop limit with the route's (%s) when it resolves the destination MAC (ib_resolve_unicast_gid_dmac)", rr.HopLimitFrom)
+			why, ok := r.hopWhy[rr.HopLimitFrom]
+			if !ok {
+				why = "the kernel replaces the requested hop limit with the route's (" + rr.HopLimitFrom + ") when it resolves the destination MAC (ib_resolve_unicast_gid_dmac)"
+				r.hopWhy[rr.HopLimitFrom] = why
+			}
+			warn("grh.hop_limit", itoa(g.HopLimit), itoa(hop), why)
 		}
 		switch {
 		case rr.Local:
@@ -367,7 +380,7 @@ func (r *Resolver) Resolve(a Attr) (*Resolution, error) {
 		w.VLAN, w.PCP = u16(w.VLANs[n-1].ID), w.VLANs[n-1].PCP
 	}
 	if p.SLIgnored && a.SL != 0 {
-		warn("sl", fmt.Sprint(a.SL), "ignored", "the %s driver does not use the sl on this path", driverName(r.opts.Driver))
+		warn("sl", itoa(a.SL), "ignored", r.slWhy)
 	}
 	if w.PCP != nil && !p.SLIgnored && *w.PCP != a.SL {
 		warn("sl", fmt.Sprint(a.SL), fmt.Sprintf("PCP %d", *w.PCP), "the %s driver maps sl to the PCP this way (see steps)", driverName(r.opts.Driver))
