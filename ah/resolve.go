@@ -228,7 +228,6 @@ func (r *Resolver) qosLink(e gid.Entry) qos.Link {
 	return l
 }
 
-
 // ipMulticastMAC is ip_eth_mc_map / ipv6_eth_mc_map, which
 // ib_resolve_eth_dmac uses for multicast destinations.
 func ipMulticastMAC(g gid.GID) vlan.MAC {
