@@ -31,8 +31,7 @@ type capturedTag struct {
 }
 
 // parseRoCE decodes the tags and the IPv4 TOS / IPv6 traffic class of a
-// RoCE v2 frame whose UDP
-// payload contains marker.
+// RoCE v2 frame whose UDP payload contains marker.
 func parseRoCE(f []byte, marker []byte) (wireFrame, bool) {
 	var w wireFrame
 	if len(f) < 14 {
