@@ -106,7 +106,7 @@ func orDash(s string) string {
 // Resolution is an AH resolved to the wire.
 type Resolution struct {
 	Attr     Attr         `json:"attr"`
-	Source   gid.Entry    `json:"source"` // the sgid entry
+	Source   *gid.Entry   `json:"source"` // the sgid entry (points into the Table given)
 	Driver   qos.Driver   `json:"driver"`
 	Path     qos.Path     `json:"path"`
 	Wire     Wire         `json:"wire"`
@@ -115,6 +115,13 @@ type Resolution struct {
 	Warnings []Warning    `json:"warnings"`
 	// Steps explain the driver's PCP and DSCP/ECN choice (from qos/).
 	Steps []qos.Step `json:"steps,omitempty"`
+
+	// vals backs Wire's optional scalars (one allocation for all).
+	vals struct {
+		tos, dscp, ecn uint8
+		vlan, sport    uint16
+		fl             uint32
+	}
 }
 
 // NeighborError is the ETIMEDOUT case: the next hop's MAC address is not
@@ -163,6 +170,8 @@ type Resolver struct {
 }
 
 func itoa(v uint8) string { return strconv.Itoa(int(v)) }
+
+func hex32(v uint32) string { return "0x" + strconv.FormatUint(uint64(v), 16) }
 
 type predKey struct {
 	netdev string
@@ -221,10 +230,6 @@ func (r *Resolver) qosLink(e gid.Entry) qos.Link {
 	return l
 }
 
-func u8(v uint8) *uint8    { return &v }
-func u16(v uint16) *uint16 { return &v }
-func u32(v uint32) *uint32 { return &v }
-
 // ipMulticastMAC is ip_eth_mc_map / ipv6_eth_mc_map, which
 // ib_resolve_eth_dmac uses for multicast destinations.
 func ipMulticastMAC(g gid.GID) vlan.MAC {
@@ -254,9 +259,10 @@ func (r *Resolver) Resolve(a Attr) (*Resolution, error) {
 	if r.table.Size() == 0 {
 		return nil, errors.New("ah: Resolve needs the port's GID table")
 	}
-	e, _ := r.table.Lookup(int(a.GRH.SGIDIndex))
+	ep := r.table.entry(int(a.GRH.SGIDIndex))
+	e := *ep
 	g := a.GRH
-	res := &Resolution{Attr: a, Source: e, Driver: r.opts.Driver, Path: r.opts.Path, Warnings: make([]Warning, 0, 4)}
+	res := &Resolution{Attr: a, Source: ep, Driver: r.opts.Driver, Path: r.opts.Path, Warnings: make([]Warning, 0, 3)}
 	w := &res.Wire
 	warn := func(field, req, wire, why string, args ...any) {
 		if len(args) > 0 {
@@ -377,7 +383,8 @@ func (r *Resolver) Resolve(a Attr) (*Resolution, error) {
 		warn("vlan", "", "unknown", "the %s driver's VLAN tagging for this netdev is not known", driverName(r.opts.Driver))
 	}
 	if n := len(w.VLANs); n > 0 {
-		w.VLAN, w.PCP = u16(w.VLANs[n-1].ID), w.VLANs[n-1].PCP
+		res.vals.vlan = w.VLANs[n-1].ID
+		w.VLAN, w.PCP = &res.vals.vlan, w.VLANs[n-1].PCP
 	}
 	if p.SLIgnored && a.SL != 0 {
 		warn("sl", itoa(a.SL), "ignored", r.slWhy)
@@ -390,15 +397,18 @@ func (r *Resolver) Resolve(a Attr) (*Resolution, error) {
 	}
 	if p.DSCP != nil && p.ECN != nil {
 		tos := *p.DSCP<<2 | uint8(*p.ECN)
-		w.TOS, w.DSCP, w.ECN = u8(tos), u8(*p.DSCP), u8(uint8(*p.ECN))
+		res.vals.tos, res.vals.dscp, res.vals.ecn = tos, *p.DSCP, uint8(*p.ECN)
+		w.TOS, w.DSCP, w.ECN = &res.vals.tos, &res.vals.dscp, &res.vals.ecn
 		if tos != g.TrafficClass {
 			warn("grh.traffic_class", fmt.Sprintf("%d (0x%02x)", g.TrafficClass, g.TrafficClass), fmt.Sprintf("%d (0x%02x)", tos, tos), "the %s driver changes the traffic class on this path (see steps)", driverName(r.opts.Driver))
 		}
 	} else if w.RoCEVersion == 1 {
-		w.TOS = u8(g.TrafficClass)
+		res.vals.tos = g.TrafficClass
+		w.TOS = &res.vals.tos
 	} else {
 		if p.DSCP != nil {
-			w.DSCP = u8(*p.DSCP)
+			res.vals.dscp = *p.DSCP
+			w.DSCP = &res.vals.dscp
 		}
 		warn("grh.traffic_class", fmt.Sprint(g.TrafficClass), "unknown", "the %s driver's DSCP/ECN for this path is not fully known (see steps)", driverName(r.opts.Driver))
 	}
@@ -414,12 +424,14 @@ func (r *Resolver) Resolve(a Attr) (*Resolution, error) {
 			w.FlowLabel = nil
 		}
 	case w.IPVersion == 6 && r.opts.Driver == qos.DriverRXE:
-		w.FlowLabel = u32(0)
+		res.vals.fl = 0
+		w.FlowLabel = &res.vals.fl
 		if fl != 0 {
-			warn("grh.flow_label", fmt.Sprintf("%#x", fl), "0", "rxe sends IPv6 with flow label 0 (prepare_ipv6_hdr: ip6_flow_hdr(ip6h, tclass, 0))")
+			warn("grh.flow_label", hex32(fl), "0", "rxe sends IPv6 with flow label 0 (prepare_ipv6_hdr: ip6_flow_hdr(ip6h, tclass, 0))")
 		}
 	default:
-		w.FlowLabel = u32(fl)
+		res.vals.fl = fl
+		w.FlowLabel = &res.vals.fl
 	}
 	if w.RoCEVersion == 2 {
 		r.udpSport(res, fl, warn)
@@ -459,18 +471,20 @@ func driverName(d qos.Driver) string {
 func (r *Resolver) udpSport(res *Resolution, fl uint32, warn func(field, req, wire, why string, args ...any)) {
 	w := &res.Wire
 	fold := func(why string) {
-		w.UDPSport = u16(roce.FlowLabelToUDPSourcePort(fl))
+		res.vals.sport = roce.FlowLabelToUDPSourcePort(fl)
+		w.UDPSport = &res.vals.sport
 		w.UDPSportFrom = why
 	}
 	switch r.opts.Driver {
 	case qos.DriverRXE:
 		w.UDPSportFrom = "rxe: 0xC000 + hash_32(source QPN, 14), fixed when the QP is created; UD ignores the AH's flow label"
 		if r.opts.SrcQPN != 0 {
-			w.UDPSport = u16(roce.RXESourcePort(r.opts.SrcQPN))
+			res.vals.sport = roce.RXESourcePort(r.opts.SrcQPN)
+			w.UDPSport = &res.vals.sport
 			w.UDPSportFrom = fmt.Sprintf("rxe: 0xC000 + hash_32(QPN %#x, 14), fixed when the QP is created; UD ignores the AH's flow label", r.opts.SrcQPN)
 		}
 		if fl != 0 {
-			warn("grh.flow_label", fmt.Sprintf("%#x", fl), "", "rxe ignores the AH's flow label for the UDP source port of UD QPs (it never gets IB_QP_AV)")
+			warn("grh.flow_label", hex32(fl), "", "rxe ignores the AH's flow label for the UDP source port of UD QPs (it never gets IB_QP_AV)")
 		}
 	case qos.DriverMLX5:
 		if fl != 0 {

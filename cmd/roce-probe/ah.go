@@ -238,8 +238,7 @@ Reading needs no privileges. See docs/ah.md.`,
 				doc.Errno = errnoOf(rerr)
 			}
 			if res != nil {
-				src := res.Source
-				doc.Source, doc.Wire, doc.Neighbor, doc.Warnings, doc.Steps = &src, &res.Wire, res.Neighbor, res.Warnings, res.Steps
+				doc.Source, doc.Wire, doc.Neighbor, doc.Warnings, doc.Steps = res.Source, &res.Wire, res.Neighbor, res.Warnings, res.Steps
 				if res.Route != nil {
 					doc.Route = res.Route
 				}
