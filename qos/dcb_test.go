@@ -3,6 +3,7 @@ package qos
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"testing"
 )
@@ -259,4 +260,22 @@ func FuzzParseDCBReply(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestBytesJSON(t *testing.T) {
+	b, err := json.Marshal(struct {
+		A Bytes
+		B Bytes
+		C Bytes
+	}{Bytes{3, 255}, Bytes{}, nil})
+	if err != nil || string(b) != `{"A":[3,255],"B":[],"C":null}` {
+		t.Fatalf("%s %v", b, err)
+	}
+	var v Bytes
+	if err := json.Unmarshal([]byte("[1,2,255]"), &v); err != nil || len(v) != 3 || v[2] != 255 {
+		t.Errorf("%v %v", v, err)
+	}
+	if err := json.Unmarshal([]byte("[256]"), &v); err == nil {
+		t.Error("256 accepted")
+	}
 }

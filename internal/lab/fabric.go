@@ -83,10 +83,18 @@ func Up(opt Options) error {
 	if err := WaitPortActive(RDMADevice, 1, opt.Timeout); err != nil {
 		return err
 	}
-	var want []netip.Addr
+	// Every host netdev gets its link-local GID (the default GID on
+	// HostNetdev) and one GID per address.
+	mac, _ := net.ParseMAC(HostMAC)
+	ll := linkLocal(mac)
+	var want []gidKey
 	for _, n := range nets {
-		want = append(want, n.HostIPv4.Addr(), n.HostIPv6.Addr())
+		for _, v := range n.VLANs {
+			want = append(want, gidKey{ll, v.HostNetdev})
+		}
+		want = append(want, gidKey{n.HostIPv4.Addr(), n.HostNetdev}, gidKey{n.HostIPv6.Addr(), n.HostNetdev})
 	}
+	want = append(want, gidKey{ll, HostNetdev})
 	return waitGIDs(RDMADevice, 1, want, opt.Timeout)
 }
 
@@ -135,6 +143,13 @@ func build(nets []Net) error {
 		{ph, PeerNetdev, func(v VLAN) string { return v.PeerNetdev }, func(n Net) string { return n.PeerNetdev },
 			func(n Net) []netip.Prefix { return []netip.Prefix{n.PeerIPv4, n.PeerIPv6} }, false},
 	} {
+		ns := ""
+		if !side.host {
+			ns = PeerNetns
+		}
+		if err := noDAD(ns, side.base); err != nil {
+			return err
+		}
 		if err := setUp(side.h, side.base); err != nil {
 			return err
 		}
@@ -157,6 +172,9 @@ func build(nets []Net) error {
 					}
 					if err := side.h.LinkAdd(vl); err != nil {
 						return fmt.Errorf("lab: add VLAN %s (id %d, proto %#04x) on %s: %w", name, v.ID, v.Proto, parent, err)
+					}
+					if err := noDAD(ns, name); err != nil {
+						return err
 					}
 					if err := setUp(side.h, name); err != nil {
 						return err
@@ -184,6 +202,35 @@ func build(nets []Net) error {
 		return fmt.Errorf("lab: rdma link add %s type rxe netdev %s: %w (is crc32_generic loadable?)", RDMADevice, HostNetdev, err)
 	}
 	return nil
+}
+
+// noDAD turns off IPv6 duplicate address detection on a netdev that is
+// not up yet, so its link-local address (and with it the link-local GID of
+// a host-side netdev) is usable as soon as the netdev is up.
+func noDAD(namespace, name string) error {
+	write := func() error {
+		return os.WriteFile(filepath.Join("/proc/sys/net/ipv6/conf", name, "accept_dad"), []byte("0"), 0o644)
+	}
+	var err error
+	if namespace == "" {
+		err = write()
+	} else {
+		err = InNetns(namespace, write)
+	}
+	if err != nil {
+		return fmt.Errorf("lab: turn off DAD on %s: %w", name, err)
+	}
+	return nil
+}
+
+// linkLocal returns the EUI-64 link-local IPv6 address of a MAC address.
+func linkLocal(mac net.HardwareAddr) netip.Addr {
+	var b [16]byte
+	b[0], b[1] = 0xfe, 0x80
+	b[8], b[9], b[10] = mac[0]^0x02, mac[1], mac[2]
+	b[11], b[12] = 0xff, 0xfe
+	b[13], b[14], b[15] = mac[3], mac[4], mac[5]
+	return netip.AddrFrom16(b)
 }
 
 func setUp(h *netlink.Handle, name string) error {

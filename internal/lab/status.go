@@ -48,18 +48,23 @@ func WaitPortActive(dev string, port int, timeout time.Duration) error {
 	}
 }
 
-// gidAddrs returns the IP addresses whose GIDs are in the port's table
-// (IPv4-mapped GIDs as IPv4). It reads sysfs directly; package gid is the
-// full reader.
-func gidAddrs(dev string, port int) (map[netip.Addr]bool, error) {
-	dir := filepath.Join(sysfsRoot, "class/infiniband", dev, "ports", strconv.Itoa(port), "gids")
-	ents, err := os.ReadDir(dir)
+// gidKey is a GID table entry reduced to what Up waits for.
+type gidKey struct {
+	addr   netip.Addr // IPv4-mapped GIDs as IPv4
+	netdev string
+}
+
+// gidAddrs returns the GIDs in the port's table with their netdevs. It
+// reads sysfs directly; package gid is the full reader.
+func gidAddrs(dev string, port int) (map[gidKey]bool, error) {
+	pdir := filepath.Join(sysfsRoot, "class/infiniband", dev, "ports", strconv.Itoa(port))
+	ents, err := os.ReadDir(filepath.Join(pdir, "gids"))
 	if err != nil {
 		return nil, fmt.Errorf("lab: GID table of %s port %d: %w", dev, port, err)
 	}
-	got := map[netip.Addr]bool{}
+	got := map[gidKey]bool{}
 	for _, e := range ents {
-		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		b, err := os.ReadFile(filepath.Join(pdir, "gids", e.Name()))
 		if err != nil {
 			continue
 		}
@@ -67,19 +72,23 @@ func gidAddrs(dev string, port int) (map[netip.Addr]bool, error) {
 		if err != nil || a.IsUnspecified() {
 			continue
 		}
-		got[a.Unmap()] = true
+		nd, err := os.ReadFile(filepath.Join(pdir, "gid_attrs/ndevs", e.Name()))
+		if err != nil {
+			continue
+		}
+		got[gidKey{a.Unmap(), strings.TrimSpace(string(nd))}] = true
 	}
 	return got, nil
 }
 
-func waitGIDs(dev string, port int, want []netip.Addr, timeout time.Duration) error {
+func waitGIDs(dev string, port int, want []gidKey, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
 		got, err := gidAddrs(dev, port)
 		var missing []string
-		for _, a := range want {
-			if !got[a] {
-				missing = append(missing, a.String())
+		for _, k := range want {
+			if !got[k] {
+				missing = append(missing, k.addr.String()+" on "+k.netdev)
 			}
 		}
 		if err == nil && len(missing) == 0 {

@@ -1,0 +1,284 @@
+package ah
+
+import (
+	"errors"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/roce-probe/roce-probe/gid"
+	"github.com/roce-probe/roce-probe/qos"
+	"github.com/roce-probe/roce-probe/roce"
+	"github.com/roce-probe/roce-probe/vlan"
+)
+
+func macOf(s string) vlan.MAC {
+	var m vlan.MAC
+	if err := m.UnmarshalText([]byte(s)); err != nil {
+		panic(err)
+	}
+	return m
+}
+
+// labTable is rxe0's table in the lab topology (docs/lab.md), mapped to
+// labNet's netdevs, plus a RoCE v1 entry as mlx5 would have it.
+func labTable() Table {
+	e := func(i int, g string, t gid.Type, dev string, vid *uint16) gid.Entry {
+		ent := gid.Entry{Device: "rxe0", Port: 1, Index: i, GID: gid.MustParse(g), Type: t, Netdev: dev,
+			VLAN: vid, MAC: macOf("02:00:00:00:00:01"), MTU: 1500, Ifindex: 2, RealNetdev: "veth0"}
+		if vid != nil {
+			ent.Ifindex = 3
+			ent.VLANChain = []vlan.Tag{{ID: *vid, Proto: vlan.Proto8021Q}}
+		}
+		return ent
+	}
+	return Table{Len: 1024, Entries: []gid.Entry{
+		e(0, "fe80::ff:fe00:1", gid.TypeRoCEv2, "veth0", nil),
+		e(1, "::ffff:10.0.0.1", gid.TypeRoCEv2, "veth0", nil),
+		e(2, "fd00::1", gid.TypeRoCEv2, "veth0", nil),
+		e(3, "::ffff:10.0.100.1", gid.TypeRoCEv2, "veth0.100", u16p(100)),
+		e(4, "fd00:100::1", gid.TypeRoCEv2, "veth0.100", u16p(100)),
+		e(5, "fe80::ff:fe00:1", gid.TypeRoCEv1, "veth0", nil),
+	}}
+}
+
+func attrTo(sgid uint8, dst string) Attr {
+	return Attr{IsGlobal: true, PortNum: 1, GRH: GlobalRoute{SGIDIndex: sgid, DGID: gid.MustParse(dst), HopLimit: 8, TrafficClass: 0x6A, FlowLabel: 0x12345}, SL: 5}
+}
+
+func TestResolveRXE(t *testing.T) {
+	rxe := ResolveOptions{Driver: qos.DriverRXE, SrcQPN: 17}
+	cases := []struct {
+		name      string
+		a         Attr
+		dmac      string
+		from      string
+		vlanID    *uint16
+		pcp       *uint8
+		ipv       int
+		ttl       uint8
+		fl        *uint32
+		mtu       int
+		warnField []string
+	}{
+		// kernel-algorithms.md §4.3: a requested hop limit of 8 goes out as 64; §4.1: TOS = the
+		// whole traffic_class byte; §2.6: rxe's UD source port from the QPN (17 → 0xDF94);
+		// §4.2: the SL is ignored and an untagged frame has no PCP.
+		{name: "IPv4 untagged", a: attrTo(1, "::ffff:10.0.0.2"), dmac: "02:00:00:00:00:02", from: "neighbour", ipv: 4, ttl: 64, mtu: 1024,
+			warnField: []string{"grh.hop_limit", "sl", "grh.flow_label"}},
+		// §4.2: PCP = the egress-qos-map entry for skb priority 0 (0:3 on veth0.100), whatever the SL.
+		{name: "IPv4 VLAN 100", a: attrTo(3, "::ffff:10.0.100.2"), dmac: "02:00:00:00:00:02", from: "neighbour", vlanID: u16p(100), pcp: u8(3), ipv: 4, ttl: 64, mtu: 1024,
+			warnField: []string{"grh.hop_limit", "sl", "grh.flow_label"}},
+		// §4.1: IPv6 with flow label 0 on the wire.
+		{name: "IPv6 untagged", a: attrTo(2, "fd00::2"), dmac: "02:00:00:00:00:02", from: "neighbour", ipv: 6, ttl: 64, fl: u32(0), mtu: 1024,
+			warnField: []string{"grh.hop_limit", "sl", "grh.flow_label", "grh.flow_label"}},
+		{name: "IPv6 VLAN 100 hop limit of veth0.100", a: attrTo(4, "fd00:100::2"), from: "neighbour", vlanID: u16p(100), pcp: u8(3), ipv: 6, ttl: 32, fl: u32(0), mtu: 1024,
+			warnField: []string{"grh.hop_limit", "sl", "grh.flow_label", "grh.flow_label"}},
+		// ib_resolve_eth_dmac: multicast → ip_eth_mc_map, no route lookup, hop limit kept.
+		{name: "IPv4 multicast", a: attrTo(1, "::ffff:239.129.1.2"), dmac: "01:00:5e:01:01:02", from: "multicast", ipv: 4, ttl: 8, mtu: 1024,
+			warnField: []string{"sl", "grh.flow_label"}},
+		{name: "IPv6 multicast", a: attrTo(2, "ff0e::1:2:3:4"), dmac: "33:33:00:03:00:04", from: "multicast", ipv: 6, ttl: 8, fl: u32(0), mtu: 1024,
+			warnField: []string{"sl", "grh.flow_label", "grh.flow_label"}},
+		// Own address: the route is local, the MAC that of the netdev owning it.
+		{name: "own address", a: attrTo(1, "::ffff:10.0.0.1"), dmac: "02:00:00:00:00:01", from: "local", ipv: 4, ttl: 64, mtu: 1024,
+			warnField: []string{"grh.hop_limit", "sl", "grh.flow_label"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if c.dmac == "" {
+				c.dmac = "02:00:00:00:00:02"
+			}
+			n := labNet()
+			n.Neighbors = append(n.Neighbors, Neighbor{IP: ip("fd00:100::2"), Dev: "veth0.100", Ifindex: 3, MAC: macOf("02:00:00:00:00:02"), State: NUDReachable})
+			r, err := Resolve(c.a, labTable(), n, rxe)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := r.Wire
+			if w.DMAC.String() != c.dmac || w.DMACFrom != c.from || w.SMAC.String() != "02:00:00:00:00:01" {
+				t.Errorf("smac %s dmac %s (%s), want dmac %s (%s)", w.SMAC, w.DMAC, w.DMACFrom, c.dmac, c.from)
+			}
+			if !eqU16(w.VLAN, c.vlanID) || !eqU8(w.PCP, c.pcp) {
+				t.Errorf("vlan %v pcp %v, want %v %v", ptrStr(w.VLAN), ptrStr(w.PCP), ptrStr(c.vlanID), ptrStr(c.pcp))
+			}
+			if w.IPVersion != c.ipv || w.RoCEVersion != 2 || w.TTL != c.ttl || w.MTU != c.mtu {
+				t.Errorf("ip v%d roce v%d ttl %d mtu %d, want v%d v2 ttl %d mtu %d", w.IPVersion, w.RoCEVersion, w.TTL, w.MTU, c.ipv, c.ttl, c.mtu)
+			}
+			if w.TOS == nil || *w.TOS != 0x6A || *w.DSCP != 26 || *w.ECN != 2 {
+				t.Errorf("tos %v dscp %v ecn %v, want 0x6a 26 2", ptrStr(w.TOS), ptrStr(w.DSCP), ptrStr(w.ECN))
+			}
+			if (w.FlowLabel == nil) != (c.fl == nil) || (c.fl != nil && *w.FlowLabel != *c.fl) {
+				t.Errorf("flow label %v, want %v", ptrStr(w.FlowLabel), ptrStr(c.fl))
+			}
+			if w.UDPSport == nil || *w.UDPSport != 0xDF94 {
+				t.Errorf("udp sport %v, want 0xdf94 (rxe, QPN 17)", ptrStr(w.UDPSport))
+			}
+			var got []string
+			for _, x := range r.Warnings {
+				got = append(got, x.Field)
+			}
+			if !equalStrings(got, c.warnField) {
+				t.Errorf("warnings %q, want fields %q: %v", got, c.warnField, r.Warnings)
+			}
+		})
+	}
+}
+
+func TestResolveMLX5(t *testing.T) {
+	a := attrTo(3, "::ffff:10.0.100.2")
+	r, err := Resolve(a, labTable(), labNet(), ResolveOptions{Driver: qos.DriverMLX5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := r.Wire
+	// §7.1: PCP = sl & 7; user AH: traffic class unchanged; §2.5: flow label 0x12345 → 0xE341.
+	if !eqU8(w.PCP, u8(5)) || *w.TOS != 0x6A || w.UDPSport == nil || *w.UDPSport != 0xE341 {
+		t.Errorf("pcp %v tos %v sport %v, want 5 0x6a 0xe341", ptrStr(w.PCP), ptrStr(w.TOS), ptrStr(w.UDPSport))
+	}
+	// Kernel AH: traffic_class | 0x02 for RoCE v2 (§7.1): 0x68 → 0x6A.
+	a.GRH.TrafficClass = 0x68
+	r, err = Resolve(a, labTable(), labNet(), ResolveOptions{Driver: qos.DriverMLX5, Path: qos.PathKernelAH})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *r.Wire.TOS != 0x6A || !hasWarning(r, "grh.traffic_class") {
+		t.Errorf("kernel AH tos %v, warnings %v: want 0x6a and a traffic_class warning", ptrStr(r.Wire.TOS), r.Warnings)
+	}
+	// No flow label: the user AH's port is random.
+	a.GRH.FlowLabel = 0
+	r, err = Resolve(a, labTable(), labNet(), ResolveOptions{Driver: qos.DriverMLX5})
+	if err != nil || r.Wire.UDPSport != nil || !hasWarning(r, "udp_sport") {
+		t.Errorf("mlx5 without flow label: sport %v, err %v, warnings %v", ptrStr(r.Wire.UDPSport), err, r.Warnings)
+	}
+}
+
+func TestResolveRoCEv1LinkLocal(t *testing.T) {
+	// rdma_get_ll_mac: bytes 8..10 and 13..15 of the GID, first byte ^ 2:
+	// fe80::ff:fe00:2 → 00:00:00 + 00:00:02 → 02:00:00:00:00:02. Hop
+	// limit kept (no route lookup for link-local + RoCE v1).
+	a := attrTo(5, "fe80::ff:fe00:2")
+	r, err := Resolve(a, labTable(), labNet(), ResolveOptions{Driver: qos.DriverMLX5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := r.Wire
+	if w.RoCEVersion != 1 || w.IPVersion != 0 || w.DMAC.String() != "02:00:00:00:00:02" || w.DMACFrom != "link-local-gid" || w.TTL != 8 {
+		t.Errorf("v%d ip%d dmac %s (%s) ttl %d", w.RoCEVersion, w.IPVersion, w.DMAC, w.DMACFrom, w.TTL)
+	}
+	if w.UDPSport != nil || w.FlowLabel == nil || *w.FlowLabel != 0x12345 {
+		t.Errorf("v1: sport %v flow label %v", ptrStr(w.UDPSport), ptrStr(w.FlowLabel))
+	}
+}
+
+func TestResolveNeighbourNotResolved(t *testing.T) {
+	for _, c := range []struct {
+		dst   string
+		state string
+	}{
+		{"::ffff:10.0.0.3", "FAILED"},
+		{"::ffff:10.0.0.4", "no entry"},
+	} {
+		r, err := Resolve(attrTo(1, c.dst), labTable(), labNet(), ResolveOptions{Driver: qos.DriverRXE})
+		var ne *NeighborError
+		if !errors.As(err, &ne) || !errors.Is(err, syscall.ETIMEDOUT) {
+			t.Fatalf("%s: err %v, want a NeighborError (ETIMEDOUT)", c.dst, err)
+		}
+		if r == nil || r.Wire.DMAC != nil || r.Route == nil {
+			t.Fatalf("%s: want a partial resolution without DMAC, got %+v", c.dst, r)
+		}
+		for _, s := range []string{c.state, "10.0.0.0/24 dev veth0", "ETIMEDOUT"} {
+			if !contains(err.Error(), s) {
+				t.Errorf("%s: message %q lacks %q", c.dst, err, s)
+			}
+		}
+		if _, err := r.Frame(Datagram{}); err == nil {
+			t.Errorf("%s: Frame without a DMAC succeeded", c.dst)
+		}
+	}
+}
+
+func TestResolveErrors(t *testing.T) {
+	// Invalid attributes come back as the ValidationError.
+	a := attrTo(1, "fd00::2")
+	if _, err := Resolve(a, labTable(), labNet(), ResolveOptions{}); !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("family mismatch: %v", err)
+	}
+	// IPv6 with no route through the sgid's netdev: ENETUNREACH.
+	if _, err := Resolve(attrTo(4, "fd00::2"), labTable(), labNet(), ResolveOptions{}); !errors.Is(err, syscall.ENETUNREACH) {
+		t.Errorf("IPv6 through veth0.100 to fd00::2: %v", err)
+	}
+	// Unicast needs a snapshot.
+	if _, err := Resolve(attrTo(1, "::ffff:10.0.0.2"), labTable(), nil, ResolveOptions{}); err == nil {
+		t.Error("unicast without a Net succeeded")
+	}
+}
+
+// The frame decodes as a UD SEND_ONLY with the resolved fields and a valid ICRC.
+func TestResolutionFrame(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		a    Attr
+	}{
+		{"IPv4 VLAN 100", attrTo(3, "::ffff:10.0.100.2")},
+		{"IPv6 untagged", attrTo(2, "fd00::2")},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r, err := Resolve(c.a, labTable(), labNet(), ResolveOptions{Driver: qos.DriverRXE, SrcQPN: 0x11})
+			if err != nil {
+				t.Fatal(err)
+			}
+			payload := []byte("hello, rxe!")
+			f, err := r.Frame(Datagram{SrcQPN: 0x11, DestQPN: 0x12, QKey: 0x11111111, PSN: 0x123456, Payload: payload, IPID: 0x4242})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var p roce.Packet
+			if err := roce.NewDecoder().Decode(f, &p); err != nil {
+				t.Fatal(err)
+			}
+			w := r.Wire
+			if p.Version != 2 || p.IPVersion != w.IPVersion || p.Src != w.Src || p.Dst != w.Dst || p.TOS != *w.TOS || p.TTL != w.TTL ||
+				p.SrcPort != 0xDF94 || p.DstPort != 4791 || p.BTH.Opcode != roce.OpcodeUDSendOnly || p.BTH.PKey != 0xFFFF ||
+				p.BTH.DestQP != 0x12 || p.BTH.PSN != 0x123456 || !p.HasDETH || p.QKey != 0x11111111 || p.SrcQP != 0x11 ||
+				p.PayloadLen != len(payload) || p.PadLen != 1 || p.ICRCStatus != roce.ICRCValid {
+				t.Errorf("decoded %+v", p)
+			}
+			if w.VLAN != nil && (p.NumVLANs != 1 || p.VLANs[0].ID != *w.VLAN || p.VLANs[0].PCP != *w.PCP) {
+				t.Errorf("vlans %+v, want %d pcp %d", p.VLANs[:p.NumVLANs], *w.VLAN, *w.PCP)
+			}
+		})
+	}
+}
+
+func hasWarning(r *Resolution, field string) bool {
+	for _, w := range r.Warnings {
+		if w.Field == field {
+			return true
+		}
+	}
+	return false
+}
+
+func eqU8(a, b *uint8) bool   { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
+func eqU16(a, b *uint16) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
+
+func ptrStr[T any](p *T) any {
+	if p == nil {
+		return "nil"
+	}
+	return *p
+}
+
+func equalStrings(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func contains(s, sub string) bool { return strings.Contains(s, sub) }

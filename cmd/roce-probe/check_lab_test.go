@@ -1,0 +1,347 @@
+//go:build lab && ibverbs && cgo
+
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/roce-probe/roce-probe/gid"
+	"github.com/roce-probe/roce-probe/internal/lab"
+	"github.com/roce-probe/roce-probe/internal/verbs"
+)
+
+// wireFrame is what the peer captured of one RoCE v2 frame.
+type wireFrame struct {
+	tags []capturedTag // outermost first
+	tos  uint8
+}
+
+type capturedTag struct {
+	tpid uint16
+	id   uint16
+	pcp  uint8
+}
+
+// readPcap returns the Ethernet frames of a classic pcap file.
+func readPcap(t *testing.T, path string) [][]byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) < 24 {
+		t.Fatalf("%s: %d bytes, no pcap header", path, len(b))
+	}
+	var bo binary.ByteOrder
+	switch binary.LittleEndian.Uint32(b) {
+	case 0xa1b2c3d4, 0xa1b23c4d:
+		bo = binary.LittleEndian
+	case 0xd4c3b2a1, 0x4d3cb2a1:
+		bo = binary.BigEndian
+	default:
+		t.Fatalf("%s: not a pcap file (magic %x)", path, b[:4])
+	}
+	if lt := bo.Uint32(b[20:]); lt != 1 {
+		t.Fatalf("%s: link type %d, want 1 (Ethernet)", path, lt)
+	}
+	var frames [][]byte
+	for off := 24; off+16 <= len(b); {
+		incl := int(bo.Uint32(b[off+8:]))
+		off += 16
+		if off+incl > len(b) {
+			break
+		}
+		frames = append(frames, b[off:off+incl])
+		off += incl
+	}
+	return frames
+}
+
+// parseRoCE decodes the tags and IPv4 TOS of a RoCE v2 frame whose UDP
+// payload contains marker.
+func parseRoCE(f []byte, marker []byte) (wireFrame, bool) {
+	var w wireFrame
+	if len(f) < 14 {
+		return w, false
+	}
+	off := 12
+	for {
+		if off+2 > len(f) {
+			return w, false
+		}
+		et := binary.BigEndian.Uint16(f[off:])
+		if et != 0x8100 && et != 0x88a8 {
+			break
+		}
+		if off+4 > len(f) {
+			return w, false
+		}
+		tci := binary.BigEndian.Uint16(f[off+2:])
+		w.tags = append(w.tags, capturedTag{tpid: et, id: tci & 0xfff, pcp: uint8(tci >> 13)})
+		off += 4
+	}
+	if binary.BigEndian.Uint16(f[off:]) != 0x0800 {
+		return w, false
+	}
+	ip := f[off+2:]
+	if len(ip) < 28 || ip[9] != 17 {
+		return w, false
+	}
+	ihl := int(ip[0]&0xf) * 4
+	if len(ip) < ihl+8 || binary.BigEndian.Uint16(ip[ihl+2:]) != 4791 {
+		return w, false
+	}
+	if !bytes.Contains(ip[ihl+8:], marker) {
+		return w, false
+	}
+	w.tos = ip[1]
+	return w, true
+}
+
+// startCapture runs tcpdump on the peer's veth1 (which sees every tag) and
+// returns a stop function that ends it and returns the pcap path.
+func startCapture(t *testing.T) func() string {
+	t.Helper()
+	tcpdump, err := exec.LookPath("tcpdump")
+	if err != nil {
+		t.Fatalf("tcpdump is needed for peer-side capture: %v", err)
+	}
+	path := filepath.Join(t.TempDir(), "peer.pcap")
+	cmd := exec.Command(tcpdump, "-i", lab.PeerNetdev, "-U", "-n", "-s", "512", "-w", path)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lab.StartInPeer(cmd); err != nil {
+		t.Fatal(err)
+	}
+	ready := make(chan struct{})
+	var lines []string
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			lines = append(lines, sc.Text())
+			if strings.Contains(sc.Text(), "listening on") {
+				close(ready)
+			}
+		}
+	}()
+	select {
+	case <-ready:
+	case <-time.After(10 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("tcpdump did not start: %v", lines)
+	}
+	return func() string {
+		time.Sleep(500 * time.Millisecond)
+		cmd.Process.Signal(syscall.SIGINT)
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			cmd.Process.Kill()
+		}
+		return path
+	}
+}
+
+// gidIndex returns the RoCE v2 GID index of addr on rxe0 port 1.
+func gidIndex(t *testing.T, addr netip.Addr) int {
+	t.Helper()
+	p, err := (&gid.Sysfs{}).ReadPort(lab.RDMADevice, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := gid.FromAddr(addr)
+	for _, e := range p.Entries {
+		if !e.Empty && e.Type == gid.TypeRoCEv2 && e.GID == want {
+			return e.Index
+		}
+	}
+	t.Fatalf("no RoCE v2 GID for %v on %s port 1", addr, lab.RDMADevice)
+	return -1
+}
+
+// For rxe over VLAN devices with and without egress maps (and untagged,
+// and QinQ), the PCPs, DSCP and ECN that `roce-probe check` predicts are
+// the ones the peer captures for a UD SEND with the same GID index, sl and
+// traffic_class.
+func TestLabCheckPredictsWire(t *testing.T) {
+	ctx, err := verbs.Open(lab.RDMADevice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ctx.Close()
+	const qkey = 0x11111111
+	ud, err := ctx.NewUD(1, qkey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ud.Close()
+
+	type probe struct {
+		net     lab.Net
+		index   int
+		sl, tc  uint8
+		marker  []byte
+		predict checkJSON
+	}
+	var probes []probe
+	values := []struct{ sl, tc uint8 }{{0, 0}, {5, 104}, {3, 106}, {7, 0xB9}, {15, 0x03}, {1, 0xFE}}
+	for _, n := range lab.Nets {
+		idx := gidIndex(t, n.HostIPv4.Addr())
+		for _, v := range values {
+			p := probe{net: n, index: idx, sl: v.sl, tc: v.tc, marker: []byte(fmt.Sprintf("roce-probe-qos-%s-%d-%d", n.Name, v.sl, v.tc))}
+			out, stderr, code := runCLI(t, "", "check", "-o", "json", "--dev", lab.RDMADevice, "--gid-index", fmt.Sprint(idx),
+				"--tclass", fmt.Sprint(v.tc), "--sl", fmt.Sprint(v.sl))
+			if code == exitUsage {
+				t.Fatalf("check for %s: exit 2: %s", n.Name, stderr)
+			}
+			if err := json.Unmarshal([]byte(out), &p.predict); err != nil {
+				t.Fatalf("check output: %v\n%s", err, out)
+			}
+			probes = append(probes, p)
+		}
+	}
+
+	stop := startCapture(t)
+	for _, p := range probes {
+		ah, err := ud.CreateAH(verbs.AHAttr{IsGlobal: true, Port: 1, SGIDIndex: uint8(p.index),
+			DGID: gid.FromAddr(p.net.PeerIPv4.Addr()), HopLimit: 64, TrafficClass: p.tc, SL: p.sl})
+		if err != nil {
+			stop()
+			t.Fatalf("%s: create AH: %v", p.net.Name, err)
+		}
+		err = ud.Send(ah, 0x000123, qkey, p.marker, 2*time.Second)
+		ah.Close()
+		if err != nil {
+			stop()
+			t.Fatalf("%s: send: %v", p.net.Name, err)
+		}
+	}
+	frames := readPcap(t, stop())
+
+	for _, p := range probes {
+		var got wireFrame
+		found := false
+		for _, f := range frames {
+			if w, ok := parseRoCE(f, p.marker); ok {
+				got, found = w, true
+				break
+			}
+		}
+		name := fmt.Sprintf("%s sl %d tclass %d", p.net.Name, p.sl, p.tc)
+		if !found {
+			t.Errorf("%s: no RoCE v2 frame with the marker among %d captured frames", name, len(frames))
+			continue
+		}
+		pr := p.predict
+		t.Logf("%s: captured tags %+v tos 0x%02x; check predicted vlan_chain %s dscp %v ecn %v", name, got.tags, got.tos, chainString(pr), deref(pr.DSCP), derefS(pr.ECN))
+		if len(got.tags) != len(pr.VLANChain) {
+			t.Errorf("%s: captured %d tags %+v, check predicted %+v", name, len(got.tags), got.tags, pr.VLANChain)
+			continue
+		}
+		for i, tg := range got.tags {
+			want := pr.VLANChain[i]
+			if want.PCP == nil || int(tg.pcp) != *want.PCP || int(tg.id) != want.ID {
+				t.Errorf("%s tag %d: captured VLAN %d PCP %d, check predicted %+v", name, i, tg.id, tg.pcp, want)
+			}
+		}
+		if len(got.tags) > 0 && (pr.PCP == nil || int(got.tags[0].pcp) != *pr.PCP) {
+			t.Errorf("%s: outermost PCP %d, check's pcp %v", name, got.tags[0].pcp, pr.PCP)
+		}
+		if len(got.tags) == 0 && (pr.PCP != nil || pr.VLAN != nil) {
+			t.Errorf("%s: untagged frame, check predicted vlan %v pcp %v", name, pr.VLAN, pr.PCP)
+		}
+		if pr.DSCP == nil || int(got.tos>>2) != *pr.DSCP {
+			t.Errorf("%s: captured DSCP %d, check predicted %v", name, got.tos>>2, pr.DSCP)
+		}
+		ecnNames := []string{"Not-ECT", "ECT(1)", "ECT(0)", "CE"}
+		if pr.ECN == nil || ecnNames[got.tos&3] != *pr.ECN {
+			t.Errorf("%s: captured ECN %s, check predicted %v", name, ecnNames[got.tos&3], pr.ECN)
+		}
+		if pr.Verdict != "unknown" || pr.Trust != "unknown" {
+			t.Errorf("%s: veth has no DCB, yet verdict %s trust %s", name, pr.Verdict, pr.Trust)
+		}
+	}
+}
+
+// `roce-probe qos` on the lab's netdevs reports "no DCB" (veth has no
+// dcbnl_ops) and the VLAN devices' egress maps, with exit status 0.
+func TestLabQoSNoDCB(t *testing.T) {
+	out, stderr, code := runCLI(t, "", "qos", "--netdev", lab.Nets[1].HostNetdev, "-o", "json")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var r []struct {
+		Real string `json:"real_netdev"`
+		DCB  struct {
+			Supported bool   `json:"supported"`
+			Reason    string `json:"reason"`
+		} `json:"dcb"`
+		Trust string `json:"trust"`
+		VLANs []struct {
+			Netdev string            `json:"netdev"`
+			Egress map[string]uint32 `json:"egress_qos"`
+		} `json:"vlans"`
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if len(r) != 1 || r[0].Real != lab.HostNetdev || r[0].DCB.Supported || !strings.Contains(r[0].DCB.Reason, "no DCB support") || r[0].Trust != "unknown" {
+		t.Fatalf("%+v", r)
+	}
+	found := false
+	for _, v := range r[0].VLANs {
+		if v.Netdev == lab.Nets[1].HostNetdev {
+			found = true
+			for prio, pcp := range lab.Nets[1].EgressQoS {
+				if v.Egress[fmt.Sprint(prio)] != pcp {
+					t.Errorf("%s egress %d: %d, want %d", v.Netdev, prio, v.Egress[fmt.Sprint(prio)], pcp)
+				}
+			}
+		}
+	}
+	if !found {
+		t.Errorf("%s missing from vlans: %+v", lab.Nets[1].HostNetdev, r[0].VLANs)
+	}
+	out, _, code = runCLI(t, "", "qos", "--dev", lab.RDMADevice)
+	if code != exitOK || !strings.Contains(out, "no DCB") {
+		t.Errorf("qos --dev %s: exit %d\n%s", lab.RDMADevice, code, out)
+	}
+}
+
+func deref(p *int) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+func derefS(p *string) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+func chainString(r checkJSON) string {
+	var parts []string
+	for _, t := range r.VLANChain {
+		parts = append(parts, fmt.Sprintf("%s %d pcp %v", t.Proto, t.ID, deref(t.PCP)))
+	}
+	return "[" + strings.Join(parts, ", ") + "]"
+}
