@@ -3,6 +3,7 @@
 package gid
 
 import (
+	"fmt"
 	"net"
 	"net/netip"
 	"testing"
@@ -69,29 +70,43 @@ func TestLabPredictionEqualsTable(t *testing.T) {
 	}
 }
 
-// GID updates run on a workqueue after address events: poll until the
-// table agrees with the prediction and has (or lacks) the address.
-func waitAgree(t *testing.T, addr netip.Addr, present bool) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	var last []Change
-	for time.Now().Before(deadline) {
-		d, p := diffNow(t)
-		has := false
-		for _, e := range p.Entries {
-			if !e.Empty && e.IP == addr {
-				has = true
-			}
-		}
-		if len(d) == 0 && has == present {
-			return
-		}
-		last = d
-		time.Sleep(100 * time.Millisecond)
+// sameSlots reports where two tables differ in (empty, GID, type, netdev).
+func sameSlots(a, b []Entry) []string {
+	var out []string
+	if len(a) != len(b) {
+		return []string{fmt.Sprintf("%d slots vs %d", len(a), len(b))}
 	}
-	t.Fatalf("after 15 s the table (address %s present: want %v) still differs from the prediction: %v", addr, present, last)
+	for i := range a {
+		x, y := a[i], b[i]
+		if x.Empty != y.Empty || (!x.Empty && x.Key() != y.Key()) {
+			out = append(out, fmt.Sprintf("slot %d: %s %s %s (empty %v) vs %s %s %s (empty %v)", i, x.GID, x.Type, x.Netdev, x.Empty, y.GID, y.Type, y.Netdev, y.Empty))
+		}
+	}
+	return out
 }
 
+// waitTable polls until rxe0's table equals want slot for slot: GID
+// updates run on a workqueue after the address event.
+func waitTable(t *testing.T, want []Entry) Port {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	var last []string
+	for {
+		p, _ := labTable(t)
+		last = sameSlots(p.Entries, want)
+		if len(last) == 0 {
+			return p
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after 15 s the table still differs from the expected one: %v", last)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// Adding an address puts its GID in the lowest free slot (AddAddress), so
+// it differs from a fresh scan only by moved entries; removing it restores
+// the table, which then equals the fresh-scan prediction again.
 func TestLabAddressAddRemove(t *testing.T) {
 	n := lab.Nets[2] // vlan200
 	link, err := netlink.LinkByName(n.HostNetdev)
@@ -100,6 +115,11 @@ func TestLabAddressAddRemove(t *testing.T) {
 	}
 	for _, p := range []netip.Prefix{netip.MustParsePrefix("10.0.200.77/24"), netip.MustParsePrefix("fd00:200::77/64")} {
 		t.Run(p.String(), func(t *testing.T) {
+			before, _ := labTable(t)
+			want, ok := AddAddress(before.Entries, before.Types, p.Addr(), n.HostNetdev)
+			if !ok {
+				t.Fatal("no free slot")
+			}
 			a := &netlink.Addr{IPNet: &net.IPNet{IP: p.Addr().AsSlice(), Mask: net.CIDRMask(p.Bits(), p.Addr().BitLen())}}
 			if p.Addr().Is6() {
 				a.Flags = unix.IFA_F_NODAD
@@ -113,12 +133,22 @@ func TestLabAddressAddRemove(t *testing.T) {
 					netlink.AddrDel(link, a)
 				}
 			}()
-			waitAgree(t, p.Addr(), true)
+			waitTable(t, want)
+			d, _ := diffNow(t)
+			for _, c := range d {
+				if c.Kind != Moved {
+					t.Errorf("with %s added: %s", p, c)
+				}
+			}
 			if err := netlink.AddrDel(link, a); err != nil {
 				t.Fatal(err)
 			}
 			removed = true
-			waitAgree(t, p.Addr(), false)
+			waitTable(t, before.Entries)
+			d, _ = diffNow(t)
+			for _, c := range d {
+				t.Errorf("after %s was removed: %s", p, c)
+			}
 		})
 	}
 }
