@@ -164,6 +164,17 @@ func (t Table) Lookup(i int) (e gid.Entry, ok bool) {
 	return gid.Entry{Index: i, Empty: true}, true
 }
 
+// entry returns a pointer to slot i's entry in t.Entries, or to a new
+// empty entry when the slot was not given. i must be within the table.
+func (t Table) entry(i int) *gid.Entry {
+	for k := range t.Entries {
+		if t.Entries[k].Index == i {
+			return &t.Entries[k]
+		}
+	}
+	return &gid.Entry{Index: i, Empty: true}
+}
+
 // port returns the port number of the table's entries, or 0 when it has none.
 func (t Table) port() int {
 	for _, e := range t.Entries {

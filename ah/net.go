@@ -187,15 +187,20 @@ type Net struct {
 
 type neighKey struct {
 	ifindex int
-	dev     string
 	ip      netip.Addr
+}
+
+type neighDevKey struct {
+	dev string
+	ip  netip.Addr
 }
 
 // netIndex is built once per snapshot: routes by family sorted for
 // longest-prefix match, neighbours and links by key.
 type netIndex struct {
-	routes4, routes6 []Route // sorted: table order, then prefix length descending, then metric
-	neigh            map[neighKey]Neighbor
+	routes4, routes6 []Route                  // sorted: table order, then prefix length descending, then metric
+	neigh            map[neighKey]Neighbor    // entries with an ifindex
+	neighDev         map[neighDevKey]Neighbor // entries by device name
 	localOwner       map[netip.Addr]*vlan.Link
 }
 
@@ -205,7 +210,7 @@ func (n *Net) index() *netIndex {
 	if n.idx != nil {
 		return n.idx
 	}
-	x := &netIndex{neigh: map[neighKey]Neighbor{}, localOwner: map[netip.Addr]*vlan.Link{}}
+	x := &netIndex{neigh: make(map[neighKey]Neighbor, len(n.Neighbors)), neighDev: make(map[neighDevKey]Neighbor, len(n.Neighbors)), localOwner: map[netip.Addr]*vlan.Link{}}
 	if n.Links != nil {
 		for i := range n.Links.Links {
 			l := &n.Links.Links[i]
@@ -239,7 +244,7 @@ func (n *Net) index() *netIndex {
 	sortRoutes(x.routes6)
 	for _, nb := range n.Neighbors {
 		ip := nb.IP.Unmap()
-		x.neigh[neighKey{ip: ip, dev: nb.Dev}] = nb
+		x.neighDev[neighDevKey{ip: ip, dev: nb.Dev}] = nb
 		if nb.Ifindex != 0 {
 			x.neigh[neighKey{ip: ip, ifindex: nb.Ifindex}] = nb
 		}
@@ -272,7 +277,7 @@ func (n *Net) Neighbor(ip netip.Addr, dev string, ifindex int) (Neighbor, bool) 
 			return nb, true
 		}
 	}
-	nb, ok := x.neigh[neighKey{ip: ip, dev: dev}]
+	nb, ok := x.neighDev[neighDevKey{ip: ip, dev: dev}]
 	return nb, ok
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"strconv"
 	"syscall"
 
 	"github.com/gopacket/gopacket"
@@ -105,7 +106,7 @@ func orDash(s string) string {
 // Resolution is an AH resolved to the wire.
 type Resolution struct {
 	Attr     Attr         `json:"attr"`
-	Source   gid.Entry    `json:"source"` // the sgid entry
+	Source   *gid.Entry   `json:"source"` // the sgid entry (points into the Table given)
 	Driver   qos.Driver   `json:"driver"`
 	Path     qos.Path     `json:"path"`
 	Wire     Wire         `json:"wire"`
@@ -114,6 +115,13 @@ type Resolution struct {
 	Warnings []Warning    `json:"warnings"`
 	// Steps explain the driver's PCP and DSCP/ECN choice (from qos/).
 	Steps []qos.Step `json:"steps,omitempty"`
+
+	// vals backs Wire's optional scalars (one allocation for all).
+	vals struct {
+		tos, dscp, ecn uint8
+		vlan, sport    uint16
+		fl             uint32
+	}
 }
 
 // NeighborError is the ETIMEDOUT case: the next hop's MAC address is not
@@ -152,12 +160,16 @@ func (e *NeighborError) Unwrap() error { return syscall.ETIMEDOUT }
 // snapshot without touching the kernel. It caches per-entry work; it is
 // not safe for concurrent use.
 type Resolver struct {
-	table Table
-	net   *Net
-	opts  ResolveOptions
-	links map[string]qos.Link
-	preds map[predKey]qos.Wire
+	table  Table
+	net    *Net
+	opts   ResolveOptions
+	links  map[string]qos.Link
+	preds  map[predKey]qos.Wire
+	hopWhy map[string]string
+	slWhy  string
 }
+
+func itoa(v uint8) string { return strconv.Itoa(int(v)) }
 
 type predKey struct {
 	netdev string
@@ -172,7 +184,8 @@ func NewResolver(table Table, net *Net, opts ResolveOptions) *Resolver {
 	if opts.Path == "" {
 		opts.Path = qos.PathUserAH
 	}
-	return &Resolver{table: table, net: net, opts: opts, links: map[string]qos.Link{}, preds: map[predKey]qos.Wire{}}
+	return &Resolver{table: table, net: net, opts: opts, links: map[string]qos.Link{}, preds: map[predKey]qos.Wire{},
+		hopWhy: map[string]string{}, slWhy: "the " + driverName(opts.Driver) + " driver does not use the sl on this path"}
 }
 
 // Resolve is NewResolver(table, net, opts).Resolve(a).
@@ -215,10 +228,6 @@ func (r *Resolver) qosLink(e gid.Entry) qos.Link {
 	return l
 }
 
-func u8(v uint8) *uint8    { return &v }
-func u16(v uint16) *uint16 { return &v }
-func u32(v uint32) *uint32 { return &v }
-
 // ipMulticastMAC is ip_eth_mc_map / ipv6_eth_mc_map, which
 // ib_resolve_eth_dmac uses for multicast destinations.
 func ipMulticastMAC(g gid.GID) vlan.MAC {
@@ -248,12 +257,16 @@ func (r *Resolver) Resolve(a Attr) (*Resolution, error) {
 	if r.table.Size() == 0 {
 		return nil, errors.New("ah: Resolve needs the port's GID table")
 	}
-	e, _ := r.table.Lookup(int(a.GRH.SGIDIndex))
+	ep := r.table.entry(int(a.GRH.SGIDIndex))
+	e := *ep
 	g := a.GRH
-	res := &Resolution{Attr: a, Source: e, Driver: r.opts.Driver, Path: r.opts.Path}
+	res := &Resolution{Attr: a, Source: ep, Driver: r.opts.Driver, Path: r.opts.Path, Warnings: make([]Warning, 0, 3)}
 	w := &res.Wire
 	warn := func(field, req, wire, why string, args ...any) {
-		res.Warnings = append(res.Warnings, Warning{Field: field, Requested: req, OnWire: wire, Reason: fmt.Sprintf(why, args...)})
+		if len(args) > 0 {
+			why = fmt.Sprintf(why, args...)
+		}
+		res.Warnings = append(res.Warnings, Warning{Field: field, Requested: req, OnWire: wire, Reason: why})
 	}
 	w.Netdev = e.Netdev
 	w.SMAC = e.MAC
@@ -300,8 +313,12 @@ func (r *Resolver) Resolve(a Attr) (*Resolution, error) {
 		res.Route = &rr
 		hop = uint8(rr.HopLimit)
 		if hop != g.HopLimit {
-			warn("grh.hop_limit", fmt.Sprint(g.HopLimit), fmt.Sprint(hop),
-				"the kernel replaces the requested hop limit with the route's (%s) when it resolves the destination MAC (ib_resolve_unicast_gid_dmac)", rr.HopLimitFrom)
+			why, ok := r.hopWhy[rr.HopLimitFrom]
+			if !ok {
+				why = "the kernel replaces the requested hop limit with the route's (" + rr.HopLimitFrom + ") when it resolves the destination MAC (ib_resolve_unicast_gid_dmac)"
+				r.hopWhy[rr.HopLimitFrom] = why
+			}
+			warn("grh.hop_limit", itoa(g.HopLimit), itoa(hop), why)
 		}
 		switch {
 		case rr.Local:
@@ -364,10 +381,11 @@ func (r *Resolver) Resolve(a Attr) (*Resolution, error) {
 		warn("vlan", "", "unknown", "the %s driver's VLAN tagging for this netdev is not known", driverName(r.opts.Driver))
 	}
 	if n := len(w.VLANs); n > 0 {
-		w.VLAN, w.PCP = u16(w.VLANs[n-1].ID), w.VLANs[n-1].PCP
+		res.vals.vlan = w.VLANs[n-1].ID
+		w.VLAN, w.PCP = &res.vals.vlan, w.VLANs[n-1].PCP
 	}
 	if p.SLIgnored && a.SL != 0 {
-		warn("sl", fmt.Sprint(a.SL), "ignored", "the %s driver does not use the sl on this path", driverName(r.opts.Driver))
+		warn("sl", itoa(a.SL), "ignored", r.slWhy)
 	}
 	if w.PCP != nil && !p.SLIgnored && *w.PCP != a.SL {
 		warn("sl", fmt.Sprint(a.SL), fmt.Sprintf("PCP %d", *w.PCP), "the %s driver maps sl to the PCP this way (see steps)", driverName(r.opts.Driver))
@@ -377,15 +395,18 @@ func (r *Resolver) Resolve(a Attr) (*Resolution, error) {
 	}
 	if p.DSCP != nil && p.ECN != nil {
 		tos := *p.DSCP<<2 | uint8(*p.ECN)
-		w.TOS, w.DSCP, w.ECN = u8(tos), u8(*p.DSCP), u8(uint8(*p.ECN))
+		res.vals.tos, res.vals.dscp, res.vals.ecn = tos, *p.DSCP, uint8(*p.ECN)
+		w.TOS, w.DSCP, w.ECN = &res.vals.tos, &res.vals.dscp, &res.vals.ecn
 		if tos != g.TrafficClass {
 			warn("grh.traffic_class", fmt.Sprintf("%d (0x%02x)", g.TrafficClass, g.TrafficClass), fmt.Sprintf("%d (0x%02x)", tos, tos), "the %s driver changes the traffic class on this path (see steps)", driverName(r.opts.Driver))
 		}
 	} else if w.RoCEVersion == 1 {
-		w.TOS = u8(g.TrafficClass)
+		res.vals.tos = g.TrafficClass
+		w.TOS = &res.vals.tos
 	} else {
 		if p.DSCP != nil {
-			w.DSCP = u8(*p.DSCP)
+			res.vals.dscp = *p.DSCP
+			w.DSCP = &res.vals.dscp
 		}
 		warn("grh.traffic_class", fmt.Sprint(g.TrafficClass), "unknown", "the %s driver's DSCP/ECN for this path is not fully known (see steps)", driverName(r.opts.Driver))
 	}
@@ -401,12 +422,14 @@ func (r *Resolver) Resolve(a Attr) (*Resolution, error) {
 			w.FlowLabel = nil
 		}
 	case w.IPVersion == 6 && r.opts.Driver == qos.DriverRXE:
-		w.FlowLabel = u32(0)
+		res.vals.fl = 0
+		w.FlowLabel = &res.vals.fl
 		if fl != 0 {
 			warn("grh.flow_label", fmt.Sprintf("%#x", fl), "0", "rxe sends IPv6 with flow label 0 (prepare_ipv6_hdr: ip6_flow_hdr(ip6h, tclass, 0))")
 		}
 	default:
-		w.FlowLabel = u32(fl)
+		res.vals.fl = fl
+		w.FlowLabel = &res.vals.fl
 	}
 	if w.RoCEVersion == 2 {
 		r.udpSport(res, fl, warn)
@@ -446,14 +469,16 @@ func driverName(d qos.Driver) string {
 func (r *Resolver) udpSport(res *Resolution, fl uint32, warn func(field, req, wire, why string, args ...any)) {
 	w := &res.Wire
 	fold := func(why string) {
-		w.UDPSport = u16(roce.FlowLabelToUDPSourcePort(fl))
+		res.vals.sport = roce.FlowLabelToUDPSourcePort(fl)
+		w.UDPSport = &res.vals.sport
 		w.UDPSportFrom = why
 	}
 	switch r.opts.Driver {
 	case qos.DriverRXE:
 		w.UDPSportFrom = "rxe: 0xC000 + hash_32(source QPN, 14), fixed when the QP is created; UD ignores the AH's flow label"
 		if r.opts.SrcQPN != 0 {
-			w.UDPSport = u16(roce.RXESourcePort(r.opts.SrcQPN))
+			res.vals.sport = roce.RXESourcePort(r.opts.SrcQPN)
+			w.UDPSport = &res.vals.sport
 			w.UDPSportFrom = fmt.Sprintf("rxe: 0xC000 + hash_32(QPN %#x, 14), fixed when the QP is created; UD ignores the AH's flow label", r.opts.SrcQPN)
 		}
 		if fl != 0 {

@@ -282,3 +282,6 @@ func equalStrings(a, b []string) bool {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+func u8(v uint8) *uint8    { return &v }
+func u32(v uint32) *uint32 { return &v }

@@ -224,3 +224,17 @@ func (v *vlanStack) DecodeFromBytes(data []byte, df gopacket.DecodeFeedback) err
 	v.n++
 	return nil
 }
+
+// DecodeCaptured is Decode for a frame read from a capture: a frame cut
+// short by the capture's snap length (CaptureLength < Length) is marked
+// Truncated and its ICRC left unchecked.
+func (d *Decoder) DecodeCaptured(frame []byte, ci gopacket.CaptureInfo, p *Packet) error {
+	if err := d.Decode(frame, p); err != nil {
+		return err
+	}
+	if ci.CaptureLength < ci.Length {
+		p.Truncated = true
+		p.ICRCStatus, p.Computed = ICRCUnchecked, 0
+	}
+	return nil
+}

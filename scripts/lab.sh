@@ -160,7 +160,7 @@ lab_test_dirs() {
 }
 
 build_binaries() {
-  local t pkg dir name
+  local t pkg dir name tests
   t=$(now)
   CGO_ENABLED=0 go build -o "$run/bin/roce-probe" ./cmd/roce-probe
   local args=("$@")
@@ -177,7 +177,10 @@ build_binaries() {
       go test -c -tags 'lab ibverbs' -o "$run/bin/$name.test" "$pkg" ||
         die "go test -c -tags 'lab ibverbs' $pkg failed"
       if [ -f "$run/bin/$name.test" ]; then
-        printf '%s\t%s\t%s\n' "$name" "$dir" "$pkg" >> "$run/plan"
+        # Without -run, only the tests defined in *_lab_test.go files run
+        # (the binary also holds the package's unit tests).
+        tests=$(cat "$dir"/*_lab_test.go 2>/dev/null | sed -n 's/^func \(Test[A-Za-z0-9_]*\)(.*/\1/p' | sort -u | paste -sd'|' -)
+        printf '%s\t%s\t%s\t%s\n' "$name" "$dir" "$pkg" "${tests:-^\$}" >> "$run/plan"
       else
         say "$pkg has no test files with tags lab ibverbs; skipped"
       fi
@@ -243,7 +246,7 @@ report() {
     cat "$run/out/fabric.log" >&2
     return 1
   fi
-  while IFS=$'\t' read -r name dir pkg; do
+  while IFS=$'\t' read -r name dir pkg _; do
     if [ -f "$run/out/$name.out" ]; then
       go tool test2json -t -p "$pkg" < "$run/out/$name.out" > "$run/out/$name.json" || true
     fi

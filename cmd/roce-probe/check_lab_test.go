@@ -3,17 +3,13 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"net/netip"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -34,43 +30,8 @@ type capturedTag struct {
 	pcp  uint8
 }
 
-// readPcap returns the Ethernet frames of a classic pcap file.
-func readPcap(t *testing.T, path string) [][]byte {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(b) < 24 {
-		t.Fatalf("%s: %d bytes, no pcap header", path, len(b))
-	}
-	var bo binary.ByteOrder
-	switch binary.LittleEndian.Uint32(b) {
-	case 0xa1b2c3d4, 0xa1b23c4d:
-		bo = binary.LittleEndian
-	case 0xd4c3b2a1, 0x4d3cb2a1:
-		bo = binary.BigEndian
-	default:
-		t.Fatalf("%s: not a pcap file (magic %x)", path, b[:4])
-	}
-	if lt := bo.Uint32(b[20:]); lt != 1 {
-		t.Fatalf("%s: link type %d, want 1 (Ethernet)", path, lt)
-	}
-	var frames [][]byte
-	for off := 24; off+16 <= len(b); {
-		incl := int(bo.Uint32(b[off+8:]))
-		off += 16
-		if off+incl > len(b) {
-			break
-		}
-		frames = append(frames, b[off:off+incl])
-		off += incl
-	}
-	return frames
-}
-
-// parseRoCE decodes the tags and IPv4 TOS of a RoCE v2 frame whose UDP
-// payload contains marker.
+// parseRoCE decodes the tags and the IPv4 TOS / IPv6 traffic class of a
+// RoCE v2 frame whose UDP payload contains marker.
 func parseRoCE(f []byte, marker []byte) (wireFrame, bool) {
 	var w wireFrame
 	if len(f) < 14 {
@@ -92,70 +53,32 @@ func parseRoCE(f []byte, marker []byte) (wireFrame, bool) {
 		w.tags = append(w.tags, capturedTag{tpid: et, id: tci & 0xfff, pcp: uint8(tci >> 13)})
 		off += 4
 	}
-	if binary.BigEndian.Uint16(f[off:]) != 0x0800 {
-		return w, false
-	}
 	ip := f[off+2:]
-	if len(ip) < 28 || ip[9] != 17 {
+	var udp []byte
+	switch binary.BigEndian.Uint16(f[off:]) {
+	case 0x0800: // IPv4: TOS is byte 1
+		if len(ip) < 28 || ip[9] != 17 {
+			return w, false
+		}
+		ihl := int(ip[0]&0xf) * 4
+		if len(ip) < ihl+8 {
+			return w, false
+		}
+		udp = ip[ihl:]
+		w.tos = ip[1]
+	case 0x86dd: // IPv6: traffic class is bits 4..11
+		if len(ip) < 48 || ip[6] != 17 {
+			return w, false
+		}
+		udp = ip[40:]
+		w.tos = ip[0]<<4 | ip[1]>>4
+	default:
 		return w, false
 	}
-	ihl := int(ip[0]&0xf) * 4
-	if len(ip) < ihl+8 || binary.BigEndian.Uint16(ip[ihl+2:]) != 4791 {
+	if binary.BigEndian.Uint16(udp[2:]) != 4791 || !bytes.Contains(udp[8:], marker) {
 		return w, false
 	}
-	if !bytes.Contains(ip[ihl+8:], marker) {
-		return w, false
-	}
-	w.tos = ip[1]
 	return w, true
-}
-
-// startCapture runs tcpdump on the peer's veth1 (which sees every tag) and
-// returns a stop function that ends it and returns the pcap path.
-func startCapture(t *testing.T) func() string {
-	t.Helper()
-	tcpdump, err := exec.LookPath("tcpdump")
-	if err != nil {
-		t.Fatalf("tcpdump is needed for peer-side capture: %v", err)
-	}
-	path := filepath.Join(t.TempDir(), "peer.pcap")
-	cmd := exec.Command(tcpdump, "-i", lab.PeerNetdev, "-U", "-n", "-s", "512", "-w", path)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := lab.StartInPeer(cmd); err != nil {
-		t.Fatal(err)
-	}
-	ready := make(chan struct{})
-	var lines []string
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			lines = append(lines, sc.Text())
-			if strings.Contains(sc.Text(), "listening on") {
-				close(ready)
-			}
-		}
-	}()
-	select {
-	case <-ready:
-	case <-time.After(10 * time.Second):
-		cmd.Process.Kill()
-		t.Fatalf("tcpdump did not start: %v", lines)
-	}
-	return func() string {
-		time.Sleep(500 * time.Millisecond)
-		cmd.Process.Signal(syscall.SIGINT)
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			cmd.Process.Kill()
-		}
-		return path
-	}
 }
 
 // gidIndex returns the RoCE v2 GID index of addr on rxe0 port 1.
@@ -195,6 +118,7 @@ func TestLabCheckPredictsWire(t *testing.T) {
 	type probe struct {
 		net     lab.Net
 		index   int
+		dst     netip.Addr
 		sl, tc  uint8
 		marker  []byte
 		predict checkJSON
@@ -202,52 +126,48 @@ func TestLabCheckPredictsWire(t *testing.T) {
 	var probes []probe
 	values := []struct{ sl, tc uint8 }{{0, 0}, {5, 104}, {3, 106}, {7, 0xB9}, {15, 0x03}, {1, 0xFE}}
 	for _, n := range lab.Nets {
-		idx := gidIndex(t, n.HostIPv4.Addr())
-		for _, v := range values {
-			p := probe{net: n, index: idx, sl: v.sl, tc: v.tc, marker: []byte(fmt.Sprintf("roce-probe-qos-%s-%d-%d", n.Name, v.sl, v.tc))}
-			out, stderr, code := runCLI(t, "", "check", "-o", "json", "--dev", lab.RDMADevice, "--gid-index", fmt.Sprint(idx),
-				"--tclass", fmt.Sprint(v.tc), "--sl", fmt.Sprint(v.sl))
-			if code == exitUsage {
-				t.Fatalf("check for %s: exit 2: %s", n.Name, stderr)
+		for _, fam := range []struct{ src, dst netip.Addr }{{n.HostIPv4.Addr(), n.PeerIPv4.Addr()}, {n.HostIPv6.Addr(), n.PeerIPv6.Addr()}} {
+			idx := gidIndex(t, fam.src)
+			for _, v := range values {
+				p := probe{net: n, index: idx, dst: fam.dst, sl: v.sl, tc: v.tc, marker: []byte(fmt.Sprintf("roce-probe-qos-%v-%d-%d", fam.dst, v.sl, v.tc))}
+				out, stderr, code := runCLI(t, "", "check", "-o", "json", "--dev", lab.RDMADevice, "--gid-index", fmt.Sprint(idx),
+					"--tclass", fmt.Sprint(v.tc), "--sl", fmt.Sprint(v.sl))
+				if code == exitUsage {
+					t.Fatalf("check for %s: exit 2: %s", n.Name, stderr)
+				}
+				if err := json.Unmarshal([]byte(out), &p.predict); err != nil {
+					t.Fatalf("check output: %v\n%s", err, out)
+				}
+				probes = append(probes, p)
 			}
-			if err := json.Unmarshal([]byte(out), &p.predict); err != nil {
-				t.Fatalf("check output: %v\n%s", err, out)
-			}
-			probes = append(probes, p)
 		}
 	}
 
-	stop := startCapture(t)
+	capt, err := lab.CapturePeer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer capt.Stop()
 	for _, p := range probes {
+		name := fmt.Sprintf("%s to %v sl %d tclass %d", p.net.Name, p.dst, p.sl, p.tc)
 		ah, err := ud.CreateAH(verbs.AHAttr{IsGlobal: true, Port: 1, SGIDIndex: uint8(p.index),
-			DGID: gid.FromAddr(p.net.PeerIPv4.Addr()), HopLimit: 64, TrafficClass: p.tc, SL: p.sl})
+			DGID: gid.FromAddr(p.dst), HopLimit: 64, TrafficClass: p.tc, SL: p.sl})
 		if err != nil {
-			stop()
-			t.Fatalf("%s: create AH: %v", p.net.Name, err)
+			t.Fatalf("%s: create AH: %v", name, err)
 		}
-		err = ud.Send(ah, 0x000123, qkey, p.marker, 2*time.Second)
+		err = ud.Send(ah, 0x000123, qkey, p.marker, 5*time.Second)
 		ah.Close()
 		if err != nil {
-			stop()
-			t.Fatalf("%s: send: %v", p.net.Name, err)
+			t.Fatalf("%s: send: %v", name, err)
 		}
-	}
-	frames := readPcap(t, stop())
-
-	for _, p := range probes {
-		var got wireFrame
-		found := false
-		for _, f := range frames {
-			if w, ok := parseRoCE(f, p.marker); ok {
-				got, found = w, true
-				break
-			}
-		}
-		name := fmt.Sprintf("%s sl %d tclass %d", p.net.Name, p.sl, p.tc)
-		if !found {
-			t.Errorf("%s: no RoCE v2 frame with the marker among %d captured frames", name, len(frames))
+		wctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		f, err := capt.Wait(wctx, func(f lab.Frame) bool { _, ok := parseRoCE(f.Data, p.marker); return ok })
+		cancel()
+		if err != nil {
+			t.Errorf("%s: no RoCE v2 frame with the marker on the peer: %v", name, err)
 			continue
 		}
+		got, _ := parseRoCE(f.Data, p.marker)
 		pr := p.predict
 		t.Logf("%s: captured tags %+v tos 0x%02x; check predicted vlan_chain %s dscp %v ecn %v", name, got.tags, got.tos, chainString(pr), deref(pr.DSCP), derefS(pr.ECN))
 		if len(got.tags) != len(pr.VLANChain) {

@@ -11,6 +11,14 @@ import (
 
 func init() { register(newLabCmd) }
 
+// The lab package's entry points; tests replace them so that no unit test
+// builds or removes a real fabric.
+var (
+	labUp     = lab.Up
+	labDown   = lab.Down
+	labStatus = lab.GetStatus
+)
+
 func newLabCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "lab",
@@ -52,7 +60,7 @@ func newLabUpCmd() *cobra.Command {
 			if timeout <= 0 {
 				return usagef("--timeout %v is out of range: want a positive duration", timeout)
 			}
-			if err := lab.Up(lab.Options{NoVLANs: noVLANs, Timeout: timeout}); err != nil {
+			if err := labUp(lab.Options{NoVLANs: noVLANs, Timeout: timeout}); err != nil {
 				return labErr(err)
 			}
 			return printLabStatus(cmd.OutOrStdout(), f)
@@ -70,7 +78,7 @@ func newLabDownCmd() *cobra.Command {
 		Short: "Remove the lab (root)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := lab.Down(); err != nil {
+			if err := labDown(); err != nil {
 				return labErr(err)
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), "lab removed")
@@ -98,7 +106,7 @@ func newLabStatusCmd() *cobra.Command {
 }
 
 func printLabStatus(w io.Writer, format string) error {
-	s, err := lab.GetStatus()
+	s, err := labStatus()
 	if err != nil {
 		return labErr(err)
 	}

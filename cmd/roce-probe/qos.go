@@ -263,6 +263,15 @@ func printQoSReport(w io.Writer, r qos.Report) {
 				pp = append(pp, fmt.Sprintf("%d:%s", p, st))
 			}
 			fmt.Fprintf(tw, "  prio-pfc:\t%s (pfc-cap %d, delay %d)\n", strings.Join(pp, " "), d.PFC.Cap, d.PFC.Delay)
+			if d.PFC.Requests != [8]uint64{} || d.PFC.Indications != [8]uint64{} {
+				var rq, in []string
+				for p := 0; p < 8; p++ {
+					rq = append(rq, fmt.Sprintf("%d:%d", p, d.PFC.Requests[p]))
+					in = append(in, fmt.Sprintf("%d:%d", p, d.PFC.Indications[p]))
+				}
+				fmt.Fprintf(tw, "  pfc requests:\t%s\n", strings.Join(rq, " "))
+				fmt.Fprintf(tw, "  pfc indications:\t%s\n", strings.Join(in, " "))
+			}
 		} else {
 			fmt.Fprintf(tw, "  prio-pfc:\tno PFC reported\n")
 		}

@@ -39,7 +39,7 @@ func TestQoSDeviceTable(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	for _, want := range []string{"mlx5_0 port 1: enp1s0f0, driver mlx5", "trust:", "dscp", "26:3", "prio-pfc:", "3:on", "delay 4096", "enp1s0f0.100", "egress-qos-map 0:3"} {
+	for _, want := range []string{"mlx5_0 port 1: enp1s0f0, driver mlx5", "trust:", "dscp", "26:3", "prio-pfc:", "3:on", "delay 4096", "enp1s0f0.100", "egress-qos-map 0:3", "pfc requests:", "3:12", "3:34"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}

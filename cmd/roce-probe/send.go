@@ -54,7 +54,8 @@ and VLAN) or a netdev (--netdev: its first address of the destination's
 family). --tclass is the traffic class byte (DSCP << 2 | ECN) and --sl the
 802.1p priority (PCP) of a tagged netdev, as a RoCE NIC applies them.
 --sweep tries every DSCP (0..63) or PCP (0..7) value and prints the map the
-path applies. Needs CAP_NET_RAW. Exit status: 0 nothing found, 1 findings
+path applies. A listener answers at most 100 probes per second per sender by
+default (its --rate): keep --interval at 10ms or more. Needs CAP_NET_RAW. Exit status: 0 nothing found, 1 findings
 (remarking, loss, ...), 2 bad usage or no raw socket.`,
 		Example: `  roce-probe send --netdev eth0 --dst 192.0.2.2 --tclass 106 --count 5
   roce-probe send --dev mlx5_0 --gid-index 3 --dst 192.0.2.2 --sweep dscp -o json`,
@@ -330,7 +331,7 @@ type sendSummaryJSON struct {
 	Dst           string                    `json:"dst"`
 	Netdev        string                    `json:"netdev"`
 	Wire          string                    `json:"wire"`
-	Sent          int                       `json:"sent"`
+	Sent          int                       `json:"probes"`
 	Answered      int                       `json:"answered"`
 	Lost          int                       `json:"lost"`
 	EgressSeen    int                       `json:"egress_seen"`
@@ -338,7 +339,7 @@ type sendSummaryJSON struct {
 	RTTMinMicros  float64                   `json:"rtt_min_us"`
 	RTTAvgMicros  float64                   `json:"rtt_avg_us"`
 	RTTMaxMicros  float64                   `json:"rtt_max_us"`
-	Findings      map[probe.FindingKind]int `json:"findings"`
+	Findings      map[probe.FindingKind]int `json:"finding_counts"`
 	NothingAnswer bool                      `json:"nothing_answered"`
 	Sweep         *sweepJSON                `json:"sweep,omitempty"`
 }

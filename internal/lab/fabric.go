@@ -40,8 +40,13 @@ type Options struct {
 	Timeout time.Duration
 }
 
-// sysfsRoot is where Status and the waits read sysfs (tests replace it).
-var sysfsRoot = "/sys"
+// Hooks that unit tests replace to reach Up's error paths without root or
+// an rxe-less kernel.
+var (
+	sysfsRoot = "/sys"      // where Status and the waits read sysfs
+	geteuid   = os.Geteuid  // the effective user ID
+	modprobe  = runModprobe // loads one kernel module
+)
 
 // Up builds the standard topology (see Nets) in the running kernel: the
 // peer namespace, the veth pair with fixed MACs, the VLAN and QinQ devices
@@ -50,8 +55,11 @@ var sysfsRoot = "/sys"
 // ACTIVE and its GID table has an entry for every host address. Up fails if
 // any part of the topology already exists; call Down first.
 func Up(opt Options) error {
-	if os.Geteuid() != 0 {
+	if geteuid() != 0 {
 		return ErrNotRoot
+	}
+	if opt.Timeout < 0 {
+		return fmt.Errorf("lab: timeout %v is negative: want a positive duration, or 0 for 20s", opt.Timeout)
 	}
 	if opt.Timeout == 0 {
 		opt.Timeout = 20 * time.Second
@@ -268,7 +276,7 @@ func newNamedNetns(name string) (netns.NsHandle, error) {
 // it, and the peer namespace. Parts that do not exist are skipped, so Down
 // also cleans up after a failed Up.
 func Down() error {
-	if os.Geteuid() != 0 {
+	if geteuid() != 0 {
 		return ErrNotRoot
 	}
 	var errs []error
@@ -296,6 +304,10 @@ func loadModule(name string) error {
 	if _, err := os.Stat(filepath.Join(sysfsRoot, "module", name)); err == nil {
 		return nil
 	}
+	return modprobe(name)
+}
+
+func runModprobe(name string) error {
 	out, err := exec.Command("modprobe", name).CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("modprobe %s: %v: %s", name, err, strings.TrimSpace(string(out)))

@@ -18,6 +18,7 @@ import (
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
 	"github.com/roce-probe/roce-probe/internal/verbs"
+	"github.com/roce-probe/roce-probe/roce"
 )
 
 // What the UD SEND test asks rxe for. The hop limit is deliberately not
@@ -31,15 +32,14 @@ const (
 	udHopLimit     = 8
 )
 
-// gidIndex finds the index of addr's GID owned by netdev in rxe0 port 1's
-// table (sysfs).
-func gidIndex(t *testing.T, addr netip.Addr, netdev string) int {
+// gidIndex finds the index of addr's GID owned by netdev in a GID table.
+func gidIndex(t *testing.T, table []sysfsGID, addr netip.Addr, netdev string) int {
 	t.Helper()
 	want := addr
 	if addr.Is4() {
 		want = netip.AddrFrom16(addr.As16())
 	}
-	for _, g := range readSysfsGIDs(t, RDMADevice, 1) {
+	for _, g := range table {
 		if g.GID == want && g.Netdev == netdev {
 			return g.Index
 		}
@@ -101,6 +101,7 @@ func TestUDSendOnTheWire(t *testing.T) {
 		}
 	}()
 
+	table := readSysfsGIDs(t, RDMADevice, 1)
 	ttl := sysctlInt(t, "net/ipv4/ip_default_ttl")
 	sent := 0
 	for _, n := range Nets {
@@ -112,7 +113,7 @@ func TestUDSendOnTheWire(t *testing.T) {
 				hop = sysctlInt(t, "net/ipv6/conf/"+n.HostNetdev+"/hop_limit")
 			}
 			t.Run(n.Name+"/"+fam, func(t *testing.T) {
-				idx := gidIndex(t, src, n.HostNetdev)
+				idx := gidIndex(t, table, src, n.HostNetdev)
 				ah, err := ud.CreateAH(verbs.AHAttr{IsGlobal: true, Port: 1, SGIDIndex: uint8(idx),
 					DGID: dst.As16(), HopLimit: udHopLimit, TrafficClass: udTrafficClass, SL: 5})
 				if err != nil {
@@ -133,6 +134,7 @@ func TestUDSendOnTheWire(t *testing.T) {
 				}
 				roceFrames = append(roceFrames, f)
 				checkUDFrame(t, f.Data, n, src, dst, hop, ud.QPN(), psn, payload)
+				checkRoCEDecode(t, f.Data, n, src, dst, hop, ud.QPN(), psn, payload)
 			})
 		}
 	}
@@ -244,5 +246,51 @@ func checkUDFrame(t *testing.T, data []byte, n Net, src, dst netip.Addr, hop int
 	}
 	if psn := binary.BigEndian.Uint32(ib[8:12]) & 0xffffff; psn != wantPSN {
 		t.Errorf("BTH PSN %#x, want %#x (the QP's sq_psn plus the sends before this one)", psn, wantPSN)
+	}
+}
+
+// checkRoCEDecode decodes the frame with package roce and checks the ICRC
+// and what roce reports against the topology and the AH.
+func checkRoCEDecode(t *testing.T, data []byte, n Net, src, dst netip.Addr, hop int, srcQPN, wantPSN uint32, payload []byte) {
+	t.Helper()
+	var p roce.Packet
+	if err := roce.NewDecoder().Decode(data, &p); err != nil {
+		t.Fatalf("roce: %v", err)
+	}
+	if p.ICRCStatus != roce.ICRCValid {
+		t.Errorf("roce: ICRC %s (wire % x, computed %#08x), want valid", p.ICRCStatus, p.ICRC, p.Computed)
+	}
+	if _, ok, err := roce.VerifyFrameICRC(data); err != nil || !ok {
+		t.Errorf("roce.VerifyFrameICRC = %v, %v, want ok", ok, err)
+	}
+	wantIP := 4
+	if src.Is6() {
+		wantIP = 6
+	}
+	if p.Version != 2 || p.IPVersion != wantIP {
+		t.Errorf("roce: RoCE v%d over IPv%d, want RoCE v2 over IPv%d", p.Version, p.IPVersion, wantIP)
+	}
+	if p.NumVLANs != len(n.VLANs) {
+		t.Fatalf("roce: %d VLAN tags, want %d", p.NumVLANs, len(n.VLANs))
+	}
+	for i, v := range n.VLANs {
+		wantPCP := uint8(0)
+		if i == len(n.VLANs)-1 {
+			wantPCP = uint8(n.EgressQoS[0])
+		}
+		if g := p.VLANs[i]; g.ID != v.ID || g.TPID != v.Proto || g.PCP != wantPCP {
+			t.Errorf("roce: tag %d = %+v, want ID %d TPID %#04x PCP %d", i, g, v.ID, v.Proto, wantPCP)
+		}
+	}
+	if p.Src != src || p.Dst != dst {
+		t.Errorf("roce: %s → %s, want %s → %s", p.Src, p.Dst, src, dst)
+	}
+	if p.DSCP() != udTrafficClass>>2 || p.ECN() != udTrafficClass&3 || int(p.TTL) != hop {
+		t.Errorf("roce: DSCP %d ECN %d TTL %d, want DSCP %d ECN %d TTL %d", p.DSCP(), p.ECN(), p.TTL, udTrafficClass>>2, udTrafficClass&3, hop)
+	}
+	if p.DstPort != 4791 || p.BTH.DestQP != udRemoteQPN || p.BTH.PSN != wantPSN ||
+		!p.HasDETH || p.QKey != udQKey || p.SrcQP != srcQPN || p.PayloadLen != len(payload) {
+		t.Errorf("roce: port %d DestQP %#x PSN %#x DETH %v Q_Key %#x SrcQP %#x payload %d bytes; want 4791 %#x %#x true %#x %#x %d",
+			p.DstPort, p.BTH.DestQP, p.BTH.PSN, p.HasDETH, p.QKey, p.SrcQP, p.PayloadLen, udRemoteQPN, wantPSN, udQKey, srcQPN, len(payload))
 	}
 }

@@ -9,13 +9,11 @@ import (
 
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
+	"github.com/roce-probe/roce-probe/roce"
 )
 
 // RoCEv2Port is the UDP destination port of RoCE v2.
 const RoCEv2Port = 4791
-
-// OpcodeUDSendOnly is the BTH opcode of a UD SEND_ONLY (BTH + DETH + payload).
-const OpcodeUDSendOnly = 0x64
 
 // DefaultDestQP is the destination QP number probes are sent to. It is a
 // QP that an RDMA stack on the listener's host is unlikely to have: such a
@@ -56,7 +54,7 @@ type Frame struct {
 
 // Markings returns the frame's markings. VLAN and PCP are the outermost
 // tag's, which is the one a switch classifies by.
-func (f *Frame) Markings() Markings {
+func (f Frame) Markings() Markings {
 	m := Markings{DSCP: f.DSCP, ECN: f.ECN, TTL: f.TTL, Sport: f.Sport, IPv6: f.Src.Is6() && !f.Src.Is4In6()}
 	if len(f.Tags) > 0 {
 		m.Tagged, m.VLAN, m.PCP = true, f.Tags[0].VID, f.Tags[0].PCP
@@ -80,16 +78,17 @@ func (f *Frame) SetMarkings(m Markings) {
 	}
 }
 
-// headers sizes (kernel include/rdma/ib_pack.h).
+// Header sizes (kernel include/rdma/ib_pack.h).
 const (
-	bthLen  = 12
+	bthLen  = roce.BTHLen
 	dethLen = 8
-	icrcLen = 4
+	icrcLen = roce.ICRCLen
 )
 
-// Build serializes the frame with a valid IPv4 header checksum, UDP
-// checksum 0 (as RoCE v2 senders do) and a valid ICRC.
-func (f *Frame) Build() ([]byte, error) {
+// Build serializes the frame with roce/ layers (BTH opcode 0x64, DETH,
+// payload and pad), a valid IPv4 header checksum, UDP checksum 0 (as RoCE
+// v2 senders do) and a valid ICRC (roce.SerializeFrame).
+func (f Frame) Build() ([]byte, error) {
 	if len(f.DstMAC) != 6 || len(f.SrcMAC) != 6 {
 		return nil, fmt.Errorf("probe: MAC addresses %v → %v: want 6 bytes each", f.SrcMAC, f.DstMAC)
 	}
@@ -111,13 +110,6 @@ func (f *Frame) Build() ([]byte, error) {
 	if !src.IsValid() || !dst.IsValid() || src.Is4() != dst.Is4() {
 		return nil, fmt.Errorf("probe: addresses %v → %v: want two IPv4 or two IPv6 addresses", f.Src, f.Dst)
 	}
-	pad := (4 - len(f.Payload)%4) % 4
-	transport := make([]byte, bthLen+dethLen+len(f.Payload)+pad+icrcLen)
-	putBTH(transport, OpcodeUDSendOnly, pad, f.PKey, f.DestQP, f.PSN)
-	binary.BigEndian.PutUint32(transport[bthLen:], f.QKey)
-	binary.BigEndian.PutUint32(transport[bthLen+4:], f.SrcQP&0xffffff)
-	copy(transport[bthLen+dethLen:], f.Payload)
-
 	var ls []gopacket.SerializableLayer
 	eth := &layers.Ethernet{SrcMAC: f.SrcMAC, DstMAC: f.DstMAC}
 	ls = append(ls, eth)
@@ -133,30 +125,21 @@ func (f *Frame) Build() ([]byte, error) {
 		*next = layers.EthernetTypeIPv4
 		ip := &layers.IPv4{Version: 4, IHL: 5, TOS: f.DSCP<<2 | f.ECN, TTL: f.TTL, Flags: layers.IPv4DontFragment,
 			Protocol: layers.IPProtocolUDP, SrcIP: src.AsSlice(), DstIP: dst.AsSlice()}
-		udp.SetNetworkLayerForChecksum(ip)
 		ls = append(ls, ip)
 	} else {
 		*next = layers.EthernetTypeIPv6
 		ip := &layers.IPv6{Version: 6, TrafficClass: f.DSCP<<2 | f.ECN, HopLimit: f.TTL,
 			NextHeader: layers.IPProtocolUDP, SrcIP: src.AsSlice(), DstIP: dst.AsSlice()}
-		udp.SetNetworkLayerForChecksum(ip)
 		ls = append(ls, ip)
 	}
-	ls = append(ls, udp, gopacket.Payload(transport))
-	buf := gopacket.NewSerializeBuffer()
-	if err := gopacket.SerializeLayers(buf, gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true}, ls...); err != nil {
-		return nil, fmt.Errorf("probe: serializing frame: %w", err)
+	ls = append(ls, udp,
+		&roce.BTH{Opcode: roce.OpcodeUDSendOnly, PKey: f.PKey, DestQP: f.DestQP, PSN: f.PSN},
+		&roce.DETH{QKey: f.QKey, SrcQP: f.SrcQP},
+		&roce.Payload{Data: f.Payload})
+	b, err := roce.SerializeFrame(ls...)
+	if err != nil {
+		return nil, fmt.Errorf("probe: %w", err)
 	}
-	b := buf.Bytes()
-	ipOff := 14 + 4*len(f.Tags)
-	// ComputeChecksums filled in a UDP checksum; RoCE v2 senders send 0.
-	udpOff := ipOff + 20
-	if !src.Is4() {
-		udpOff = ipOff + 40
-	}
-	b[udpOff+6], b[udpOff+7] = 0, 0
-	ipEnd := udpOff + 8 + len(transport)
-	binary.LittleEndian.PutUint32(b[ipEnd-icrcLen:], ICRC(b[ipOff:ipEnd-icrcLen]))
 	return b, nil
 }
 
@@ -252,26 +235,33 @@ func ParseFrame(data []byte) (Frame, error) {
 	if len(t) < bthLen+dethLen+icrcLen {
 		return f, fmt.Errorf("%w: %d bytes after UDP is shorter than BTH, DETH and ICRC", ErrNotRoCEv2, len(t))
 	}
-	if t[0] != OpcodeUDSendOnly {
-		return f, fmt.Errorf("%w: BTH opcode 0x%02x", ErrNotRoCEv2, t[0])
+	var bth roce.BTH
+	var deth roce.DETH
+	if err := bth.DecodeFromBytes(t[:bthLen], gopacket.NilDecodeFeedback); err != nil {
+		return f, fmt.Errorf("%w: %v", ErrNotRoCEv2, err)
 	}
-	if t[1]&0x0f != 0 {
-		return f, fmt.Errorf("%w: BTH transport version %d", ErrNotRoCEv2, t[1]&0x0f)
+	if bth.Opcode != roce.OpcodeUDSendOnly {
+		return f, fmt.Errorf("%w: BTH opcode 0x%02x", ErrNotRoCEv2, uint8(bth.Opcode))
 	}
-	pad := int(t[1]>>4) & 3
-	f.PKey = binary.BigEndian.Uint16(t[2:])
-	f.DestQP = binary.BigEndian.Uint32(t[4:]) & 0xffffff
-	f.PSN = binary.BigEndian.Uint32(t[8:]) & 0xffffff
-	f.QKey = binary.BigEndian.Uint32(t[12:])
-	f.SrcQP = binary.BigEndian.Uint32(t[16:]) & 0xffffff
+	if bth.TVer != 0 {
+		return f, fmt.Errorf("%w: BTH transport version %d", ErrNotRoCEv2, bth.TVer)
+	}
+	if err := deth.DecodeFromBytes(t[bthLen:bthLen+dethLen], gopacket.NilDecodeFeedback); err != nil {
+		return f, fmt.Errorf("%w: %v", ErrNotRoCEv2, err)
+	}
+	f.PKey, f.DestQP, f.PSN = bth.PKey, bth.DestQP, bth.PSN
+	f.QKey, f.SrcQP = deth.QKey, deth.SrcQP
 	end := len(t) - icrcLen
+	pad := int(bth.PadCount)
 	if end-pad < bthLen+dethLen {
 		return f, fmt.Errorf("%w: pad count %d is longer than the payload", ErrNotRoCEv2, pad)
 	}
-	want := binary.LittleEndian.Uint32(t[end:])
-	got := ICRC(ip[:len(ip)-icrcLen])
-	if got != want {
-		return f, fmt.Errorf("%w: frame carries 0x%08x, computed 0x%08x", ErrBadICRC, want, got)
+	computed, ok, err := roce.VerifyICRC(ip)
+	if err != nil {
+		return f, fmt.Errorf("%w: %v", ErrNotRoCEv2, err)
+	}
+	if !ok {
+		return f, fmt.Errorf("%w: frame carries 0x%08x, computed 0x%08x", ErrBadICRC, binary.LittleEndian.Uint32(t[end:]), computed)
 	}
 	f.Payload = t[bthLen+dethLen : end-pad]
 	return f, nil

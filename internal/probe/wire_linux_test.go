@@ -4,9 +4,14 @@ package probe
 
 import (
 	"context"
+	"encoding/binary"
+	"github.com/roce-probe/roce-probe/internal/netnstest"
+	"math/rand/v2"
 	"net"
 	"net/netip"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -21,10 +26,17 @@ const (
 // listenerIn opens a Conn in namespace ns on dev and answers probes with a
 // Responder until the test ends. It returns the responder.
 func listenerIn(t *testing.T, ns, dev string, cfg ResponderConfig) *Responder {
+	r, _ := listenerStop(t, ns, dev, cfg)
+	return r
+}
+
+// listenerStop is listenerIn that also returns a function stopping the
+// listener early (after which its responder may be read freely).
+func listenerStop(t *testing.T, ns, dev string, cfg ResponderConfig) (*Responder, func()) {
 	t.Helper()
 	var c *Conn
 	var err error
-	inNetns(t, ns, func() { c, err = Open(dev, Incoming) })
+	netnstest.In(t, ns, func() { c, err = Open(dev, Incoming) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,8 +64,10 @@ func listenerIn(t *testing.T, ns, dev string, cfg ResponderConfig) *Responder {
 			}
 		}
 	}()
-	t.Cleanup(func() { cancel(); wg.Wait(); c.Close() })
-	return r
+	var once sync.Once
+	stop := func() { once.Do(func() { cancel(); wg.Wait(); c.Close() }) }
+	t.Cleanup(stop)
+	return r, stop
 }
 
 // sender opens the reply and egress Conns in namespace ns on dev.
@@ -65,7 +79,7 @@ func senderIn(t *testing.T, ns, dev string) *sender {
 	t.Helper()
 	var s sender
 	var err1, err2 error
-	inNetns(t, ns, func() {
+	netnstest.In(t, ns, func() {
 		s.rx, err1 = Open(dev, Incoming)
 		s.egress, err2 = Open(dev, Outgoing)
 	})
@@ -153,9 +167,9 @@ func template4(src, dst string, dstMAC string) Frame {
 // The markings a sender puts on probes arrive unchanged over a plain veth
 // pair, tagged or not, and the egress capture sees them leave as built.
 func TestWireDirect(t *testing.T) {
-	requireNetnsRoot(t)
-	nsS, nsL := newNetns(t, "s"), newNetns(t, "l")
-	vethPair(t, nsS, "s0", macS, nsL, "l0", macL)
+	netnstest.RequireRoot(t)
+	nsS, nsL := netnstest.New(t, "s"), netnstest.New(t, "l")
+	netnstest.Veth(t, nsS, "s0", macS, nsL, "l0", macL)
 	r := listenerIn(t, nsL, "l0", ResponderConfig{
 		LocalMACs:  []net.HardwareAddr{mustMAC(macL)},
 		LocalAddrs: []netip.Addr{netip.MustParseAddr("10.77.0.2"), netip.MustParseAddr("fd77::2")},
@@ -209,10 +223,10 @@ func TestWireDirect(t *testing.T) {
 // switch.
 func middleSwitch(t *testing.T, toL string) (nsS, nsL string) {
 	t.Helper()
-	nsS, nsM, nsL := newNetns(t, "s"), newNetns(t, "m"), newNetns(t, "l")
-	vethPair(t, nsS, "s0", macS, nsM, "m0", macA)
-	vethPair(t, nsM, "m1", macB, nsL, "l0", macL)
-	runStdin(t, `table netdev sw {
+	nsS, nsM, nsL := netnstest.New(t, "s"), netnstest.New(t, "m"), netnstest.New(t, "l")
+	netnstest.Veth(t, nsS, "s0", macS, nsM, "m0", macA)
+	netnstest.Veth(t, nsM, "m1", macB, nsL, "l0", macL)
+	netnstest.RunStdin(t, `table netdev sw {
   chain to_l {
     type filter hook ingress device "m0" priority 0;
     `+toL+` fwd to "m1"
@@ -229,7 +243,7 @@ func middleSwitch(t *testing.T, toL string) (nsS, nsL string) {
 // A switch that rewrites DSCP or PCP is reported as remarking, with the
 // values before and after; one that strips the tag as stripping it.
 func TestWireRemarkingSwitch(t *testing.T) {
-	requireNetnsRoot(t, "nft")
+	netnstest.RequireRoot(t, "nft")
 	tagged := Markings{Tagged: true, VLAN: 100, PCP: 3, DSCP: 26, ECN: ECNECT0, TTL: 64, Sport: 0xc123}
 	for _, tc := range []struct {
 		name     string
@@ -275,15 +289,15 @@ func TestWireRemarkingSwitch(t *testing.T) {
 // A namespace routing between two subnets decrements the TTL: the probe
 // reports one routed hop, and the reply finds its way back through it.
 func TestWireRoutedHop(t *testing.T) {
-	requireNetnsRoot(t)
-	nsS, nsM, nsL := newNetns(t, "s"), newNetns(t, "r"), newNetns(t, "l")
-	vethPair(t, nsS, "s0", macS, nsM, "m0", macA)
-	vethPair(t, nsM, "m1", macB, nsL, "l0", macL)
-	run(t, "ip", "-n", nsS, "addr", "add", "10.77.1.1/24", "dev", "s0")
-	run(t, "ip", "-n", nsM, "addr", "add", "10.77.1.254/24", "dev", "m0")
-	run(t, "ip", "-n", nsM, "addr", "add", "10.77.2.254/24", "dev", "m1")
-	run(t, "ip", "-n", nsL, "addr", "add", "10.77.2.2/24", "dev", "l0")
-	run(t, "ip", "netns", "exec", nsM, "sysctl", "-qw", "net.ipv4.ip_forward=1")
+	netnstest.RequireRoot(t)
+	nsS, nsM, nsL := netnstest.New(t, "s"), netnstest.New(t, "r"), netnstest.New(t, "l")
+	netnstest.Veth(t, nsS, "s0", macS, nsM, "m0", macA)
+	netnstest.Veth(t, nsM, "m1", macB, nsL, "l0", macL)
+	netnstest.Run(t, "ip", "-n", nsS, "addr", "add", "10.77.1.1/24", "dev", "s0")
+	netnstest.Run(t, "ip", "-n", nsM, "addr", "add", "10.77.1.254/24", "dev", "m0")
+	netnstest.Run(t, "ip", "-n", nsM, "addr", "add", "10.77.2.254/24", "dev", "m1")
+	netnstest.Run(t, "ip", "-n", nsL, "addr", "add", "10.77.2.2/24", "dev", "l0")
+	netnstest.Run(t, "ip", "netns", "exec", nsM, "sysctl", "-qw", "net.ipv4.ip_forward=1")
 	r := listenerIn(t, nsL, "l0", ResponderConfig{LocalAddrs: []netip.Addr{netip.MustParseAddr("10.77.2.2")}})
 	s := senderIn(t, nsS, "s0")
 	sent := Markings{DSCP: 26, ECN: ECNECT0, TTL: 64, Sport: 0xc555}
@@ -300,4 +314,199 @@ func TestWireRoutedHop(t *testing.T) {
 	if len(fs) != 1 || fs[0].Kind != FindingRoutedHops || fs[0].Sent != 64 || fs[0].Received != 63 {
 		t.Errorf("findings %v, want one routed-hops 64→63", fs)
 	}
+}
+
+// floodFrames returns n frames of every kind a listener must not answer:
+// garbage, non-RoCE UDP 4791, RoCE with a bad ICRC, RoCE without the
+// signature, malformed probes, replies, probes to another address and
+// probes from a multicast source.
+func floodFrames(t *testing.T, n int) [][]byte {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(7, 8))
+	m := Markings{DSCP: 26, ECN: ECNECT0, TTL: 64, Sport: 0xc000}
+	base := template4("10.77.0.1", "10.77.0.2", macL)
+	base.PKey, base.DestQP, base.SrcQP, base.QKey = 0xffff, DefaultDestQP, DefaultSrcQP, DefaultQKey
+	build := func(f Frame, payload []byte) []byte {
+		f.Payload = payload
+		b, err := f.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	probePayload := func(kind Kind) []byte {
+		p := Payload{Kind: kind, Session: rng.Uint64(), Seq: rng.Uint32(), Sent: m}
+		if kind == KindReply {
+			p.Received = m
+		}
+		b, err := p.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	var out [][]byte
+	for i := 0; len(out) < n; i++ {
+		var b []byte
+		switch i % 8 {
+		case 0: // garbage after a valid Ethernet header to our MAC
+			b = make([]byte, 14+rng.IntN(200))
+			for j := range b {
+				b[j] = byte(rng.Uint32())
+			}
+			copy(b, mustMAC(macL))
+			copy(b[6:], mustMAC(macS))
+		case 1: // UDP 4791 with a truncated transport
+			b = build(base, probePayload(KindProbe))
+			b = b[:14+20+8+10]
+			b[16], b[17] = 0, byte(len(b)-14) // IPv4 total length
+			b[38], b[39] = 0, 18              // UDP length
+			b[24], b[25] = 0, 0
+			binary.BigEndian.PutUint16(b[24:], ipv4Checksum(b[14:34]))
+		case 2: // bad ICRC
+			b = build(base, probePayload(KindProbe))
+			b[len(b)-1] ^= 0x5a
+		case 3: // RoCE without the signature
+			pl := make([]byte, 64)
+			for j := range pl {
+				pl[j] = byte(rng.Uint32())
+			}
+			b = build(base, pl)
+		case 4: // signature, corrupt payload
+			pl := probePayload(KindProbe)
+			pl[32+rng.IntN(24)] ^= byte(1 + rng.IntN(255))
+			pl[36] = 200 // DSCP out of range, in case the flip above was harmless
+			b = build(base, pl)
+		case 5: // a reply
+			b = build(base, probePayload(KindReply))
+		case 6: // a probe to another address
+			f := base
+			f.Dst = netip.MustParseAddr("10.77.0.99")
+			b = build(f, probePayload(KindProbe))
+		case 7: // a probe from a multicast source
+			f := base
+			f.Src = netip.MustParseAddr("239.1.2.3")
+			b = build(f, probePayload(KindProbe))
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+// A flood of malformed and foreign frames gets no reply, leaves the
+// listener answering valid probes, and keeps its memory bounded; a flood of
+// valid probes from spoofed senders is answered at most at the global rate
+// while the sender table stays at its fixed size.
+func TestWireFlood(t *testing.T) {
+	netnstest.RequireRoot(t)
+	nsS, nsL := netnstest.New(t, "s"), netnstest.New(t, "l")
+	netnstest.Veth(t, nsS, "s0", macS, nsL, "l0", macL)
+	r, stopListener := listenerStop(t, nsL, "l0", ResponderConfig{
+		LocalMACs: []net.HardwareAddr{mustMAC(macL)}, LocalAddrs: []netip.Addr{netip.MustParseAddr("10.77.0.2")},
+		Rate: RateConfig{Slots: 512},
+	})
+	s := senderIn(t, nsS, "s0")
+
+	// Count everything that comes back to the sender during the flood.
+	var back atomic.Int64
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for ctx.Err() == nil {
+			if f, _, err := s.rx.Read(); err != nil {
+				return
+			} else if f != nil {
+				back.Add(1)
+			}
+		}
+	}()
+
+	frames := floodFrames(t, 40000)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for round := 0; round < 3; round++ {
+		for _, f := range frames {
+			if err := s.rx.Write(f); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	time.Sleep(300 * time.Millisecond)
+	cancel()
+	wg.Wait()
+	frames = nil
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	c := r.Counters.Snapshot()
+	t.Logf("after 120000 flood frames: listener counters %+v", c)
+	if n := back.Load(); n != 0 || c.Answered != 0 {
+		t.Errorf("the flood got %d frames back (%d answered): want none", n, c.Answered)
+	}
+	if c.Frames == 0 || c.BadICRC == 0 || c.Foreign == 0 || c.Malformed == 0 || c.Replies == 0 || c.NotForUs == 0 || c.BadSource == 0 || c.NotRoCE == 0 {
+		t.Errorf("some kind of flood frame was not counted: %+v", c)
+	}
+	if grew := int64(after.HeapInuse) - int64(before.HeapInuse); grew > 4<<20 {
+		t.Errorf("heap in use grew by %d bytes during the flood", grew)
+	}
+
+	// Valid probes from 20000 spoofed senders.
+	spoof := template4("10.77.0.1", "10.77.0.2", macL)
+	p, err := NewProber(spoof)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	for i := 0; i < 20000; i++ {
+		f, _, err := p.Next(Markings{TTL: 64}, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		fr, _ := ParseFrame(f)
+		fr.Src = netip.AddrFrom4([4]byte{10, 200, byte(i >> 8), byte(i)})
+		b, _ := fr.Build()
+		if err := s.rx.Write(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(200 * time.Millisecond)
+	elapsed := time.Since(start).Seconds()
+
+	// A real sender is still answered, once the listener has worked through
+	// its ring and the global bucket has refilled.
+	for prev := uint64(0); ; {
+		time.Sleep(200 * time.Millisecond)
+		n := r.Counters.Frames.Load()
+		if n == prev {
+			break
+		}
+		prev = n
+	}
+	// Drain the sender's rings, full of replies to the spoofed senders and
+	// copies of the spoofed probes, so the real reply finds room.
+	for _, c := range []*Conn{s.rx, s.egress} {
+		for {
+			f, _, err := c.Read()
+			if err != nil || f == nil {
+				break
+			}
+		}
+	}
+	res := s.probeAll(t, template4("10.77.0.1", "10.77.0.2", macL), []Markings{{DSCP: 10, TTL: 64, Sport: 0xc001}}, 2*time.Second)
+	stopListener()
+	c = r.Counters.Snapshot()
+	if res[0].Received == nil {
+		t.Errorf("valid probe not answered after the floods (counters %+v)", c)
+	}
+	lim := r.Limiter()
+	if lim.Tracked() > lim.Capacity() || lim.Capacity() != 512 {
+		t.Errorf("sender table holds %d of %d", lim.Tracked(), lim.Capacity())
+	}
+	// Answers: the global burst (100) and 1000/s over the flood, plus the real probe.
+	if maxAnswers := 100 + 1000*(elapsed+0.5) + 1; float64(c.Answered) > maxAnswers {
+		t.Errorf("answered %d spoofed probes in %.2fs: more than the global limit allows (%.0f)", c.Answered, elapsed, maxAnswers)
+	}
+	t.Logf("spoofed flood: %d answered, %d rate-limited in %.2fs, %d evictions", c.Answered, c.RateLimited, elapsed, lim.Evictions())
 }

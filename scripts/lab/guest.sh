@@ -4,8 +4,9 @@
 #   RUNDIR  the run directory made by scripts/lab.sh (bin/, plan, out/)
 #   MODE    test: build the fabric, run the test binaries listed in RUNDIR/plan
 #           shell: build the fabric and start an interactive shell
-# For each plan line "NAME<TAB>PKGDIR<TAB>PKG" it runs RUNDIR/bin/NAME.test in
-# PKGDIR and writes RUNDIR/out/NAME.out (-test.v=test2json output), NAME.rc and
+# For each plan line "NAME<TAB>PKGDIR<TAB>PKG<TAB>TESTS" it runs
+# RUNDIR/bin/NAME.test in PKGDIR (with -test.run RUNDIR/run-regexp, or else
+# -test.run '^(TESTS)$', TESTS being the tests of its *_lab_test.go files) and writes RUNDIR/out/NAME.out (-test.v=test2json output), NAME.rc and
 # NAME.seconds; test artifacts (captures) go to RUNDIR/out/NAME.artifacts
 # (environment LAB_ARTIFACTS). RUNDIR/out/done marks a finished run.
 set -u
@@ -45,12 +46,16 @@ fi
 
 timeout=${LAB_TEST_TIMEOUT:-300}
 runre=$(cat "$run/run-regexp" 2>/dev/null || true)
-while IFS=$'\t' read -r name dir pkg; do
+while IFS=$'\t' read -r name dir pkg labtests; do
   [ -n "$name" ] || continue
   echo "lab: running $pkg"
   mkdir -p "$out/$name.artifacts"
   args=(-test.v=test2json -test.timeout "${timeout}s" -test.count=1)
-  [ -n "$runre" ] && args+=(-test.run "$runre")
+  if [ -n "$runre" ]; then
+    args+=(-test.run "$runre")
+  else
+    args+=(-test.run "^(${labtests})\$")
+  fi
   s=$(date +%s.%N)
   (cd "$dir" && LAB_ARTIFACTS="$out/$name.artifacts" timeout -k 10 $((timeout + 30)) "$run/bin/$name.test" "${args[@]}") > "$out/$name.out" 2>&1
   echo $? > "$out/$name.rc"

@@ -55,7 +55,7 @@ func readPlan(run string) ([]planEntry, error) {
 	var plan []planEntry
 	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
 		f := strings.Split(line, "\t")
-		if len(f) != 3 {
+		if len(f) < 3 {
 			continue
 		}
 		plan = append(plan, planEntry{f[0], f[1], f[2]})

@@ -1,0 +1,403 @@
+//go:build lab && ibverbs && cgo
+
+package ah
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net/netip"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gopacket/gopacket/afpacket"
+
+	"github.com/roce-probe/roce-probe/gid"
+	"github.com/roce-probe/roce-probe/internal/lab"
+	"github.com/roce-probe/roce-probe/internal/verbs"
+	"github.com/roce-probe/roce-probe/qos"
+	"github.com/roce-probe/roce-probe/roce"
+	"github.com/roce-probe/roce-probe/vlan"
+)
+
+const (
+	labQKey  = 0x5ca1ab1e
+	labPSN   = 0x0c0ffe
+	labDstQP = 0x00beef
+)
+
+// hostTable reads rxe0 port 1's GID table from sysfs and maps it to the
+// netdevs of snap.
+func hostTable(t *testing.T, n *Net) Table {
+	t.Helper()
+	p, err := (&gid.Sysfs{}).ReadPort(lab.RDMADevice, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ports := []gid.Port{p}
+	gid.Map(ports, n.Links)
+	return Table{Entries: ports[0].Entries, Len: len(ports[0].Entries)}
+}
+
+func findEntry(t *testing.T, tab Table, a netip.Addr, netdev string) gid.Entry {
+	t.Helper()
+	g := gid.FromAddr(a)
+	for _, e := range tab.Entries {
+		if !e.Empty && e.GID == g && e.Netdev == netdev && e.Type == gid.TypeRoCEv2 {
+			return e
+		}
+	}
+	t.Fatalf("no RoCE v2 GID %s on %s in %s's table", g, netdev, lab.RDMADevice)
+	return gid.Entry{}
+}
+
+// ipv4ID returns the IPv4 identification of a frame (0 for IPv6), which
+// the kernel picks per destination and no prediction can know.
+func ipv4ID(frame []byte) uint16 {
+	off := 12
+	for {
+		et := binary.BigEndian.Uint16(frame[off:])
+		if et == 0x8100 || et == 0x88a8 {
+			off += 4
+			continue
+		}
+		if et != 0x0800 {
+			return 0
+		}
+		return binary.BigEndian.Uint16(frame[off+2+4:])
+	}
+}
+
+// compareFrames reports every field where got (captured) and want
+// (predicted) differ, then the first differing byte.
+func compareFrames(t *testing.T, got, want []byte) {
+	t.Helper()
+	var g, w roce.Packet
+	d := roce.NewDecoder()
+	if err := d.Decode(got, &g); err != nil {
+		t.Fatalf("captured frame: %v", err)
+	}
+	if err := d.Decode(want, &w); err != nil {
+		t.Fatalf("predicted frame: %v", err)
+	}
+	check := func(field string, gv, wv any) {
+		if fmt.Sprint(gv) != fmt.Sprint(wv) {
+			t.Errorf("%s: on the wire %v, predicted %v", field, gv, wv)
+		}
+	}
+	check("dmac", fmt.Sprintf("% x", got[0:6]), fmt.Sprintf("% x", want[0:6]))
+	check("smac", fmt.Sprintf("% x", got[6:12]), fmt.Sprintf("% x", want[6:12]))
+	check("vlan tags", g.VLANs[:g.NumVLANs], w.VLANs[:w.NumVLANs])
+	check("ip version", g.IPVersion, w.IPVersion)
+	check("src", g.Src, w.Src)
+	check("dst", g.Dst, w.Dst)
+	check("dscp", g.DSCP(), w.DSCP())
+	check("ecn", g.ECN(), w.ECN())
+	check("ttl", g.TTL, w.TTL)
+	check("flow label", g.FlowLabel, w.FlowLabel)
+	check("udp sport", g.SrcPort, w.SrcPort)
+	check("udp dport", g.DstPort, w.DstPort)
+	check("bth", fmt.Sprintf("%+v", g.BTH.Opcode)+fmt.Sprint(g.BTH.PKey, g.BTH.DestQP, g.BTH.PSN, g.BTH.PadCount, g.BTH.SolicitedEvent, g.BTH.AckReq),
+		fmt.Sprintf("%+v", w.BTH.Opcode)+fmt.Sprint(w.BTH.PKey, w.BTH.DestQP, w.BTH.PSN, w.BTH.PadCount, w.BTH.SolicitedEvent, w.BTH.AckReq))
+	check("deth", fmt.Sprint(g.QKey, g.SrcQP), fmt.Sprint(w.QKey, w.SrcQP))
+	check("payload length", g.PayloadLen, w.PayloadLen)
+	check("icrc", g.ICRC, w.ICRC)
+	check("icrc status (captured)", g.ICRCStatus, roce.ICRCValid)
+	if !bytes.Equal(got, want) {
+		n := len(got)
+		if len(want) < n {
+			n = len(want)
+		}
+		for i := 0; i < n; i++ {
+			if got[i] != want[i] {
+				t.Errorf("frames differ first at byte %d: on the wire % x, predicted % x", i, got[i:min(i+8, len(got))], want[i:min(i+8, len(want))])
+				break
+			}
+		}
+		if len(got) != len(want) {
+			t.Errorf("frame length: on the wire %d, predicted %d", len(got), len(want))
+		}
+	}
+}
+
+// For every lab network (untagged, VLAN 100 with an egress-qos-map, VLAN
+// 200 without, QinQ), IPv4 and IPv6, three traffic classes and two hop
+// limits: the frame rxe puts on the wire for a UD SEND through a real
+// ibv_create_ah equals, byte for byte, the frame Resolve predicts from the
+// sysfs GID table and one netlink snapshot (the IPv4 ID, which the kernel
+// chooses per destination, is copied from the capture; rxe's UDP source
+// port is predicted from the QPN).
+func TestLabResolveMatchesRXE(t *testing.T) {
+	ctx, err := verbs.Open(lab.RDMADevice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ctx.Close()
+	ud, err := ctx.NewUDConfig(verbs.UDConfig{Port: 1, QKey: labQKey, SQPSN: labPSN})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ud.Close()
+	capt, err := lab.CapturePeer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var frames []lab.Frame
+	defer func() {
+		capt.Stop()
+		if len(frames) > 0 {
+			if err := lab.WritePcapng(filepath.Join(lab.ArtifactDir(t), "ah-resolve.pcapng"), lab.PeerNetdev, frames); err != nil {
+				t.Error(err)
+			}
+		}
+	}()
+	sent := uint32(0)
+	for _, n := range lab.Nets {
+		for _, fam := range []string{"ipv4", "ipv6"} {
+			for _, tc := range []uint8{0x00, 26<<2 | 2, 46<<2 | 1} {
+				for _, hop := range []uint8{8, 255} {
+					src, dst := n.HostIPv4.Addr(), n.PeerIPv4.Addr()
+					if fam == "ipv6" {
+						src, dst = n.HostIPv6.Addr(), n.PeerIPv6.Addr()
+					}
+					t.Run(fmt.Sprintf("%s/%s/tc%#02x/hop%d", n.Name, fam, tc, hop), func(t *testing.T) {
+						net0, err := ReadNet("")
+						if err != nil {
+							t.Fatal(err)
+						}
+						tab := hostTable(t, net0)
+						e := findEntry(t, tab, src, n.HostNetdev)
+						a := Attr{IsGlobal: true, PortNum: 1, SL: 5, GRH: GlobalRoute{DGID: gid.FromAddr(dst), SGIDIndex: uint8(e.Index), HopLimit: hop, TrafficClass: tc, FlowLabel: 0x12345}}
+						h, err := ud.CreateAH(verbsAttr(a)) // resolves the peer's MAC in the kernel
+						if err != nil {
+							t.Fatal(err)
+						}
+						defer h.Close()
+						snap, err := ReadNet("") // now with the neighbour entry
+						if err != nil {
+							t.Fatal(err)
+						}
+						res, err := Resolve(a, tab, snap, ResolveOptions{Driver: qos.DriverRXE, SrcQPN: ud.QPN()})
+						if err != nil {
+							t.Fatal(err)
+						}
+						payload := []byte(fmt.Sprintf("roce-probe ah lab %s %s %d %d", n.Name, fam, tc, hop))
+						psn := labPSN + sent
+						if err := ud.Send(h, labDstQP, labQKey, payload, 5*time.Second); err != nil {
+							t.Fatal(err)
+						}
+						sent++
+						wctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+						defer cancel()
+						f, err := capt.Wait(wctx, func(f lab.Frame) bool { return bytes.Contains(f.Data, payload) })
+						if err != nil {
+							t.Fatal(err)
+						}
+						frames = append(frames, f)
+						want, err := res.Frame(Datagram{SrcQPN: ud.QPN(), DestQPN: labDstQP, QKey: labQKey, PSN: psn, Payload: payload, IPID: ipv4ID(f.Data)})
+						if err != nil {
+							t.Fatal(err)
+						}
+						compareFrames(t, f.Data, want)
+						if res.Wire.TTL == hop && hop != 64 {
+							t.Errorf("prediction kept hop limit %d; the kernel replaces it", hop)
+						}
+					})
+				}
+			}
+		}
+	}
+}
+
+// A UD SEND that roce/ builds (through Resolve and Frame, from the peer's
+// side: peer table, peer netdevs) and that is sent raw on veth1 is accepted
+// by rxe: it completes a receive on a real UD QP with the payload, and
+// FromWC on that completion (both behaviours) names the peer's address and
+// the host GID it was sent to. An AH created from that answer reaches the
+// peer.
+func TestLabRawSendFromPeerAndFromWC(t *testing.T) {
+	ctx, err := verbs.Open(lab.RDMADevice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ctx.Close()
+	ud, err := ctx.NewUDConfig(verbs.UDConfig{Port: 1, QKey: labQKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ud.Close()
+	host, err := ReadNet("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab := hostTable(t, host)
+	peer, err := ReadNet(lab.PeerNetns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hostMAC := mustMAC(lab.HostMAC)
+	for _, n := range lab.Nets {
+		for _, fam := range []string{"ipv4", "ipv6"} {
+			t.Run(n.Name+"/"+fam, func(t *testing.T) {
+				src, dst := n.PeerIPv4.Addr(), n.HostIPv4.Addr()
+				if fam == "ipv6" {
+					src, dst = n.PeerIPv6.Addr(), n.HostIPv6.Addr()
+				}
+				hostEntry := findEntry(t, tab, dst, n.HostNetdev)
+				// The peer's "GID table": one entry for its address, mapped to its netdev.
+				pe := gid.Entry{Device: "peer", Port: 1, Index: 0, GID: gid.FromAddr(src), Type: gid.TypeRoCEv2, Netdev: n.PeerNetdev}
+				gid.MapEntry(&pe, "Ethernet", peer.Links)
+				p := *peer
+				p.idx = nil
+				p.Neighbors = append(append([]Neighbor(nil), peer.Neighbors...), Neighbor{IP: dst, Dev: n.PeerNetdev, Ifindex: pe.Ifindex, MAC: hostMAC, State: NUDPermanent})
+				a := Attr{IsGlobal: true, PortNum: 1, GRH: GlobalRoute{DGID: gid.FromAddr(dst), HopLimit: 64, TrafficClass: 0x68}}
+				res, err := Resolve(a, Table{Entries: []gid.Entry{pe}}, &p, ResolveOptions{Driver: qos.DriverRXE, SrcQPN: 0x123})
+				if err != nil {
+					t.Fatal(err)
+				}
+				payload := []byte("raw UD SEND from the peer, " + n.Name + " " + fam)
+				frame, err := res.Frame(Datagram{SrcQPN: 0x123, DestQPN: ud.QPN(), QKey: labQKey, PSN: 7, Payload: payload, IPID: 0x77})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := sendRawInPeer(frame); err != nil {
+					t.Fatal(err)
+				}
+				wc, err := ud.Recv(5 * time.Second)
+				if err != nil {
+					t.Fatalf("no receive completion for the raw frame % x: %v", frame, err)
+				}
+				if wc.Status != verbs.WCSuccess || wc.SrcQP != 0x123 || !bytes.Equal(wc.Payload, payload) {
+					t.Fatalf("completion status %d (%s) src_qp %#x payload %q", wc.Status, wc.StatusText, wc.SrcQP, wc.Payload)
+				}
+				in := WC{Status: wc.Status, GRH: wc.Flags&verbs.WCGRH != 0, SrcQP: wc.SrcQP, SL: wc.SL}
+				for _, b := range []Behaviour{Kernel, RDMACore} {
+					r, err := FromWC(in, wc.GRH, tab, FromWCOptions{Behaviour: b, Net: host})
+					if n.VLANs != nil && b == Kernel {
+						// libibverbs completions carry no VLAN: the kernel's
+						// VLAN filter finds no untagged entry for a VLAN address.
+						if !errors.Is(err, syscall.ENOENT) {
+							t.Errorf("%s: %v, want ENOENT (user completions carry no VLAN ID)", b, err)
+						}
+						continue
+					}
+					if err != nil {
+						t.Fatalf("%s: %v", b, err)
+					}
+					if r.Attr.GRH.DGID != gid.FromAddr(src) || int(r.Attr.GRH.SGIDIndex) != hostEntry.Index || !r.Attr.IsGlobal {
+						t.Errorf("%s: answer dgid %s sgid_index %d, want %s and %d (%s)", b, r.Attr.GRH.DGID, r.Attr.GRH.SGIDIndex, src, hostEntry.Index, r.Detection)
+					}
+					if b == RDMACore && (r.Attr.GRH.HopLimit != 64 || r.Attr.GRH.TrafficClass != 0x68) {
+						t.Errorf("rdma-core: hop %d tc %#x, want 64 and 0x68 from the packet", r.Attr.GRH.HopLimit, r.Attr.GRH.TrafficClass)
+					}
+				}
+				// Answer the peer with the rdma-core AH.
+				r, err := FromWC(in, wc.GRH, tab, FromWCOptions{Behaviour: RDMACore})
+				if err != nil {
+					t.Fatal(err)
+				}
+				capt, err := lab.CapturePeer()
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer capt.Stop()
+				h, err := ud.CreateAH(verbsAttr(r.Attr))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer h.Close()
+				reply := []byte("reply to " + string(payload))
+				if err := ud.Send(h, wc.SrcQP, labQKey, reply, 5*time.Second); err != nil {
+					t.Fatal(err)
+				}
+				wctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				f, err := capt.Wait(wctx, func(f lab.Frame) bool { return bytes.Contains(f.Data, reply) })
+				if err != nil {
+					t.Fatal(err)
+				}
+				var pk roce.Packet
+				if err := roce.NewDecoder().Decode(f.Data, &pk); err != nil {
+					t.Fatal(err)
+				}
+				if pk.Dst != src || pk.SrcQP != ud.QPN() || pk.BTH.DestQP != 0x123 {
+					t.Errorf("reply to %s QP %#x from QP %#x, want %s QP 0x123 from %#x", pk.Dst, pk.BTH.DestQP, pk.SrcQP, src, ud.QPN())
+				}
+			})
+		}
+	}
+}
+
+// ibv_create_ah's errnos on rxe, as docs/ah.md states them.
+func TestLabCreateErrors(t *testing.T) {
+	host, err := ReadNet("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab := hostTable(t, host)
+	base := lab.Nets[0]
+	e := findEntry(t, tab, base.HostIPv4.Addr(), base.HostNetdev)
+	good := Attr{IsGlobal: true, PortNum: 1, GRH: GlobalRoute{DGID: gid.FromAddr(base.PeerIPv4.Addr()), SGIDIndex: uint8(e.Index), HopLimit: 64}}
+	empty := -1
+	for i := 0; i < 256 && i < tab.Size(); i++ {
+		if x, _ := tab.Lookup(i); x.Empty {
+			empty = i
+			break
+		}
+	}
+	cases := []struct {
+		name   string
+		mutate func(*Attr)
+		errno  syscall.Errno
+	}{
+		{"is_global 0", func(a *Attr) { a.IsGlobal = false }, syscall.EINVAL},
+		{"empty sgid_index", func(a *Attr) { a.GRH.SGIDIndex = uint8(empty) }, syscall.ENODATA},
+		{"IPv6 dgid from an IPv4 sgid", func(a *Attr) { a.GRH.DGID = gid.FromAddr(base.PeerIPv6.Addr()) }, syscall.EINVAL},
+		// Nobody has 10.0.0.99: ARP gets no answer.
+		{"no neighbour", func(a *Attr) { a.GRH.DGID = gid.FromAddr(netip.MustParseAddr("10.0.0.99")) }, syscall.ETIMEDOUT},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if c.errno == syscall.ENODATA && empty < 0 {
+				t.Fatalf("no empty slot below 256 in %s's table", lab.RDMADevice)
+			}
+			a := good
+			c.mutate(&a)
+			h, err := Create(lab.RDMADevice, a, CreateOptions{})
+			if err == nil {
+				h.Close()
+				t.Fatalf("ibv_create_ah succeeded")
+			}
+			if !errors.Is(err, c.errno) {
+				t.Errorf("ibv_create_ah: %v, want %s", err, ErrnoName(c.errno))
+			}
+			// The prediction agrees.
+			_, perr := Resolve(a, tab, host, ResolveOptions{Driver: qos.DriverRXE})
+			if !errors.Is(perr, c.errno) {
+				t.Errorf("Resolve: %v, want %s", perr, ErrnoName(c.errno))
+			}
+		})
+	}
+}
+
+func sendRawInPeer(frame []byte) error {
+	return lab.InPeer(func() error {
+		tp, err := afpacket.NewTPacket(afpacket.OptInterface(lab.PeerNetdev))
+		if err != nil {
+			return err
+		}
+		defer tp.Close()
+		return tp.WritePacketData(frame)
+	})
+}
+
+func mustMAC(s string) (m vlan.MAC) {
+	if err := m.UnmarshalText([]byte(s)); err != nil {
+		panic(err)
+	}
+	return m
+}

@@ -1,0 +1,440 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/gopacket/gopacket"
+	"github.com/gopacket/gopacket/layers"
+	"github.com/gopacket/gopacket/pcapgo"
+	"github.com/spf13/cobra"
+
+	"github.com/roce-probe/roce-probe/ah"
+	"github.com/roce-probe/roce-probe/gid"
+	"github.com/roce-probe/roce-probe/qos"
+)
+
+func init() { register(newAHCmd) }
+
+// ahJSON is the document `ah -o json` prints.
+type ahJSON struct {
+	Attr     ah.Attr        `json:"attr"`
+	Source   *gid.Entry     `json:"source,omitempty"`
+	Driver   qos.Driver     `json:"driver"`
+	Path     qos.Path       `json:"path"`
+	Wire     *ah.Wire       `json:"wire"`
+	Route    any            `json:"route,omitempty"`
+	Neighbor *ah.Neighbor   `json:"neighbor,omitempty"`
+	Warnings []ah.Warning   `json:"warnings"`
+	Problems []ah.Problem   `json:"problems,omitempty"`
+	Steps    []qos.Step     `json:"steps,omitempty"`
+	Error    string         `json:"error,omitempty"`
+	Errno    string         `json:"errno,omitempty"`
+	Create   *ahCreateJSON  `json:"create,omitempty"`
+	Pcap     *ahPcapJSON    `json:"pcap,omitempty"`
+	Options  map[string]any `json:"-"`
+}
+
+type ahCreateJSON struct {
+	OK    bool   `json:"ok"`
+	Errno string `json:"errno,omitempty"`
+	Error string `json:"error,omitempty"`
+	QPN   uint32 `json:"qpn,omitempty"`
+}
+
+type ahPcapJSON struct {
+	File  string `json:"file"`
+	Bytes int    `json:"bytes"`
+}
+
+// uintFlag parses a flag value in decimal or 0x hex and checks its range.
+func uintFlag(name, s string, max uint64) (uint64, error) {
+	v, err := strconv.ParseUint(strings.TrimSpace(s), 0, 64)
+	if err != nil || v > max {
+		if max == 0xFFFFF || max > 0xFFFF {
+			return 0, usagef("--%s %q is out of range: want 0..%#x", name, s, max)
+		}
+		return 0, usagef("--%s %q is out of range: want 0..%d", name, s, max)
+	}
+	return v, nil
+}
+
+func newAHCmd() *cobra.Command {
+	var src gidSource
+	var netFile, gidIndex, dst, format, pcapFile, driverFlag, pathFlag, payload string
+	var sl, tclass, flowLabel, hopLimit, staticRate, srcQPN, destQPN, qkey, psn, ipID string
+	var create bool
+	c := &cobra.Command{
+		Use:   "ah --dev D [--port P] (--gid-index I | --gid-index auto) --dst ADDR|GID [--sl S] [--tclass T] [--flow-label F] [--hop-limit H] [--static-rate R]",
+		Short: "Validate an address handle and show, field by field, the frame it puts on the wire",
+		Long: `ah builds the struct ibv_ah_attr a verbs application would pass to ibv_create_ah
+(is_global = 1, port_num, sl, static_rate and the GRH: dgid, sgid_index,
+flow_label, hop_limit, traffic_class), validates it with the rules RoCE drivers
+apply (EINVAL and ENODATA causes), and resolves it to the wire as the kernel and
+the device's driver do: source and destination MAC (neighbour table, multicast
+mapping, link-local GID), VLAN tags and PCP, IP version and addresses, DSCP and
+ECN, TTL / hop limit (the kernel replaces the requested one with the route's),
+flow label, UDP source port, RoCE version and path MTU. Every field the kernel
+or the driver overrides is listed as a warning.
+
+--gid-index auto picks the entry as 'roce-probe select' does. The route and
+neighbour tables are read once over rtnetlink; no packet is sent. When the next
+hop's MAC is not in the neighbour table the output says so: ibv_create_ah would
+send ARP / neighbour discovery and fail with ETIMEDOUT if nobody answers.
+
+--pcap FILE writes the predicted UD SEND frame (opcode 0x64, with --src-qpn,
+--dest-qpn, --qkey, --psn and --payload; valid ICRC) as a capture Wireshark
+opens. --create (binaries built with -tags ibverbs) also calls ibv_create_ah on
+the device and reports its result next to the prediction.
+
+-o json prints one document with the keys attr, wire, warnings (and source,
+route, neighbor, problems, steps, error). Exit status 1 when the AH is invalid
+or cannot be resolved (the problems or the error say why), 2 on bad flags.
+Reading needs no privileges. See docs/ah.md.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			f, err := outputFormat(format, "table", "json")
+			if err != nil {
+				return err
+			}
+			if src.dev == "" {
+				return usagef("--dev is required: name the RDMA device (e.g. rxe0, mlx5_0)")
+			}
+			g, err := parseDst(dst)
+			if err != nil {
+				return err
+			}
+			var a ah.Attr
+			a.IsGlobal = true
+			a.GRH.DGID = g
+			for _, x := range []struct {
+				name, val string
+				max       uint64
+				set       func(uint64)
+			}{
+				{"sl", sl, 15, func(v uint64) { a.SL = uint8(v) }},
+				{"tclass", tclass, 255, func(v uint64) { a.GRH.TrafficClass = uint8(v) }},
+				{"flow-label", flowLabel, 0xFFFFF, func(v uint64) { a.GRH.FlowLabel = uint32(v) }},
+				{"hop-limit", hopLimit, 255, func(v uint64) { a.GRH.HopLimit = uint8(v) }},
+				{"static-rate", staticRate, ah.MaxStaticRate, func(v uint64) { a.StaticRate = uint8(v) }},
+			} {
+				v, err := uintFlag(x.name, x.val, x.max)
+				if err != nil {
+					return err
+				}
+				x.set(v)
+			}
+			if a.StaticRate == 1 {
+				return usagef("--static-rate 1 is not an enum ibv_rate value: want 0 (port rate) or 2..%d", ah.MaxStaticRate)
+			}
+			var d ah.Datagram
+			for _, x := range []struct {
+				name, val string
+				max       uint64
+				set       func(uint64)
+			}{
+				{"src-qpn", srcQPN, 0xFFFFFF, func(v uint64) { d.SrcQPN = uint32(v) }},
+				{"dest-qpn", destQPN, 0xFFFFFF, func(v uint64) { d.DestQPN = uint32(v) }},
+				{"qkey", qkey, 0xFFFFFFFF, func(v uint64) { d.QKey = uint32(v) }},
+				{"psn", psn, 0xFFFFFF, func(v uint64) { d.PSN = uint32(v) }},
+				{"ip-id", ipID, 0xFFFF, func(v uint64) { d.IPID = uint16(v) }},
+			} {
+				v, err := uintFlag(x.name, x.val, x.max)
+				if err != nil {
+					return err
+				}
+				x.set(v)
+			}
+			d.Payload = []byte(payload)
+			path := qos.PathUserAH
+			if pathFlag != "" {
+				if path, err = qos.ParsePath(pathFlag); err != nil {
+					return usagef("--path %q: want user-ah, kernel-ah or connected-qp", pathFlag)
+				}
+			}
+			if src.port == 0 {
+				src.port = 1
+			}
+			t, err := src.load()
+			if err != nil {
+				return err
+			}
+			defer t.close()
+			if len(t.ports) == 0 {
+				return usagef("--dev %q port %d: no such RDMA port", src.dev, src.port)
+			}
+			port := t.ports[0]
+			if port.LinkLayer == "InfiniBand" {
+				return usagef("--dev %s port %d is an InfiniBand port: roce-probe ah resolves RoCE (Ethernet) address handles", src.dev, port.Port)
+			}
+			a.PortNum = uint8(port.Port)
+			table := ah.Table{Entries: port.Entries, Len: len(port.Entries)}
+			if gidIndex == "" {
+				return usagef("--gid-index is required: an index of %s port %d's GID table (see 'roce-probe gids --dev %s') or auto", src.dev, port.Port, src.dev)
+			}
+			if gidIndex == "auto" {
+				s, err := gid.Select(port.Entries, g, gid.Preferences{Exclude: staleEntries(port, t)}, t.router)
+				if err != nil {
+					return findingError{fmt.Sprintf("--gid-index auto: %v (roce-probe select --dev %s --dst %s explains every entry)", err, src.dev, dst)}
+				}
+				a.GRH.SGIDIndex = uint8(s.Entry.Index)
+			} else {
+				v, err := uintFlag("gid-index", gidIndex, 255)
+				if err != nil {
+					return usagef("--gid-index %q: want an index 0..255 of the GID table, or auto", gidIndex)
+				}
+				a.GRH.SGIDIndex = uint8(v)
+			}
+			driver := qos.Driver(driverFlag)
+			if driverFlag == "" {
+				sysRoot := src.sysfs
+				if sysRoot == "" {
+					sysRoot = gid.DefaultSysfsRoot
+				}
+				if info, err := qos.DetectDriver(sysRoot, src.dev); err == nil {
+					driver = info.Driver
+				}
+			}
+			var n *ah.Net
+			if netFile != "" {
+				b, err := os.ReadFile(netFile)
+				if err != nil {
+					return usagef("--net: %v", err)
+				}
+				n = new(ah.Net)
+				if err := json.Unmarshal(b, n); err != nil {
+					return usagef("--net %s: %v: want an ah.Net JSON document", netFile, err)
+				}
+				if n.Links == nil {
+					n.Links = t.snap
+				}
+			} else {
+				if n, err = ah.ReadNet(src.netns); err != nil {
+					return err
+				}
+			}
+			var dcb *qos.DCB
+			if e, ok := table.Lookup(int(a.GRH.SGIDIndex)); ok && e.RealNetdev != "" && netFile == "" && src.links == "" {
+				dcb, _ = qos.ReadDCB(e.RealNetdev)
+			}
+			opts := ah.ResolveOptions{Driver: driver, Path: path, DCB: dcb, SrcQPN: d.SrcQPN, PortMTU: port.ActiveMTU}
+			res, rerr := ah.Resolve(a, table, n, opts)
+			doc := ahJSON{Attr: a, Driver: driver, Path: path, Warnings: []ah.Warning{}}
+			var verr *ah.ValidationError
+			switch {
+			case errors.As(rerr, &verr):
+				doc.Problems = verr.Problems
+			case rerr != nil:
+				doc.Error = rerr.Error()
+				doc.Errno = errnoOf(rerr)
+			}
+			if res != nil {
+				doc.Source, doc.Wire, doc.Neighbor, doc.Warnings, doc.Steps = res.Source, &res.Wire, res.Neighbor, res.Warnings, res.Steps
+				if res.Route != nil {
+					doc.Route = res.Route
+				}
+			}
+			if pcapFile != "" {
+				if res == nil || rerr != nil {
+					return findingError{fmt.Sprintf("--pcap %s not written: %v", pcapFile, firstErr(rerr, "the AH did not resolve"))}
+				}
+				frame, err := res.Frame(d)
+				if err != nil {
+					return findingError{fmt.Sprintf("--pcap %s not written: %v", pcapFile, err)}
+				}
+				if err := writePcap(pcapFile, frame); err != nil {
+					return err
+				}
+				doc.Pcap = &ahPcapJSON{File: pcapFile, Bytes: len(frame)}
+			}
+			if create {
+				h, err := ah.Create(src.dev, a, ah.CreateOptions{})
+				cj := &ahCreateJSON{OK: err == nil}
+				if err != nil {
+					cj.Error, cj.Errno = err.Error(), errnoOf(err)
+				} else {
+					cj.QPN = h.QPN()
+					h.Close()
+				}
+				doc.Create = cj
+			}
+			out := cmd.OutOrStdout()
+			if f == "json" {
+				if err := writeJSONIndent(out, doc); err != nil {
+					return err
+				}
+			} else {
+				writeAHTable(out, doc, src.dev)
+			}
+			switch {
+			case verr != nil:
+				return findingError{fmt.Sprintf("ibv_create_ah would fail: %v", verr)}
+			case rerr != nil:
+				return findingError{rerr.Error()}
+			case doc.Create != nil && !doc.Create.OK:
+				return findingError{"ibv_create_ah failed: " + doc.Create.Error}
+			}
+			return nil
+		},
+	}
+	src.addFlags(c)
+	c.Flags().StringVar(&gidIndex, "gid-index", "", "source GID index (sgid_index), or auto (required)")
+	c.Flags().StringVar(&dst, "dst", "", "destination: the peer's IP address or GID (required)")
+	c.Flags().StringVar(&sl, "sl", "0", "service level 0..15")
+	c.Flags().StringVar(&tclass, "tclass", "0", "traffic class 0..255 (DSCP << 2 | ECN)")
+	c.Flags().StringVar(&flowLabel, "flow-label", "0", "flow label 0..0xfffff")
+	c.Flags().StringVar(&hopLimit, "hop-limit", "64", "hop limit 0..255")
+	c.Flags().StringVar(&staticRate, "static-rate", "0", "static rate (enum ibv_rate): 0 or 2..24")
+	c.Flags().StringVarP(&format, "output", "o", "table", "output format: table or json")
+	c.Flags().StringVar(&pcapFile, "pcap", "", "write the predicted UD SEND frame to this pcap file")
+	c.Flags().StringVar(&srcQPN, "src-qpn", "0", "the sending QP's number (DETH SrcQP; rxe's UDP source port)")
+	c.Flags().StringVar(&destQPN, "dest-qpn", "1", "the destination QP (BTH DestQP) for --pcap")
+	c.Flags().StringVar(&qkey, "qkey", "0x11111111", "the Q_Key (DETH) for --pcap")
+	c.Flags().StringVar(&psn, "psn", "0", "the PSN (BTH) for --pcap")
+	c.Flags().StringVar(&ipID, "ip-id", "0", "the IPv4 identification for --pcap (the kernel's is not predictable)")
+	c.Flags().StringVar(&payload, "payload", "roce-probe", "the UD payload for --pcap")
+	c.Flags().StringVar(&driverFlag, "driver", "", "the RDMA driver's wire profile: rxe, mlx5, irdma, bnxt_re, hns, erdma (default: detected from sysfs)")
+	c.Flags().StringVar(&pathFlag, "path", "", "how the AH reaches the driver: user-ah (default), kernel-ah or connected-qp")
+	c.Flags().BoolVar(&create, "create", false, "also call ibv_create_ah on the device (needs a binary built with -tags ibverbs)")
+	c.Flags().StringVar(&netFile, "net", "", "read routes, neighbours and sysctls from this ah.Net JSON file instead of rtnetlink")
+	_ = c.Flags().MarkHidden("net")
+	return c
+}
+
+func firstErr(err error, s string) string {
+	if err != nil {
+		return err.Error()
+	}
+	return s
+}
+
+// errnoOf names the errno an error wraps (EINVAL, ETIMEDOUT, ...), or "".
+func errnoOf(err error) string {
+	for _, e := range []syscall.Errno{syscall.EINVAL, syscall.ENODATA, syscall.ETIMEDOUT, syscall.ENETUNREACH,
+		syscall.EHOSTUNREACH, syscall.EACCES, syscall.ENOENT, syscall.ENOSYS, syscall.EPERM} {
+		if errors.Is(err, e) {
+			return ah.ErrnoName(e)
+		}
+	}
+	return ""
+}
+
+// writePcap writes one Ethernet frame as a classic pcap file, replacing
+// path only when the file is complete.
+func writePcap(path string, frame []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".roce-probe-*.pcap")
+	if err != nil {
+		return usagef("--pcap %s: %v", path, err)
+	}
+	defer os.Remove(tmp.Name())
+	w := pcapgo.NewWriter(tmp)
+	if err := w.WriteFileHeader(65536, layers.LinkTypeEthernet); err != nil {
+		tmp.Close()
+		return err
+	}
+	ci := gopacket.CaptureInfo{Timestamp: time.Now(), CaptureLength: len(frame), Length: len(frame)}
+	if err := w.WritePacket(ci, frame); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return usagef("--pcap %s: %v", path, err)
+	}
+	return nil
+}
+
+func ptrOr[T any](p *T, none string, f func(T) string) string {
+	if p == nil {
+		return none
+	}
+	return f(*p)
+}
+
+func writeAHTable(out io.Writer, doc ahJSON, dev string) {
+	a := doc.Attr
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "address handle\t%s port %d\n", dev, a.PortNum)
+	src := ""
+	if doc.Source != nil {
+		src = fmt.Sprintf(" (%s on %s, %s)", doc.Source.GID, orDash(doc.Source.Netdev), doc.Source.Type)
+	}
+	fmt.Fprintf(tw, "  is_global\t1\n  sl\t%d\n  static_rate\t%d\n", a.SL, a.StaticRate)
+	fmt.Fprintf(tw, "  grh.sgid_index\t%d%s\n  grh.dgid\t%s\n  grh.hop_limit\t%d\n  grh.traffic_class\t%d (0x%02x)\n  grh.flow_label\t%#x\n",
+		a.GRH.SGIDIndex, src, a.GRH.DGID, a.GRH.HopLimit, a.GRH.TrafficClass, a.GRH.TrafficClass, a.GRH.FlowLabel)
+	if len(doc.Problems) > 0 {
+		fmt.Fprintf(tw, "\nproblems (ibv_create_ah would fail)\n")
+		for _, p := range doc.Problems {
+			fmt.Fprintf(tw, "  %s\t%s\twant %s: %s%s\n", p.Field, p.Value, p.Allowed, p.Reason, errnoSuffix(p.Errno))
+		}
+	}
+	if w := doc.Wire; w != nil {
+		fmt.Fprintf(tw, "\nwire (driver %s, %s)\n", orDash(string(doc.Driver)), doc.Path)
+		fmt.Fprintf(tw, "  roce_version\t%d\n  netdev\t%s\n  smac\t%s\n", w.RoCEVersion, orDash(w.Netdev), orDash(w.SMAC.String()))
+		dmac := "unresolved"
+		if len(w.DMAC) > 0 {
+			dmac = w.DMAC.String()
+		}
+		from := w.DMACFrom
+		if doc.Neighbor != nil {
+			from += fmt.Sprintf(" %s %s on %s", doc.Neighbor.IP, doc.Neighbor.State, doc.Neighbor.Dev)
+		}
+		fmt.Fprintf(tw, "  dmac\t%s\t%s\n", dmac, from)
+		if len(w.VLANs) == 0 {
+			fmt.Fprintf(tw, "  vlan\tnone (untagged)\n")
+		}
+		for _, t := range w.VLANs {
+			fmt.Fprintf(tw, "  vlan\t%d (%s)\tpcp %s\t%s\n", t.ID, t.Proto, ptrOr(t.PCP, "unknown", func(v uint8) string { return strconv.Itoa(int(v)) }), t.Netdev)
+		}
+		ipv := "none (RoCE v1: GRH)"
+		if w.IPVersion != 0 {
+			ipv = "IPv" + strconv.Itoa(w.IPVersion)
+		}
+		fmt.Fprintf(tw, "  ip_version\t%s\n  src\t%s\n  dst\t%s\n", ipv, w.Src, w.Dst)
+		fmt.Fprintf(tw, "  dscp\t%s\n  ecn\t%s\n", ptrOr(w.DSCP, "unknown", func(v uint8) string { return strconv.Itoa(int(v)) }),
+			ptrOr(w.ECN, "unknown", func(v uint8) string { return fmt.Sprintf("%d (%s)", v, qos.ECN(v)) }))
+		fmt.Fprintf(tw, "  ttl\t%d\n  flow_label\t%s\n", w.TTL, ptrOr(w.FlowLabel, "none (IPv4)", func(v uint32) string { return fmt.Sprintf("%#x", v) }))
+		if w.RoCEVersion == 2 {
+			fmt.Fprintf(tw, "  udp_sport\t%s\t%s\n  udp_dport\t4791\n", ptrOr(w.UDPSport, "unknown", func(v uint16) string { return fmt.Sprintf("%d (%#04x)", v, v) }), w.UDPSportFrom)
+		}
+		fmt.Fprintf(tw, "  mtu\t%d\n", w.MTU)
+	}
+	if doc.Error != "" {
+		fmt.Fprintf(tw, "\nerror\t%s\n", doc.Error)
+	}
+	if len(doc.Warnings) > 0 {
+		fmt.Fprintf(tw, "\nwarnings\n")
+		for _, w := range doc.Warnings {
+			fmt.Fprintf(tw, "  - %s\n", w)
+		}
+	}
+	if doc.Pcap != nil {
+		fmt.Fprintf(tw, "\nwrote the predicted frame (%d bytes) to %s\n", doc.Pcap.Bytes, doc.Pcap.File)
+	}
+	if c := doc.Create; c != nil {
+		if c.OK {
+			fmt.Fprintf(tw, "\nibv_create_ah\tsucceeded (UD QPN %#x)\n", c.QPN)
+		} else {
+			fmt.Fprintf(tw, "\nibv_create_ah\tfailed: %s\n", c.Error)
+		}
+	}
+	tw.Flush()
+}
+
+func errnoSuffix(e string) string {
+	if e == "" {
+		return " (accepted, silently changed)"
+	}
+	return " (" + e + ")"
+}

@@ -1,0 +1,175 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func ahArgs(extra ...string) []string {
+	return append([]string{"ah", "--dev", "rxe0", "--sysfs", "../../gid/testdata/rxe/sys", "--links", "../../gid/testdata/rxe/links.json",
+		"--net", "../../ah/testdata/rxe-net.json"}, extra...)
+}
+
+func TestAHJSONKeys(t *testing.T) {
+	out, stderr, code := runCLI(t, "", ahArgs("--gid-index", "3", "--dst", "10.0.100.2", "--sl", "5", "--tclass", "0x6a", "--hop-limit", "8", "--src-qpn", "17", "-o", "json")...)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	attr := doc["attr"].(map[string]any)
+	for _, k := range []string{"is_global", "port_num", "sl", "static_rate", "grh"} {
+		if _, ok := attr[k]; !ok {
+			t.Errorf("attr lacks %q", k)
+		}
+	}
+	grh := attr["grh"].(map[string]any)
+	for _, k := range []string{"dgid", "sgid_index", "flow_label", "hop_limit", "traffic_class"} {
+		if _, ok := grh[k]; !ok {
+			t.Errorf("attr.grh lacks %q", k)
+		}
+	}
+	wire := doc["wire"].(map[string]any)
+	for _, k := range []string{"smac", "dmac", "vlan", "pcp", "ip_version", "src", "dst", "dscp", "ecn", "ttl", "flow_label", "udp_sport", "roce_version", "mtu"} {
+		if _, ok := wire[k]; !ok {
+			t.Errorf("wire lacks %q", k)
+		}
+	}
+	// The lab topology's VLAN 100 (egress-qos-map 0:3), rxe: PCP 3 whatever the SL;
+	// TTL 64 instead of the requested 8; QPN 17 → UDP source port 0xDF94 (kernel-algorithms.md §2.6).
+	want := map[string]any{"smac": "02:00:00:00:00:01", "dmac": "02:00:00:00:00:02", "vlan": 100.0, "pcp": 3.0, "ip_version": 4.0,
+		"src": "10.0.100.1", "dst": "10.0.100.2", "dscp": 26.0, "ecn": 2.0, "ttl": 64.0, "udp_sport": float64(0xDF94), "roce_version": 2.0, "mtu": 1024.0}
+	for k, v := range want {
+		if wire[k] != v {
+			t.Errorf("wire.%s = %v, want %v", k, wire[k], v)
+		}
+	}
+	if wire["flow_label"] != nil {
+		t.Errorf("wire.flow_label = %v, want null for IPv4", wire["flow_label"])
+	}
+	ws := doc["warnings"].([]any)
+	var fields []string
+	for _, w := range ws {
+		fields = append(fields, w.(map[string]any)["field"].(string))
+	}
+	if strings.Join(fields, ",") != "grh.hop_limit,sl" {
+		t.Errorf("warnings for %v, want grh.hop_limit and sl", fields)
+	}
+}
+
+func TestAHTable(t *testing.T) {
+	out, stderr, code := runCLI(t, "", ahArgs("--gid-index", "2", "--dst", "fd00::2", "--flow-label", "0xabcde", "--tclass", "184")...)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, s := range []string{"ip_version    IPv6", "flow_label    0x0", "dscp          46", "rxe sends IPv6 with flow label 0", "udp_sport     unknown"} {
+		if !strings.Contains(out, s) {
+			t.Errorf("output lacks %q:\n%s", s, out)
+		}
+	}
+}
+
+func TestAHBadFlags(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--gid-index", "1", "--dst", "10.0.0.2", "--sl", "16"}, "--sl \"16\" is out of range: want 0..15"},
+		{[]string{"--gid-index", "1", "--dst", "10.0.0.2", "--tclass", "256"}, "--tclass \"256\" is out of range: want 0..255"},
+		{[]string{"--gid-index", "1", "--dst", "10.0.0.2", "--flow-label", "0x100000"}, "want 0..0xfffff"},
+		{[]string{"--gid-index", "1", "--dst", "10.0.0.2", "--static-rate", "1"}, "not an enum ibv_rate value"},
+		{[]string{"--gid-index", "x", "--dst", "10.0.0.2"}, "--gid-index \"x\""},
+		{[]string{"--gid-index", "1"}, "--dst is required"},
+		{[]string{"--dst", "10.0.0.2"}, "--gid-index is required"},
+		{[]string{"--gid-index", "1", "--dst", "10.0.0.2", "-o", "xml"}, "-o \"xml\""},
+	} {
+		_, stderr, code := runCLI(t, "", ahArgs(c.args...)...)
+		if code != exitUsage || !strings.Contains(stderr, c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2 and %q", c.args, code, stderr, c.want)
+		}
+	}
+	_, stderr, code := runCLI(t, "", "ah", "--gid-index", "1", "--dst", "10.0.0.2")
+	if code != exitUsage || !strings.Contains(stderr, "--dev is required") {
+		t.Errorf("no --dev: exit %d %q", code, stderr)
+	}
+}
+
+func TestAHFindings(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		args []string
+		want []string
+	}{
+		// The rxe fixture has 16 slots, 13 used: 14 is empty, 16 is beyond the table.
+		{"empty index", []string{"--gid-index", "14", "--dst", "10.0.0.2"}, []string{"grh.sgid_index", "ENODATA"}},
+		{"beyond the table", []string{"--gid-index", "16", "--dst", "10.0.0.2"}, []string{"0..15", "EINVAL"}},
+		{"family mismatch", []string{"--gid-index", "1", "--dst", "fd00::2"}, []string{"grh.dgid", "EINVAL"}},
+		{"neighbour FAILED", []string{"--gid-index", "1", "--dst", "10.0.0.3"}, []string{"FAILED", "ETIMEDOUT", "10.0.0.0/24 dev veth0"}},
+	} {
+		out, stderr, code := runCLI(t, "", ahArgs(c.args...)...)
+		if code != exitFinding {
+			t.Errorf("%s: exit %d, want 1 (%s)", c.name, code, stderr)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(out+stderr, w) {
+				t.Errorf("%s: output lacks %q:\n%s\n%s", c.name, w, out, stderr)
+			}
+		}
+	}
+}
+
+func TestAHAutoIndex(t *testing.T) {
+	out, stderr, code := runCLI(t, "", ahArgs("--gid-index", "auto", "--dst", "10.0.200.2", "-o", "json")...)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var doc struct {
+		Attr struct {
+			GRH struct {
+				SGIDIndex int `json:"sgid_index"`
+			} `json:"grh"`
+		} `json:"attr"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil || doc.Attr.GRH.SGIDIndex != 6 {
+		t.Fatalf("auto picked %d (%v), want 6 (10.0.200.1 on veth0.200)", doc.Attr.GRH.SGIDIndex, err)
+	}
+}
+
+// The --pcap file decodes in tshark (an independent dissector) with the
+// predicted fields and a valid ICRC.
+func TestAHPcapInTshark(t *testing.T) {
+	pcap := filepath.Join(t.TempDir(), "ah.pcap")
+	_, stderr, code := runCLI(t, "", ahArgs("--gid-index", "3", "--dst", "10.0.100.2", "--tclass", "0x6a", "--src-qpn", "0x11",
+		"--dest-qpn", "0xbeef", "--qkey", "0x5ca1ab1e", "--psn", "0x123", "--payload", "hello", "--pcap", pcap)...)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if _, err := os.Stat(pcap); err != nil {
+		t.Fatal(err)
+	}
+	tshark, err := exec.LookPath("tshark")
+	if err != nil {
+		if os.Getenv("ROCE_PROBE_CI") == "1" {
+			t.Fatal("tshark is missing")
+		}
+		t.Skip("tshark is not installed")
+	}
+	b, err := exec.Command(tshark, "-r", pcap, "-T", "fields", "-E", "separator=,",
+		"-e", "vlan.id", "-e", "vlan.priority", "-e", "ip.dsfield", "-e", "ip.ttl", "-e", "udp.srcport", "-e", "udp.dstport",
+		"-e", "infiniband.bth.opcode", "-e", "infiniband.bth.destqp", "-e", "infiniband.bth.psn", "-e", "infiniband.deth.q_key",
+		"-e", "infiniband.deth.srcqp").Output()
+	if err != nil {
+		t.Fatalf("tshark: %v", err)
+	}
+	got := strings.TrimSpace(string(b))
+	want := "100,3,0x6a,64,57236,4791,100,0x00beef,291,0x000000005ca1ab1e,0x00000011"
+	if got != want {
+		t.Errorf("tshark fields %q, want %q", got, want)
+	}
+}

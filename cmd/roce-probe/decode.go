@@ -1,0 +1,379 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/roce-probe/roce-probe/roce"
+)
+
+func init() { register(newDecodeCmd) }
+
+type decodeFlags struct {
+	output        string
+	summary       bool
+	failOnBadICRC bool
+}
+
+func newDecodeCmd() *cobra.Command {
+	var f decodeFlags
+	c := &cobra.Command{
+		Use:   "decode FILE|-",
+		Short: "Decode the RoCE v1/v2 packets of a pcap or pcapng capture and check their ICRC",
+		Long: `decode reads a pcap or pcapng capture of an Ethernet interface (the format is
+detected from the file's magic number; - reads standard input) and prints one
+line per RoCE packet: VLAN tag and PCP, addresses, DSCP/ECN, TTL, UDP source
+port, BTH fields (opcode, P_Key, destination QP, PSN, AckReq, FECN, BECN),
+DETH (source QP, Q_Key), immediate data, payload and pad length, and whether
+the ICRC is valid. RoCE v2 is recognised by UDP destination port 4791, RoCE v1
+by EtherType 0x8915. Other frames are counted and skipped.
+
+--summary prints one row per flow (addresses, UDP ports, QPs) instead: packets,
+bytes, first and last PSN, the VLAN/PCP/DSCP/ECN values seen, CE-marked
+packets, CNPs and ICRC failures. -o json prints one JSON object per packet
+(or one document for --summary). See docs/decode.md.
+
+Reading a capture needs no privileges. Exit status: 0 ok; 1 with
+--fail-on-bad-icrc when a packet has an invalid ICRC; 2 bad usage or an
+unreadable, truncated or damaged capture.`,
+		Example: `  tcpdump -i eth0 -w roce.pcap 'udp dst port 4791 or ether proto 0x8915'
+  roce-probe decode roce.pcap
+  roce-probe decode --summary -o json roce.pcapng
+  tcpdump -i eth0 -w - udp port 4791 | roce-probe decode -`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runDecode(cmd, args[0], f)
+		},
+	}
+	c.Flags().StringVarP(&f.output, "output", "o", "table", "output format: table or json")
+	c.Flags().BoolVar(&f.summary, "summary", false, "print one row per flow instead of one line per packet")
+	c.Flags().BoolVar(&f.failOnBadICRC, "fail-on-bad-icrc", false, "exit 1 when any packet has an invalid ICRC")
+	return c
+}
+
+func runDecode(cmd *cobra.Command, path string, f decodeFlags) error {
+	format, err := outputFormat(f.output, "table", "json")
+	if err != nil {
+		return err
+	}
+	var in io.Reader
+	if path == "-" {
+		in = cmd.InOrStdin()
+	} else {
+		fh, err := os.Open(path)
+		if err != nil {
+			return usageError{err}
+		}
+		defer fh.Close()
+		in = fh
+	}
+	cr, err := roce.NewCaptureReader(in)
+	if err != nil {
+		return usagef("%s: %v", path, err)
+	}
+	out, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	dec := roce.NewDecoder()
+	sum := roce.NewSummary()
+	var st decodeStats
+	var p roce.Packet
+	var readErr error
+	for {
+		data, ci, err := cr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			readErr = err
+			break
+		}
+		st.frames++
+		err = dec.DecodeCaptured(data, ci, &p)
+		if errors.Is(err, roce.ErrNotRoCE) {
+			st.nonRoCE++
+			continue
+		}
+		if err != nil {
+			st.malformed++
+			fmt.Fprintf(stderr, "roce-probe: frame %d: malformed RoCE packet: %v\n", cr.Frame(), err)
+			continue
+		}
+		st.roce++
+		switch p.ICRCStatus {
+		case roce.ICRCInvalid:
+			st.badICRC++
+		case roce.ICRCUnchecked:
+			st.unchecked++
+		}
+		if f.summary {
+			sum.Add(&p, ci.Length)
+			continue
+		}
+		if format == "json" {
+			if err := writeJSON(out, packetJSON(cr.Frame(), ci.Timestamp, &p)); err != nil {
+				return err
+			}
+		} else {
+			fmt.Fprintln(out, packetLine(cr.Frame(), ci.Timestamp, &p))
+		}
+	}
+	if f.summary {
+		if err := printDecodeSummary(out, format, sum.Flows(), st); err != nil {
+			return err
+		}
+	}
+	if readErr != nil {
+		return usagef("%s: %v", path, readErr)
+	}
+	if !f.summary || format != "json" {
+		fmt.Fprintf(stderr, "%d frames: %d RoCE (%d invalid ICRC, %d unchecked), %d not RoCE, %d malformed\n",
+			st.frames, st.roce, st.badICRC, st.unchecked, st.nonRoCE, st.malformed)
+	}
+	if f.failOnBadICRC && st.badICRC > 0 {
+		return findingError{fmt.Sprintf("%d RoCE packets have an invalid ICRC", st.badICRC)}
+	}
+	return nil
+}
+
+type decodeStats struct {
+	frames, roce, nonRoCE, malformed, badICRC, unchecked int
+}
+
+// decodedPacket is the JSON form of one packet (keys in this order).
+type decodedPacket struct {
+	Frame       int     `json:"frame"`
+	Time        string  `json:"time"`
+	RoCEVersion string  `json:"roce_version"`
+	VLAN        *uint16 `json:"vlan"`
+	PCP         *uint8  `json:"pcp"`
+	DEI         bool    `json:"dei"`
+	IPVersion   *int    `json:"ip_version"`
+	Src         string  `json:"src"`
+	Dst         string  `json:"dst"`
+	DSCP        uint8   `json:"dscp"`
+	ECN         uint8   `json:"ecn"`
+	TTL         uint8   `json:"ttl"`
+	FlowLabel   uint32  `json:"flow_label"`
+	UDPSport    *uint16 `json:"udp_sport"`
+	Opcode      uint8   `json:"opcode"`
+	OpcodeName  string  `json:"opcode_name"`
+	PKey        uint16  `json:"pkey"`
+	DestQP      uint32  `json:"dest_qp"`
+	PSN         uint32  `json:"psn"`
+	AckReq      bool    `json:"ack_req"`
+	FECN        bool    `json:"fecn"`
+	BECN        bool    `json:"becn"`
+	SrcQP       *uint32 `json:"src_qp"`
+	QKey        *uint32 `json:"qkey"`
+	Imm         *uint32 `json:"imm"`
+	PayloadLen  int     `json:"payload_len"`
+	Pad         int     `json:"pad"`
+	ICRC        *string `json:"icrc"`
+	ICRCValid   *bool   `json:"icrc_valid"`
+}
+
+const decodeTimeFormat = "2006-01-02T15:04:05.000000000Z07:00"
+
+func decodePtr[T any](v T) *T { return &v }
+
+func packetJSON(frame int, ts time.Time, p *roce.Packet) decodedPacket {
+	j := decodedPacket{
+		Frame:       frame,
+		Time:        ts.UTC().Format(decodeTimeFormat),
+		RoCEVersion: fmt.Sprintf("v%d", p.Version),
+		Src:         p.Src.String(),
+		Dst:         p.Dst.String(),
+		DSCP:        p.DSCP(),
+		ECN:         p.ECN(),
+		TTL:         p.TTL,
+		FlowLabel:   p.FlowLabel,
+		Opcode:      uint8(p.BTH.Opcode),
+		OpcodeName:  p.BTH.Opcode.String(),
+		PKey:        p.BTH.PKey,
+		DestQP:      p.BTH.DestQP,
+		PSN:         p.BTH.PSN,
+		AckReq:      p.BTH.AckReq,
+		FECN:        p.BTH.FECN,
+		BECN:        p.BTH.BECN,
+		PayloadLen:  p.PayloadLen,
+		Pad:         p.PadLen,
+	}
+	if p.NumVLANs > 0 {
+		j.VLAN, j.PCP, j.DEI = decodePtr(p.VLANs[0].ID), decodePtr(p.VLANs[0].PCP), p.VLANs[0].DEI
+	}
+	if p.Version == 2 {
+		j.IPVersion, j.UDPSport = decodePtr(p.IPVersion), decodePtr(p.SrcPort)
+	}
+	if p.HasDETH {
+		j.SrcQP, j.QKey = decodePtr(p.SrcQP), decodePtr(p.QKey)
+	}
+	if p.HasImm {
+		j.Imm = decodePtr(p.Imm)
+	}
+	if p.ICRCStatus != roce.ICRCUnchecked {
+		j.ICRC = decodePtr(fmt.Sprintf("%x", p.ICRC[:]))
+		j.ICRCValid = decodePtr(p.ICRCStatus == roce.ICRCValid)
+	}
+	return j
+}
+
+// packetLine is the readable one-line form of a packet.
+func packetLine(frame int, ts time.Time, p *roce.Packet) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d %s RoCEv%d", frame, ts.UTC().Format("15:04:05.000000000"), p.Version)
+	for i := 0; i < p.NumVLANs && i < roce.MaxVLANTags; i++ {
+		v := p.VLANs[i]
+		fmt.Fprintf(&b, " vlan %d pcp %d", v.ID, v.PCP)
+		if v.DEI {
+			b.WriteString(" dei")
+		}
+	}
+	if p.Version == 2 {
+		if p.IPVersion == 6 {
+			fmt.Fprintf(&b, " [%s]:%d > [%s]:%d", p.Src, p.SrcPort, p.Dst, p.DstPort)
+		} else {
+			fmt.Fprintf(&b, " %s:%d > %s:%d", p.Src, p.SrcPort, p.Dst, p.DstPort)
+		}
+	} else {
+		fmt.Fprintf(&b, " %s > %s", p.Src, p.Dst)
+	}
+	fmt.Fprintf(&b, " dscp %d ecn %d ttl %d", p.DSCP(), p.ECN(), p.TTL)
+	if p.FlowLabel != 0 {
+		fmt.Fprintf(&b, " fl %#05x", p.FlowLabel)
+	}
+	h := &p.BTH
+	fmt.Fprintf(&b, " %s qp %#x psn %d pkey %#04x", h.Opcode, h.DestQP, h.PSN, h.PKey)
+	for _, fl := range []struct {
+		on   bool
+		name string
+	}{{h.AckReq, "ack-req"}, {h.FECN, "FECN"}, {h.BECN, "BECN"}, {h.SolicitedEvent, "se"}} {
+		if fl.on {
+			b.WriteString(" " + fl.name)
+		}
+	}
+	if p.HasDETH {
+		fmt.Fprintf(&b, " src-qp %#x qkey %#x", p.SrcQP, p.QKey)
+	}
+	if p.HasImm {
+		fmt.Fprintf(&b, " imm %#08x", p.Imm)
+	}
+	if p.HasAETH {
+		fmt.Fprintf(&b, " %s msn %d", p.AETH.Describe(), p.AETH.MSN)
+	}
+	fmt.Fprintf(&b, " len %d pad %d", p.PayloadLen, p.PadLen)
+	switch p.ICRCStatus {
+	case roce.ICRCValid:
+		b.WriteString(" icrc ok")
+	case roce.ICRCInvalid:
+		fmt.Fprintf(&b, " icrc BAD (wire %x, want %x)", p.ICRC[:], icrcWire(p.Computed))
+	default:
+		b.WriteString(" icrc unchecked (truncated)")
+	}
+	return b.String()
+}
+
+func icrcWire(v uint32) []byte {
+	var b [4]byte
+	roce.PutICRC(b[:], v)
+	return b[:]
+}
+
+// decodeFlowJSON is the JSON form of one flow of --summary.
+type decodeFlowJSON struct {
+	RoCEVersion   string   `json:"roce_version"`
+	Src           string   `json:"src"`
+	Dst           string   `json:"dst"`
+	UDPSport      *uint16  `json:"udp_sport"`
+	UDPDport      *uint16  `json:"udp_dport"`
+	DestQP        uint32   `json:"dest_qp"`
+	SrcQP         *uint32  `json:"src_qp"`
+	Packets       uint64   `json:"packets"`
+	Bytes         uint64   `json:"bytes"`
+	FirstPSN      uint32   `json:"first_psn"`
+	LastPSN       uint32   `json:"last_psn"`
+	VLANs         []uint16 `json:"vlans"`
+	Untagged      uint64   `json:"untagged"`
+	PCPs          []int    `json:"pcps"`
+	DSCPs         []int    `json:"dscps"`
+	ECNs          []int    `json:"ecns"`
+	CE            uint64   `json:"ce"`
+	CNPs          uint64   `json:"cnps"`
+	ICRCFailures  uint64   `json:"icrc_failures"`
+	ICRCUnchecked uint64   `json:"icrc_unchecked"`
+}
+
+type decodeSummaryJSON struct {
+	Frames    int              `json:"frames"`
+	RoCE      int              `json:"roce_packets"`
+	NonRoCE   int              `json:"non_roce"`
+	Malformed int              `json:"malformed"`
+	BadICRC   int              `json:"icrc_failures"`
+	Flows     []decodeFlowJSON `json:"flows"`
+}
+
+func printDecodeSummary(w io.Writer, format string, flows []roce.FlowSummary, st decodeStats) error {
+	if format == "json" {
+		s := decodeSummaryJSON{Frames: st.frames, RoCE: st.roce, NonRoCE: st.nonRoCE, Malformed: st.malformed,
+			BadICRC: st.badICRC, Flows: []decodeFlowJSON{}}
+		for _, f := range flows {
+			j := decodeFlowJSON{RoCEVersion: fmt.Sprintf("v%d", f.Version), Src: f.Src.String(), Dst: f.Dst.String(),
+				DestQP: f.DestQP, Packets: f.Packets, Bytes: f.Bytes, FirstPSN: f.FirstPSN, LastPSN: f.LastPSN,
+				VLANs: f.VLANs, Untagged: f.Untagged, PCPs: ints(f.PCPs), DSCPs: ints(f.DSCPs), ECNs: ints(f.ECNs), CE: f.CE,
+				CNPs: f.CNPs, ICRCFailures: f.ICRCFailures, ICRCUnchecked: f.ICRCUnchecked}
+			if f.Version == 2 {
+				j.UDPSport, j.UDPDport = decodePtr(f.SrcPort), decodePtr(f.DstPort)
+			}
+			if f.HasSrcQP {
+				j.SrcQP = decodePtr(f.SrcQP)
+			}
+			s.Flows = append(s.Flows, j)
+		}
+		return writeJSONIndent(w, s)
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "VER\tSRC\tDST\tQP\tPACKETS\tBYTES\tPSN\tVLAN\tPCP\tDSCP\tECN\tCE\tCNP\tBAD-ICRC")
+	for _, f := range flows {
+		src, dst := f.Src.String(), f.Dst.String()
+		if f.Version == 2 {
+			src, dst = fmt.Sprintf("%s:%d", src, f.SrcPort), fmt.Sprintf("%s:%d", dst, f.DstPort)
+		}
+		qp := fmt.Sprintf("%#x", f.DestQP)
+		if f.HasSrcQP {
+			qp = fmt.Sprintf("%#x>%#x", f.SrcQP, f.DestQP)
+		}
+		vlans := decodeJoinNums(f.VLANs)
+		if f.Untagged > 0 {
+			vlans = strings.TrimPrefix(vlans+",untagged", "-,")
+		}
+		fmt.Fprintf(tw, "v%d\t%s\t%s\t%s\t%d\t%d\t%d-%d\t%s\t%s\t%s\t%s\t%d\t%d\t%d\n", f.Version, src, dst, qp,
+			f.Packets, f.Bytes, f.FirstPSN, f.LastPSN, vlans, decodeJoinNums(f.PCPs), decodeJoinNums(f.DSCPs), decodeJoinNums(f.ECNs),
+			f.CE, f.CNPs, f.ICRCFailures)
+	}
+	return tw.Flush()
+}
+
+func decodeJoinNums[T uint8 | uint16](v []T) string {
+	if len(v) == 0 {
+		return "-"
+	}
+	s := make([]string, len(v))
+	for i, x := range v {
+		s[i] = fmt.Sprint(x)
+	}
+	return strings.Join(s, ",")
+}
+
+// ints converts small numbers for JSON ([]uint8 would marshal as base64).
+func ints(v []uint8) []int {
+	out := make([]int, len(v))
+	for i, x := range v {
+		out[i] = int(x)
+	}
+	return out
+}

@@ -1,0 +1,192 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const sampleCapture = "../../roce/testdata/sample.pcapng"
+
+// The keys of one decode -o json object, in order (issue #2).
+var decodeKeys = []string{"frame", "time", "roce_version", "vlan", "pcp", "dei", "ip_version", "src", "dst",
+	"dscp", "ecn", "ttl", "flow_label", "udp_sport", "opcode", "opcode_name", "pkey", "dest_qp", "psn",
+	"ack_req", "fecn", "becn", "src_qp", "qkey", "imm", "payload_len", "pad", "icrc", "icrc_valid"}
+
+func TestDecodeText(t *testing.T) {
+	out, stderr, code := runCLI(t, "", "decode", sampleCapture)
+	if code != exitOK {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 9 {
+		t.Fatalf("%d lines, want 9 (10 frames, one not RoCE):\n%s", len(lines), out)
+	}
+	for _, want := range []string{
+		"1 03:04:05.000000001 RoCEv2 192.168.100.1:57236 > 192.168.100.2:4791 dscp 0 ecn 0 ttl 64 UD_SEND_ONLY qp 0x12 psn 1 pkey 0xffff src-qp 0x11 qkey 0x11111111 len 17 pad 3 icrc ok",
+		"RoCEv2 vlan 1000 pcp 5 vlan 10 pcp 2 [fd00:100::1]:",
+		"RC_ACKNOWLEDGE qp 0x20 psn 100 pkey 0xffff ACK credits=31 (unlimited) msn 1",
+		"CNP qp 0x20 psn 0 pkey 0xffff BECN",
+		"7 03:04:05.006000001 RoCEv1 ::ffff:192.168.100.1 > ::ffff:192.168.100.2",
+		"imm 0xdeadbeef",
+		"icrc BAD (wire",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if !strings.Contains(stderr, "10 frames: 9 RoCE (1 invalid ICRC, 0 unchecked), 1 not RoCE, 0 malformed") {
+		t.Errorf("stderr %q", stderr)
+	}
+}
+
+func TestDecodeJSON(t *testing.T) {
+	out, _, code := runCLI(t, "", "decode", "-o", "json", sampleCapture)
+	if code != exitOK {
+		t.Fatalf("exit %d", code)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 9 {
+		t.Fatalf("%d JSON lines, want 9", len(lines))
+	}
+	for i, line := range lines {
+		// Keys, in order.
+		dec := json.NewDecoder(strings.NewReader(line))
+		if _, err := dec.Token(); err != nil {
+			t.Fatal(err)
+		}
+		var keys []string
+		for dec.More() {
+			k, _ := dec.Token()
+			keys = append(keys, k.(string))
+			var v json.RawMessage
+			if err := dec.Decode(&v); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if strings.Join(keys, ",") != strings.Join(decodeKeys, ",") {
+			t.Fatalf("line %d keys\n got %v\nwant %v", i+1, keys, decodeKeys)
+		}
+	}
+	var first, ack, v1, bad map[string]any
+	for _, p := range []struct {
+		line int
+		m    *map[string]any
+	}{{0, &first}, {3, &ack}, {6, &v1}, {8, &bad}} {
+		if err := json.Unmarshal([]byte(lines[p.line]), p.m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := map[string]any{"frame": 1.0, "time": "2026-01-02T03:04:05.000000001Z", "roce_version": "v2", "vlan": nil,
+		"pcp": nil, "dei": false, "ip_version": 4.0, "src": "192.168.100.1", "dst": "192.168.100.2", "dscp": 0.0,
+		"ecn": 0.0, "ttl": 64.0, "flow_label": 0.0, "udp_sport": float64(0xDF94), "opcode": 100.0,
+		"opcode_name": "UD_SEND_ONLY", "pkey": 65535.0, "dest_qp": 18.0, "psn": 1.0, "ack_req": false,
+		"fecn": false, "becn": false, "src_qp": 17.0, "qkey": float64(0x11111111), "imm": nil,
+		"payload_len": 17.0, "pad": 3.0, "icrc_valid": true}
+	for k, v := range want {
+		if first[k] != v {
+			t.Errorf("frame 1 %s = %#v, want %#v", k, first[k], v)
+		}
+	}
+	if s, _ := first["icrc"].(string); len(s) != 8 {
+		t.Errorf("icrc %q, want 8 hex digits", first["icrc"])
+	}
+	if ack["vlan"] != 1000.0 || ack["pcp"] != 5.0 || ack["ip_version"] != 6.0 || ack["src_qp"] != nil || ack["qkey"] != nil {
+		t.Errorf("QinQ ACK: %v", ack)
+	}
+	if v1["roce_version"] != "v1" || v1["ip_version"] != nil || v1["udp_sport"] != nil || v1["src"] != "::ffff:192.168.100.1" || v1["ttl"] != 1.0 {
+		t.Errorf("v1: %v", v1)
+	}
+	if bad["icrc_valid"] != false {
+		t.Errorf("bad ICRC frame: %v", bad)
+	}
+}
+
+func TestDecodeSummary(t *testing.T) {
+	out, _, code := runCLI(t, "", "decode", "--summary", "-o", "json", sampleCapture)
+	if code != exitOK {
+		t.Fatalf("exit %d", code)
+	}
+	var s struct {
+		Frames, RoCEPackets, NonRoCE, ICRCFailures int
+		Flows                                      []map[string]any
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(out), &raw); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	json.Unmarshal(raw["frames"], &s.Frames)
+	json.Unmarshal(raw["roce_packets"], &s.RoCEPackets)
+	json.Unmarshal(raw["non_roce"], &s.NonRoCE)
+	json.Unmarshal(raw["icrc_failures"], &s.ICRCFailures)
+	json.Unmarshal(raw["flows"], &s.Flows)
+	if s.Frames != 10 || s.RoCEPackets != 9 || s.NonRoCE != 1 || s.ICRCFailures != 1 {
+		t.Errorf("totals %+v", s)
+	}
+	var udp map[string]any
+	var cnps, ce float64
+	for _, f := range s.Flows {
+		if f["roce_version"] == "v2" && f["src_qp"] == 17.0 && f["dest_qp"] == 18.0 {
+			udp = f
+		}
+		cnps += f["cnps"].(float64)
+		ce += f["ce"].(float64)
+	}
+	if udp == nil {
+		t.Fatalf("no UD flow 0x11 > 0x12 in %v", s.Flows)
+	}
+	// Frames 1, 2 and 9: PSN 1, 2, 4; untagged twice, VLAN 100 PCP 3 once; DSCP 0 and 26; ECN 0 and 2.
+	if udp["packets"] != 3.0 || udp["first_psn"] != 1.0 || udp["last_psn"] != 4.0 || udp["icrc_failures"] != 1.0 ||
+		udp["untagged"] != 2.0 || !sameJSON(udp["vlans"], []any{100.0}) || !sameJSON(udp["pcps"], []any{3.0}) ||
+		!sameJSON(udp["dscps"], []any{0.0, 26.0}) || !sameJSON(udp["ecns"], []any{0.0, 2.0}) {
+		t.Errorf("UD flow: %v", udp)
+	}
+	if cnps != 1 || ce != 1 {
+		t.Errorf("CNPs %v, CE %v; want 1, 1", cnps, ce)
+	}
+	table, _, code := runCLI(t, "", "decode", "--summary", sampleCapture)
+	if code != exitOK || !strings.Contains(table, "VER") || !strings.Contains(table, "0x11>0x12") {
+		t.Errorf("summary table (exit %d):\n%s", code, table)
+	}
+}
+
+func sameJSON(a, b any) bool {
+	x, _ := json.Marshal(a)
+	y, _ := json.Marshal(b)
+	return bytes.Equal(x, y)
+}
+
+func TestDecodeExitCodes(t *testing.T) {
+	data, err := os.ReadFile(sampleCapture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	trunc := filepath.Join(dir, "trunc.pcapng")
+	os.WriteFile(trunc, data[:len(data)-30], 0o644)
+	junk := filepath.Join(dir, "junk.pcap")
+	os.WriteFile(junk, []byte("this is not a capture"), 0o644)
+	for _, tc := range []struct {
+		name   string
+		stdin  string
+		args   []string
+		code   int
+		stderr string
+	}{
+		{"bad icrc fails", "", []string{"decode", "--fail-on-bad-icrc", sampleCapture}, exitFinding, "1 RoCE packets have an invalid ICRC"},
+		{"stdin", string(data), []string{"decode", "--fail-on-bad-icrc", "-"}, exitFinding, "invalid ICRC"},
+		{"missing file", "", []string{"decode", filepath.Join(dir, "nope.pcap")}, exitUsage, "no such file"},
+		{"not a capture", "", []string{"decode", junk}, exitUsage, "magic number 0x74686973"},
+		{"truncated", "", []string{"decode", trunc}, exitUsage, "frame 10"},
+		{"bad output", "", []string{"decode", "-o", "xml", sampleCapture}, exitUsage, `-o "xml"`},
+		{"no file", "", []string{"decode"}, exitUsage, "arg"},
+	} {
+		_, stderr, code := runCLI(t, tc.stdin, tc.args...)
+		if code != tc.code || !strings.Contains(stderr, tc.stderr) {
+			t.Errorf("%s: exit %d stderr %q; want exit %d and %q", tc.name, code, stderr, tc.code, tc.stderr)
+		}
+	}
+}

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/roce-probe/roce-probe/internal/lab"
+)
+
+// fakeLab replaces the lab entry points for one test.
+func fakeLab(t *testing.T, up func(lab.Options) error, down func() error, st lab.Status) {
+	t.Helper()
+	oldUp, oldDown, oldStatus := labUp, labDown, labStatus
+	labUp, labDown = up, down
+	labStatus = func() (lab.Status, error) { return st, nil }
+	t.Cleanup(func() { labUp, labDown, labStatus = oldUp, oldDown, oldStatus })
+}
+
+func TestLabUpErrorsExit2(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"no rxe", fmt.Errorf("%w (modprobe rdma_rxe: exit status 1)", lab.ErrNoRXE), "rdma_rxe"},
+		{"not root", lab.ErrNotRoot, "needs root"},
+		{"no 8021q", fmt.Errorf("%w (x)", lab.ErrNoVLAN), "8021q"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			fakeLab(t, func(lab.Options) error { return c.err }, nil, lab.Status{})
+			stdout, stderr, code := runCLI(t, "", "lab", "up")
+			if code != exitUsage {
+				t.Errorf("exit code %d, want %d", code, exitUsage)
+			}
+			if !strings.Contains(stderr, c.want) {
+				t.Errorf("stderr %q does not mention %q", stderr, c.want)
+			}
+			if stdout != "" {
+				t.Errorf("stdout %q, want nothing", stdout)
+			}
+		})
+	}
+}
+
+func TestLabDownNotRootExit2(t *testing.T) {
+	fakeLab(t, nil, func() error { return lab.ErrNotRoot }, lab.Status{})
+	_, stderr, code := runCLI(t, "", "lab", "down")
+	if code != exitUsage || !strings.Contains(stderr, "root") {
+		t.Errorf("lab down as non-root: exit %d, stderr %q; want exit 2 naming root", code, stderr)
+	}
+}
+
+func TestLabBadFlagsExit2(t *testing.T) {
+	called := false
+	fakeLab(t, func(lab.Options) error { called = true; return nil }, nil, lab.Status{})
+	for _, args := range [][]string{
+		{"lab", "up", "-o", "yaml"},
+		{"lab", "up", "--timeout", "0s"},
+		{"lab", "status", "-o", "xml"},
+		{"lab", "status", "extra"},
+	} {
+		_, stderr, code := runCLI(t, "", args...)
+		if code != exitUsage || stderr == "" {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2 with a message", args, code, stderr)
+		}
+	}
+	if called {
+		t.Error("lab up ran despite bad flags")
+	}
+}
+
+func TestLabStatus(t *testing.T) {
+	up := lab.Status{RDMADevice: "rxe0", RDMAExists: true, RDMANetdev: "veth0", PortState: "ACTIVE",
+		PeerNetns: "peer", PeerExists: true, Netdevs: []lab.NetdevUp{{Name: "veth0", Exists: true, Up: true}}}
+	fakeLab(t, nil, nil, up)
+	stdout, _, code := runCLI(t, "", "lab", "status", "-o", "json")
+	if code != exitOK {
+		t.Fatalf("exit %d for a lab that is up, want 0", code)
+	}
+	var got struct {
+		RDMANetdev string `json:"rdma_netdev"`
+		PortState  string `json:"port_state"`
+		Up         bool   `json:"up"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+		t.Fatalf("%v: %q", err, stdout)
+	}
+	if !got.Up || got.RDMANetdev != "veth0" || got.PortState != "ACTIVE" {
+		t.Errorf("json %+v, want up, veth0, ACTIVE", got)
+	}
+
+	fakeLab(t, nil, nil, lab.Status{RDMADevice: "rxe0", PeerNetns: "peer"})
+	stdout, stderr, code := runCLI(t, "", "lab", "status")
+	if code != exitFinding {
+		t.Errorf("exit %d for a missing lab, want %d", code, exitFinding)
+	}
+	if !strings.Contains(stdout, "rxe0: exists no") || !strings.Contains(stderr, "not up") {
+		t.Errorf("stdout %q / stderr %q do not say the lab is missing", stdout, stderr)
+	}
+}

@@ -1,0 +1,284 @@
+//go:build linux
+
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/roce-probe/roce-probe/internal/netnstest"
+)
+
+// These tests run `roce-probe send` and `roce-probe listen` in-process, each
+// inside its own network namespace, joined by a veth pair (and a middle
+// namespace where a test needs a misbehaving switch). They need root.
+
+const (
+	macS = "02:00:00:78:00:01"
+	macL = "02:00:00:78:00:02"
+)
+
+// twoHosts builds sender and listener namespaces on one subnet and returns
+// their names. With middle set, the veth pairs meet in a third namespace that
+// forwards every frame with nftables after applying the rules in middle on the
+// way to the listener.
+func twoHosts(t *testing.T, middle string) (nsS, nsL string) {
+	t.Helper()
+	nsS, nsL = netnstest.New(t, "s"), netnstest.New(t, "l")
+	if middle == "" {
+		netnstest.Veth(t, nsS, "s0", macS, nsL, "l0", macL)
+	} else {
+		nsM := netnstest.New(t, "m")
+		netnstest.Veth(t, nsS, "s0", macS, nsM, "m0", "02:00:00:78:00:0a")
+		netnstest.Veth(t, nsM, "m1", "02:00:00:78:00:0b", nsL, "l0", macL)
+		netnstest.RunStdin(t, `table netdev sw {
+  chain to_l {
+    type filter hook ingress device "m0" priority 0;
+    `+middle+`
+    fwd to "m1"
+  }
+  chain to_s {
+    type filter hook ingress device "m1" priority 0;
+    fwd to "m0"
+  }
+}
+`, "ip", "netns", "exec", nsM, "nft", "-f", "-")
+	}
+	netnstest.Run(t, "ip", "-n", nsS, "addr", "add", "10.78.0.1/24", "dev", "s0")
+	netnstest.Run(t, "ip", "-n", nsL, "addr", "add", "10.78.0.2/24", "dev", "l0")
+	return nsS, nsL
+}
+
+type cliResult struct {
+	stdout, stderr string
+	code           int
+}
+
+// runIn runs the CLI in-process inside namespace ns.
+func runIn(t *testing.T, ns string, args ...string) cliResult {
+	var out, errb bytes.Buffer
+	var code int
+	if err := netnstest.Do(ns, func() error {
+		code = run(args, strings.NewReader(""), &out, &errb)
+		return nil
+	}); err != nil {
+		t.Errorf("entering %s: %v", ns, err)
+	}
+	return cliResult{out.String(), errb.String(), code}
+}
+
+// startListener runs `roce-probe listen` in ns for d; wait returns its result.
+func startListener(t *testing.T, ns string, d time.Duration, args ...string) (wait func() cliResult) {
+	var wg sync.WaitGroup
+	var res cliResult
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		res = runIn(t, ns, append([]string{"listen", "--duration", d.String()}, args...)...)
+	}()
+	time.Sleep(300 * time.Millisecond) // let it open its socket
+	return func() cliResult { wg.Wait(); return res }
+}
+
+type jsonMarkings struct {
+	VLAN *int `json:"vlan"`
+	PCP  *int `json:"pcp"`
+	DSCP int  `json:"dscp"`
+	ECN  int  `json:"ecn"`
+	TTL  int  `json:"ttl"`
+}
+
+type jsonProbe struct {
+	Summary  bool           `json:"summary"`
+	Seq      *int           `json:"seq"`
+	Sent     *jsonMarkings  `json:"sent"`
+	Received *jsonMarkings  `json:"received"`
+	Egress   *jsonMarkings  `json:"egress"`
+	Findings []string       `json:"findings"`
+	Answered int            `json:"answered"`
+	Lost     int            `json:"lost"`
+	Nothing  bool           `json:"nothing_answered"`
+	Egressok bool           `json:"egress_as_intended"`
+	Counts   map[string]int `json:"-"`
+	Sweep    *struct {
+		Map []struct {
+			Sent     int    `json:"sent"`
+			Received []int  `json:"received"`
+			Status   string `json:"status"`
+		} `json:"map"`
+	} `json:"sweep"`
+}
+
+func decodeLines(t *testing.T, s string) []jsonProbe {
+	t.Helper()
+	var out []jsonProbe
+	for _, line := range strings.Split(strings.TrimSpace(s), "\n") {
+		var p jsonProbe
+		if err := json.Unmarshal([]byte(line), &p); err != nil {
+			t.Fatalf("line %q is not JSON: %v", line, err)
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+func TestSendListenJSON(t *testing.T) {
+	netnstest.RequireRoot(t)
+	nsS, nsL := twoHosts(t, "")
+	wait := startListener(t, nsL, 3*time.Second, "--netdev", "l0", "-o", "json")
+	r := runIn(t, nsS, "send", "--netdev", "s0", "--dst", "10.78.0.2", "--tclass", "106", "--count", "3",
+		"--interval", "10ms", "--timeout", "1s", "-o", "json")
+	if r.code != exitOK {
+		t.Fatalf("send exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	lines := decodeLines(t, r.stdout)
+	if len(lines) != 4 || !lines[3].Summary {
+		t.Fatalf("want 3 probe objects and a summary, got:\n%s", r.stdout)
+	}
+	for i, p := range lines[:3] {
+		if p.Seq == nil || *p.Seq != i || p.Sent == nil || p.Received == nil {
+			t.Fatalf("probe %d: %+v", i, p)
+		}
+		// --tclass 106 = DSCP 26, ECN 2 (ECT(0)); untagged: vlan and pcp null.
+		want := jsonMarkings{DSCP: 26, ECN: 2, TTL: 64}
+		for name, m := range map[string]*jsonMarkings{"sent": p.Sent, "received": p.Received, "egress": p.Egress} {
+			if m == nil || m.VLAN != nil || m.PCP != nil || m.DSCP != want.DSCP || m.ECN != want.ECN || m.TTL != want.TTL {
+				t.Errorf("probe %d %s = %+v, want untagged DSCP 26 ECN 2 TTL 64", i, name, m)
+			}
+		}
+		if len(p.Findings) != 0 {
+			t.Errorf("probe %d findings %v", i, p.Findings)
+		}
+	}
+	if s := lines[3]; s.Answered != 3 || s.Lost != 0 || !s.Egressok || s.Nothing {
+		t.Errorf("summary %+v", s)
+	}
+	l := wait()
+	if l.code != exitOK {
+		t.Fatalf("listen exit %d: %s", l.code, l.stderr)
+	}
+	ll := decodeLines(t, l.stdout)
+	if len(ll) != 4 || !ll[3].Summary {
+		t.Fatalf("listener: want 3 event lines and a summary:\n%s", l.stdout)
+	}
+	if ll[0].Received == nil || ll[0].Received.DSCP != 26 || ll[0].Received.TTL != 64 {
+		t.Errorf("listener event %+v", ll[0])
+	}
+	if !strings.Contains(l.stdout, `"answered":3`) {
+		t.Errorf("listener summary does not count 3 answered:\n%s", l.stdout)
+	}
+}
+
+// With nothing listening, send still reports that the probes left with the
+// intended markings, says nothing answered, and exits 1.
+func TestSendNoListener(t *testing.T) {
+	netnstest.RequireRoot(t)
+	nsS, _ := twoHosts(t, "")
+	r := runIn(t, nsS, "send", "--netdev", "s0", "--dst", "10.78.0.2", "--tclass", "104", "--count", "2",
+		"--interval", "5ms", "--timeout", "200ms")
+	if r.code != exitFinding {
+		t.Fatalf("exit %d, want %d\n%s%s", r.code, exitFinding, r.stdout, r.stderr)
+	}
+	for _, want := range []string{
+		"egress: all 2 probes left s0 with the intended markings",
+		"nothing answered: no reply from 10.78.0.2",
+		"untagged dscp 26 Not-ECT ttl 64",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("output lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if !strings.Contains(r.stderr, "nothing answered") {
+		t.Errorf("stderr %q", r.stderr)
+	}
+}
+
+// A DSCP sweep through a switch that remarks DSCP 26 and 46 to 0 prints
+// exactly that map.
+func TestSendSweepThroughRemarkingSwitch(t *testing.T) {
+	netnstest.RequireRoot(t, "nft")
+	nsS, nsL := twoHosts(t, "ip dscp { 26, 46 } ip dscp set 0")
+	wait := startListener(t, nsL, 3*time.Second, "--netdev", "l0")
+	r := runIn(t, nsS, "send", "--netdev", "s0", "--dst", "10.78.0.2", "--sweep", "dscp", "--count", "1",
+		"--interval", "11ms", "--timeout", "1s") // 11ms: under the listener's default 100 replies/s per sender
+	if r.code != exitFinding {
+		t.Fatalf("exit %d, want 1 (remarking found)\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	for _, want := range []string{
+		"DSCP 26 → 0\n",
+		"DSCP 46 → 0\n",
+		"DSCP map over 64 values: 62 unchanged, 2 remarked, 0 mixed, 0 untagged, 0 lost",
+		"findings: dscp-remarked ×2",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("output lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	wait()
+}
+
+func TestSendUsageErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"send", "--netdev", "lo"}, "--dst is required"},
+		{[]string{"send", "--dst", "10.0.0.1"}, "no source"},
+		{[]string{"send", "--dst", "10.0.0.1", "--netdev", "x", "--dev", "rxe0", "--gid-index", "1"}, "both given"},
+		{[]string{"send", "--dst", "10.0.0.1", "--dev", "rxe0"}, "go together"},
+		{[]string{"send", "--dst", "nonsense", "--netdev", "lo"}, `--dst "nonsense"`},
+		{[]string{"send", "--dst", "224.0.0.1", "--netdev", "lo"}, "not a unicast address"},
+		{[]string{"send", "--dst", "10.0.0.1", "--netdev", "lo", "--tclass", "256"}, "--tclass 256 is out of range: want 0..255"},
+		{[]string{"send", "--dst", "10.0.0.1", "--netdev", "lo", "--sl", "8"}, "--sl 8 is out of range: want 0..7"},
+		{[]string{"send", "--dst", "10.0.0.1", "--netdev", "lo", "--hop-limit", "0"}, "--hop-limit 0 is out of range: want 1..255"},
+		{[]string{"send", "--dst", "10.0.0.1", "--netdev", "lo", "--count", "0"}, "--count 0 is out of range: want 1..100000"},
+		{[]string{"send", "--dst", "10.0.0.1", "--netdev", "lo", "--timeout", "0s"}, "--timeout 0s is out of range"},
+		{[]string{"send", "--dst", "10.0.0.1", "--netdev", "lo", "--interval", "-1s"}, "--interval -1s is out of range"},
+		{[]string{"send", "--dst", "10.0.0.1", "--netdev", "lo", "--sweep", "ecn"}, `--sweep "ecn" is not known: want dscp or pcp`},
+		{[]string{"send", "--dst", "10.0.0.1", "--netdev", "lo", "-o", "yaml"}, `-o "yaml"`},
+		{[]string{"send", "--dst", "10.0.0.1", "--netdev", "no-such-netdev0"}, `netdev "no-such-netdev0": no such netdev`},
+		{[]string{"send", "--dst", "10.0.0.1", "--dev", "no-such-rdma0", "--gid-index", "0", "--sysfs", "/nonexistent"}, `RDMA device "no-such-rdma0" port 1 not found`},
+		{[]string{"listen", "--rate", "0"}, "--rate 0 is out of range"},
+		{[]string{"listen", "--netdev", "no-such-netdev0"}, `netdev "no-such-netdev0": no such netdev`},
+		{[]string{"listen", "-o", "xml"}, `-o "xml"`},
+	} {
+		_, stderr, code := runCLI(t, "", tc.args...)
+		if code != exitUsage {
+			t.Errorf("%v: exit %d, want %d (stderr %q)", tc.args, code, exitUsage, stderr)
+		}
+		if !strings.Contains(stderr, tc.want) || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
+			t.Errorf("%v: stderr %q, want one line containing %q", tc.args, stderr, tc.want)
+		}
+	}
+}
+
+// Without CAP_NET_RAW, send and listen print one line naming the
+// capability and exit 2. The binary runs as user nobody (setpriv).
+func TestMissingCapNetRaw(t *testing.T) {
+	netnstest.RequireRoot(t, "setpriv", "go")
+	nsS, _ := twoHosts(t, "")
+	bin := filepath.Join(t.TempDir(), "roce-probe")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	for _, args := range [][]string{
+		{"send", "--netdev", "s0", "--dst", "10.78.0.2", "--count", "1", "--resolve-timeout", "300ms"},
+		{"listen", "--netdev", "s0", "--duration", "1s"},
+	} {
+		c := exec.Command("ip", append([]string{"netns", "exec", nsS, "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all", bin}, args...)...)
+		var out, errb bytes.Buffer
+		c.Stdout, c.Stderr = &out, &errb
+		err := c.Run()
+		code := c.ProcessState.ExitCode()
+		want := "roce-probe: " + args[0] + " needs CAP_NET_RAW to open a raw socket on s0: run as root or `setcap cap_net_raw+ep`\n"
+		if code != exitUsage || errb.String() != want || out.Len() != 0 {
+			t.Errorf("%s as nobody: exit %d (%v)\nstdout %q\nstderr %q\nwant stderr %q", args[0], code, err, out.String(), errb.String(), want)
+		}
+	}
+}

@@ -1,0 +1,149 @@
+//go:build linux
+
+package netnstest
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// RequireRoot skips the test unless it runs as root with ip and the other
+// tools installed.
+func RequireRoot(t testing.TB, tools ...string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to create network namespaces and raw sockets (CI runs as root)")
+	}
+	for _, tool := range append([]string{"ip"}, tools...) {
+		if _, err := exec.LookPath(tool); err != nil {
+			if os.Getenv("ROCE_PROBE_CI") == "1" {
+				t.Fatalf("%s is not installed (ROCE_PROBE_CI=1): %v", tool, err)
+			}
+			t.Skipf("%s is not installed", tool)
+		}
+	}
+}
+
+var counter atomic.Int32
+
+// New creates a namespace with a unique name (role is a hint for people
+// reading `ip netns`), its loopback up, removed when the test ends.
+func New(t testing.TB, role string) string {
+	t.Helper()
+	name := fmt.Sprintf("rp%d-%s%d", os.Getpid(), role, counter.Add(1))
+	Run(t, "ip", "netns", "add", name)
+	t.Cleanup(func() { exec.Command("ip", "netns", "del", name).Run() })
+	Run(t, "ip", "-n", name, "link", "set", "lo", "up")
+	return name
+}
+
+// Run runs a command and fails the test if it fails; it returns the output.
+func Run(t testing.TB, args ...string) string {
+	t.Helper()
+	out, err := exec.Command(args[0], args[1:]...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// RunStdin is Run with standard input.
+func RunStdin(t testing.TB, stdin string, args ...string) {
+	t.Helper()
+	c := exec.Command(args[0], args[1:]...)
+	c.Stdin = strings.NewReader(stdin)
+	if out, err := c.CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s\ninput:\n%s", strings.Join(args, " "), err, out, stdin)
+	}
+}
+
+// Veth creates a veth pair with one end in each namespace, both up, with
+// the given MACs.
+func Veth(t testing.TB, ns1, dev1, mac1, ns2, dev2, mac2 string) {
+	t.Helper()
+	Run(t, "ip", "-n", ns1, "link", "add", "name", dev1, "address", mac1, "type", "veth",
+		"peer", "name", dev2, "address", mac2, "netns", ns2)
+	Run(t, "ip", "-n", ns1, "link", "set", dev1, "up")
+	Run(t, "ip", "-n", ns2, "link", "set", dev2, "up")
+}
+
+// In runs fn on an OS thread switched into namespace ns. Sockets fn opens
+// stay in ns when used from other goroutines. fn must not call t.Fatal.
+func In(t testing.TB, ns string, fn func()) {
+	t.Helper()
+	done := make(chan struct{})
+	var failure any
+	go func() {
+		defer close(done)
+		runtime.LockOSThread()
+		// On failure the thread stays locked and dies with the goroutine,
+		// so the namespace cannot leak to other goroutines.
+		orig, err := os.Open("/proc/thread-self/ns/net")
+		if err != nil {
+			failure = err
+			return
+		}
+		defer orig.Close()
+		target, err := os.Open("/run/netns/" + ns)
+		if err != nil {
+			failure = err
+			return
+		}
+		defer target.Close()
+		if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
+			failure = err
+			return
+		}
+		defer func() {
+			if r := recover(); r != nil {
+				failure = r
+			}
+		}()
+		fn()
+		if err := unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET); err == nil {
+			runtime.UnlockOSThread()
+		}
+	}()
+	<-done
+	if failure != nil {
+		t.Fatalf("in namespace %s: %v", ns, failure)
+	}
+}
+
+// Do runs fn on an OS thread switched into namespace ns and returns its
+// error; unlike In it may be called from any goroutine.
+func Do(ns string, fn func() error) error {
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		orig, err := os.Open("/proc/thread-self/ns/net")
+		if err != nil {
+			errc <- err
+			return
+		}
+		defer orig.Close()
+		target, err := os.Open("/run/netns/" + ns)
+		if err != nil {
+			errc <- err
+			return
+		}
+		defer target.Close()
+		if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
+			errc <- err
+			return
+		}
+		err = fn()
+		if unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET) == nil {
+			runtime.UnlockOSThread()
+		}
+		errc <- err
+	}()
+	return <-errc
+}

@@ -1,0 +1,162 @@
+package probe
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestCompare(t *testing.T) {
+	tagged := Markings{Tagged: true, VLAN: 100, PCP: 3, DSCP: 26, ECN: ECNECT0, TTL: 64, Sport: 0xc000}
+	untagged := Markings{DSCP: 26, ECN: ECNECT0, TTL: 64, Sport: 0xc000}
+	with := func(m Markings, f func(*Markings)) *Markings { f(&m); return &m }
+	type want struct {
+		kind      FindingKind
+		sent, got int
+		text      string
+	}
+	for _, tc := range []struct {
+		name     string
+		sent     Markings
+		received *Markings
+		want     []want
+	}{
+		{"unchanged", tagged, &tagged, nil},
+		{"loss", tagged, nil, []want{{FindingLoss, 0, 0, "no reply"}}},
+		{"tag stripped", tagged, with(tagged, func(m *Markings) { m.Tagged, m.VLAN, m.PCP = false, 0, 0 }),
+			[]want{{FindingTagStripped, 100, -1, "VLAN tag stripped: sent VLAN 100 PCP 3"}}},
+		{"tag added", untagged, with(untagged, func(m *Markings) { m.Tagged, m.VLAN, m.PCP = true, 5, 2 }),
+			[]want{{FindingTagAdded, -1, 5, "arrived with VLAN 5 PCP 2"}}},
+		{"vlan and pcp", tagged, with(tagged, func(m *Markings) { m.VLAN, m.PCP = 200, 0 }),
+			[]want{{FindingVLANChanged, 100, 200, "VLAN changed 100→200"}, {FindingPCPRemarked, 3, 0, "PCP remarked 3→0"}}},
+		{"dscp", untagged, with(untagged, func(m *Markings) { m.DSCP = 0 }), []want{{FindingDSCPRemarked, 26, 0, "DSCP remarked 26→0"}}},
+		{"ce", untagged, with(untagged, func(m *Markings) { m.ECN = ECNCE }), []want{{FindingECNMarked, 2, 3, "ECN marked CE (sent ECT(0))"}}},
+		{"bleached", untagged, with(untagged, func(m *Markings) { m.ECN = ECNNotECT }), []want{{FindingECNChanged, 2, 0, "ECN changed ECT(0)→Not-ECT"}}},
+		{"not-ect to ce is not marking", *with(untagged, func(m *Markings) { m.ECN = 0 }), with(untagged, func(m *Markings) { m.ECN = ECNCE }),
+			[]want{{FindingECNChanged, 0, 3, "ECN changed Not-ECT→CE"}}},
+		{"three hops", untagged, with(untagged, func(m *Markings) { m.TTL = 61 }), []want{{FindingRoutedHops, 64, 61, "TTL 64→61: 3 routed hops"}}},
+		{"ttl raised", untagged, with(untagged, func(m *Markings) { m.TTL = 255 }), []want{{FindingTTLRaised, 64, 255, "TTL raised 64→255"}}},
+		{"sport", untagged, with(untagged, func(m *Markings) { m.Sport = 1 }), []want{{FindingSportChanged, 0xc000, 1, "UDP source port changed 49152→1"}}},
+		{"family", untagged, with(untagged, func(m *Markings) { m.IPv6 = true }), []want{{FindingFamilyChanged, 0, 1, "sent as IPv4, arrived as IPv6"}}},
+	} {
+		got := Compare(tc.sent, tc.received)
+		if len(got) != len(tc.want) {
+			t.Errorf("%s: findings %v, want %d", tc.name, got, len(tc.want))
+			continue
+		}
+		for i, w := range tc.want {
+			g := got[i]
+			if g.Kind != w.kind || g.Sent != w.sent || g.Received != w.got || !strings.Contains(g.Message, w.text) {
+				t.Errorf("%s: finding %d = %+v, want %s %d→%d %q", tc.name, i, g, w.kind, w.sent, w.got, w.text)
+			}
+		}
+	}
+}
+
+func TestSweep(t *testing.T) {
+	s := NewSweep(SweepDSCP)
+	if len(s.Entries) != 64 {
+		t.Fatalf("%d entries, want 64", len(s.Entries))
+	}
+	base := Markings{TTL: 64}
+	for v := uint8(0); v < 64; v++ {
+		m := SweepDSCP.Apply(base, v)
+		switch {
+		case v == 5: // lost
+			s.Add(v, nil)
+		case v == 46: // remarked to 0 twice
+			r := SweepDSCP.Apply(m, 0)
+			s.Add(v, &r)
+			s.Add(v, &r)
+		case v == 10: // inconsistently remarked
+			r1, r2 := SweepDSCP.Apply(m, 10), SweepDSCP.Apply(m, 12)
+			s.Add(v, &r2)
+			s.Add(v, &r1)
+		default:
+			s.Add(v, &m)
+		}
+	}
+	if got := s.Entries[10].Received; !reflect.DeepEqual(got, []uint8{10, 12}) {
+		t.Errorf("DSCP 10 received %v, want [10 12]", got)
+	}
+	c := s.Counts()
+	if c["unchanged"] != 61 || c["remarked"] != 1 || c["mixed"] != 1 || c["lost"] != 1 {
+		t.Errorf("counts %v", c)
+	}
+	want := []string{
+		"DSCP  5 → lost",
+		"DSCP 10 → 10, 12",
+		"DSCP 46 → 0",
+		"DSCP map over 64 values: 61 unchanged, 1 remarked, 1 mixed, 0 untagged, 1 lost",
+	}
+	if got := s.Lines(); !reflect.DeepEqual(got, want) {
+		t.Errorf("lines\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+
+	p := NewSweep(SweepPCP)
+	tagged := Markings{Tagged: true, VLAN: 10, TTL: 64}
+	for v := uint8(0); v < 8; v++ {
+		m := SweepPCP.Apply(tagged, v)
+		if v == 3 {
+			m.Tagged, m.VLAN, m.PCP = false, 0, 0
+		}
+		p.Add(v, &m)
+	}
+	if p.Entries[3].Status() != "untagged" || p.Entries[4].Status() != "unchanged" || len(p.Entries) != 8 {
+		t.Errorf("PCP sweep entries %+v", p.Entries)
+	}
+	if _, err := ParseSweepField("ecn"); err == nil {
+		t.Error("sweep ecn accepted")
+	}
+}
+
+// The prober matches only replies and egress copies of its own session
+// and sequence numbers.
+func TestProberMatch(t *testing.T) {
+	tmpl := testFrame(nil, false)
+	p, err := NewProber(tmpl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Unix(100, 0)
+	m := Markings{DSCP: 26, ECN: ECNECT0, TTL: 64, Sport: 0xc000}
+	probe, seq, err := p.Next(m, t0)
+	if err != nil || seq != 0 {
+		t.Fatal(seq, err)
+	}
+	// The egress copy of our own probe.
+	if s, ok := p.Match(probe, t0); !ok || s != 0 || p.Result(0).Egress == nil {
+		t.Fatalf("egress copy not matched (%d %v)", s, ok)
+	}
+	// A reply from another session is not ours.
+	other, _ := NewProber(tmpl)
+	op, _, _ := other.Next(m, t0)
+	if _, ok := p.Match(op, t0); ok {
+		t.Error("another session's probe matched")
+	}
+	// The real reply, through a Responder.
+	f, _ := ParseFrame(probe)
+	f.DstMAC, f.Dst = listenerMAC, listenerIP
+	f.SrcMAC, f.Src = senderMAC, senderIP
+	f.DSCP = 8
+	in, _ := f.Build()
+	r, _ := NewResponder(ResponderConfig{})
+	reply, _ := r.Handle(in)
+	if reply == nil {
+		t.Fatal("no reply")
+	}
+	if _, ok := p.Match(reply, t0.Add(3*time.Millisecond)); !ok {
+		t.Fatal("reply not matched")
+	}
+	res := p.Result(0)
+	if res.Received == nil || res.Received.DSCP != 8 || res.RTT != 3*time.Millisecond {
+		t.Errorf("result %+v", res)
+	}
+	if fs := res.Findings(); len(fs) != 1 || fs[0].Kind != FindingDSCPRemarked {
+		t.Errorf("findings %v", fs)
+	}
+	if p.Pending() != 0 {
+		t.Errorf("%d pending", p.Pending())
+	}
+}

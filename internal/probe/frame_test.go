@@ -1,0 +1,227 @@
+package probe
+
+import (
+	"bytes"
+	"encoding/hex"
+	"strings"
+
+	"encoding/binary"
+	"errors"
+	"github.com/roce-probe/roce-probe/roce"
+	"net"
+	"net/netip"
+	"testing"
+)
+
+func testFrame(tags []Tag, v6 bool) Frame {
+	f := Frame{
+		DstMAC: net.HardwareAddr{0x02, 0, 0, 0, 0, 2}, SrcMAC: net.HardwareAddr{0x02, 0, 0, 0, 0, 1},
+		Tags: tags, Src: netip.MustParseAddr("192.0.2.1"), Dst: netip.MustParseAddr("192.0.2.2"),
+		DSCP: 26, ECN: ECNECT0, TTL: 64, Sport: 0xc123, PKey: 0xffff,
+		DestQP: DefaultDestQP, SrcQP: DefaultSrcQP, PSN: 0x000102, QKey: DefaultQKey,
+		Payload: []byte{1, 2, 3, 4, 5, 6, 7}, // 7 bytes: one pad byte
+	}
+	if v6 {
+		f.Src, f.Dst = netip.MustParseAddr("fd00::1"), netip.MustParseAddr("fd00::2")
+	}
+	return f
+}
+
+// The header bytes a RoCE v2 UD SEND_ONLY must carry, checked at the
+// offsets of kernel-algorithms.md §6 rather than through ParseFrame.
+func TestBuildLayout(t *testing.T) {
+	f := testFrame([]Tag{{TPID: 0x8100, VID: 100, PCP: 3}}, false)
+	b, err := f.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	eth := b[:18]
+	if !bytes.Equal(eth[12:18], []byte{0x81, 0x00, 0x60, 0x64, 0x08, 0x00}) {
+		t.Errorf("VLAN tag and EtherType % x, want 81 00 60 64 08 00 (PCP 3, VID 100, IPv4)", eth[12:18])
+	}
+	ip := b[18:38]
+	if ip[0] != 0x45 || ip[1] != 0x6a || ip[8] != 64 || ip[9] != 17 || binary.BigEndian.Uint16(ip[6:]) != 0x4000 {
+		t.Errorf("IPv4 header % x: want version/IHL 45, TOS 6a, DF, TTL 64, protocol 17", ip)
+	}
+	if ipv4Checksum(ip) != 0 {
+		t.Errorf("IPv4 header checksum is wrong")
+	}
+	udp := b[38:46]
+	if !bytes.Equal(udp[:4], []byte{0xc1, 0x23, 0x12, 0xb7}) || binary.BigEndian.Uint16(udp[6:]) != 0 {
+		t.Errorf("UDP header % x: want ports c123 → 12b7 (4791), checksum 0", udp)
+	}
+	// 12 BTH + 8 DETH + 7 payload + 1 pad + 4 ICRC = 32 bytes after UDP.
+	if got := binary.BigEndian.Uint16(udp[4:]); got != 8+32 {
+		t.Errorf("UDP length %d, want 40", got)
+	}
+	bth := b[46:58]
+	if !bytes.Equal(bth, []byte{0x64, 0x10, 0xff, 0xff, 0x00, 0x7e, 0x57, 0x01, 0x00, 0x00, 0x01, 0x02}) {
+		t.Errorf("BTH % x: want opcode 64, pad 1, P_Key ffff, DestQP 7e5701, PSN 000102", bth)
+	}
+	deth := b[58:66]
+	if !bytes.Equal(deth, []byte{0x00, 0x00, 0xca, 0xfe, 0x00, 0x7e, 0x57, 0x02}) {
+		t.Errorf("DETH % x: want Q_Key 0000cafe, SrcQP 7e5702", deth)
+	}
+	if !bytes.Equal(b[66:74], []byte{1, 2, 3, 4, 5, 6, 7, 0}) {
+		t.Errorf("payload and pad % x", b[66:74])
+	}
+	if len(b) != 78 {
+		t.Errorf("frame is %d bytes, want 78", len(b))
+	}
+	if _, ok, err := roce.VerifyICRC(b[18:]); !ok || err != nil {
+		t.Errorf("ICRC does not verify with roce.VerifyICRC (%v)", err)
+	}
+}
+
+func TestFrameRoundTrip(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		tags []Tag
+		v6   bool
+	}{
+		{"untagged-v4", nil, false},
+		{"untagged-v6", nil, true},
+		{"dot1q-v4", []Tag{{TPID: 0x8100, VID: 4095, PCP: 7, DEI: true}}, false},
+		{"qinq-v6", []Tag{{TPID: 0x88a8, VID: 1000, PCP: 2}, {TPID: 0x8100, VID: 10, PCP: 5}}, true},
+	} {
+		f := testFrame(tc.tags, tc.v6)
+		b, err := f.Build()
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		// Ethernet padding after the packet must be ignored.
+		got, err := ParseFrame(append(b, 0, 0, 0, 0))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if !bytes.Equal(got.Payload, f.Payload) {
+			t.Errorf("%s: payload % x, want % x", tc.name, got.Payload, f.Payload)
+		}
+		got.Payload, f.Payload = nil, nil
+		if got.Src != f.Src || got.Dst != f.Dst || got.Markings() != f.Markings() || got.PSN != f.PSN ||
+			got.DestQP != f.DestQP || got.SrcQP != f.SrcQP || got.QKey != f.QKey || got.PKey != f.PKey ||
+			!bytes.Equal(got.SrcMAC, f.SrcMAC) || !bytes.Equal(got.DstMAC, f.DstMAC) || len(got.Tags) != len(f.Tags) {
+			t.Errorf("%s: round trip\n got %+v\nwant %+v", tc.name, got, f)
+		}
+		for i := range f.Tags {
+			if got.Tags[i] != f.Tags[i] {
+				t.Errorf("%s: tag %d %+v, want %+v", tc.name, i, got.Tags[i], f.Tags[i])
+			}
+		}
+	}
+}
+
+// Variant fields (TOS, TTL, PCP) may change in flight without breaking the
+// ICRC; invariant ones (addresses, BTH, payload) may not.
+func TestParseFrameICRC(t *testing.T) {
+	b, err := testFrame([]Tag{{TPID: 0x8100, VID: 5}}, false).Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ip := 18
+	variant := bytes.Clone(b)
+	variant[14] = 0xe0 // PCP 7
+	variant[ip+1] = 0x03
+	variant[ip+8] = 1
+	// fix the IPv4 header checksum after the rewrite, as a router does
+	variant[ip+10], variant[ip+11] = 0, 0
+	binary.BigEndian.PutUint16(variant[ip+10:], ipv4Checksum(variant[ip:ip+20]))
+	if _, err := ParseFrame(variant); err != nil {
+		t.Errorf("rewritten TOS/TTL/PCP: %v", err)
+	}
+	for _, off := range []int{ip + 12, ip + 20, ip + 28 + 5, ip + 28 + 12, len(b) - 6, len(b) - 1} {
+		bad := bytes.Clone(b)
+		bad[off] ^= 0x01
+		if off == ip+12 { // keep the IPv4 checksum right so the ICRC is what fails
+			bad[ip+10], bad[ip+11] = 0, 0
+			binary.BigEndian.PutUint16(bad[ip+10:], ipv4Checksum(bad[ip:ip+20]))
+		}
+		_, err := ParseFrame(bad) // source address, UDP port, BTH, payload, ICRC itself
+		if !errors.Is(err, ErrBadICRC) {
+			t.Errorf("byte %d flipped: error %v, want ErrBadICRC", off, err)
+		}
+	}
+}
+
+func TestParseFrameRejects(t *testing.T) {
+	good, err := testFrame(nil, false).Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		mut  func(b []byte) []byte
+	}{
+		{"short", func(b []byte) []byte { return b[:10] }},
+		{"arp", func(b []byte) []byte { b[12], b[13] = 0x08, 0x06; return b }},
+		{"ip options", func(b []byte) []byte { b[14] = 0x46; return b }},
+		{"tcp", func(b []byte) []byte { b[23] = 6; return b }},
+		{"fragment", func(b []byte) []byte { b[20] |= 0x20; return b }},
+		{"other port", func(b []byte) []byte { b[36] = 0x13; return b }},
+		{"opcode RC SEND", func(b []byte) []byte { b[42] = 0x04; return b }},
+		{"tver", func(b []byte) []byte { b[43] |= 1; return b }},
+		{"truncated", func(b []byte) []byte { return b[:50] }},
+		{"udp length", func(b []byte) []byte { b[38]++; return b }},
+	} {
+		_, err := ParseFrame(tc.mut(bytes.Clone(good)))
+		if !errors.Is(err, ErrNotRoCEv2) {
+			t.Errorf("%s: error %v, want ErrNotRoCEv2", tc.name, err)
+		}
+	}
+}
+
+func TestBuildRejects(t *testing.T) {
+	for name, mut := range map[string]func(f *Frame){
+		"mac":    func(f *Frame) { f.DstMAC = nil },
+		"tags":   func(f *Frame) { f.Tags = make([]Tag, 3) },
+		"tpid":   func(f *Frame) { f.Tags = []Tag{{TPID: 0x9100}} },
+		"vid":    func(f *Frame) { f.Tags = []Tag{{TPID: 0x8100, VID: 4096}} },
+		"dscp":   func(f *Frame) { f.DSCP = 64 },
+		"qpn":    func(f *Frame) { f.DestQP = 1 << 24 },
+		"family": func(f *Frame) { f.Dst = netip.MustParseAddr("fd00::2") },
+	} {
+		f := testFrame(nil, false)
+		mut(&f)
+		if _, err := f.Build(); err == nil {
+			t.Errorf("%s: built", name)
+		}
+	}
+}
+
+// FuzzParseFrame: never panics; an accepted frame's payload lies inside
+// the input and a rebuilt frame parses to the same fields.
+func FuzzParseFrame(f *testing.F) {
+	for _, tags := range [][]Tag{nil, {{TPID: 0x8100, VID: 1}}, {{TPID: 0x88a8, VID: 2}, {TPID: 0x8100, VID: 3}}} {
+		for _, v6 := range []bool{false, true} {
+			b, _ := testFrame(tags, v6).Build()
+			f.Add(b)
+		}
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		fr, err := ParseFrame(b)
+		if err != nil {
+			return
+		}
+		again, err := fr.Build()
+		if err != nil {
+			t.Fatalf("accepted frame does not rebuild: %v", err)
+		}
+		fr2, err := ParseFrame(again)
+		if err != nil {
+			t.Fatalf("rebuilt frame does not parse: %v", err)
+		}
+		if fr2.Markings() != fr.Markings() || !bytes.Equal(fr2.Payload, fr.Payload) || fr2.PSN != fr.PSN {
+			t.Fatalf("rebuild changed the frame: %+v vs %+v", fr2, fr)
+		}
+	})
+}
+
+func unhex(t testing.TB, s string) []byte {
+	t.Helper()
+	s = strings.NewReplacer(" ", "", "\n", "", "|", "", "\t", "").Replace(s)
+	b, err := hex.DecodeString(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

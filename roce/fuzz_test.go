@@ -1,0 +1,117 @@
+package roce
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/gopacket/gopacket"
+	"github.com/gopacket/gopacket/layers"
+)
+
+// Seeds besides roce/testdata/fuzz: one frame per encapsulation.
+func addFrameSeeds(f *testing.F) {
+	for i, e := range encaps {
+		f.Add(buildFrame(f, specFor(e, OpcodeUDSendOnlyWithImmediate, i)))
+		f.Add(buildFrame(f, specFor(e, Opcode(0x0B), i)))
+	}
+}
+
+// FuzzDecoder: the zero-allocation decoder never panics, and what it
+// accepts has consistent lengths.
+func FuzzDecoder(f *testing.F) {
+	addFrameSeeds(f)
+	dec := NewDecoder()
+	f.Fuzz(func(t *testing.T, frame []byte) {
+		var p Packet
+		if err := dec.Decode(frame, &p); err != nil {
+			return
+		}
+		if p.PayloadLen+p.PadLen+ICRCLen > len(frame) || p.PadLen > 3 || p.PadLen != int(p.BTH.PadCount) {
+			t.Fatalf("inconsistent packet: payload %d pad %d (BTH %d) in a %d-byte frame", p.PayloadLen, p.PadLen, p.BTH.PadCount, len(frame))
+		}
+		if p.Version != 1 && p.Version != 2 {
+			t.Fatalf("version %d", p.Version)
+		}
+	})
+}
+
+// FuzzNewPacket: gopacket.NewPacket with the registered layers never
+// panics (gopacket would turn a panic into a DecodeFailure layer; this
+// checks there is none caused by our decoders).
+func FuzzNewPacket(f *testing.F) {
+	addFrameSeeds(f)
+	f.Fuzz(func(t *testing.T, frame []byte) {
+		pk := gopacket.NewPacket(frame, layers.LayerTypeEthernet, gopacket.DecodeOptions{SkipDecodeRecovery: true})
+		if pl, ok := pk.Layer(LayerTypePayload).(*Payload); ok {
+			_, _ = pl.VerifyChecksum()
+		}
+	})
+}
+
+// FuzzLayers decodes data as one layer (chosen by the first byte) and, when
+// that succeeds, serializes the layer again: SerializeTo must reproduce
+// the decoded bytes (it mirrors DecodeFromBytes).
+func FuzzLayers(f *testing.F) {
+	for i := 0; i < 14; i++ {
+		f.Add(append([]byte{byte(i)}, bytes.Repeat([]byte{0xA5, 0x5A, 0xFF, 0x00}, 12)...))
+	}
+	types := []gopacket.LayerType{LayerTypeGRH, LayerTypeBTH, LayerTypeRDETH, LayerTypeDETH, LayerTypeRETH,
+		LayerTypeAETH, LayerTypeImmDt, LayerTypeIETH, LayerTypeAtomicETH, LayerTypeAtomicAckETH, LayerTypeXRCETH,
+		LayerTypeFETH, LayerTypeCNP, LayerTypePayload}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) == 0 {
+			return
+		}
+		typ := types[int(data[0])%len(types)]
+		data = data[1:]
+		var l interface {
+			gopacket.DecodingLayer
+			gopacket.SerializableLayer
+			LayerContents() []byte
+		}
+		switch typ {
+		case LayerTypeGRH:
+			l = &GRH{}
+		case LayerTypeBTH:
+			l = &BTH{}
+		case LayerTypePayload:
+			l = &Payload{bth: &BTH{PadCount: uint8(len(data) % 4)}}
+		default:
+			l = newExt(typ, &BTH{Opcode: Opcode(len(data))}).(interface {
+				gopacket.DecodingLayer
+				gopacket.SerializableLayer
+				LayerContents() []byte
+			})
+		}
+		if err := l.DecodeFromBytes(data, gopacket.NilDecodeFeedback); err != nil {
+			return
+		}
+		_ = l.NextLayerType()
+		buf := gopacket.NewSerializeBuffer()
+		if err := l.SerializeTo(buf, gopacket.SerializeOptions{}); err != nil {
+			t.Fatalf("%v: decoded but does not serialize: %v", typ, err)
+		}
+		if !bytes.Equal(buf.Bytes(), l.LayerContents()) {
+			t.Fatalf("%v: serialized % x, decoded from % x", typ, buf.Bytes(), l.LayerContents())
+		}
+	})
+}
+
+// FuzzICRC: ICRC verification and FillICRC never panic; a frame FillICRC
+// accepts then verifies, and a bit flip in its covered bytes does not.
+func FuzzICRC(f *testing.F) {
+	addFrameSeeds(f)
+	for _, v := range icrcVectors {
+		f.Add(unhex(f, v.pkt+v.trailer))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		_, _, _ = VerifyICRC(data)
+		frame := append([]byte(nil), data...)
+		if err := FillICRC(frame); err != nil {
+			return
+		}
+		if _, ok, err := VerifyFrameICRC(frame); err != nil || !ok {
+			t.Fatalf("FillICRC then VerifyFrameICRC = %v, %v", ok, err)
+		}
+	})
+}

@@ -1,0 +1,141 @@
+package roce_test
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/roce-probe/roce-probe/internal/rocegen"
+	"github.com/roce-probe/roce-probe/roce"
+)
+
+var update = flag.Bool("update", false, "rewrite roce/testdata/sample.pcapng and the fuzz seed corpus")
+
+const samplePath = "testdata/sample.pcapng"
+
+// TestSampleCapture checks that testdata/sample.pcapng is what
+// internal/rocegen generates (go test ./roce -run SampleCapture -update
+// rewrites it and the fuzz seeds), and what it contains.
+func TestSampleCapture(t *testing.T) {
+	frames := rocegen.Sample()
+	var buf bytes.Buffer
+	if err := rocegen.WritePcapNG(&buf, frames); err != nil {
+		t.Fatal(err)
+	}
+	if *update {
+		if err := os.WriteFile(samplePath, buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		writeSeeds(t, frames, buf.Bytes())
+	}
+	got, err := os.ReadFile(samplePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, buf.Bytes()) {
+		t.Fatalf("%s is stale: regenerate it with go test ./roce -run SampleCapture -update", samplePath)
+	}
+
+	cr, err := roce.NewCaptureReader(bytes.NewReader(got))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cr.Format() != roce.FormatPcapNG {
+		t.Errorf("format %q", cr.Format())
+	}
+	dec := roce.NewDecoder()
+	var v1, v2, ip4, ip6, tagged, qinq, cnp, bad, notRoCE int
+	for {
+		data, ci, err := cr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ci.Timestamp.Equal(frames[cr.Frame()-1].Time) {
+			t.Errorf("frame %d: timestamp %v, want %v", cr.Frame(), ci.Timestamp, frames[cr.Frame()-1].Time)
+		}
+		var p roce.Packet
+		if err := dec.Decode(data, &p); errors.Is(err, roce.ErrNotRoCE) {
+			notRoCE++
+			continue
+		} else if err != nil {
+			t.Fatalf("frame %d: %v", cr.Frame(), err)
+		}
+		switch {
+		case p.Version == 1:
+			v1++
+		case p.IPVersion == 4:
+			v2++
+			ip4++
+		default:
+			v2++
+			ip6++
+		}
+		if p.NumVLANs == 1 {
+			tagged++
+		}
+		if p.NumVLANs == 2 && p.VLANs[0].TPID == 0x88a8 {
+			qinq++
+		}
+		if p.BTH.Opcode == roce.OpcodeCNP {
+			cnp++
+		}
+		if p.ICRCStatus == roce.ICRCInvalid {
+			bad++
+		}
+	}
+	if v1 < 2 || ip4 < 2 || ip6 < 2 || tagged < 2 || qinq != 1 || cnp != 1 || bad != 1 || notRoCE != 1 {
+		t.Errorf("sample has v1 %d, v2 %d (IPv4 %d, IPv6 %d), tagged %d, QinQ %d, CNP %d, bad ICRC %d, not RoCE %d",
+			v1, v2, ip4, ip6, tagged, qinq, cnp, bad, notRoCE)
+	}
+}
+
+// writeSeeds writes the sample's frames as fuzz seeds.
+func writeSeeds(t *testing.T, frames []rocegen.Frame, capture []byte) {
+	seed := func(target string, data []byte) {
+		dir := filepath.Join("testdata", "fuzz", target)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		name := fmt.Sprintf("sample-%x", sha256.Sum256(data))[:23]
+		body := fmt.Sprintf("go test fuzz v1\n[]byte(%q)\n", data)
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range frames {
+		for _, target := range []string{"FuzzDecoder", "FuzzNewPacket", "FuzzICRC"} {
+			seed(target, f.Data)
+		}
+	}
+	seed("FuzzCaptureReader", capture)
+	seed("FuzzCaptureReader", capture[:len(capture)-7])
+}
+
+// FuzzCaptureReader: reading and decoding any capture file never panics.
+func FuzzCaptureReader(f *testing.F) {
+	f.Add([]byte{0x0a, 0x0d, 0x0d, 0x0a})
+	dec := roce.NewDecoder()
+	f.Fuzz(func(t *testing.T, data []byte) {
+		cr, err := roce.NewCaptureReader(bytes.NewReader(data))
+		if err != nil {
+			return
+		}
+		for i := 0; i < 1000; i++ {
+			frame, ci, err := cr.Next()
+			if err != nil {
+				return
+			}
+			var p roce.Packet
+			_ = dec.DecodeCaptured(frame, ci, &p)
+		}
+	})
+}

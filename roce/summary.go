@@ -1,0 +1,132 @@
+package roce
+
+import (
+	"math/bits"
+	"net/netip"
+	"sort"
+)
+
+// FlowKey identifies a RoCE flow: addresses, UDP ports and QPs. SrcQP is
+// known only for packets with a DETH (UD, RD); HasSrcQP says so.
+type FlowKey struct {
+	Version  int
+	Src, Dst netip.Addr
+	SrcPort  uint16
+	DstPort  uint16
+	DestQP   uint32
+	SrcQP    uint32
+	HasSrcQP bool
+}
+
+// FlowSummary is what a capture showed for one flow.
+type FlowSummary struct {
+	FlowKey
+	Packets       uint64
+	Bytes         uint64 // frame bytes as on the wire (capture "original length")
+	FirstPSN      uint32
+	LastPSN       uint32
+	VLANs         []uint16 // outermost VLAN IDs seen, sorted
+	Untagged      uint64   // packets without a VLAN tag
+	PCPs          []uint8  // PCPs of the outermost tag, sorted
+	DSCPs         []uint8
+	ECNs          []uint8
+	CE            uint64 // packets with ECN 3 (congestion experienced)
+	CNPs          uint64 // CNP packets (opcode 0x81)
+	ICRCFailures  uint64 // packets whose ICRC is invalid
+	ICRCUnchecked uint64 // packets whose ICRC could not be checked (truncated)
+}
+
+type flowAcc struct {
+	s     FlowSummary
+	vlans [4096 / 64]uint64
+	pcps  uint8
+	dscps uint64
+	ecns  uint8
+}
+
+// Summary accumulates per-flow statistics over decoded packets, in the
+// order flows first appear.
+type Summary struct {
+	flows map[FlowKey]*flowAcc
+	order []*flowAcc
+}
+
+// NewSummary returns an empty Summary.
+func NewSummary() *Summary { return &Summary{flows: map[FlowKey]*flowAcc{}} }
+
+// Key returns the flow a packet belongs to.
+func (p *Packet) Key() FlowKey {
+	k := FlowKey{Version: p.Version, Src: p.Src, Dst: p.Dst, SrcPort: p.SrcPort, DstPort: p.DstPort, DestQP: p.BTH.DestQP}
+	if p.HasDETH {
+		k.SrcQP, k.HasSrcQP = p.SrcQP, true
+	}
+	return k
+}
+
+// Add counts a packet of wireLen bytes.
+func (s *Summary) Add(p *Packet, wireLen int) {
+	k := p.Key()
+	a := s.flows[k]
+	if a == nil {
+		a = &flowAcc{s: FlowSummary{FlowKey: k, FirstPSN: p.BTH.PSN}}
+		s.flows[k] = a
+		s.order = append(s.order, a)
+	}
+	a.s.Packets++
+	a.s.Bytes += uint64(wireLen)
+	a.s.LastPSN = p.BTH.PSN
+	if p.NumVLANs > 0 {
+		v := p.VLANs[0]
+		a.vlans[v.ID/64] |= 1 << (v.ID % 64)
+		a.pcps |= 1 << v.PCP
+	} else {
+		a.s.Untagged++
+	}
+	a.dscps |= 1 << p.DSCP()
+	a.ecns |= 1 << p.ECN()
+	if p.ECN() == 3 {
+		a.s.CE++
+	}
+	if p.BTH.Opcode == OpcodeCNP {
+		a.s.CNPs++
+	}
+	switch p.ICRCStatus {
+	case ICRCInvalid:
+		a.s.ICRCFailures++
+	case ICRCUnchecked:
+		a.s.ICRCUnchecked++
+	}
+}
+
+// Flows returns the flows in the order they first appeared.
+func (s *Summary) Flows() []FlowSummary {
+	out := make([]FlowSummary, 0, len(s.order))
+	for _, a := range s.order {
+		f := a.s
+		f.VLANs = []uint16{}
+		for i, w := range a.vlans {
+			for w != 0 {
+				b := bits.TrailingZeros64(w)
+				f.VLANs = append(f.VLANs, uint16(i*64+b))
+				w &= w - 1
+			}
+		}
+		f.PCPs = setBits8(a.pcps)
+		f.ECNs = setBits8(a.ecns)
+		f.DSCPs = []uint8{}
+		for w := a.dscps; w != 0; w &= w - 1 {
+			f.DSCPs = append(f.DSCPs, uint8(bits.TrailingZeros64(w)))
+		}
+		sort.Slice(f.VLANs, func(i, j int) bool { return f.VLANs[i] < f.VLANs[j] })
+		out = append(out, f)
+	}
+	return out
+}
+
+func setBits8(w uint8) []uint8 {
+	out := []uint8{}
+	for ; w != 0; w &= w - 1 {
+		out = append(out, uint8(bits.TrailingZeros8(w)))
+	}
+	return out
+}
