@@ -397,7 +397,7 @@ func pread(fd int, b []byte) (int, error) {
 
 func (f *fdFiles) readGID(i int, again bool) (GID, error) {
 	name := strconv.Itoa(i)
-	path := filepath.Join(f.pdir, "gids", name)
+	path := func() string { return filepath.Join(f.pdir, "gids", name) }
 	if !again || f.cur < 0 || f.curIdx != i {
 		if f.cur >= 0 {
 			unix.Close(f.cur)
@@ -405,19 +405,19 @@ func (f *fdFiles) readGID(i int, again bool) (GID, error) {
 		}
 		fd, err := openat(f.gids, name)
 		if err != nil {
-			return GID{}, &fs.PathError{Op: "open", Path: path, Err: err}
+			return GID{}, &fs.PathError{Op: "open", Path: path(), Err: err}
 		}
 		f.cur, f.curIdx = fd, i
 	}
 	n, err := pread(f.cur, f.buf[:])
 	if err != nil {
-		return GID{}, &fs.PathError{Op: "read", Path: path, Err: err}
+		return GID{}, &fs.PathError{Op: "read", Path: path(), Err: err}
 	}
 	g, ok := parseSysfsGID(bytes.TrimRight(f.buf[:n], "\n"))
 	if !ok {
 		v, err := Parse(string(bytes.TrimSpace(f.buf[:n])))
 		if err != nil {
-			return GID{}, fmt.Errorf("%s: %w", path, err)
+			return GID{}, fmt.Errorf("%s: %w", path(), err)
 		}
 		g = v
 	}
@@ -429,7 +429,11 @@ func (f *fdFiles) readAttr(kind string, i int) (string, error) {
 	if kind == "ndevs" {
 		dir = f.ndevs
 	}
-	b, err := f.readAt(dir, filepath.Join("gid_attrs", kind), strconv.Itoa(i))
+	sub := "gid_attrs/types"
+	if kind == "ndevs" {
+		sub = "gid_attrs/ndevs"
+	}
+	b, err := f.readAt(dir, sub, strconv.Itoa(i))
 	return string(b), err
 }
 
