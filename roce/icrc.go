@@ -129,7 +129,31 @@ func ICRC(pkt []byte) (uint32, error) {
 	default:
 		return 0, fmt.Errorf("ICRC: IP version %d, want 4 or 6: %w", pkt[0]>>4, ErrNotRoCE)
 	}
-	return crc32.Update(^s, crc32.IEEETable, pkt[hdr:]), nil
+	return updateRest(s, pkt[hdr:]), nil
+}
+
+// updateRest runs the register over the unmasked rest of the packet and
+// returns the final CRC. hash/crc32 is fastest on multiples of 16 bytes
+// (it handles a shorter tail a byte at a time); the tail goes through
+// slicing-by-8 here.
+func updateRest(s uint32, p []byte) uint32 {
+	n := len(p) &^ 15
+	if n >= 64 {
+		s = ^crc32.Update(^s, crc32.IEEETable, p[:n])
+		p = p[n:]
+	}
+	t := slicing8
+	for len(p) >= 8 {
+		w := binary.LittleEndian.Uint64(p)
+		s ^= uint32(w)
+		s = t[0][byte(w>>56)] ^ t[1][byte(w>>48)] ^ t[2][byte(w>>40)] ^ t[3][byte(w>>32)] ^
+			t[4][s>>24] ^ t[5][byte(s>>16)] ^ t[6][byte(s>>8)] ^ t[7][byte(s)]
+		p = p[8:]
+	}
+	for _, b := range p {
+		s = t[0][byte(s)^b] ^ s>>8
+	}
+	return ^s
 }
 
 var zeros [40]byte
@@ -249,7 +273,7 @@ func roceNetworkPacket(frame []byte) ([]byte, error) {
 	}
 	off += 2
 	p := frame[off:]
-	var end int
+	var end, min int
 	switch et {
 	case 0x0800:
 		if len(p) < 20 {
@@ -269,6 +293,7 @@ func roceNetworkPacket(frame []byte) ([]byte, error) {
 		if dp := binary.BigEndian.Uint16(p[ihl+2:]); dp != uint16(UDPPort) {
 			return nil, fmt.Errorf("UDP destination port %d, want %d: %w", dp, UDPPort, ErrNotRoCE)
 		}
+		min = ihl + 8 + BTHLen + ICRCLen
 	case 0x86DD:
 		if len(p) < 48 {
 			return nil, fmt.Errorf("IPv6 packet %d bytes, want at least 48 (IPv6 and UDP headers)", len(p))
@@ -280,16 +305,21 @@ func roceNetworkPacket(frame []byte) ([]byte, error) {
 			return nil, fmt.Errorf("UDP destination port %d, want %d: %w", dp, UDPPort, ErrNotRoCE)
 		}
 		end = 40 + int(binary.BigEndian.Uint16(p[4:6]))
+		min = 40 + 8 + BTHLen + ICRCLen
 	case uint16(EthernetTypeRoCEv1):
 		if len(p) < GRHLen {
 			return nil, fmt.Errorf("GRH %d bytes, want %d", len(p), GRHLen)
 		}
 		end = GRHLen + int(binary.BigEndian.Uint16(p[4:6]))
+		min = GRHLen + BTHLen + ICRCLen
 	default:
 		return nil, fmt.Errorf("EtherType %#04x, want 0x0800, 0x86dd or 0x8915: %w", et, ErrNotRoCE)
 	}
 	if end > len(p) {
 		return nil, fmt.Errorf("packet length %d bytes exceeds the %d bytes left in the frame", end, len(p))
+	}
+	if end < min {
+		return nil, fmt.Errorf("packet length %d bytes, want at least %d (headers, BTH and ICRC)", end, min)
 	}
 	return p[:end], nil
 }
