@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/gopacket/gopacket/afpacket"
+	"github.com/vishvananda/netlink"
 
 	"github.com/roce-probe/roce-probe/gid"
 	"github.com/roce-probe/roce-probe/internal/lab"
@@ -294,6 +295,9 @@ func TestLabRawSendFromPeerAndFromWC(t *testing.T) {
 					if b == RDMACore && (r.Attr.GRH.HopLimit != 64 || r.Attr.GRH.TrafficClass != 0x68) {
 						t.Errorf("rdma-core: hop %d tc %#x, want 64 and 0x68 from the packet", r.Attr.GRH.HopLimit, r.Attr.GRH.TrafficClass)
 					}
+					if b == Kernel && (r.Route == nil || int(r.Attr.GRH.HopLimit) != r.Route.HopLimit || r.Route.HopLimit != 64) {
+						t.Errorf("kernel: hop %d, want the route's hop limit 64 (0xFF replaced): %+v", r.Attr.GRH.HopLimit, r.Route)
+					}
 				}
 				// Answer the peer with the rdma-core AH.
 				r, err := FromWC(in, wc.GRH, tab, FromWCOptions{Behaviour: RDMACore})
@@ -400,4 +404,51 @@ func mustMAC(s string) (m vlan.MAC) {
 		panic(err)
 	}
 	return m
+}
+
+// ProbeNeighbor makes the kernel resolve the peer's MAC without RDMA (and
+// without privileges), and reports ETIMEDOUT for an address nobody has.
+func TestLabProbeNeighbor(t *testing.T) {
+	base := lab.Nets[0]
+	for _, c := range []struct {
+		dst   netip.Addr
+		src   netip.Addr
+		errno error
+	}{
+		{base.PeerIPv4.Addr(), base.HostIPv4.Addr(), nil},
+		{base.PeerIPv6.Addr(), base.HostIPv6.Addr(), nil},
+		{netip.MustParseAddr("10.0.0.98"), base.HostIPv4.Addr(), syscall.ETIMEDOUT},
+	} {
+		t.Run(c.dst.String(), func(t *testing.T) {
+			n, err := ReadNet("")
+			if err != nil {
+				t.Fatal(err)
+			}
+			l, _ := n.Link(base.HostNetdev)
+			// Forget what the kernel knows about the destination.
+			_ = netlinkNeighDel(l.Index, c.dst)
+			rr, err := n.RouteTo(c.dst, base.HostNetdev, l.Index)
+			if err != nil {
+				t.Fatal(err)
+			}
+			nb, err := ProbeNeighbor(c.src, c.dst, rr, 1500*time.Millisecond)
+			if c.errno != nil {
+				if !errors.Is(err, c.errno) {
+					t.Fatalf("ProbeNeighbor: %v, want %v", err, c.errno)
+				}
+				return
+			}
+			if err != nil || nb.MAC.String() != lab.PeerMAC || !nb.State.Valid() {
+				t.Fatalf("ProbeNeighbor: %+v, %v; want %s", nb, err, lab.PeerMAC)
+			}
+		})
+	}
+}
+
+func netlinkNeighDel(ifindex int, a netip.Addr) error {
+	fam := netlink.FAMILY_V4
+	if a.Is6() {
+		fam = netlink.FAMILY_V6
+	}
+	return netlink.NeighDel(&netlink.Neigh{LinkIndex: ifindex, Family: fam, IP: a.AsSlice()})
 }

@@ -88,6 +88,7 @@ type Warning struct {
 	Reason    string `json:"reason"`
 }
 
+// String returns "field: requested X, on the wire Y: reason".
 func (w Warning) String() string {
 	s := w.Field
 	if w.Requested != "" || w.OnWire != "" {
@@ -135,6 +136,8 @@ type NeighborError struct {
 	Neighbor *Neighbor // the entry seen, nil if none
 }
 
+// Error names the next hop, its neighbour state, the route and what
+// ibv_create_ah will do.
 func (e *NeighborError) Error() string {
 	state := "no entry"
 	if e.Neighbor != nil {
@@ -170,6 +173,8 @@ type Resolver struct {
 }
 
 func itoa(v uint8) string { return strconv.Itoa(int(v)) }
+
+func hex32(v uint32) string { return "0x" + strconv.FormatUint(uint64(v), 16) }
 
 type predKey struct {
 	netdev string
@@ -425,7 +430,7 @@ func (r *Resolver) Resolve(a Attr) (*Resolution, error) {
 		res.vals.fl = 0
 		w.FlowLabel = &res.vals.fl
 		if fl != 0 {
-			warn("grh.flow_label", fmt.Sprintf("%#x", fl), "0", "rxe sends IPv6 with flow label 0 (prepare_ipv6_hdr: ip6_flow_hdr(ip6h, tclass, 0))")
+			warn("grh.flow_label", hex32(fl), "0", "rxe sends IPv6 with flow label 0 (prepare_ipv6_hdr: ip6_flow_hdr(ip6h, tclass, 0))")
 		}
 	default:
 		res.vals.fl = fl
@@ -482,7 +487,10 @@ func (r *Resolver) udpSport(res *Resolution, fl uint32, warn func(field, req, wi
 			w.UDPSportFrom = fmt.Sprintf("rxe: 0xC000 + hash_32(QPN %#x, 14), fixed when the QP is created; UD ignores the AH's flow label", r.opts.SrcQPN)
 		}
 		if fl != 0 {
-			warn("grh.flow_label", fmt.Sprintf("%#x", fl), "", "rxe ignores the AH's flow label for the UDP source port of UD QPs (it never gets IB_QP_AV)")
+			warn("grh.flow_label", hex32(fl), "", "rxe ignores the AH's flow label for the UDP source port of UD QPs (it never gets IB_QP_AV)")
+		}
+		if r.opts.SrcQPN == 0 {
+			warn("udp_sport", "", "unknown", "rxe derives it from the sending QP's number: give the QPN (ResolveOptions.SrcQPN, --src-qpn)")
 		}
 	case qos.DriverMLX5:
 		if fl != 0 {

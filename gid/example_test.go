@@ -2,8 +2,10 @@ package gid_test
 
 import (
 	"fmt"
+	"os"
 
 	"github.com/roce-probe/roce-probe/gid"
+	"github.com/roce-probe/roce-probe/vlan"
 )
 
 func ExampleParse() {
@@ -40,4 +42,27 @@ func ExampleSysfs_ReadPort() {
 func ExampleDefaultGID() {
 	fmt.Println(gid.DefaultGID([]byte{0x02, 0, 0, 0, 0, 0x01}, 0))
 	// Output: fe80::ff:fe00:1
+}
+
+// Pick the source GID index for a peer on VLAN 100 of the lab topology,
+// from fixture tables and a netdev snapshot; the snapshot's connected
+// routes stand in for the kernel's route lookup (vlan.Handle).
+func ExampleSelect() {
+	sys := &gid.Sysfs{Root: "testdata/rxe/sys"}
+	port, _ := sys.ReadPort("rxe0", 1)
+	f, _ := os.Open("testdata/rxe/links.json")
+	defer f.Close()
+	snap, _ := vlan.DecodeSnapshot(f)
+	ports := []gid.Port{port}
+	gid.Map(ports, snap) // VLAN, MAC, ... of every entry's netdev
+	s, err := gid.Select(ports[0].Entries, gid.MustParse("10.0.100.2"), gid.Preferences{}, gid.SnapshotRouter{Snapshot: snap})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("index", s.Entry.Index, s.Entry.GID, "on", s.Entry.Netdev, "VLAN", *s.Entry.VLAN)
+	fmt.Println("NCCL would pick", gid.NCCL(port.Entries, gid.NCCLOptions{}))
+	// Output:
+	// index 3 ::ffff:10.0.100.1 on veth0.100 VLAN 100
+	// NCCL would pick 1
 }

@@ -2,6 +2,7 @@ package gid
 
 import (
 	"fmt"
+	"net/netip"
 	"sort"
 
 	"github.com/roce-probe/roce-probe/vlan"
@@ -241,4 +242,56 @@ func (t *table) add(e Entry, snap *vlan.Snapshot) {
 	}
 	e.Kind, e.IP = e.GID.Kind(), addrOf(e.GID)
 	t.overflow = append(t.overflow, e)
+}
+
+// AddAddress returns the table after the kernel handles a new address on
+// netdev (inet/inet6 NETDEV_UP → GID_ADD, kernel-algorithms.md §1.3, §1.4):
+// for each supported type, unless an entry with the same GID, type and
+// netdev exists, the GID goes into the lowest free slot outside the
+// reserved default slots. Entries added this way land wherever a hole is,
+// not where a fresh scan would put them: this is why indices move. The
+// new entries are unmapped (no VLAN, MAC, ...); the input is not modified.
+// ok is false when a slot was missing (the kernel's -ENOSPC).
+func AddAddress(table []Entry, types []Type, addr netip.Addr, netdev string) (out []Entry, ok bool) {
+	out = append([]Entry(nil), table...)
+	types = sortedTypes(types)
+	g := FromAddr(addr.Unmap())
+	ok = true
+	for _, ty := range types {
+		dup := false
+		for _, e := range out {
+			if !e.Empty && e.GID == g && e.Type == ty && e.Netdev == netdev {
+				dup = true
+			}
+		}
+		if dup {
+			continue
+		}
+		placed := false
+		for i := range out {
+			if out[i].Empty && (i >= len(types) || i >= 32) {
+				dev, port := out[i].Device, out[i].Port
+				out[i] = Entry{Device: dev, Port: port, Index: i, GID: g, Type: ty, Kind: g.Kind(), IP: addrOf(g), Netdev: netdev}
+				placed = true
+				break
+			}
+		}
+		ok = ok && placed
+	}
+	return out, ok
+}
+
+// RemoveAddress returns the table after the kernel deletes an address of
+// netdev (GID_DEL): its entries of every type become empty. (A slot that
+// a QP or AH still references stays in use until released; sysfs shows it
+// as empty meanwhile.) The input is not modified.
+func RemoveAddress(table []Entry, addr netip.Addr, netdev string) []Entry {
+	out := append([]Entry(nil), table...)
+	g := FromAddr(addr.Unmap())
+	for i, e := range out {
+		if !e.Empty && e.GID == g && e.Netdev == netdev {
+			out[i] = Entry{Device: e.Device, Port: e.Port, Index: e.Index, Empty: true}
+		}
+	}
+	return out
 }

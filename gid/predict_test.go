@@ -165,3 +165,42 @@ func mustPrefixes(ss ...string) []netip.Prefix {
 	}
 	return out
 }
+
+// An address added after the table was built takes the lowest free slot
+// (the hole at 1 in rxe-churned), not its fresh-scan position; removing
+// it empties that slot again (kernel-algorithms.md §1.4).
+func TestAddRemoveAddress(t *testing.T) {
+	p := readFixture(t, "rxe-churned")[0].Ports[0]
+	added, ok := AddAddress(p.Entries, p.Types, netip.MustParseAddr("10.0.200.77"), "veth0.200")
+	if !ok {
+		t.Fatal("no slot")
+	}
+	if e := added[1]; e.Empty || e.GID != MustParse("10.0.200.77") || e.Type != TypeRoCEv2 || e.Netdev != "veth0.200" || e.Index != 1 {
+		t.Errorf("slot 1 after add = %+v", e)
+	}
+	if !p.Entries[1].Empty {
+		t.Errorf("input modified")
+	}
+	again, _ := AddAddress(added, p.Types, netip.MustParseAddr("10.0.200.77"), "veth0.200")
+	if !again[11].Empty {
+		t.Errorf("adding the same address twice used another slot")
+	}
+	// mlx5-like: a v1 and a v2 entry, in the two lowest free slots.
+	m := readFixture(t, "mlx5")[0].Ports[0]
+	madded, _ := AddAddress(m.Entries, m.Types, netip.MustParseAddr("fd00::9"), "enp1s0f0")
+	if madded[14].Type != TypeRoCEv1 || madded[15].Type != TypeRoCEv2 || madded[15].GID != MustParse("fd00::9") {
+		t.Errorf("mlx5 add: slots 14, 15 = %+v %+v", madded[14], madded[15])
+	}
+	removed := RemoveAddress(added, netip.MustParseAddr("10.0.200.77"), "veth0.200")
+	for i := range removed {
+		if removed[i].Empty != p.Entries[i].Empty || removed[i].GID != p.Entries[i].GID {
+			t.Errorf("slot %d after add+remove = %+v, want %+v", i, removed[i], p.Entries[i])
+		}
+	}
+	full := make([]Entry, 2)
+	full[0] = Entry{Index: 0, GID: MustParse("fe80::1"), Type: TypeRoCEv2}
+	full[1] = Entry{Index: 1, GID: MustParse("10.0.0.1"), Type: TypeRoCEv2}
+	if _, ok := AddAddress(full, []Type{TypeRoCEv2}, netip.MustParseAddr("10.0.0.2"), "eth0"); ok {
+		t.Errorf("full table: ok")
+	}
+}

@@ -232,7 +232,7 @@ func rejectReason(e Entry, dst GID, dstFam, wantFam int, dstLL bool, p Preferenc
 	case p.Version == 2 && e.Type != TypeRoCEv2:
 		return fmt.Sprintf("%s, RoCE v2 asked for", e.Type)
 	case e.Netns == NetnsOther:
-		return "its netdev is not in this network namespace (another container's or the host's address): the GID exists but cannot be used from here"
+		return "its netdev is not in this network namespace (another container's or the host's address): MLNX_OFED refuses it with ENODEV, and upstream sends with an address whose replies go to the other namespace"
 	case e.GID.IsMulticast():
 		return "multicast GID: cannot be a source address"
 	case family(e.GID) != wantFam:

@@ -179,3 +179,51 @@ func TestAutoSelectionComparison(t *testing.T) {
 		t.Errorf("NCCL with NCCL_IB_ADDR_RANGE=10.100.0.0/24 = %d, want 5", got)
 	}
 }
+
+// The rows of the comparison table in docs/gid-selection.md: for a
+// destination, Select and the rdma_cm model versus the automatic choices.
+func TestSelectionDocTable(t *testing.T) {
+	thor := []Entry{
+		{Index: 0, GID: MustParse("fe80::1"), Type: TypeRoCEv1, Kind: KindLinkLocal, IP: MustParse("fe80::1").Addr()},
+		{Index: 1, GID: MustParse("fe80::1"), Type: TypeRoCEv2, Kind: KindLinkLocal, IP: MustParse("fe80::1").Addr()},
+		{Index: 2, GID: MustParse("fd93::7"), Type: TypeRoCEv1, Kind: KindULA, IP: MustParse("fd93::7").Addr()},
+		{Index: 3, GID: MustParse("fd93::7"), Type: TypeRoCEv2, Kind: KindULA, IP: MustParse("fd93::7").Addr()},
+	}
+	rows := []struct {
+		fixture, dst                 string
+		table                        []Entry
+		sel, cm, nccl, ucx, perftest int
+	}{
+		{"mlx5", "192.168.1.20", nil, 3, 3, 3, 3, 3},
+		{"mlx5", "10.100.0.2", nil, 5, 5, 3, 3, 3},
+		{"rxe", "10.0.100.2", nil, 3, 3, 1, 1, 1},
+		{"rxe-churned", "10.0.0.2", nil, 13, 13, 3, 3, 3},
+		{"", "fd93::8", thor, 3, -1, 0, 3, 3},
+	}
+	if got := NCCL(thor, NCCLOptions{Family: 6}); got != 3 {
+		t.Errorf("IPv6-only table, NCCL_IB_ADDR_FAMILY=AF_INET6: NCCL = %d, want 3", got)
+	}
+	for _, r := range rows {
+		var router Router
+		var types []Type = []Type{TypeRoCEv1, TypeRoCEv2}
+		table := r.table
+		if r.fixture != "" {
+			p := port(t, r.fixture, 0)
+			table, types = p.Entries, p.Types
+			router = SnapshotRouter{loadSnap(t, r.fixture)}
+		}
+		s, err := Select(table, MustParse(r.dst), Preferences{}, router)
+		if err != nil || s.Entry.Index != r.sel {
+			t.Errorf("%s %s: Select = %d (%v), want %d", r.fixture, r.dst, s.Entry.Index, err, r.sel)
+		}
+		if r.cm >= 0 {
+			e, err := RDMACM(table, types, *s.Route)
+			if err != nil || e.Index != r.cm {
+				t.Errorf("%s %s: rdma_cm = %d (%v), want %d", r.fixture, r.dst, e.Index, err, r.cm)
+			}
+		}
+		if n, u, p := NCCL(table, NCCLOptions{}), UCX(table), Perftest(table, false); n != r.nccl || u != r.ucx || p != r.perftest {
+			t.Errorf("%s %s: NCCL %d UCX %d perftest %d, want %d %d %d", r.fixture, r.dst, n, u, p, r.nccl, r.ucx, r.perftest)
+		}
+	}
+}

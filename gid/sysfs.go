@@ -223,10 +223,19 @@ func (s *Sysfs) ReadPort(dev string, port int) (Port, error) {
 		return Port{}, fmt.Errorf("gid: %s port %d: %w", dev, port, err)
 	}
 	ib := p.LinkLayer == "InfiniBand"
+	var files portFiles = pathFiles{s, pdir}
+	if s.readFile == nil {
+		ff, err := openPortFiles(pdir)
+		if err != nil {
+			return Port{}, fmt.Errorf("gid: %s port %d: %w", dev, port, err)
+		}
+		files = ff
+	}
+	defer files.close()
 	p.Entries = make([]Entry, n)
 	seen := map[Type]bool{}
 	for i := 0; i < n; i++ {
-		e, err := s.readEntry(pdir, i, ib)
+		e, err := s.readEntry(files, i, ib)
 		if err != nil {
 			return Port{}, fmt.Errorf("gid: %s port %d index %d: %w", dev, port, i, err)
 		}
@@ -292,17 +301,185 @@ func (s *Sysfs) tableLen(pdir string) (int, error) {
 	return n, nil
 }
 
+// portFiles reads the per-entry files of one port's GID table.
+type portFiles interface {
+	// readGID reads gids/i; with again it reads the same file again
+	// (the re-read that checks the slot did not change).
+	readGID(i int, again bool) (GID, error)
+	// readAttr reads gid_attrs/<kind>/i, kind "types" or "ndevs".
+	readAttr(kind string, i int) (string, error)
+	close()
+}
+
+// pathFiles reads by path through Sysfs.read (used with the test hook).
+type pathFiles struct {
+	s    *Sysfs
+	pdir string
+}
+
+func (f pathFiles) readGID(i int, _ bool) (GID, error) {
+	return f.s.readGID(filepath.Join(f.pdir, "gids", strconv.Itoa(i)))
+}
+
+func (f pathFiles) readAttr(kind string, i int) (string, error) {
+	return f.s.read(filepath.Join(f.pdir, "gid_attrs", kind, strconv.Itoa(i)))
+}
+
+func (pathFiles) close() {}
+
+// fdFiles reads with openat relative to the three table directories and
+// re-reads a GID with pread on the still-open file: sysfs regenerates an
+// attribute on every read at offset 0. A read of a sysfs attribute at
+// offset 0 returns it whole, so one read per file suffices.
+type fdFiles struct {
+	pdir               string
+	gids, types, ndevs int // directory fds; -1 if missing
+	cur                int // open gids/<curIdx> file, -1 for none
+	curIdx             int
+	buf                [128]byte
+}
+
+func openPortFiles(pdir string) (*fdFiles, error) {
+	f := &fdFiles{pdir: pdir, cur: -1}
+	var err error
+	f.gids, err = unix.Open(filepath.Join(pdir, "gids"), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: filepath.Join(pdir, "gids"), Err: err}
+	}
+	f.types, _ = unix.Open(filepath.Join(pdir, "gid_attrs", "types"), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	f.ndevs, _ = unix.Open(filepath.Join(pdir, "gid_attrs", "ndevs"), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	return f, nil
+}
+
+func (f *fdFiles) close() {
+	for _, fd := range []int{f.gids, f.types, f.ndevs, f.cur} {
+		if fd >= 0 {
+			unix.Close(fd)
+		}
+	}
+	f.cur = -1
+}
+
+// readAt opens name in dir, reads it once and closes it.
+func (f *fdFiles) readAt(dir int, kind, name string) ([]byte, error) {
+	if dir < 0 {
+		return nil, &fs.PathError{Op: "open", Path: filepath.Join(f.pdir, kind), Err: unix.ENOENT}
+	}
+	fd, err := openat(dir, name)
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: filepath.Join(f.pdir, kind, name), Err: err}
+	}
+	defer unix.Close(fd)
+	n, err := pread(fd, f.buf[:])
+	if err != nil {
+		return nil, &fs.PathError{Op: "read", Path: filepath.Join(f.pdir, kind, name), Err: err}
+	}
+	return bytes.TrimRight(f.buf[:n], "\n"), nil
+}
+
+func openat(dir int, name string) (int, error) {
+	for {
+		fd, err := unix.Openat(dir, name, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != unix.EINTR {
+			return fd, err
+		}
+	}
+}
+
+func pread(fd int, b []byte) (int, error) {
+	for {
+		n, err := unix.Pread(fd, b, 0)
+		if err != unix.EINTR {
+			return n, err
+		}
+	}
+}
+
+func (f *fdFiles) readGID(i int, again bool) (GID, error) {
+	name := strconv.Itoa(i)
+	path := func() string { return filepath.Join(f.pdir, "gids", name) }
+	if !again || f.cur < 0 || f.curIdx != i {
+		if f.cur >= 0 {
+			unix.Close(f.cur)
+			f.cur = -1
+		}
+		fd, err := openat(f.gids, name)
+		if err != nil {
+			return GID{}, &fs.PathError{Op: "open", Path: path(), Err: err}
+		}
+		f.cur, f.curIdx = fd, i
+	}
+	n, err := pread(f.cur, f.buf[:])
+	if err != nil {
+		return GID{}, &fs.PathError{Op: "read", Path: path(), Err: err}
+	}
+	g, ok := parseSysfsGID(bytes.TrimRight(f.buf[:n], "\n"))
+	if !ok {
+		v, err := Parse(string(bytes.TrimSpace(f.buf[:n])))
+		if err != nil {
+			return GID{}, fmt.Errorf("%s: %w", path(), err)
+		}
+		g = v
+	}
+	return g, nil
+}
+
+func (f *fdFiles) readAttr(kind string, i int) (string, error) {
+	dir := f.types
+	if kind == "ndevs" {
+		dir = f.ndevs
+	}
+	sub := "gid_attrs/types"
+	if kind == "ndevs" {
+		sub = "gid_attrs/ndevs"
+	}
+	b, err := f.readAt(dir, sub, strconv.Itoa(i))
+	return string(b), err
+}
+
+// parseSysfsGID decodes the kernel's "%pI6" form: 8 groups of 4 hex
+// digits separated by colons.
+func parseSysfsGID(b []byte) (GID, bool) {
+	var g GID
+	if len(b) != 39 {
+		return g, false
+	}
+	for grp := 0; grp < 8; grp++ {
+		o := grp * 5
+		if grp > 0 && b[o-1] != ':' {
+			return g, false
+		}
+		for k := 0; k < 2; k++ {
+			hi, ok1 := unhex(b[o+2*k])
+			lo, ok2 := unhex(b[o+2*k+1])
+			if !ok1 || !ok2 {
+				return g, false
+			}
+			g[grp*2+k] = hi<<4 | lo
+		}
+	}
+	return g, true
+}
+
+func unhex(c byte) (byte, bool) {
+	switch {
+	case c >= '0' && c <= '9':
+		return c - '0', true
+	case c >= 'a' && c <= 'f':
+		return c - 'a' + 10, true
+	case c >= 'A' && c <= 'F':
+		return c - 'A' + 10, true
+	}
+	return 0, false
+}
+
 // readEntry reads gids/i, then types/i and ndevs/i, then gids/i again; if
 // the GID changed, the slot was rewritten in between and everything is
 // read again, so type and netdev always belong to the GID reported.
-func (s *Sysfs) readEntry(pdir string, i int, ib bool) (Entry, error) {
-	idx := strconv.Itoa(i)
-	gpath := filepath.Join(pdir, "gids", idx)
-	tpath := filepath.Join(pdir, "gid_attrs", "types", idx)
-	npath := filepath.Join(pdir, "gid_attrs", "ndevs", idx)
+func (s *Sysfs) readEntry(f portFiles, i int, ib bool) (Entry, error) {
 	var last GID
 	for try := 0; try < maxRereads; try++ {
-		g1, err := s.readGID(gpath)
+		g1, err := f.readGID(i, false)
 		if err != nil {
 			return Entry{}, err
 		}
@@ -311,9 +488,9 @@ func (s *Sysfs) readEntry(pdir string, i int, ib bool) (Entry, error) {
 			return Entry{Empty: true}, nil
 		}
 		e := Entry{GID: g1, Kind: g1.Kind(), IP: addrOf(g1)}
-		ts, terr := s.read(tpath)
-		nd, nerr := s.read(npath)
-		g2, err := s.readGID(gpath)
+		ts, terr := f.readAttr("types", i)
+		nd, nerr := f.readAttr("ndevs", i)
+		g2, err := f.readGID(i, true)
 		if err != nil {
 			return Entry{}, err
 		}
@@ -332,7 +509,7 @@ func (s *Sysfs) readEntry(pdir string, i int, ib bool) (Entry, error) {
 		default:
 			t, err := ParseType(ts)
 			if err != nil {
-				return Entry{}, fmt.Errorf("%s: %w", tpath, err)
+				return Entry{}, fmt.Errorf("gid_attrs/types/%d: %w", i, err)
 			}
 			e.Type = t
 		}
@@ -342,18 +519,6 @@ func (s *Sysfs) readEntry(pdir string, i int, ib bool) (Entry, error) {
 		return e, nil
 	}
 	return Entry{}, fmt.Errorf("the entry changed on each of %d reads (last GID %s)", maxRereads, last)
-}
-
-func (s *Sysfs) readGID(path string) (GID, error) {
-	v, err := s.read(path)
-	if err != nil {
-		return GID{}, err
-	}
-	g, err := Parse(v)
-	if err != nil {
-		return GID{}, fmt.Errorf("%s: %w", path, err)
-	}
-	return g, nil
 }
 
 // portNetdev finds the RDMA device's own netdev for a port: Soft-RoCE's
@@ -378,4 +543,16 @@ func (s *Sysfs) portNetdev(devDir string, port int) string {
 		}
 	}
 	return ""
+}
+
+func (s *Sysfs) readGID(path string) (GID, error) {
+	v, err := s.read(path)
+	if err != nil {
+		return GID{}, err
+	}
+	g, err := Parse(v)
+	if err != nil {
+		return GID{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return g, nil
 }

@@ -184,7 +184,7 @@ func TestReadEntryRereadsChangingSlot(t *testing.T) {
 		}
 		return nil, os.ErrNotExist
 	}}
-	e, err := s.readEntry(dir, 0, false)
+	e, err := s.readEntry(pathFiles{s, dir}, 0, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +204,7 @@ func TestReadEntryRereadsChangingSlot(t *testing.T) {
 		}
 		return []byte("RoCE v2"), nil
 	}}
-	if _, err := s.readEntry(dir, 0, false); err == nil || !strings.Contains(err.Error(), "changed") {
+	if _, err := s.readEntry(pathFiles{s, dir}, 0, false); err == nil || !strings.Contains(err.Error(), "changed") {
 		t.Errorf("readEntry on a churning slot = %v, want an error", err)
 	}
 }

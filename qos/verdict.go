@@ -198,7 +198,11 @@ func Check(f Flow) (Result, error) {
 		case *w.ECN == CE:
 			r.warn("traffic_class %d sets ECN to CE (11): senders must not mark congestion; use ECT(0) (traffic_class %d)", tc, tc&^3|2)
 		case !w.ECN.IsECT():
-			r.warn("ECN bits are Not-ECT (00) for RoCE v2: ECN-marking switches drop instead of marking and DCQCN gets no congestion signal; use ECT(0), e.g. traffic_class %d instead of %d", tc|2, tc)
+			msg := fmt.Sprintf("ECN bits are Not-ECT (00) for RoCE v2: ECN-marking switches drop instead of marking and DCQCN gets no congestion signal; use ECT(0), e.g. traffic_class %d instead of %d", tc|2, tc)
+			if f.Driver == DriverMLX5 {
+				msg += " (whether mlx5 hardware sets ECT itself when ECN is enabled is unconfirmed)"
+			}
+			r.warn("%s", msg)
 		}
 	}
 

@@ -2,6 +2,7 @@ package roce
 
 import (
 	"bufio"
+	"compress/gzip"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -19,7 +20,33 @@ type CaptureReader struct {
 	src    gopacket.ZeroCopyPacketDataSource
 	format string
 	frame  int
+
+	// read-ahead (see ReadAhead)
+	ahead chan *batch
+	free  chan *batch
+	done  chan struct{}
+	cur   *batch
+	idx   int
 }
+
+// batch is a group of frames copied out of the capture by the read-ahead
+// goroutine.
+type batch struct {
+	buf    []byte
+	frames []batchFrame
+	err    error
+}
+
+type batchFrame struct {
+	start, end int
+	ci         gopacket.CaptureInfo
+}
+
+const (
+	batchBytes  = 1 << 20
+	batchFrames = 1024
+	batches     = 4
+)
 
 // Capture formats reported by CaptureReader.Format.
 const (
@@ -27,9 +54,17 @@ const (
 	FormatPcapNG = "pcapng"
 )
 
-// NewCaptureReader reads a capture's file header from r.
+// NewCaptureReader reads a capture's file header from r. Captures
+// compressed with gzip are decompressed.
 func NewCaptureReader(r io.Reader) (*CaptureReader, error) {
-	br := bufio.NewReaderSize(r, 1<<16)
+	br := bufio.NewReaderSize(r, 1<<20)
+	if m, err := br.Peek(2); err == nil && m[0] == 0x1f && m[1] == 0x8b {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, fmt.Errorf("capture: gzip: %w", err)
+		}
+		br = bufio.NewReaderSize(zr, 1<<20)
+	}
 	magic, err := br.Peek(4)
 	if err != nil {
 		if errors.Is(err, io.EOF) {
@@ -67,11 +102,98 @@ func (c *CaptureReader) Format() string { return c.format }
 // Frame returns the 1-based number of the frame last returned by Next.
 func (c *CaptureReader) Frame() int { return c.frame }
 
+// ReadAhead makes the reader read and copy frames in a separate goroutine,
+// so that reading the file and decoding the frames use two cores. Call it
+// before the first Next, and call Close when done.
+func (c *CaptureReader) ReadAhead() {
+	if c.ahead != nil {
+		return
+	}
+	c.ahead = make(chan *batch, batches)
+	c.free = make(chan *batch, batches)
+	c.done = make(chan struct{})
+	for i := 0; i < batches; i++ {
+		c.free <- &batch{buf: make([]byte, 0, batchBytes), frames: make([]batchFrame, 0, batchFrames)}
+	}
+	go c.readAhead()
+}
+
+func (c *CaptureReader) readAhead() {
+	defer close(c.ahead)
+	for {
+		var b *batch
+		select {
+		case b = <-c.free:
+		case <-c.done:
+			return
+		}
+		b.buf, b.frames, b.err = b.buf[:0], b.frames[:0], nil
+		for len(b.frames) < batchFrames && len(b.buf) < batchBytes {
+			data, ci, err := c.src.ZeroCopyReadPacketData()
+			if err != nil {
+				b.err = err
+				break
+			}
+			ci.AncillaryData = nil
+			start := len(b.buf)
+			b.buf = append(b.buf, data...)
+			b.frames = append(b.frames, batchFrame{start: start, end: len(b.buf), ci: ci})
+		}
+		select {
+		case c.ahead <- b:
+		case <-c.done:
+			return
+		}
+		if b.err != nil {
+			return
+		}
+	}
+}
+
+// Close stops the read-ahead goroutine, if any. It does not close the
+// underlying reader.
+func (c *CaptureReader) Close() {
+	if c.done != nil {
+		select {
+		case <-c.done:
+		default:
+			close(c.done)
+		}
+	}
+}
+
 // Next returns the next frame. The data is valid until the next call. At
 // the end of the capture it returns io.EOF; a damaged capture gives an
 // error naming the frame.
 func (c *CaptureReader) Next() ([]byte, gopacket.CaptureInfo, error) {
+	if c.ahead != nil {
+		return c.nextAhead()
+	}
 	data, ci, err := c.src.ZeroCopyReadPacketData()
+	return c.result(data, ci, err)
+}
+
+func (c *CaptureReader) nextAhead() ([]byte, gopacket.CaptureInfo, error) {
+	for c.cur == nil || c.idx == len(c.cur.frames) {
+		if c.cur != nil {
+			if c.cur.err != nil {
+				return c.result(nil, gopacket.CaptureInfo{}, c.cur.err)
+			}
+			c.free <- c.cur
+			c.cur = nil
+		}
+		b, ok := <-c.ahead
+		if !ok {
+			return c.result(nil, gopacket.CaptureInfo{}, io.EOF)
+		}
+		c.cur, c.idx = b, 0
+	}
+	f := c.cur.frames[c.idx]
+	c.idx++
+	return c.result(c.cur.buf[f.start:f.end], f.ci, nil)
+}
+
+func (c *CaptureReader) result(data []byte, ci gopacket.CaptureInfo, err error) ([]byte, gopacket.CaptureInfo, error) {
 	if err != nil {
 		if errors.Is(err, io.EOF) {
 			return nil, ci, io.EOF

@@ -150,13 +150,13 @@ func checkPacketICRC(pk gopacket.Packet, pl *Payload) {
 	}
 }
 
-// extendTo returns start extended to the end of tail, when tail lies
-// inside start's backing array after start (as layers decoded from one
-// frame do). The check compares capacities, then that the last bytes are
-// the same memory region's content.
+// extendTo returns the bytes from the start of start to the end of tail,
+// when tail lies in start's backing array after start's first byte (as
+// layers decoded from one frame do). Capacities give the offset; the
+// addresses of the last bytes confirm it is the same array.
 func extendTo(start, tail []byte) ([]byte, bool) {
 	n := cap(start) - cap(tail) + len(tail)
-	if len(tail) == 0 || n < len(start) || n > cap(start) {
+	if len(tail) == 0 || n <= 0 || n > cap(start) {
 		return nil, false
 	}
 	ext := start[:n]
@@ -169,7 +169,9 @@ func extendTo(start, tail []byte) ([]byte, bool) {
 // DecodingLayers is a set of RoCE layers for a gopacket.DecodingLayerParser,
 // linked to one BTH so that each extension header knows which header
 // follows it (that depends on the BTH opcode) and the payload knows the
-// pad count. Add them to a parser with AddTo.
+// pad count. Add them to a parser with AddTo. Set the parser's container
+// to gopacket.DecodingLayerSparse first: the layer types are numbered
+// 1791-1804, and an array lookup is much faster than the default map.
 type DecodingLayers struct {
 	GRH          GRH
 	BTH          BTH

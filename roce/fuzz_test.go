@@ -2,6 +2,7 @@ package roce
 
 import (
 	"bytes"
+	"reflect"
 	"testing"
 
 	"github.com/gopacket/gopacket"
@@ -112,6 +113,46 @@ func FuzzICRC(f *testing.F) {
 		}
 		if _, ok, err := VerifyFrameICRC(frame); err != nil || !ok {
 			t.Fatalf("FillICRC then VerifyFrameICRC = %v, %v", ok, err)
+		}
+	})
+}
+
+// FuzzDecoderMatchesNewPacket compares the two decoding paths: whatever
+// Decoder decodes, gopacket.NewPacket with the registered layers decodes
+// to the same fields and ICRC verdict; and a frame NewPacket finds a valid
+// ICRC in, Decoder decodes.
+func FuzzDecoderMatchesNewPacket(f *testing.F) {
+	addFrameSeeds(f)
+	dec := NewDecoder()
+	f.Fuzz(func(t *testing.T, frame []byte) {
+		var p Packet
+		derr := dec.Decode(frame, &p)
+		pk := gopacket.NewPacket(frame, layers.LayerTypeEthernet, gopacket.NoCopy)
+		pl, _ := pk.Layer(LayerTypePayload).(*Payload)
+		bth, _ := pk.Layer(LayerTypeBTH).(*BTH)
+		if derr != nil {
+			if pl != nil && pl.ICRCStatus == ICRCValid {
+				t.Fatalf("NewPacket finds a valid RoCE packet, Decoder says %v", derr)
+			}
+			return
+		}
+		for i := 0; i < p.NumVLANs && i < MaxVLANTags; i++ {
+			if p.VLANs[i].TPID == 0x9100 {
+				return // gopacket does not decode the legacy 0x9100 TPID
+			}
+		}
+		if bth == nil || pl == nil {
+			t.Fatalf("Decoder decodes %s, NewPacket has BTH %v payload %v (error layer %v)", p.BTH.Opcode, bth, pl, pk.ErrorLayer())
+		}
+		if !reflect.DeepEqual(strip(bth), strip(&p.BTH)) || (bth.Opcode != p.BTH.Opcode || bth.PSN != p.BTH.PSN || bth.DestQP != p.BTH.DestQP ||
+			bth.PKey != p.BTH.PKey || bth.PadCount != p.BTH.PadCount || bth.FECN != p.BTH.FECN || bth.BECN != p.BTH.BECN) {
+			t.Fatalf("BTH: NewPacket %+v, Decoder %+v", bth, p.BTH)
+		}
+		if len(pl.Data) != p.PayloadLen || len(pl.Pad) != p.PadLen || pl.ICRC != p.ICRC {
+			t.Fatalf("payload: NewPacket %d+%d %x, Decoder %d+%d %x", len(pl.Data), len(pl.Pad), pl.ICRC, p.PayloadLen, p.PadLen, p.ICRC)
+		}
+		if pl.ICRCStatus != p.ICRCStatus {
+			t.Fatalf("ICRC: NewPacket %v, Decoder %v (truncated %v)", pl.ICRCStatus, p.ICRCStatus, p.Truncated)
 		}
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"sync"
 )
 
 // The ICRC (invariant CRC) is the standard reflected CRC-32 (IEEE 802.3,
@@ -87,6 +88,19 @@ func updateMasked(s uint32, p, mask []byte) uint32 {
 // header (RoCE v2) or the GRH (RoCE v1) and ends just before the 4 ICRC
 // bytes. Write the result with PutICRC (little-endian).
 func ICRC(pkt []byte) (uint32, error) {
+	if len(pkt) >= prefixLen-8 {
+		buf := prefixPool.Get().(*[prefixLen]byte)
+		c, ok := icrcPrefix(pkt, buf)
+		prefixPool.Put(buf)
+		if ok {
+			return c, nil
+		}
+	}
+	return icrcMasked(pkt)
+}
+
+// icrcMasked is ICRC with the headers masked byte by byte (slicing-by-8).
+func icrcMasked(pkt []byte) (uint32, error) {
 	if len(pkt) == 0 {
 		return 0, fmt.Errorf("ICRC: empty packet, want an IPv4, IPv6 or GRH header: %w", ErrNotRoCE)
 	}
@@ -129,10 +143,82 @@ func ICRC(pkt []byte) (uint32, error) {
 	default:
 		return 0, fmt.Errorf("ICRC: IP version %d, want 4 or 6: %w", pkt[0]>>4, ErrNotRoCE)
 	}
-	return crc32.Update(^s, crc32.IEEETable, pkt[hdr:]), nil
+	return updateRest(s, pkt[hdr:]), nil
+}
+
+// updateRest runs the register over the unmasked rest of the packet and
+// returns the final CRC. hash/crc32 is fastest on multiples of 16 bytes
+// (it handles a shorter tail a byte at a time); the tail goes through
+// slicing-by-8 here.
+func updateRest(s uint32, p []byte) uint32 {
+	n := len(p) &^ 15
+	if n >= 64 {
+		s = ^crc32.Update(^s, crc32.IEEETable, p[:n])
+		p = p[n:]
+	}
+	t := slicing8
+	for len(p) >= 8 {
+		w := binary.LittleEndian.Uint64(p)
+		s ^= uint32(w)
+		s = t[0][byte(w>>56)] ^ t[1][byte(w>>48)] ^ t[2][byte(w>>40)] ^ t[3][byte(w>>32)] ^
+			t[4][s>>24] ^ t[5][byte(s>>16)] ^ t[6][byte(s>>8)] ^ t[7][byte(s)]
+		p = p[8:]
+	}
+	for _, b := range p {
+		s = t[0][byte(s)^b] ^ s>>8
+	}
+	return ^s
 }
 
 var zeros [40]byte
+
+// prefixLen is how much of a packet icrcPrefix copies: the masked headers
+// (at most 60 bytes after the 8 0xFF bytes) rounded up so that hash/crc32,
+// which uses carry-less multiplication from 64 bytes on, gets 80 bytes.
+const prefixLen = 80
+
+// prefixPool holds scratch buffers for ICRC; a buffer on the stack would
+// escape into hash/crc32 and be allocated on every call.
+var prefixPool = sync.Pool{New: func() any { return new([prefixLen]byte) }}
+
+// icrcPrefix computes the same ICRC as the byte-wise masking in ICRC: it
+// copies 0xFF×8 and the first bytes of the packet into scratch, masks
+// there, runs hash/crc32 over the scratch and then over the rest of the
+// packet in place. It reports false when the packet is not of a kind it
+// handles (IPv4 options, too short, not RoCE); ICRC then does the work.
+func icrcPrefix(pkt []byte, scratch *[prefixLen]byte) (uint32, bool) {
+	var mask []byte
+	if len(pkt) < prefixLen-8 {
+		return 0, false
+	}
+	switch pkt[0] >> 4 {
+	case 4:
+		if pkt[0]&0x0F == 5 && pkt[9] == 17 {
+			mask = maskIPv4[:]
+		}
+	case 6:
+		if pkt[6] == 17 {
+			mask = maskIPv6[:]
+		} else if pkt[6] == NextHeaderBTH {
+			mask = maskGRH[:]
+		}
+	}
+	if mask == nil {
+		return 0, false
+	}
+	b := scratch[:]
+	binary.LittleEndian.PutUint64(b, ^uint64(0))
+	copy(b[8:], pkt[:prefixLen-8])
+	h := b[8:]
+	for i := 0; i+8 <= len(mask); i += 8 {
+		binary.LittleEndian.PutUint64(h[i:], binary.LittleEndian.Uint64(h[i:])|binary.LittleEndian.Uint64(mask[i:]))
+	}
+	for i := len(mask) &^ 7; i < len(mask); i++ {
+		h[i] |= mask[i]
+	}
+	c := crc32.Update(0, crc32.IEEETable, b)
+	return updateRest(^c, pkt[prefixLen-8:]), true
+}
 
 // PutICRC writes an ICRC value in wire order (little-endian).
 func PutICRC(b []byte, icrc uint32) { binary.LittleEndian.PutUint32(b, icrc) }
@@ -249,7 +335,7 @@ func roceNetworkPacket(frame []byte) ([]byte, error) {
 	}
 	off += 2
 	p := frame[off:]
-	var end int
+	var end, min int
 	switch et {
 	case 0x0800:
 		if len(p) < 20 {
@@ -269,6 +355,7 @@ func roceNetworkPacket(frame []byte) ([]byte, error) {
 		if dp := binary.BigEndian.Uint16(p[ihl+2:]); dp != uint16(UDPPort) {
 			return nil, fmt.Errorf("UDP destination port %d, want %d: %w", dp, UDPPort, ErrNotRoCE)
 		}
+		min = ihl + 8 + BTHLen + ICRCLen
 	case 0x86DD:
 		if len(p) < 48 {
 			return nil, fmt.Errorf("IPv6 packet %d bytes, want at least 48 (IPv6 and UDP headers)", len(p))
@@ -280,16 +367,21 @@ func roceNetworkPacket(frame []byte) ([]byte, error) {
 			return nil, fmt.Errorf("UDP destination port %d, want %d: %w", dp, UDPPort, ErrNotRoCE)
 		}
 		end = 40 + int(binary.BigEndian.Uint16(p[4:6]))
+		min = 40 + 8 + BTHLen + ICRCLen
 	case uint16(EthernetTypeRoCEv1):
 		if len(p) < GRHLen {
 			return nil, fmt.Errorf("GRH %d bytes, want %d", len(p), GRHLen)
 		}
 		end = GRHLen + int(binary.BigEndian.Uint16(p[4:6]))
+		min = GRHLen + BTHLen + ICRCLen
 	default:
 		return nil, fmt.Errorf("EtherType %#04x, want 0x0800, 0x86dd or 0x8915: %w", et, ErrNotRoCE)
 	}
 	if end > len(p) {
 		return nil, fmt.Errorf("packet length %d bytes exceeds the %d bytes left in the frame", end, len(p))
+	}
+	if end < min {
+		return nil, fmt.Errorf("packet length %d bytes, want at least %d (headers, BTH and ICRC)", end, min)
 	}
 	return p[:end], nil
 }

@@ -116,6 +116,11 @@ func writeSeeds(t *testing.T, frames []rocegen.Frame, capture []byte) {
 			seed(target, f.Data)
 		}
 	}
+	// FuzzLayers: a layer selector byte, then the bytes after the UDP header
+	// of the first (untagged IPv4) frame.
+	for i := 0; i < 14; i++ {
+		seed("FuzzLayers", append([]byte{byte(i)}, frames[0].Data[42:]...))
+	}
 	seed("FuzzCaptureReader", capture)
 	seed("FuzzCaptureReader", capture[:len(capture)-7])
 }
@@ -138,4 +143,25 @@ func FuzzCaptureReader(f *testing.F) {
 			_ = dec.DecodeCaptured(frame, ci, &p)
 		}
 	})
+}
+
+// BenchmarkDecodeSynthetic decodes and checks the frames of the
+// 100,000-frame benchmark capture (256-byte payloads; UD and RC; IPv4 and
+// IPv6; untagged and VLAN 100) and adds them to a Summary, as
+// `roce-probe decode --summary` does, without the file reading.
+func BenchmarkDecodeSynthetic(b *testing.B) {
+	frames := rocegen.Synthetic(1024)
+	dec := roce.NewDecoder()
+	sum := roce.NewSummary()
+	var p roce.Packet
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		f := frames[i%len(frames)].Data
+		i++
+		if err := dec.Decode(f, &p); err != nil || p.ICRCStatus != roce.ICRCValid {
+			b.Fatal(err, p.ICRCStatus)
+		}
+		sum.Add(&p, len(f))
+	}
 }

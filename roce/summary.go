@@ -49,6 +49,7 @@ type flowAcc struct {
 type Summary struct {
 	flows map[FlowKey]*flowAcc
 	order []*flowAcc
+	cache [64]*flowAcc // recently used flows, direct-mapped, to skip hashing
 }
 
 // NewSummary returns an empty Summary.
@@ -66,11 +67,16 @@ func (p *Packet) Key() FlowKey {
 // Add counts a packet of wireLen bytes.
 func (s *Summary) Add(p *Packet, wireLen int) {
 	k := p.Key()
-	a := s.flows[k]
-	if a == nil {
-		a = &flowAcc{s: FlowSummary{FlowKey: k, FirstPSN: p.BTH.PSN}}
-		s.flows[k] = a
-		s.order = append(s.order, a)
+	slot := &s.cache[(k.DestQP^k.SrcQP^uint32(k.SrcPort)^uint32(k.SrcPort>>6))&63]
+	a := *slot
+	if a == nil || a.s.FlowKey != k {
+		a = s.flows[k]
+		if a == nil {
+			a = &flowAcc{s: FlowSummary{FlowKey: k, FirstPSN: p.BTH.PSN}}
+			s.flows[k] = a
+			s.order = append(s.order, a)
+		}
+		*slot = a
 	}
 	a.s.Packets++
 	a.s.Bytes += uint64(wireLen)

@@ -27,21 +27,21 @@ func init() { register(newAHCmd) }
 
 // ahJSON is the document `ah -o json` prints.
 type ahJSON struct {
-	Attr     ah.Attr        `json:"attr"`
-	Source   *gid.Entry     `json:"source,omitempty"`
-	Driver   qos.Driver     `json:"driver"`
-	Path     qos.Path       `json:"path"`
-	Wire     *ah.Wire       `json:"wire"`
-	Route    any            `json:"route,omitempty"`
-	Neighbor *ah.Neighbor   `json:"neighbor,omitempty"`
-	Warnings []ah.Warning   `json:"warnings"`
-	Problems []ah.Problem   `json:"problems,omitempty"`
-	Steps    []qos.Step     `json:"steps,omitempty"`
-	Error    string         `json:"error,omitempty"`
-	Errno    string         `json:"errno,omitempty"`
-	Create   *ahCreateJSON  `json:"create,omitempty"`
-	Pcap     *ahPcapJSON    `json:"pcap,omitempty"`
-	Options  map[string]any `json:"-"`
+	Attr     ah.Attr       `json:"attr"`
+	Source   *gid.Entry    `json:"source,omitempty"`
+	Driver   qos.Driver    `json:"driver"`
+	Path     qos.Path      `json:"path"`
+	Wire     *ah.Wire      `json:"wire"`
+	Route    any           `json:"route,omitempty"`
+	Neighbor *ah.Neighbor  `json:"neighbor,omitempty"`
+	Warnings []ah.Warning  `json:"warnings"`
+	Problems []ah.Problem  `json:"problems,omitempty"`
+	Steps    []qos.Step    `json:"steps,omitempty"`
+	Error    string        `json:"error,omitempty"`
+	Errno    string        `json:"errno,omitempty"`
+	Create   *ahCreateJSON `json:"create,omitempty"`
+	Pcap     *ahPcapJSON   `json:"pcap,omitempty"`
+	Probe    *ahProbeJSON  `json:"neighbour_probe,omitempty"`
 }
 
 type ahCreateJSON struct {
@@ -49,6 +49,14 @@ type ahCreateJSON struct {
 	Errno string `json:"errno,omitempty"`
 	Error string `json:"error,omitempty"`
 	QPN   uint32 `json:"qpn,omitempty"`
+}
+
+// ahProbeJSON reports --resolve-neighbour.
+type ahProbeJSON struct {
+	NextHop string `json:"next_hop"`
+	Dev     string `json:"dev"`
+	State   string `json:"state"`
+	Error   string `json:"error,omitempty"`
 }
 
 type ahPcapJSON struct {
@@ -72,7 +80,7 @@ func newAHCmd() *cobra.Command {
 	var src gidSource
 	var netFile, gidIndex, dst, format, pcapFile, driverFlag, pathFlag, payload string
 	var sl, tclass, flowLabel, hopLimit, staticRate, srcQPN, destQPN, qkey, psn, ipID string
-	var create bool
+	var create, probeNeigh bool
 	c := &cobra.Command{
 		Use:   "ah --dev D [--port P] (--gid-index I | --gid-index auto) --dst ADDR|GID [--sl S] [--tclass T] [--flow-label F] [--hop-limit H] [--static-rate R]",
 		Short: "Validate an address handle and show, field by field, the frame it puts on the wire",
@@ -90,6 +98,8 @@ or the driver overrides is listed as a warning.
 neighbour tables are read once over rtnetlink; no packet is sent. When the next
 hop's MAC is not in the neighbour table the output says so: ibv_create_ah would
 send ARP / neighbour discovery and fail with ETIMEDOUT if nobody answers.
+--resolve-neighbour makes the kernel try (one UDP datagram to the destination's
+discard port through the sgid's netdev; no privileges) and reports the answer.
 
 --pcap FILE writes the predicted UD SEND frame (opcode 0x64, with --src-qpn,
 --dest-qpn, --qkey, --psn and --payload; valid ICRC) as a capture Wireshark
@@ -228,7 +238,21 @@ Reading needs no privileges. See docs/ah.md.`,
 			}
 			opts := ah.ResolveOptions{Driver: driver, Path: path, DCB: dcb, SrcQPN: d.SrcQPN, PortMTU: port.ActiveMTU}
 			res, rerr := ah.Resolve(a, table, n, opts)
-			doc := ahJSON{Attr: a, Driver: driver, Path: path, Warnings: []ah.Warning{}}
+			var probe *ahProbeJSON
+			var ne *ah.NeighborError
+			if probeNeigh && errors.As(rerr, &ne) {
+				if netFile != "" || src.netns != "" {
+					return usagef("--resolve-neighbour works only on the live tables of the own network namespace (not with --net or --netns)")
+				}
+				nb, perr := ah.ProbeNeighbor(res.Source.GID.Addr(), a.GRH.DGID.Addr(), ne.Route, time.Second)
+				probe = &ahProbeJSON{NextHop: ne.Route.NextHop.String(), Dev: ne.Route.Dev, State: nb.State.String()}
+				if perr != nil {
+					probe.Error = perr.Error()
+				} else if n2, err := ah.ReadNet(""); err == nil {
+					res, rerr = ah.Resolve(a, table, n2, opts)
+				}
+			}
+			doc := ahJSON{Attr: a, Driver: driver, Path: path, Warnings: []ah.Warning{}, Probe: probe}
 			var verr *ah.ValidationError
 			switch {
 			case errors.As(rerr, &verr):
@@ -304,6 +328,7 @@ Reading needs no privileges. See docs/ah.md.`,
 	c.Flags().StringVar(&payload, "payload", "roce-probe", "the UD payload for --pcap")
 	c.Flags().StringVar(&driverFlag, "driver", "", "the RDMA driver's wire profile: rxe, mlx5, irdma, bnxt_re, hns, erdma (default: detected from sysfs)")
 	c.Flags().StringVar(&pathFlag, "path", "", "how the AH reaches the driver: user-ah (default), kernel-ah or connected-qp")
+	c.Flags().BoolVar(&probeNeigh, "resolve-neighbour", false, "when the next hop's MAC is not known, make the kernel resolve it (one UDP datagram to its discard port, as ibv_create_ah's ARP would) and wait up to 1 s")
 	c.Flags().BoolVar(&create, "create", false, "also call ibv_create_ah on the device (needs a binary built with -tags ibverbs)")
 	c.Flags().StringVar(&netFile, "net", "", "read routes, neighbours and sysctls from this ah.Net JSON file instead of rtnetlink")
 	_ = c.Flags().MarkHidden("net")
@@ -417,6 +442,13 @@ func writeAHTable(out io.Writer, doc ahJSON, dev string) {
 		fmt.Fprintf(tw, "\nwarnings\n")
 		for _, w := range doc.Warnings {
 			fmt.Fprintf(tw, "  - %s\n", w)
+		}
+	}
+	if p := doc.Probe; p != nil {
+		if p.Error != "" {
+			fmt.Fprintf(tw, "\nneighbour probe\t%s\n", p.Error)
+		} else {
+			fmt.Fprintf(tw, "\nneighbour probe\t%s on %s answered (%s)\n", p.NextHop, p.Dev, p.State)
 		}
 	}
 	if doc.Pcap != nil {

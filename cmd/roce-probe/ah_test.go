@@ -173,3 +173,10 @@ func TestAHPcapInTshark(t *testing.T) {
 		t.Errorf("tshark fields %q, want %q", got, want)
 	}
 }
+
+func TestAHResolveNeighbourNeedsLiveTables(t *testing.T) {
+	_, stderr, code := runCLI(t, "", ahArgs("--gid-index", "1", "--dst", "10.0.0.3", "--resolve-neighbour")...)
+	if code != exitUsage || !strings.Contains(stderr, "--resolve-neighbour works only on the live tables") {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -78,7 +79,11 @@ func runDecode(cmd *cobra.Command, path string, f decodeFlags) error {
 	if err != nil {
 		return usagef("%s: %v", path, err)
 	}
-	out, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	cr.ReadAhead() // read the file on one core, decode on another
+	defer cr.Close()
+	bw := bufio.NewWriterSize(cmd.OutOrStdout(), 1<<16)
+	defer bw.Flush()
+	out, stderr := bw, cmd.ErrOrStderr()
 	dec := roce.NewDecoder()
 	sum := roce.NewSummary()
 	var st decodeStats
@@ -101,6 +106,7 @@ func runDecode(cmd *cobra.Command, path string, f decodeFlags) error {
 		}
 		if err != nil {
 			st.malformed++
+			bw.Flush() // keep stdout and stderr in frame order
 			fmt.Fprintf(stderr, "roce-probe: frame %d: malformed RoCE packet: %v\n", cr.Frame(), err)
 			continue
 		}
@@ -127,6 +133,9 @@ func runDecode(cmd *cobra.Command, path string, f decodeFlags) error {
 		if err := printDecodeSummary(out, format, sum.Flows(), st); err != nil {
 			return err
 		}
+	}
+	if err := bw.Flush(); err != nil {
+		return err
 	}
 	if readErr != nil {
 		return usagef("%s: %v", path, readErr)

@@ -202,7 +202,7 @@ func TestSendNoListener(t *testing.T) {
 // A DSCP sweep through a switch that remarks DSCP 26 and 46 to 0 prints
 // exactly that map.
 func TestSendSweepThroughRemarkingSwitch(t *testing.T) {
-	netnstest.RequireRoot(t, "nft")
+	netnstest.RequireNFTables(t)
 	nsS, nsL := twoHosts(t, "ip dscp { 26, 46 } ip dscp set 0")
 	wait := startListener(t, nsL, 3*time.Second, "--netdev", "l0")
 	r := runIn(t, nsS, "send", "--netdev", "s0", "--dst", "10.78.0.2", "--sweep", "dscp", "--count", "1",

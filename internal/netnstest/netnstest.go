@@ -147,3 +147,21 @@ func Do(ns string, fn func() error) error {
 	}()
 	return <-errc
 }
+
+// RequireNFTables skips the test unless nft can create a netdev table in
+// this kernel (the lab VM's kernel has no nf_tables module, for one). Under
+// ROCE_PROBE_CI=1 outside the lab (LAB unset) a missing nf_tables fails.
+func RequireNFTables(t testing.TB) {
+	t.Helper()
+	RequireRoot(t, "nft")
+	ns := New(t, "nft")
+	out, err := exec.Command("ip", "netns", "exec", ns, "nft", "add", "table", "netdev", "probe_check").CombinedOutput()
+	if err == nil {
+		return
+	}
+	msg := fmt.Sprintf("nftables does not work in this kernel (nft add table netdev: %v: %s)", err, strings.TrimSpace(string(out)))
+	if os.Getenv("ROCE_PROBE_CI") == "1" && os.Getenv("LAB") == "" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+}

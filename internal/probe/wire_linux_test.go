@@ -243,7 +243,7 @@ func middleSwitch(t *testing.T, toL string) (nsS, nsL string) {
 // A switch that rewrites DSCP or PCP is reported as remarking, with the
 // values before and after; one that strips the tag as stripping it.
 func TestWireRemarkingSwitch(t *testing.T) {
-	netnstest.RequireRoot(t, "nft")
+	netnstest.RequireNFTables(t)
 	tagged := Markings{Tagged: true, VLAN: 100, PCP: 3, DSCP: 26, ECN: ECNECT0, TTL: 64, Sport: 0xc123}
 	for _, tc := range []struct {
 		name     string

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"bufio"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/roce-probe/roce-probe/internal/rocegen"
+)
+
+var (
+	bigCaptureOnce sync.Once
+	bigCapturePath string
+	bigCaptureErr  error
+)
+
+// bigCapture writes a 100,000-frame synthetic RoCE v2 capture once per run.
+func bigCapture(b *testing.B) string {
+	bigCaptureOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "roce-bench")
+		if err != nil {
+			bigCaptureErr = err
+			return
+		}
+		bigCapturePath = filepath.Join(dir, "roce-100k.pcapng")
+		f, err := os.Create(bigCapturePath)
+		if err != nil {
+			bigCaptureErr = err
+			return
+		}
+		w := bufio.NewWriter(f)
+		if bigCaptureErr = rocegen.WritePcapNG(w, rocegen.Synthetic(100000)); bigCaptureErr == nil {
+			bigCaptureErr = w.Flush()
+		}
+		f.Close()
+	})
+	if bigCaptureErr != nil {
+		b.Fatal(bigCaptureErr)
+	}
+	return bigCapturePath
+}
+
+// BenchmarkDecodeSummary100k runs `roce-probe decode --summary` in-process
+// on a 100,000-frame capture (one op = the whole file).
+func BenchmarkDecodeSummary100k(b *testing.B) {
+	path := bigCapture(b)
+	for b.Loop() {
+		if code := run([]string{"decode", "--summary", path}, nil, io.Discard, io.Discard); code != exitOK {
+			b.Fatalf("exit %d", code)
+		}
+	}
+}
+
+// BenchmarkTsharkRead100k runs `tshark -r` on the same capture, for the
+// ≥ 50× comparison in docs/performance.md. Skipped without tshark.
+func BenchmarkTsharkRead100k(b *testing.B) {
+	tshark, err := exec.LookPath("tshark")
+	if err != nil {
+		b.Skip("tshark not installed")
+	}
+	path := bigCapture(b)
+	for b.Loop() {
+		cmd := exec.Command(tshark, "-r", path)
+		cmd.Stdout = io.Discard
+		if err := cmd.Run(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,139 @@
+package gid
+
+import (
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/roce-probe/roce-probe/vlan"
+)
+
+// writeBigFixture writes devs RDMA devices × ports ports × slots fully used
+// mlx5-like GID slots (v1+v2 pairs) below root, with each port's addresses
+// spread over its netdev and four VLAN devices, and returns the snapshot.
+func writeBigFixture(tb testing.TB, root string, devs, ports, slots int) *vlan.Snapshot {
+	return writeFixture(tb, root, devs, ports, slots, slots)
+}
+
+// writeFixture is writeBigFixture with only the first used slots in use
+// and the rest empty (zero GID, no types/ndevs files: EINVAL).
+func writeFixture(tb testing.TB, root string, devs, ports, slots, used int) *vlan.Snapshot {
+	tb.Helper()
+	snap := &vlan.Snapshot{}
+	idx := 1
+	write := func(path, s string) {
+		if err := os.WriteFile(path, []byte(s+"\n"), 0o644); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	for d := 0; d < devs; d++ {
+		dev := fmt.Sprintf("mlx5_%d", d)
+		for p := 1; p <= ports; p++ {
+			nd := fmt.Sprintf("ens%df%d", d, p-1)
+			mac := vlan.MAC{0x0c, 0x42, 0xa1, byte(d), byte(p), 1}
+			base := idx
+			snap.Links = append(snap.Links, vlan.Link{Name: nd, Index: idx, Kind: vlan.KindPhysical, MAC: mac, MTU: 9000, OperState: "up", Ether: true})
+			idx++
+			var names []string
+			for v := 0; v < 4; v++ {
+				name := fmt.Sprintf("%s.%d", nd, 100+v)
+				snap.Links = append(snap.Links, vlan.Link{Name: name, Index: idx, Kind: vlan.KindVLAN, ParentIndex: base, MAC: mac, MTU: 9000,
+					OperState: "up", Ether: true, VLAN: &vlan.Tag{ID: uint16(100 + v), Proto: vlan.Proto8021Q}, EgressQoS: vlan.QoSMap{0: 3}})
+				names = append(names, name)
+				idx++
+			}
+			pd := filepath.Join(root, "class", "infiniband", dev, "ports", fmt.Sprint(p))
+			for _, sub := range []string{"gids", "gid_attrs/types", "gid_attrs/ndevs"} {
+				if err := os.MkdirAll(filepath.Join(pd, sub), 0o755); err != nil {
+					tb.Fatal(err)
+				}
+			}
+			if p == 1 {
+				os.MkdirAll(filepath.Join(root, "class", "infiniband", dev, "device", "net", nd), 0o755)
+			}
+			write(filepath.Join(pd, "state"), "4: ACTIVE")
+			write(filepath.Join(pd, "phys_state"), "5: LinkUp")
+			write(filepath.Join(pd, "link_layer"), "Ethernet")
+			for i := 0; i < slots; i++ {
+				if i >= used {
+					write(filepath.Join(pd, "gids", fmt.Sprint(i)), Zero.SysfsString())
+					continue
+				}
+				var g GID
+				owner := nd
+				if i < 2 {
+					g = DefaultGID(mac, 0)
+				} else {
+					g = FromAddr(netip.AddrFrom4([4]byte{10, byte(d), byte(p), byte(i / 2)}))
+					owner = names[(i/2)%4]
+				}
+				typ := "IB/RoCE v1"
+				if i%2 == 1 {
+					typ = "RoCE v2"
+				}
+				n := fmt.Sprint(i)
+				write(filepath.Join(pd, "gids", n), g.SysfsString())
+				write(filepath.Join(pd, "gid_attrs", "types", n), typ)
+				write(filepath.Join(pd, "gid_attrs", "ndevs", n), owner)
+			}
+		}
+	}
+	return snap
+}
+
+// BenchmarkReadAndMap16x2x256 enumerates and maps 16 devices × 2 ports ×
+// 256 used entries (8192 entries, 24576 sysfs files). Target: ≤ 100 ms per
+// operation. Figure in docs/performance.md.
+func BenchmarkReadAndMap16x2x256(b *testing.B) {
+	benchReadAndMap(b, 256)
+}
+
+// BenchmarkReadAndMap16x2x256Used12 is the same 16 × 2 × 256-slot tables
+// with 12 slots in use per port, as on a ConnectX port with defaults and
+// five addresses.
+func BenchmarkReadAndMap16x2x256Used12(b *testing.B) {
+	benchReadAndMap(b, 12)
+}
+
+func benchReadAndMap(b *testing.B, used int) {
+	root := b.TempDir()
+	snap := writeFixture(b, root, 16, 2, 256, used)
+	sys := &Sysfs{Root: root}
+	b.ResetTimer()
+	for b.Loop() {
+		devs, err := sys.ReadAll()
+		if err != nil {
+			b.Fatal(err)
+		}
+		n := 0
+		for i := range devs {
+			Map(devs[i].Ports, snap)
+			for _, p := range devs[i].Ports {
+				n += len(p.Entries)
+			}
+		}
+		if n != 16*2*256 {
+			b.Fatalf("%d entries", n)
+		}
+	}
+}
+
+// The big fixture reads back as written: every entry mapped to its VLAN.
+func TestBigFixture(t *testing.T) {
+	root := t.TempDir()
+	snap := writeBigFixture(t, root, 2, 2, 16)
+	devs, err := (&Sysfs{Root: root}).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	Map(devs[1].Ports, snap)
+	e := devs[1].Ports[1].Entries[5]
+	if e.GID != MustParse("10.1.2.2") || e.Type != TypeRoCEv2 || e.Netdev != "ens1f1.102" || e.VLAN == nil || *e.VLAN != 102 || e.Default {
+		t.Errorf("entry = %+v", e)
+	}
+	if !devs[1].Ports[1].Entries[1].Default || devs[1].Ports[0].Netdev != "ens1f0" {
+		t.Errorf("defaults/netdev wrong")
+	}
+}
