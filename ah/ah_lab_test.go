@@ -295,6 +295,9 @@ func TestLabRawSendFromPeerAndFromWC(t *testing.T) {
 					if b == RDMACore && (r.Attr.GRH.HopLimit != 64 || r.Attr.GRH.TrafficClass != 0x68) {
 						t.Errorf("rdma-core: hop %d tc %#x, want 64 and 0x68 from the packet", r.Attr.GRH.HopLimit, r.Attr.GRH.TrafficClass)
 					}
+					if b == Kernel && (r.Route == nil || int(r.Attr.GRH.HopLimit) != r.Route.HopLimit || r.Route.HopLimit != 64) {
+						t.Errorf("kernel: hop %d, want the route's hop limit 64 (0xFF replaced): %+v", r.Attr.GRH.HopLimit, r.Route)
+					}
 				}
 				// Answer the peer with the rdma-core AH.
 				r, err := FromWC(in, wc.GRH, tab, FromWCOptions{Behaviour: RDMACore})

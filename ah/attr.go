@@ -54,6 +54,7 @@ type Problem struct {
 	Errno   string `json:"errno,omitempty"`
 }
 
+// String returns "field value: want allowed: reason (errno)".
 func (p Problem) String() string {
 	s := fmt.Sprintf("%s %s: want %s: %s", p.Field, p.Value, p.Allowed, p.Reason)
 	if p.Errno != "" {
@@ -67,6 +68,7 @@ type ValidationError struct {
 	Problems []Problem
 }
 
+// Error lists every problem.
 func (e *ValidationError) Error() string {
 	parts := make([]string, len(e.Problems))
 	for i, p := range e.Problems {

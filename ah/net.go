@@ -48,6 +48,7 @@ type Route struct {
 	MTU      int          `json:"mtu,omitempty"`      // RTAX_MTU metric; 0 = not set
 }
 
+// String returns the route in `ip route` form.
 func (r Route) String() string {
 	var b strings.Builder
 	if r.Type != "" && r.Type != RouteUnicast {
@@ -313,6 +314,7 @@ type RouteError struct {
 	Msg   string
 }
 
+// Error names the destination, the netdev, why and the errno.
 func (e *RouteError) Error() string {
 	s := fmt.Sprintf("ah: no usable route to %s from %s: %s", e.Dst, e.Dev, e.Msg)
 	if e.Route != nil {

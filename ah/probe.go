@@ -69,12 +69,14 @@ func sendDiscard(src, dst netip.Addr, ifindex int) error {
 		return err
 	}
 	defer unix.Close(fd)
+	// IP_UNICAST_IF and IPV6_UNICAST_IF both take the index in network
+	// byte order.
+	var b [4]byte
+	binary.BigEndian.PutUint32(b[:], uint32(ifindex))
+	beIndex := int(int32(binary.NativeEndian.Uint32(b[:])))
 	var to unix.Sockaddr
 	if dst.Is4() {
-		// IP_UNICAST_IF takes the index in network byte order.
-		var b [4]byte
-		binary.BigEndian.PutUint32(b[:], uint32(ifindex))
-		if err := unix.SetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_UNICAST_IF, int(binary.NativeEndian.Uint32(b[:]))); err != nil {
+		if err := unix.SetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_UNICAST_IF, beIndex); err != nil {
 			return fmt.Errorf("IP_UNICAST_IF: %w", err)
 		}
 		if src.Is4() {
@@ -84,7 +86,7 @@ func sendDiscard(src, dst netip.Addr, ifindex int) error {
 		}
 		to = &unix.SockaddrInet4{Port: 9, Addr: dst.As4()}
 	} else {
-		if err := unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_UNICAST_IF, ifindex); err != nil {
+		if err := unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_UNICAST_IF, beIndex); err != nil {
 			return fmt.Errorf("IPV6_UNICAST_IF: %w", err)
 		}
 		if src.Is6() {

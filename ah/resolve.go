@@ -88,6 +88,7 @@ type Warning struct {
 	Reason    string `json:"reason"`
 }
 
+// String returns "field: requested X, on the wire Y: reason".
 func (w Warning) String() string {
 	s := w.Field
 	if w.Requested != "" || w.OnWire != "" {
@@ -135,6 +136,8 @@ type NeighborError struct {
 	Neighbor *Neighbor // the entry seen, nil if none
 }
 
+// Error names the next hop, its neighbour state, the route and what
+// ibv_create_ah will do.
 func (e *NeighborError) Error() string {
 	state := "no entry"
 	if e.Neighbor != nil {
@@ -485,6 +488,9 @@ func (r *Resolver) udpSport(res *Resolution, fl uint32, warn func(field, req, wi
 		}
 		if fl != 0 {
 			warn("grh.flow_label", hex32(fl), "", "rxe ignores the AH's flow label for the UDP source port of UD QPs (it never gets IB_QP_AV)")
+		}
+		if r.opts.SrcQPN == 0 {
+			warn("udp_sport", "", "unknown", "rxe derives it from the sending QP's number: give the QPN (ResolveOptions.SrcQPN, --src-qpn)")
 		}
 	case qos.DriverMLX5:
 		if fl != 0 {

@@ -16,7 +16,10 @@ import (
 // behind the attributes.
 type dcbMsg struct{ cmd uint8 }
 
+// Len implements nl.NetlinkRequestData.
 func (m dcbMsg) Len() int { return sizeofDCBMsg }
+
+// Serialize implements nl.NetlinkRequestData: the 4-byte struct dcbmsg.
 func (m dcbMsg) Serialize() []byte {
 	return []byte{unix.AF_UNSPEC, m.cmd, 0, 0}
 }

@@ -73,6 +73,7 @@ type Decoder struct {
 	roce *DecodingLayers
 	exts [16]extLayer // indexed by layer type - LayerTypeGRH
 	fb   feedback
+	buf  [prefixLen]byte // ICRC scratch
 }
 
 // NewDecoder returns a Decoder for Ethernet frames.
@@ -239,10 +240,16 @@ func (d *Decoder) Decode(frame []byte, p *Packet) error {
 	p.PayloadLen, p.PadLen, p.ICRC = len(pl.Data), len(pl.Pad), pl.ICRC
 	if !p.Truncated {
 		if pkt, ok := extendTo(net, pl.contents); ok {
-			if c, valid, err := VerifyICRC(pkt); err == nil {
+			n := len(pkt) - ICRCLen
+			c, ok := icrcPrefix(pkt[:n], &d.buf)
+			var err error
+			if !ok {
+				c, err = icrcMasked(pkt[:n])
+			}
+			if err == nil {
 				p.Computed = c
 				p.ICRCStatus = ICRCInvalid
-				if valid {
+				if binary.LittleEndian.Uint32(pkt[n:]) == c {
 					p.ICRCStatus = ICRCValid
 				}
 			}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"sync"
 )
 
 // The ICRC (invariant CRC) is the standard reflected CRC-32 (IEEE 802.3,
@@ -87,6 +88,19 @@ func updateMasked(s uint32, p, mask []byte) uint32 {
 // header (RoCE v2) or the GRH (RoCE v1) and ends just before the 4 ICRC
 // bytes. Write the result with PutICRC (little-endian).
 func ICRC(pkt []byte) (uint32, error) {
+	if len(pkt) >= prefixLen-8 {
+		buf := prefixPool.Get().(*[prefixLen]byte)
+		c, ok := icrcPrefix(pkt, buf)
+		prefixPool.Put(buf)
+		if ok {
+			return c, nil
+		}
+	}
+	return icrcMasked(pkt)
+}
+
+// icrcMasked is ICRC with the headers masked byte by byte (slicing-by-8).
+func icrcMasked(pkt []byte) (uint32, error) {
 	if len(pkt) == 0 {
 		return 0, fmt.Errorf("ICRC: empty packet, want an IPv4, IPv6 or GRH header: %w", ErrNotRoCE)
 	}
@@ -157,6 +171,54 @@ func updateRest(s uint32, p []byte) uint32 {
 }
 
 var zeros [40]byte
+
+// prefixLen is how much of a packet icrcPrefix copies: the masked headers
+// (at most 60 bytes after the 8 0xFF bytes) rounded up so that hash/crc32,
+// which uses carry-less multiplication from 64 bytes on, gets 80 bytes.
+const prefixLen = 80
+
+// prefixPool holds scratch buffers for ICRC; a buffer on the stack would
+// escape into hash/crc32 and be allocated on every call.
+var prefixPool = sync.Pool{New: func() any { return new([prefixLen]byte) }}
+
+// icrcPrefix computes the same ICRC as the byte-wise masking in ICRC: it
+// copies 0xFF×8 and the first bytes of the packet into scratch, masks
+// there, runs hash/crc32 over the scratch and then over the rest of the
+// packet in place. It reports false when the packet is not of a kind it
+// handles (IPv4 options, too short, not RoCE); ICRC then does the work.
+func icrcPrefix(pkt []byte, scratch *[prefixLen]byte) (uint32, bool) {
+	var mask []byte
+	if len(pkt) < prefixLen-8 {
+		return 0, false
+	}
+	switch pkt[0] >> 4 {
+	case 4:
+		if pkt[0]&0x0F == 5 && pkt[9] == 17 {
+			mask = maskIPv4[:]
+		}
+	case 6:
+		if pkt[6] == 17 {
+			mask = maskIPv6[:]
+		} else if pkt[6] == NextHeaderBTH {
+			mask = maskGRH[:]
+		}
+	}
+	if mask == nil {
+		return 0, false
+	}
+	b := scratch[:]
+	binary.LittleEndian.PutUint64(b, ^uint64(0))
+	copy(b[8:], pkt[:prefixLen-8])
+	h := b[8:]
+	for i := 0; i+8 <= len(mask); i += 8 {
+		binary.LittleEndian.PutUint64(h[i:], binary.LittleEndian.Uint64(h[i:])|binary.LittleEndian.Uint64(mask[i:]))
+	}
+	for i := len(mask) &^ 7; i < len(mask); i++ {
+		h[i] |= mask[i]
+	}
+	c := crc32.Update(0, crc32.IEEETable, b)
+	return updateRest(^c, pkt[prefixLen-8:]), true
+}
 
 // PutICRC writes an ICRC value in wire order (little-endian).
 func PutICRC(b []byte, icrc uint32) { binary.LittleEndian.PutUint32(b, icrc) }

@@ -90,3 +90,35 @@ func TestICRCNotRoCE(t *testing.T) {
 		}
 	}
 }
+
+// The two ways of computing the ICRC (masking byte by byte, and masking a
+// copied prefix) agree on the vectors and on frames of every
+// encapsulation and length.
+func TestICRCPathsMatch(t *testing.T) {
+	var scratch [prefixLen]byte
+	for _, v := range icrcVectors {
+		pkt := unhex(t, v.pkt)
+		a, _ := icrcMasked(pkt)
+		b, ok := icrcPrefix(pkt, &scratch)
+		if ok && a != b {
+			t.Fatalf("%s: masked %#x, prefix %#x", v.name, a, b)
+		}
+	}
+	for i, e := range encaps {
+		for n := 0; n < 70; n++ {
+			f := specFor(e, OpcodeUDSendOnly, i*100+n)
+			f.payload = make([]byte, n)
+			frame := buildFrame(t, f)
+			pkt, err := roceNetworkPacket(frame)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pkt = pkt[:len(pkt)-ICRCLen]
+			a, _ := icrcMasked(pkt)
+			b, ok := icrcPrefix(pkt, &scratch)
+			if ok && a != b || !ok && len(pkt) >= prefixLen-8 {
+				t.Fatalf("%s payload %d: masked %#x, prefix %#x %v", e.name, n, a, b, ok)
+			}
+		}
+	}
+}

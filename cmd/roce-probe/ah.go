@@ -27,22 +27,21 @@ func init() { register(newAHCmd) }
 
 // ahJSON is the document `ah -o json` prints.
 type ahJSON struct {
-	Attr     ah.Attr        `json:"attr"`
-	Source   *gid.Entry     `json:"source,omitempty"`
-	Driver   qos.Driver     `json:"driver"`
-	Path     qos.Path       `json:"path"`
-	Wire     *ah.Wire       `json:"wire"`
-	Route    any            `json:"route,omitempty"`
-	Neighbor *ah.Neighbor   `json:"neighbor,omitempty"`
-	Warnings []ah.Warning   `json:"warnings"`
-	Problems []ah.Problem   `json:"problems,omitempty"`
-	Steps    []qos.Step     `json:"steps,omitempty"`
-	Error    string         `json:"error,omitempty"`
-	Errno    string         `json:"errno,omitempty"`
-	Create   *ahCreateJSON  `json:"create,omitempty"`
-	Pcap     *ahPcapJSON    `json:"pcap,omitempty"`
-	Probe    *ahProbeJSON   `json:"neighbour_probe,omitempty"`
-	Options  map[string]any `json:"-"`
+	Attr     ah.Attr       `json:"attr"`
+	Source   *gid.Entry    `json:"source,omitempty"`
+	Driver   qos.Driver    `json:"driver"`
+	Path     qos.Path      `json:"path"`
+	Wire     *ah.Wire      `json:"wire"`
+	Route    any           `json:"route,omitempty"`
+	Neighbor *ah.Neighbor  `json:"neighbor,omitempty"`
+	Warnings []ah.Warning  `json:"warnings"`
+	Problems []ah.Problem  `json:"problems,omitempty"`
+	Steps    []qos.Step    `json:"steps,omitempty"`
+	Error    string        `json:"error,omitempty"`
+	Errno    string        `json:"errno,omitempty"`
+	Create   *ahCreateJSON `json:"create,omitempty"`
+	Pcap     *ahPcapJSON   `json:"pcap,omitempty"`
+	Probe    *ahProbeJSON  `json:"neighbour_probe,omitempty"`
 }
 
 type ahCreateJSON struct {

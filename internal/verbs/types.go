@@ -114,6 +114,7 @@ type Error struct {
 	Detail string        // context: device, port, attribute values
 }
 
+// Error names the call, the errno, the detail and the hint.
 func (e *Error) Error() string {
 	s := fmt.Sprintf("%s: %v (%s)", e.Op, e.Errno, errnoName(e.Errno))
 	if e.Detail != "" {
