@@ -86,19 +86,26 @@ func TestLabProbeMarkingsArriveUnchanged(t *testing.T) {
 	}
 }
 
-// --dev rxe0 --gid-index I takes the netdev, address and VLAN of GID
-// index I: the GID of 10.0.100.1 on veth0.100 sends tagged with VLAN 100.
+// --dev rxe0 --gid-index I probes with what the address handle puts on the
+// wire (ah.Resolve): GID index I's netdev, address and VLAN, and rxe's
+// markings. For the GID of 10.0.100.1 on veth0.100 that is VLAN 100 with
+// PCP 3, the egress-qos-map entry of skb priority 0, whatever --sl says
+// (rxe ignores the SL), and the traffic class byte as is (104: DSCP 26,
+// Not-ECT).
 func TestLabProbeFromGID(t *testing.T) {
 	n, _ := lab.NetByName("vlan100")
 	idx := gidIndexOf(t, n.HostIPv4.Addr(), n.HostNetdev)
 	wait := labListener(t, 6*time.Second, "-o", "json")
 	r := sendHere(t, "--dev", lab.RDMADevice, "--gid-index", strconv.Itoa(idx), "--dst", n.PeerIPv4.Addr().String(),
-		"--tclass", "104", "--sl", "3", "--count", "1", "--timeout", "2s", "-o", "json")
+		"--tclass", "104", "--sl", "5", "--count", "1", "--timeout", "2s", "-o", "json")
 	wait()
 	if r.code != exitOK {
 		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	p := decodeLines(t, r.stdout)[0]
+	if p.Sent == nil || p.Sent.PCP == nil || *p.Sent.PCP != 3 {
+		t.Errorf("sent %s, want PCP 3 (rxe: egress-qos-map of priority 0), not --sl 5", fmtMarkings(p.Sent))
+	}
 	if p.Received == nil || p.Received.VLAN == nil || *p.Received.VLAN != 100 || *p.Received.PCP != 3 || p.Received.DSCP != 26 || p.Received.ECN != 0 {
 		t.Errorf("received %s, want VLAN 100 PCP 3 DSCP 26 ECN 0", fmtMarkings(p.Received))
 	}

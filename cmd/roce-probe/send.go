@@ -15,8 +15,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/roce-probe/roce-probe/ah"
 	"github.com/roce-probe/roce-probe/gid"
 	"github.com/roce-probe/roce-probe/internal/probe"
+	"github.com/roce-probe/roce-probe/qos"
 	"github.com/spf13/cobra"
 )
 
@@ -77,7 +79,7 @@ default (its --rate): keep --interval at 10ms or more. Needs CAP_NET_RAW. Exit s
 	fl.DurationVar(&f.timeout, "timeout", time.Second, "how long to wait for each probe's reply")
 	fl.StringVar(&f.sweep, "sweep", "", "try every value of dscp or pcp and print the map the path applies")
 	fl.StringVarP(&f.output, "output", "o", "table", "output format: table or json")
-	fl.StringVar(&f.sysfs, "sysfs", "/sys", "sysfs root (for tests)")
+	fl.StringVar(&f.sysfs, "sysfs", "", "read GID tables below this directory instead of /sys (for tests)")
 	fl.DurationVar(&f.resolveWait, "resolve-timeout", 2*time.Second, "how long to wait for the next hop's MAC address")
 	fl.MarkHidden("sysfs")
 	return c
@@ -154,19 +156,31 @@ func runSend(cmd *cobra.Command, f sendFlags) error {
 
 	netdev := f.netdev
 	var src netip.Addr
+	base := probe.Markings{PCP: uint8(f.sl), DSCP: uint8(f.tclass >> 2), ECN: uint8(f.tclass & 3), TTL: uint8(f.hop), Sport: sport}
+	var notes []string
 	if byGID {
-		if netdev, src, err = probe.GIDSource(f.sysfs, f.dev, f.port, f.gidIndex); err != nil {
-			return usageError{err}
+		// The address handle the application would create: resolved by ah/
+		// to the netdev, address and markings the RDMA stack puts on the wire.
+		var res *ah.Resolution
+		if res, err = resolveAH(f, g); err != nil {
+			return err
 		}
+		netdev, src = res.Wire.Netdev, res.Wire.Src
 		if src.Is4() != dst.Is4() {
 			return usagef("--dst %s and GID index %d (%s) are of different families", dst, f.gidIndex, src)
+		}
+		var n []string
+		base, n = probe.FromWire(res.Wire, base)
+		notes = append(notes, fmt.Sprintf("markings from the %s address handle (driver %s): %s", f.dev, orDash(string(res.Driver)), markingsText(&base)))
+		notes = append(notes, n...)
+		for _, w := range res.Warnings {
+			notes = append(notes, w.String())
 		}
 	}
 	ep, err := probe.ResolveEndpoint(netdev, src, dst, f.resolveWait)
 	if err != nil {
 		return usageError{err}
 	}
-	base := probe.Markings{PCP: uint8(f.sl), DSCP: uint8(f.tclass >> 2), ECN: uint8(f.tclass & 3), TTL: uint8(f.hop), Sport: sport}
 	if sweep == probe.SweepPCP && len(ep.Tags) == 0 {
 		return usagef("--sweep pcp needs a VLAN netdev: %s sends untagged frames, which carry no PCP", ep.Netdev)
 	}
@@ -181,6 +195,9 @@ func runSend(cmd *cobra.Command, f sendFlags) error {
 			ep.Src, ep.Dst, ep.Netdev, wireDesc(ep), f.interval, f.timeout)
 		if ep.NextHop != ep.Dst {
 			fmt.Fprintf(out, "next hop %s (%s)\n", ep.NextHop, ep.DstMAC)
+		}
+		for _, n := range notes {
+			fmt.Fprintln(out, "note:", n)
 		}
 		if len(ep.Tags) == 0 && f.sl != 0 {
 			fmt.Fprintf(out, "note: %s is untagged, so --sl %d is not carried (no PCP without a VLAN tag)\n", ep.Netdev, f.sl)
@@ -403,4 +420,56 @@ func rawSocketError(command string, err error) error {
 		return fmt.Errorf("%s needs CAP_NET_RAW to open a raw socket on %s: run as root or `setcap cap_net_raw+ep`", command, perr.Netdev)
 	}
 	return err
+}
+
+// resolveAH resolves the address handle {sgid_index, dgid, sl,
+// traffic_class, hop_limit} on --dev/--port with ah/: the GID entry's
+// netdev and address, and the markings the device's driver applies.
+func resolveAH(f sendFlags, dst gid.GID) (*ah.Resolution, error) {
+	src := gidSource{dev: f.dev, port: f.port, sysfs: f.sysfs}
+	t, err := src.load()
+	if err != nil {
+		return nil, err
+	}
+	defer t.close()
+	if len(t.ports) == 0 {
+		return nil, usagef("--dev %q port %d: no such RDMA port", f.dev, f.port)
+	}
+	port := t.ports[0]
+	if port.LinkLayer == "InfiniBand" {
+		return nil, usagef("--dev %s port %d is an InfiniBand port: probes are RoCE v2 frames", f.dev, port.Port)
+	}
+	table := ah.Table{Entries: port.Entries, Len: len(port.Entries)}
+	e, ok := table.Lookup(f.gidIndex)
+	if !ok || e.Empty {
+		return nil, usagef("--gid-index %d: %s port %d has no GID there (see 'roce-probe gids --dev %s')", f.gidIndex, f.dev, port.Port, f.dev)
+	}
+	if e.Type != gid.TypeRoCEv2 {
+		return nil, usagef("--gid-index %d of %s port %d is a %s GID: want RoCE v2 (probes are RoCE v2 frames)", f.gidIndex, f.dev, port.Port, e.Type)
+	}
+	var driver qos.Driver
+	sysRoot := f.sysfs
+	if sysRoot == "" {
+		sysRoot = gid.DefaultSysfsRoot
+	}
+	if info, err := qos.DetectDriver(sysRoot, f.dev); err == nil {
+		driver = info.Driver
+	}
+	n, err := ah.ReadNet("")
+	if err != nil {
+		return nil, err
+	}
+	var dcb *qos.DCB
+	if e.RealNetdev != "" {
+		dcb, _ = qos.ReadDCB(e.RealNetdev)
+	}
+	a := ah.Attr{IsGlobal: true, PortNum: uint8(port.Port), SL: uint8(f.sl),
+		GRH: ah.GlobalRoute{DGID: dst, SGIDIndex: uint8(f.gidIndex), HopLimit: uint8(f.hop), TrafficClass: uint8(f.tclass)}}
+	res, err := ah.Resolve(a, table, n, ah.ResolveOptions{Driver: driver, DCB: dcb, PortMTU: port.ActiveMTU})
+	var nerr *ah.NeighborError
+	if err != nil && !(errors.As(err, &nerr) && res != nil) {
+		// An unresolved neighbour is fine: ResolveEndpoint makes the kernel resolve it.
+		return nil, usageError{fmt.Errorf("the address handle does not resolve: %w", err)}
+	}
+	return res, nil
 }

@@ -7,13 +7,8 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"time"
 
-	"github.com/roce-probe/roce-probe/gid"
 	"github.com/vishvananda/netlink"
 )
 
@@ -224,41 +219,4 @@ func WireDevices() ([]string, error) {
 		out = append(out, a.Name)
 	}
 	return out, nil
-}
-
-// GIDSource reads GID index of port on RDMA device dev from sysfs
-// (sysfsRoot is normally /sys) and returns the netdev that owns it and its
-// address. Only RoCE v2 GIDs are accepted: probes are RoCE v2 frames.
-func GIDSource(sysfsRoot, dev string, port, index int) (string, netip.Addr, error) {
-	p := filepath.Join(sysfsRoot, "class/infiniband", dev, "ports", strconv.Itoa(port))
-	if _, err := os.Stat(p); err != nil {
-		return "", netip.Addr{}, fmt.Errorf("probe: RDMA device %q port %d not found (%s)", dev, port, p)
-	}
-	read := func(rel string) (string, error) {
-		b, err := os.ReadFile(filepath.Join(p, rel))
-		return strings.TrimSpace(string(b)), err
-	}
-	gs, err := read("gids/" + strconv.Itoa(index))
-	if err != nil {
-		return "", netip.Addr{}, fmt.Errorf("probe: GID index %d of %s port %d is not readable: %v", index, dev, port, err)
-	}
-	g, err := gid.Parse(gs)
-	if err != nil {
-		return "", netip.Addr{}, err
-	}
-	if g.IsZero() {
-		return "", netip.Addr{}, fmt.Errorf("probe: GID index %d of %s port %d is empty", index, dev, port)
-	}
-	ts, err := read("gid_attrs/types/" + strconv.Itoa(index))
-	if err != nil {
-		return "", netip.Addr{}, fmt.Errorf("probe: GID index %d of %s port %d has no type: %v", index, dev, port, err)
-	}
-	if ty, err := gid.ParseType(ts); err != nil || ty != gid.TypeRoCEv2 {
-		return "", netip.Addr{}, fmt.Errorf("probe: GID index %d of %s port %d is %q: want a RoCE v2 GID (probes are RoCE v2 frames)", index, dev, port, ts)
-	}
-	nd, err := read("gid_attrs/ndevs/" + strconv.Itoa(index))
-	if err != nil || nd == "" {
-		return "", netip.Addr{}, fmt.Errorf("probe: GID index %d of %s port %d has no netdev", index, dev, port)
-	}
-	return nd, g.Addr(), nil
 }

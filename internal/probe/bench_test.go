@@ -1,0 +1,58 @@
+package probe
+
+import (
+	"net/netip"
+	"testing"
+	"time"
+)
+
+// BenchmarkResponderProbe is the listener's cost for one valid probe:
+// parse, ICRC check, payload checks, rate limit and the reply frame.
+func BenchmarkResponderProbe(b *testing.B) {
+	clk := &fakeClock{t: time.Unix(1000, 0)}
+	r := newTestResponder(b, clk, RateConfig{Rate: 1e12, Burst: 1e12, GlobalRate: 1e12, GlobalBurst: 1e12})
+	m := Markings{Tagged: true, VLAN: 100, PCP: 3, DSCP: 26, ECN: ECNECT0, TTL: 64, Sport: 0xc000}
+	frame := probeFrom(b, senderIP, senderMAC, m, m, 0)
+	b.SetBytes(int64(len(frame)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if reply, _ := r.Handle(frame); reply == nil {
+			b.Fatal("not answered")
+		}
+	}
+}
+
+// BenchmarkResponderFlood is the cost of one frame of a flood that is
+// dropped after the ICRC check (the most expensive way to be ignored
+// before payload parsing).
+func BenchmarkResponderFlood(b *testing.B) {
+	clk := &fakeClock{t: time.Unix(1000, 0)}
+	r := newTestResponder(b, clk, RateConfig{})
+	m := Markings{TTL: 64}
+	frame := probeFrom(b, senderIP, senderMAC, m, m, 0)
+	frame[len(frame)-1] ^= 1
+	b.SetBytes(int64(len(frame)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if reply, _ := r.Handle(frame); reply != nil {
+			b.Fatal("answered")
+		}
+	}
+}
+
+// BenchmarkRateLimiterNewSenders is the rate limiter's cost per frame when
+// every frame comes from a new address (a spoofed flood).
+func BenchmarkRateLimiterNewSenders(b *testing.B) {
+	rl, err := NewRateLimiter(RateConfig{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	clk := &fakeClock{t: time.Unix(1000, 0)}
+	rl.Now = clk.now
+	i := uint32(0)
+	b.ReportAllocs()
+	for b.Loop() {
+		i++
+		rl.Allow(netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}))
+	}
+}
