@@ -123,3 +123,10 @@ func TestGidsNoDevice(t *testing.T) {
 		t.Errorf("bridge or macvlan treated as an RDMA netdev:\n%s", out)
 	}
 }
+
+func TestGidsUnknownNetns(t *testing.T) {
+	_, stderr, code := runCLI(t, "", "gids", "--netns", "roce-probe-no-such-netns", "--sysfs", "../../gid/testdata/rxe/sys")
+	if code != exitUsage || !strings.Contains(stderr, `network namespace "roce-probe-no-such-netns" not found`) {
+		t.Errorf("exit %d, stderr %q", code, stderr)
+	}
+}
