@@ -85,11 +85,16 @@ func Up(opt Options) error {
 	if l, _ := netlink.RdmaLinkByName(RDMADevice); l != nil {
 		return fmt.Errorf("lab: RDMA device %s already exists: run Down first", RDMADevice)
 	}
+	if _, err := os.Stat(filepath.Join("/run/netns", PeerNetns)); err == nil {
+		return fmt.Errorf("lab: network namespace %s already exists: run Down first", PeerNetns)
+	}
+	// From here on everything is Up's own: a failure removes it again, so
+	// nothing is left half-built.
 	if err := build(nets); err != nil {
-		return err
+		return cleanup(err)
 	}
 	if err := WaitPortActive(RDMADevice, 1, opt.Timeout); err != nil {
-		return err
+		return cleanup(err)
 	}
 	// Every host netdev gets its link-local GID (the default GID on
 	// HostNetdev) and one GID per address.
@@ -103,7 +108,19 @@ func Up(opt Options) error {
 		want = append(want, gidKey{n.HostIPv4.Addr(), n.HostNetdev}, gidKey{n.HostIPv6.Addr(), n.HostNetdev})
 	}
 	want = append(want, gidKey{ll, HostNetdev})
-	return waitGIDs(RDMADevice, 1, want, opt.Timeout)
+	if err := waitGIDs(RDMADevice, 1, want, opt.Timeout); err != nil {
+		return cleanup(err)
+	}
+	return nil
+}
+
+// cleanup removes a partly built lab after err and returns err, with the
+// cleanup's own failure added.
+func cleanup(err error) error {
+	if derr := Down(); derr != nil {
+		return fmt.Errorf("%w (removing the partial lab also failed: %v)", err, derr)
+	}
+	return err
 }
 
 func build(nets []Net) error {
@@ -256,18 +273,24 @@ func setUp(h *netlink.Handle, name string) error {
 // /run/netns like `ip netns add`) without leaving the caller's thread in it.
 func newNamedNetns(name string) (netns.NsHandle, error) {
 	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
 	orig, err := netns.Get()
 	if err != nil {
+		runtime.UnlockOSThread()
 		return 0, fmt.Errorf("lab: current network namespace: %w", err)
 	}
 	defer orig.Close()
-	ns, err := netns.NewNamed(name)
-	if err != nil {
-		return 0, fmt.Errorf("lab: create network namespace %s: %w", name, err)
-	}
+	ns, nerr := netns.NewNamed(name)
 	if err := netns.Set(orig); err != nil {
-		panic("lab: cannot return to the original network namespace: " + err.Error())
+		// The thread stays locked: the runtime ends it with this goroutine
+		// rather than reuse it in the wrong namespace.
+		if nerr == nil {
+			ns.Close()
+		}
+		return 0, fmt.Errorf("lab: return to the original network namespace: %w", err)
+	}
+	runtime.UnlockOSThread()
+	if nerr != nil {
+		return 0, fmt.Errorf("lab: create network namespace %s: %w", name, nerr)
 	}
 	return ns, nil
 }
