@@ -8,6 +8,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"path/filepath"
 	"syscall"
@@ -451,4 +452,127 @@ func netlinkNeighDel(ifindex int, a netip.Addr) error {
 		fam = netlink.FAMILY_V6
 	}
 	return netlink.NeighDel(&netlink.Neigh{LinkIndex: ifindex, Family: fam, IP: a.AsSlice()})
+}
+
+// Destinations whose hop limit and MAC do not come from the default
+// route and a neighbour entry: IPv4 and IPv6 multicast (MAC mapped from
+// the group, hop limit kept as requested), the peer's link-local address
+// from the default GID (neighbour discovery), and a route with a hoplimit
+// metric (the metric becomes the TTL). The frame rxe sends must equal the
+// prediction; the BTH DestQP rxe uses for multicast is reported.
+func TestLabResolveSpecialDestinations(t *testing.T) {
+	ctx, err := verbs.Open(lab.RDMADevice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ctx.Close()
+	ud, err := ctx.NewUDConfig(verbs.UDConfig{Port: 1, QKey: labQKey, SQPSN: 0x100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ud.Close()
+	capt, err := lab.CapturePeer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var frames []lab.Frame
+	defer func() {
+		capt.Stop()
+		if len(frames) > 0 {
+			if err := lab.WritePcapng(filepath.Join(lab.ArtifactDir(t), "ah-special.pcapng"), lab.PeerNetdev, frames); err != nil {
+				t.Error(err)
+			}
+		}
+	}()
+	base := lab.Nets[0]
+	veth0, err := netlink.LinkByName(base.HostNetdev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 10.0.0.2/32 with hoplimit 9: more specific than the on-link /24.
+	hr := &netlink.Route{LinkIndex: veth0.Attrs().Index, Dst: &net.IPNet{IP: base.PeerIPv4.Addr().AsSlice(), Mask: net.CIDRMask(32, 32)}, Hoplimit: 9}
+	if err := netlink.RouteAdd(hr); err != nil {
+		t.Fatal(err)
+	}
+	defer netlink.RouteDel(hr)
+	peerLL := gid.MustParse("fe80::ff:fe00:2") // the peer's link-local address (from its MAC 02:00:00:00:00:02)
+	cases := []struct {
+		name    string
+		src     gid.GID
+		dst     gid.GID
+		ttl     uint8
+		dmac    string
+		destQPs []uint32 // acceptable BTH DestQP values on the wire
+	}{
+		{"IPv4 multicast", gid.FromAddr(base.HostIPv4.Addr()), gid.MustParse("239.1.2.3"), 8, "01:00:5e:01:02:03", []uint32{labDstQP, 0xFFFFFF}},
+		{"IPv6 multicast", gid.FromAddr(base.HostIPv6.Addr()), gid.MustParse("ff0e::1:2"), 8, "33:33:00:01:00:02", []uint32{labDstQP, 0xFFFFFF}},
+		{"link-local", gid.MustParse("fe80::ff:fe00:1"), peerLL, 64, lab.PeerMAC, []uint32{labDstQP}},
+		{"route hoplimit metric", gid.FromAddr(base.HostIPv4.Addr()), gid.FromAddr(base.PeerIPv4.Addr()), 9, lab.PeerMAC, []uint32{labDstQP}},
+	}
+	sent := uint32(0)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			n0, err := ReadNet("")
+			if err != nil {
+				t.Fatal(err)
+			}
+			tab := hostTable(t, n0)
+			idx := -1
+			for _, e := range tab.Entries {
+				if !e.Empty && e.GID == c.src && e.Netdev == base.HostNetdev {
+					idx = e.Index
+				}
+			}
+			if idx < 0 {
+				t.Fatalf("no entry %s on %s", c.src, base.HostNetdev)
+			}
+			a := Attr{IsGlobal: true, PortNum: 1, GRH: GlobalRoute{DGID: c.dst, SGIDIndex: uint8(idx), HopLimit: 8, TrafficClass: 0x6A}}
+			h, err := ud.CreateAH(verbsAttr(a))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer h.Close()
+			n1, err := ReadNet("")
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := Resolve(a, tab, n1, ResolveOptions{Driver: qos.DriverRXE, SrcQPN: ud.QPN()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Wire.TTL != c.ttl || res.Wire.DMAC.String() != c.dmac {
+				t.Errorf("prediction TTL %d DMAC %s, want %d %s", res.Wire.TTL, res.Wire.DMAC, c.ttl, c.dmac)
+			}
+			payload := []byte("roce-probe ah special " + c.name)
+			psn := 0x100 + sent
+			if err := ud.Send(h, labDstQP, labQKey, payload, 5*time.Second); err != nil {
+				t.Fatal(err)
+			}
+			sent++
+			wctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			f, err := capt.Wait(wctx, func(f lab.Frame) bool { return bytes.Contains(f.Data, payload) })
+			if err != nil {
+				t.Fatal(err)
+			}
+			frames = append(frames, f)
+			var p roce.Packet
+			if err := roce.NewDecoder().Decode(f.Data, &p); err != nil {
+				t.Fatal(err)
+			}
+			ok := false
+			for _, q := range c.destQPs {
+				ok = ok || p.BTH.DestQP == q
+			}
+			if !ok {
+				t.Errorf("BTH DestQP %#x on the wire, want one of %#x", p.BTH.DestQP, c.destQPs)
+			}
+			t.Logf("%s: BTH DestQP on the wire %#x (asked for %#x), TTL %d", c.name, p.BTH.DestQP, labDstQP, p.TTL)
+			want, err := res.Frame(Datagram{SrcQPN: ud.QPN(), DestQPN: p.BTH.DestQP, QKey: labQKey, PSN: psn, Payload: payload, IPID: ipv4ID(f.Data)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			compareFrames(t, f.Data, want)
+		})
+	}
 }

@@ -215,7 +215,11 @@ run_vm() {
     return 1
   fi
   if [ ! -f "$run/boot-seconds" ]; then
-    say "the VM failed to boot (qemu exit $rc); qemu said:"
+    if grep -q 'lab-init: FAILED' "$run/console.log" 2>/dev/null; then
+      say "the VM booted but could not set up its file systems (qemu exit $rc); qemu said:"
+    else
+      say "the VM failed to boot (qemu exit $rc); qemu said:"
+    fi
     cat "$run/qemu.log" >&2
     say "last console lines:"
     tail -n 40 "$run/console.log" >&2 || true

@@ -13,7 +13,7 @@ import (
 // testdata/lab.json is the host side of the lab topology
 // (internal/lab/topology.go): veth0 with VLAN 100 (egress map 0:3 2:5 4:6
 // 6:7), VLAN 200, and QinQ 802.1ad 1000 + 802.1Q 10.
-func lab(t *testing.T) *Snapshot {
+func labSnap(t *testing.T) *Snapshot {
 	t.Helper()
 	f, err := os.Open("testdata/lab.json")
 	if err != nil {
@@ -28,7 +28,7 @@ func lab(t *testing.T) *Snapshot {
 }
 
 func TestDescribe(t *testing.T) {
-	s := lab(t)
+	s := labSnap(t)
 	cases := []struct {
 		name, chain, real string
 		vid               int
@@ -108,7 +108,7 @@ func TestDecodeSnapshotErrors(t *testing.T) {
 }
 
 func TestConnectedRoute(t *testing.T) {
-	s := lab(t)
+	s := labSnap(t)
 	for dst, want := range map[string]string{
 		"10.0.100.2": "veth0.100 10.0.100.1", "10.10.10.9": "veth0.q1000.10 10.10.10.1",
 		"fd00:200::2": "veth0.200 fd00:200::1", "::ffff:10.0.0.2": "veth0 10.0.0.1",
@@ -183,3 +183,5 @@ func TestHandleSnapshotOwnNetns(t *testing.T) {
 		t.Errorf("Open(missing) = %v", err)
 	}
 }
+
+func mustAddr(s string) netip.Addr { return netip.MustParseAddr(s) }

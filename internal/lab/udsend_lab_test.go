@@ -288,6 +288,11 @@ func checkRoCEDecode(t *testing.T, data []byte, n Net, src, dst netip.Addr, hop 
 	if p.DSCP() != udTrafficClass>>2 || p.ECN() != udTrafficClass&3 || int(p.TTL) != hop {
 		t.Errorf("roce: DSCP %d ECN %d TTL %d, want DSCP %d ECN %d TTL %d", p.DSCP(), p.ECN(), p.TTL, udTrafficClass>>2, udTrafficClass&3, hop)
 	}
+	// rxe picks a UD QP's source port at creation from its QPN, and the
+	// AH's flow label (0 here) does not change it (kernel-algorithms.md §2.6).
+	if p.SrcPort != roce.RXESourcePort(srcQPN) {
+		t.Errorf("roce: UDP source port %#04x, want %#04x (rxe: from QPN %#x)", p.SrcPort, roce.RXESourcePort(srcQPN), srcQPN)
+	}
 	if p.DstPort != 4791 || p.BTH.DestQP != udRemoteQPN || p.BTH.PSN != wantPSN ||
 		!p.HasDETH || p.QKey != udQKey || p.SrcQP != srcQPN || p.PayloadLen != len(payload) {
 		t.Errorf("roce: port %d DestQP %#x PSN %#x DETH %v Q_Key %#x SrcQP %#x payload %d bytes; want 4791 %#x %#x true %#x %#x %d",
