@@ -9,8 +9,9 @@ import (
 	"github.com/roce-probe/roce-probe/vlan"
 )
 
-// Router answers route lookups: vlan.Handle (the kernel's routing table)
-// or vlan.Snapshot (connected routes only) both implement it.
+// Router answers route lookups. vlan.Handle implements it with the
+// kernel's routing table; SnapshotRouter with a snapshot's connected
+// routes.
 type Router interface {
 	RouteGet(dst netip.Addr) (vlan.Route, error)
 }
@@ -88,8 +89,11 @@ var ErrNoEntry = errors.New("no usable GID entry")
 // the route's source address ranks first. Then RoCE v2 ranks before v1
 // (unless prefs.Version says otherwise) and lower indices before higher
 // ones. Link-local GIDs are rejected for destinations that are not
-// link-local, and the other way round. The error wraps ErrNoEntry when
-// nothing is usable; the Selection still carries the reasons.
+// link-local, and the other way round. Without a router nothing ties the
+// destination to a netdev: any entry of the right family and scope is
+// usable, and Preferences (Netdev, VLAN, Subnet) must narrow the choice.
+// The error wraps ErrNoEntry when nothing is usable; the Selection still
+// carries the reasons.
 func Select(entries []Entry, dst GID, prefs Preferences, router Router) (Selection, error) {
 	sel := Selection{Dst: dst}
 	if err := prefs.validate(); err != nil {

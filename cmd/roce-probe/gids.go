@@ -1,8 +1,11 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
@@ -15,7 +18,7 @@ func init() { register(newGidsCmd) }
 func newGidsCmd() *cobra.Command {
 	var src gidSource
 	var all bool
-	var format string
+	var format, saveLinks string
 	c := &cobra.Command{
 		Use:   "gids",
 		Short: "Show the GID tables: every entry with its netdev, VLAN, RoCE version and address",
@@ -46,6 +49,11 @@ Reads need no privileges. See docs/gids.md.`,
 				return err
 			}
 			defer t.close()
+			if saveLinks != "" {
+				if err := writeFileAtomic(saveLinks, t.snap); err != nil {
+					return usagef("--save-links %s: %v", saveLinks, err)
+				}
+			}
 			out, errw := cmd.OutOrStdout(), cmd.ErrOrStderr()
 			ports := t.ports
 			predicted := false
@@ -81,6 +89,7 @@ Reads need no privileges. See docs/gids.md.`,
 	}
 	src.addFlags(c)
 	c.Flags().BoolVar(&all, "all", false, "show empty slots too")
+	c.Flags().StringVar(&saveLinks, "save-links", "", "also write the netdev snapshot used to this JSON file (for --links on another machine)")
 	c.Flags().StringVarP(&format, "output", "o", "table", "output format: table or json")
 	return c
 }
@@ -167,4 +176,31 @@ func vlanChainCol(e gid.Entry) string {
 		s += " (" + strings.Join(tags, " ") + ")"
 	}
 	return s
+}
+
+// writeFileAtomic writes v as indented JSON to a temporary file next to
+// path and renames it into place, so path is never half-written.
+func writeFileAtomic(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), ".roce-probe-*.json")
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(append(b, '\n')); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return err
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(f.Name())
+		return err
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		os.Remove(f.Name())
+		return err
+	}
+	return nil
 }

@@ -130,3 +130,20 @@ func TestGidsUnknownNetns(t *testing.T) {
 		t.Errorf("exit %d, stderr %q", code, stderr)
 	}
 }
+
+// --save-links writes the snapshot that --links reads back: the same table.
+func TestGidsSaveLinksRoundTrip(t *testing.T) {
+	path := t.TempDir() + "/links.json"
+	out1, _, code := runCLI(t, "", append([]string{"gids", "-o", "json", "--save-links", path}, fixtureArgs("mlx5")...)...)
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	out2, stderr, code := runCLI(t, "", "gids", "-o", "json", "--sysfs", "../../gid/testdata/mlx5/sys", "--links", path)
+	if code != 0 || out1 != out2 {
+		t.Errorf("exit %d %s; tables differ:\n%s\n%s", code, stderr, out1, out2)
+	}
+	_, stderr, code = runCLI(t, "", append([]string{"gids", "--save-links", "/nonexistent-dir/x.json"}, fixtureArgs("mlx5")...)...)
+	if code != exitUsage || !strings.Contains(stderr, "--save-links /nonexistent-dir/x.json") {
+		t.Errorf("bad path: exit %d %q", code, stderr)
+	}
+}
