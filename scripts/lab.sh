@@ -137,6 +137,7 @@ prepare_initramfs() {
       done
   done
   (cd "$tmp" && find . | cpio -o -H newc --quiet | gzip -1) > "$initramfs.tmp"
+  rm -f "$cache"/initramfs-*.cpio.gz
   mv "$initramfs.tmp" "$initramfs"
   rm -rf "$tmp"
 }

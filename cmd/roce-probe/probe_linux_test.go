@@ -282,3 +282,19 @@ func TestMissingCapNetRaw(t *testing.T) {
 		}
 	}
 }
+
+// listen without --netdev captures on every Ethernet netdev that is up and
+// answers there.
+func TestListenAllNetdevs(t *testing.T) {
+	netnstest.RequireRoot(t)
+	nsS, nsL := twoHosts(t, "")
+	wait := startListener(t, nsL, 2*time.Second)
+	r := runIn(t, nsS, "send", "--netdev", "s0", "--dst", "10.78.0.2", "--count", "1", "--timeout", "1s")
+	l := wait()
+	if r.code != exitOK {
+		t.Errorf("send exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if !strings.HasPrefix(l.stdout, "listening on l0 for") || !strings.Contains(l.stdout, "1 frames: 1 answered") {
+		t.Errorf("listener output:\n%s%s", l.stdout, l.stderr)
+	}
+}
