@@ -133,7 +133,7 @@ type FromWCResult struct {
 	// HeaderVersion is what the GRH buffer was taken for: 4, 6, or 0
 	// (neither, kernel only).
 	HeaderVersion int         `json:"header_version"`
-	NetworkType   NetworkType `json:"network_type"`
+	NetworkType   NetworkType `json:"network_type,omitempty"`
 	// Detection explains how IPv4 and IPv6 were told apart.
 	Detection string `json:"detection"`
 	// Source is the local GID entry the datagram was addressed to (its full

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
@@ -37,9 +38,14 @@ type batch struct {
 	err    error
 }
 
+// batchFrame holds no pointers, so filling a batch needs no GC write
+// barriers; the capture info is rebuilt in nextAhead.
 type batchFrame struct {
 	start, end int
-	ci         gopacket.CaptureInfo
+	ns         int64 // timestamp, Unix nanoseconds
+	capLen     int
+	length     int
+	ifIndex    int
 }
 
 const (
@@ -134,10 +140,10 @@ func (c *CaptureReader) readAhead() {
 				b.err = err
 				break
 			}
-			ci.AncillaryData = nil
 			start := len(b.buf)
 			b.buf = append(b.buf, data...)
-			b.frames = append(b.frames, batchFrame{start: start, end: len(b.buf), ci: ci})
+			b.frames = append(b.frames, batchFrame{start: start, end: len(b.buf), ns: ci.Timestamp.UnixNano(),
+				capLen: ci.CaptureLength, length: ci.Length, ifIndex: ci.InterfaceIndex})
 		}
 		select {
 		case c.ahead <- b:
@@ -188,9 +194,10 @@ func (c *CaptureReader) nextAhead() ([]byte, gopacket.CaptureInfo, error) {
 		}
 		c.cur, c.idx = b, 0
 	}
-	f := c.cur.frames[c.idx]
+	f := &c.cur.frames[c.idx]
 	c.idx++
-	return c.result(c.cur.buf[f.start:f.end], f.ci, nil)
+	ci := gopacket.CaptureInfo{Timestamp: time.Unix(0, f.ns).UTC(), CaptureLength: f.capLen, Length: f.length, InterfaceIndex: f.ifIndex}
+	return c.result(c.cur.buf[f.start:f.end], ci, nil)
 }
 
 func (c *CaptureReader) result(data []byte, ci gopacket.CaptureInfo, err error) ([]byte, gopacket.CaptureInfo, error) {

@@ -14,9 +14,11 @@
 // Which extension headers follow a BTH depends on its opcode (see
 // Opcode.Info). gopacket.NewPacket handles this itself; with a
 // gopacket.DecodingLayerParser use NewDecodingLayers, which links the
-// extension-header layers to one BTH. Decoder wraps such a parser and
-// decodes a frame into a flat Packet and verifies its ICRC without
-// allocating (about 250 ns for a 1 KiB frame; see docs/performance.md).
+// extension-header layers to one BTH. Decoder decodes a whole frame into a
+// flat Packet and verifies its ICRC without allocating, faster than a
+// DecodingLayerParser (see docs/performance.md); NewCaptureReader reads
+// pcap and pcapng captures and Summary aggregates packets per flow. These
+// are what `roce-probe decode` uses.
 //
 // To build frames, serialize layers with SerializeFrame (or
 // gopacket.SerializeLayers followed by FillICRC). ICRC, VerifyICRC and

@@ -2,6 +2,7 @@ package roce
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"net/netip"
 
@@ -269,6 +270,9 @@ func (f *feedback) SetTruncated() { f.truncated = true }
 // Truncated and its ICRC left unchecked.
 func (d *Decoder) DecodeCaptured(frame []byte, ci gopacket.CaptureInfo, p *Packet) error {
 	if err := d.Decode(frame, p); err != nil {
+		if ci.CaptureLength < ci.Length && !errors.Is(err, ErrNotRoCE) {
+			return fmt.Errorf("cut short by the capture's snap length (%d of %d bytes): %w", ci.CaptureLength, ci.Length, err)
+		}
 		return err
 	}
 	if ci.CaptureLength < ci.Length {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -81,6 +82,7 @@ func newAHCmd() *cobra.Command {
 	var netFile, gidIndex, dst, format, pcapFile, driverFlag, pathFlag, payload string
 	var sl, tclass, flowLabel, hopLimit, staticRate, srcQPN, destQPN, qkey, psn, ipID string
 	var create, probeNeigh bool
+	var fromWC, wcFlags, behaviourFlag string
 	c := &cobra.Command{
 		Use:   "ah --dev D [--port P] (--gid-index I | --gid-index auto) --dst ADDR|GID [--sl S] [--tclass T] [--flow-label F] [--hop-limit H] [--static-rate R]",
 		Short: "Validate an address handle and show, field by field, the frame it puts on the wire",
@@ -106,6 +108,11 @@ discard port through the sgid's netdev; no privileges) and reports the answer.
 opens. --create (binaries built with -tags ibverbs) also calls ibv_create_ah on
 the device and reports its result next to the prediction.
 
+--from-wc HEX explains a received datagram instead: it takes the 40-byte GRH
+buffer in front of a UD payload (80 hex digits) and the completion's flags (--wc),
+tells IPv4 from IPv6 as the kernel and rdma-core do (their rules differ: see
+docs/ah.md) and prints the AH that answers the sender under both rules.
+
 -o json prints one document with the keys attr, wire, warnings (and source,
 route, neighbor, problems, steps, error). Exit status 1 when the AH is invalid
 or cannot be resolved (the problems or the error say why), 2 on bad flags.
@@ -118,6 +125,9 @@ Reading needs no privileges. See docs/ah.md.`,
 			}
 			if src.dev == "" {
 				return usagef("--dev is required: name the RDMA device (e.g. rxe0, mlx5_0)")
+			}
+			if fromWC != "" {
+				return runFromWC(cmd, &src, f, fromWC, wcFlags, behaviourFlag)
 			}
 			g, err := parseDst(dst)
 			if err != nil {
@@ -330,6 +340,9 @@ Reading needs no privileges. See docs/ah.md.`,
 	c.Flags().StringVar(&pathFlag, "path", "", "how the AH reaches the driver: user-ah (default), kernel-ah or connected-qp")
 	c.Flags().BoolVar(&probeNeigh, "resolve-neighbour", false, "when the next hop's MAC is not known, make the kernel resolve it (one UDP datagram to its discard port, as ibv_create_ah's ARP would) and wait up to 1 s")
 	c.Flags().BoolVar(&create, "create", false, "also call ibv_create_ah on the device (needs a binary built with -tags ibverbs)")
+	c.Flags().StringVar(&fromWC, "from-wc", "", "instead: derive the AH that answers a received datagram from its 40-byte GRH buffer (80 hex digits), as ibv_init_ah_from_wc does")
+	c.Flags().StringVar(&wcFlags, "wc", "grh", "with --from-wc: the completion's flags, comma-separated: grh, vlan=ID, net=ipv4|ipv6|roce-v1, sl=N, src-qp=N")
+	c.Flags().StringVar(&behaviourFlag, "behaviour", "both", "with --from-wc: kernel, rdma-core or both")
 	c.Flags().StringVar(&netFile, "net", "", "read routes, neighbours and sysctls from this ah.Net JSON file instead of rtnetlink")
 	_ = c.Flags().MarkHidden("net")
 	return c
@@ -469,4 +482,153 @@ func errnoSuffix(e string) string {
 		return " (accepted, silently changed)"
 	}
 	return " (" + e + ")"
+}
+
+// ahFromWCJSON is one behaviour's answer in `ah --from-wc -o json`.
+type ahFromWCJSON struct {
+	Behaviour string `json:"behaviour"`
+	ah.FromWCResult
+	Error string `json:"error,omitempty"`
+	Errno string `json:"errno,omitempty"`
+}
+
+func parseWC(s string) (ah.WC, error) {
+	var wc ah.WC
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		k, v, hasV := strings.Cut(part, "=")
+		switch {
+		case part == "":
+		case k == "grh" && !hasV:
+			wc.GRH = true
+		case k == "vlan" && hasV:
+			n, err := uintFlag("wc vlan", v, 4095)
+			if err != nil {
+				return wc, err
+			}
+			id := uint16(n)
+			wc.VLAN = &id
+		case k == "net" && hasV:
+			var t ah.NetworkType
+			switch strings.ToLower(v) {
+			case "ipv4":
+				t = ah.NetworkIPv4
+			case "ipv6":
+				t = ah.NetworkIPv6
+			case "roce-v1", "v1":
+				t = ah.NetworkRoCEv1
+			case "ib":
+				t = ah.NetworkIB
+			default:
+				return wc, usagef("--wc net=%q: want ipv4, ipv6, roce-v1 or ib", v)
+			}
+			wc.NetworkHdrType = &t
+		case k == "sl" && hasV:
+			n, err := uintFlag("wc sl", v, 15)
+			if err != nil {
+				return wc, err
+			}
+			wc.SL = uint8(n)
+		case k == "src-qp" && hasV:
+			n, err := uintFlag("wc src-qp", v, 0xFFFFFF)
+			if err != nil {
+				return wc, err
+			}
+			wc.SrcQP = uint32(n)
+		default:
+			return wc, usagef("--wc %q: want a comma-separated list of grh, vlan=ID, net=ipv4|ipv6|roce-v1, sl=N, src-qp=N", part)
+		}
+	}
+	return wc, nil
+}
+
+func runFromWC(cmd *cobra.Command, src *gidSource, format, hexBuf, wcFlags, behaviour string) error {
+	h := strings.NewReplacer(" ", "", ":", "", "\n", "").Replace(hexBuf)
+	if len(h) != 80 {
+		return usagef("--from-wc has %d hex digits: want 80 (the 40-byte GRH buffer)", len(h))
+	}
+	var grh [40]byte
+	if _, err := hex.Decode(grh[:], []byte(h)); err != nil {
+		return usagef("--from-wc %q is not hex: %v", hexBuf, err)
+	}
+	wc, err := parseWC(wcFlags)
+	if err != nil {
+		return err
+	}
+	var bs []ah.Behaviour
+	switch behaviour {
+	case "both":
+		bs = []ah.Behaviour{ah.Kernel, ah.RDMACore}
+	default:
+		b, err := ah.ParseBehaviour(behaviour)
+		if err != nil {
+			return usagef("--behaviour %q: want kernel, rdma-core or both", behaviour)
+		}
+		bs = []ah.Behaviour{b}
+	}
+	if src.port == 0 {
+		src.port = 1
+	}
+	t, err := src.load()
+	if err != nil {
+		return err
+	}
+	defer t.close()
+	if len(t.ports) == 0 {
+		return usagef("--dev %q port %d: no such RDMA port", src.dev, src.port)
+	}
+	port := t.ports[0]
+	table := ah.Table{Entries: port.Entries, Len: len(port.Entries)}
+	var n *ah.Net
+	if src.links == "" {
+		// The kernel rule replaces hop_limit with the route's: read the routes.
+		if n, err = ah.ReadNet(src.netns); err != nil {
+			return err
+		}
+	}
+	var docs []ahFromWCJSON
+	failed := false
+	for _, b := range bs {
+		r, err := ah.FromWC(wc, grh, table, ah.FromWCOptions{Behaviour: b, Port: port.Port, Net: n})
+		d := ahFromWCJSON{Behaviour: b.String(), FromWCResult: r}
+		if err != nil {
+			d.Error, d.Errno = err.Error(), errnoOf(err)
+			failed = true
+		}
+		docs = append(docs, d)
+	}
+	out := cmd.OutOrStdout()
+	if format == "json" {
+		if err := writeJSONIndent(out, map[string]any{"from_wc": docs}); err != nil {
+			return err
+		}
+	} else {
+		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+		for i, d := range docs {
+			if i > 0 {
+				fmt.Fprintln(tw)
+			}
+			fmt.Fprintf(tw, "%s (%s)\n", d.Behaviour, map[string]string{"kernel": "ib_init_ah_attr_from_wc", "rdma-core": "ibv_init_ah_from_wc"}[d.Behaviour])
+			fmt.Fprintf(tw, "  detection\t%s\n", d.Detection)
+			if d.Error != "" {
+				fmt.Fprintf(tw, "  error\t%s\n", d.Error)
+				continue
+			}
+			g := d.Attr.GRH
+			fmt.Fprintf(tw, "  is_global\t%v\n", d.Attr.IsGlobal)
+			if d.Attr.IsGlobal {
+				fmt.Fprintf(tw, "  grh.dgid\t%s (the sender)\n  grh.sgid_index\t%d\n  grh.hop_limit\t%d\n  grh.traffic_class\t%d (0x%02x)\n  grh.flow_label\t%#x\n",
+					g.DGID, g.SGIDIndex, g.HopLimit, g.TrafficClass, g.TrafficClass, g.FlowLabel)
+			}
+			fmt.Fprintf(tw, "  sl\t%d\n", d.Attr.SL)
+			for _, n := range d.Notes {
+				fmt.Fprintf(tw, "  note\t%s\n", n)
+			}
+		}
+		tw.Flush()
+	}
+	if failed {
+		return findingError{"ibv_init_ah_from_wc fails on this completion (see error)"}
+	}
+	return nil
 }

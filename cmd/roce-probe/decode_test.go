@@ -2,11 +2,18 @@ package main
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gopacket/gopacket"
+	"github.com/gopacket/gopacket/layers"
+	"github.com/gopacket/gopacket/pcapgo"
+
+	"github.com/roce-probe/roce-probe/internal/rocegen"
 )
 
 const sampleCapture = "../../roce/testdata/sample.pcapng"
@@ -188,5 +195,49 @@ func TestDecodeExitCodes(t *testing.T) {
 		if code != tc.code || !strings.Contains(stderr, tc.stderr) {
 			t.Errorf("%s: exit %d stderr %q; want exit %d and %q", tc.name, code, stderr, tc.code, tc.stderr)
 		}
+	}
+}
+
+// A RoCE frame whose BTH is cut short is reported (naming the frame and
+// the header) and skipped; a frame cut by the capture's snap length is
+// decoded with its ICRC unchecked.
+func TestDecodeMalformedAndSnapped(t *testing.T) {
+	frames := rocegen.Sample()
+	good := frames[0].Data // untagged IPv4 UD SEND_ONLY
+	short := append([]byte(nil), good[:14+20+8+7]...)
+	binary.BigEndian.PutUint16(short[14+2:], 20+8+7) // IPv4 total length
+	binary.BigEndian.PutUint16(short[14+20+4:], 8+7) // UDP length
+	var buf bytes.Buffer
+	w := pcapgo.NewWriterNanos(&buf)
+	w.WriteFileHeader(65536, layers.LinkTypeEthernet)
+	ts := frames[0].Time
+	w.WritePacket(gopacket.CaptureInfo{Timestamp: ts, CaptureLength: len(good), Length: len(good)}, good)
+	w.WritePacket(gopacket.CaptureInfo{Timestamp: ts, CaptureLength: len(short), Length: len(short)}, short)
+	w.WritePacket(gopacket.CaptureInfo{Timestamp: ts, CaptureLength: 70, Length: len(good)}, good[:70])
+	w.WritePacket(gopacket.CaptureInfo{Timestamp: ts, CaptureLength: 60, Length: len(good)}, good[:60])
+	path := filepath.Join(t.TempDir(), "bad.pcap")
+	os.WriteFile(path, buf.Bytes(), 0o644)
+
+	out, stderr, code := runCLI(t, "", "decode", path)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stderr, "frame 2: malformed RoCE packet: BTH: 7 bytes, want at least 12") {
+		t.Errorf("stderr %q does not report frame 2's short BTH", stderr)
+	}
+	if !strings.Contains(stderr, "frame 4: malformed RoCE packet: cut short by the capture's snap length (60 of 86 bytes): RoCE UD_SEND_ONLY: DETH: 6 bytes, want at least 8") {
+		t.Errorf("stderr %q does not report frame 4's snap length", stderr)
+	}
+	if !strings.Contains(stderr, "4 frames: 2 RoCE (0 invalid ICRC, 1 unchecked), 0 not RoCE, 2 malformed") {
+		t.Errorf("stderr %q", stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 2 || !strings.HasSuffix(lines[0], "icrc ok") || !strings.HasSuffix(lines[1], "icrc unchecked (truncated)") {
+		t.Errorf("output:\n%s", out)
+	}
+	js, _, _ := runCLI(t, "", "decode", "-o", "json", path)
+	jl := strings.Split(strings.TrimSpace(js), "\n")
+	if len(jl) != 2 || !strings.Contains(jl[1], `"frame":3`) || !strings.Contains(jl[1], `"icrc":null,"icrc_valid":null`) {
+		t.Errorf("JSON:\n%s", js)
 	}
 }

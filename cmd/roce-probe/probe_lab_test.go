@@ -177,6 +177,23 @@ func TestLabProbeRemarkingRouter(t *testing.T) {
 	if strings.Contains(r.stdout, "DSCP remarked") {
 		t.Errorf("DSCP reported remarked, but the router keeps it")
 	}
+
+	// A PCP sweep prints the router's map: every PCP arrives as 6.
+	wait = startListener(t, nsL, 10*time.Second, "--netdev", "l0")
+	r = runIn(t, nsS, "send", "--netdev", "s0.101", "--dst", "10.79.2.2", "--sweep", "pcp", "--count", "1",
+		"--interval", "20ms", "--timeout", "3s")
+	wait()
+	t.Logf("PCP sweep:\n%s%s", r.stdout, r.stderr)
+	want := ""
+	for v := 0; v < 8; v++ {
+		if v != 6 {
+			want += fmt.Sprintf("PCP %2d → 6\n", v)
+		}
+	}
+	want += "PCP map over 8 values: 1 unchanged, 7 remarked, 0 mixed, 0 untagged, 0 lost\n"
+	if !strings.Contains(r.stdout, want) {
+		t.Errorf("PCP sweep output lacks\n%s", want)
+	}
 }
 
 // A flood of malformed and foreign frames at a listener (a roce-probe

@@ -282,3 +282,58 @@ func TestMissingCapNetRaw(t *testing.T) {
 		}
 	}
 }
+
+// listen without --netdev captures on every Ethernet netdev that is up and
+// answers there.
+func TestListenAllNetdevs(t *testing.T) {
+	netnstest.RequireRoot(t)
+	nsS, nsL := twoHosts(t, "")
+	wait := startListener(t, nsL, 2*time.Second)
+	r := runIn(t, nsS, "send", "--netdev", "s0", "--dst", "10.78.0.2", "--count", "1", "--timeout", "1s")
+	l := wait()
+	if r.code != exitOK {
+		t.Errorf("send exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if !strings.HasPrefix(l.stdout, "listening on l0 for") || !strings.Contains(l.stdout, "1 frames: 1 answered") {
+		t.Errorf("listener output:\n%s%s", l.stdout, l.stderr)
+	}
+}
+
+// --dev/--gid-index with a Soft-RoCE sysfs fixture (gid/testdata/rxe, the
+// lab's table) in a namespace whose veth0 has GID index 1's address: the
+// probe leaves from veth0 with 10.0.0.1 and with rxe's markings as ah/
+// predicts them: the traffic class byte as is, and the route's hop limit
+// (64) instead of the AH's 8 (kernel-algorithms.md §3.6, §4.3).
+func TestSendFromGIDFixture(t *testing.T) {
+	netnstest.RequireRoot(t)
+	nsS, nsL := netnstest.New(t, "s"), netnstest.New(t, "l")
+	netnstest.Veth(t, nsS, "veth0", "02:00:00:00:00:01", nsL, "veth1", "02:00:00:00:00:02")
+	netnstest.Run(t, "ip", "-n", nsS, "addr", "add", "10.0.0.1/24", "dev", "veth0")
+	netnstest.Run(t, "ip", "-n", nsL, "addr", "add", "10.0.0.2/24", "dev", "veth1")
+	sysfs, err := filepath.Abs("../../gid/testdata/rxe/sys")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wait := startListener(t, nsL, 3*time.Second, "--netdev", "veth1")
+	r := runIn(t, nsS, "send", "--dev", "rxe0", "--gid-index", "1", "--sysfs", sysfs, "--dst", "10.0.0.2",
+		"--tclass", "106", "--hop-limit", "8", "--count", "1", "--timeout", "1s")
+	wait()
+	t.Logf("\n%s%s", r.stdout, r.stderr)
+	if r.code != exitOK {
+		t.Fatalf("exit %d", r.code)
+	}
+	for _, want := range []string{
+		"probing 10.0.0.1 → 10.0.0.2 from veth0 (untagged)",
+		"driver rxe",
+		"untagged dscp 26 ECT(0) ttl 64          untagged dscp 26 ECT(0) ttl 64",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+	// A GID index that is empty in the table is a usage error.
+	r = runIn(t, nsS, "send", "--dev", "rxe0", "--gid-index", "14", "--sysfs", sysfs, "--dst", "10.0.0.2")
+	if r.code != exitUsage || !strings.Contains(r.stderr, "--gid-index 14") {
+		t.Errorf("empty GID index: exit %d, stderr %q", r.code, r.stderr)
+	}
+}

@@ -160,3 +160,21 @@ func TestProberMatch(t *testing.T) {
 		t.Errorf("%d pending", p.Pending())
 	}
 }
+
+// A probe that left this host with other markings than intended (tc or
+// netfilter on the sender) is reported as such, before what the path did.
+func TestResultFindingsEgress(t *testing.T) {
+	sent := Markings{DSCP: 26, ECN: ECNECT0, TTL: 64, Sport: 0xc000}
+	egress := sent
+	egress.DSCP = 0
+	received := egress
+	r := Result{Sent: sent, Egress: &egress, Received: &received}
+	fs := r.Findings()
+	if len(fs) != 2 || fs[0].Message != "on egress from this host: DSCP remarked 26→0" || fs[1].Kind != FindingDSCPRemarked {
+		t.Errorf("findings %v", fs)
+	}
+	r.Egress = &sent
+	if fs := r.Findings(); len(fs) != 1 {
+		t.Errorf("egress as intended: findings %v, want only the path's", fs)
+	}
+}

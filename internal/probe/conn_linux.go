@@ -34,10 +34,12 @@ type PermissionError struct {
 	Err    error
 }
 
+// Error says which netdev needed CAP_NET_RAW.
 func (e *PermissionError) Error() string {
 	return fmt.Sprintf("opening a raw socket on %s needs CAP_NET_RAW: %v", e.Netdev, e.Err)
 }
 
+// Unwrap returns the socket error (EPERM or EACCES).
 func (e *PermissionError) Unwrap() error { return e.Err }
 
 // NetdevError reports a netdev that does not exist or is down.
@@ -46,10 +48,12 @@ type NetdevError struct {
 	Err    error
 }
 
+// Error names the netdev and the problem.
 func (e *NetdevError) Error() string {
 	return fmt.Sprintf("netdev %q: %v", e.Netdev, e.Err)
 }
 
+// Unwrap returns the underlying error.
 func (e *NetdevError) Unwrap() error { return e.Err }
 
 // Conn is an AF_PACKET socket bound to one netdev (gopacket's afpacket,

@@ -15,12 +15,19 @@
 // The package is split in layers that can be tested apart:
 //
 //   - Payload, Marshal and ParsePayload: the probe and reply payload format.
-//   - BuildFrame and ParseFrame: whole Ethernet frames around a payload.
-//   - Responder: the listener's decision logic (validation, per-sender
-//     rate limiting with bounded memory, counters), free of sockets.
-//   - Compare and SweepMap: findings and the DSCP/PCP map a path applies.
-//   - Conn (Linux): AF_PACKET send and capture through gopacket's afpacket,
-//     with a kernel filter that passes only RoCE v2 frames.
+//   - Frame.Build and ParseFrame: whole Ethernet frames around a payload,
+//     built and checked with the roce/ layers and ICRC.
+//   - Responder: the listener's decision logic (validation, per-sender rate
+//     limiting with bounded memory in RateLimiter, counters), free of sockets.
+//   - Prober: the sender's logic (numbered probes, matching replies and the
+//     egress copies), free of sockets.
+//   - Compare and Sweep: findings and the DSCP/PCP map a path applies.
+//   - FromWire: the markings an address handle resolved by ah/ puts on the
+//     wire.
+//   - Linux only: Conn (AF_PACKET send and capture through gopacket's
+//     afpacket, with a kernel filter that passes only RoCE v2 frames),
+//     ResolveEndpoint and WireDevice (netlink: addresses, routes,
+//     neighbours, VLAN stacks), Send and Listen (the commands' loops).
 //
 // It is internal: the CLI is its only user.
 package probe

@@ -203,8 +203,10 @@ func LocalAddresses() ([]netip.Addr, []net.HardwareAddr, error) {
 	return ips, macs, nil
 }
 
-// WireDevices returns every up Ethernet netdev of the namespace that is not
-// a VLAN device: where a listener without --netdev captures.
+// WireDevices returns every up Ethernet netdev of the namespace that is
+// neither a VLAN device nor enslaved to a bridge or bond (their master is
+// listed instead, so no frame is seen, and answered, twice): where a
+// listener without --netdev captures.
 func WireDevices() ([]string, error) {
 	links, err := netlink.LinkList()
 	if err != nil {
@@ -213,7 +215,7 @@ func WireDevices() ([]string, error) {
 	var out []string
 	for _, l := range links {
 		a := l.Attrs()
-		if _, vlan := l.(*netlink.Vlan); vlan || a.EncapType != "ether" || a.Flags&net.FlagUp == 0 {
+		if _, vlan := l.(*netlink.Vlan); vlan || a.EncapType != "ether" || a.Flags&net.FlagUp == 0 || a.MasterIndex != 0 {
 			continue
 		}
 		out = append(out, a.Name)
