@@ -37,13 +37,6 @@ type ResolveOptions struct {
 	PortMTU int
 }
 
-// WireTag is one VLAN tag of the predicted frame, outermost first.
-type WireTag struct {
-	vlan.Tag        // VLAN ID and protocol (802.1Q or 802.1ad)
-	Netdev   string `json:"netdev,omitempty"` // the VLAN device that adds it
-	PCP      *uint8 `json:"pcp"`              // nil when the driver's choice is unknown
-}
-
 // Wire is the frame an AH puts on the wire, field by field. Pointers are
 // nil when the value cannot be known from here (say why in Warnings).
 type Wire struct {
@@ -53,8 +46,8 @@ type Wire struct {
 	DMAC        vlan.MAC `json:"dmac"` // nil when the neighbour is not resolved
 	// DMACFrom says where the destination MAC comes from: "neighbour",
 	// "multicast", "link-local-gid", "local", "broadcast".
-	DMACFrom string    `json:"dmac_from"`
-	VLANs    []WireTag `json:"vlans"`
+	DMACFrom string        `json:"dmac_from"`
+	VLANs    []qos.WireTag `json:"vlans"` // outermost first
 	// VLAN and PCP are those of the innermost tag (the VLAN ID the RDMA
 	// stack associates with the GID); nil when untagged.
 	VLAN      *uint16    `json:"vlan"`
@@ -377,11 +370,11 @@ func (r *Resolver) Resolve(a Attr) (*Resolution, error) {
 	res.Steps = p.Steps
 	if p.TagsKnown {
 		for _, t := range p.Tags {
-			w.VLANs = append(w.VLANs, WireTag{Tag: t.Tag, Netdev: t.Netdev, PCP: t.PCP})
+			w.VLANs = append(w.VLANs, qos.WireTag{Tag: t.Tag, Netdev: t.Netdev, PCP: t.PCP})
 		}
 	} else {
 		for _, t := range link.Tags {
-			w.VLANs = append(w.VLANs, WireTag{Tag: t.Tag, Netdev: t.Netdev})
+			w.VLANs = append(w.VLANs, qos.WireTag{Tag: t.Tag, Netdev: t.Netdev})
 		}
 		warn("vlan", "", "unknown", "the %s driver's VLAN tagging for this netdev is not known", driverName(r.opts.Driver))
 	}

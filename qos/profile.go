@@ -53,9 +53,9 @@ type WireInput struct {
 // WireTag is one VLAN tag as it leaves the host; PCP is nil when the
 // driver's choice cannot be known from here.
 type WireTag struct {
-	vlan.Tag
-	Netdev string `json:"netdev,omitempty"`
-	PCP    *uint8 `json:"pcp"`
+	vlan.Tag        // VLAN ID and protocol (802.1Q or 802.1ad)
+	PCP      *uint8 `json:"pcp"`              // nil when the driver's choice is unknown
+	Netdev   string `json:"netdev,omitempty"` // the VLAN device that adds the tag
 }
 
 // Wire is a driver's prediction of the QoS fields on the wire.

@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/roce-probe/roce-probe/gid"
-	"github.com/roce-probe/roce-probe/vlan"
 )
 
 // Verdict is the outcome of Check.
@@ -39,44 +38,36 @@ type Flow struct {
 	TOS          uint8 // rdma_cm: rdma_set_option(RDMA_OPTION_ID_TOS) or default_roce_tos
 }
 
-// ChainTag is one VLAN tag of the result, outermost first.
-type ChainTag struct {
-	ID     uint16     `json:"id"`
-	Proto  vlan.Proto `json:"proto"`
-	PCP    *uint8     `json:"pcp"`
-	Netdev string     `json:"netdev,omitempty"`
-}
-
 // Result is the chain and verdict for a Flow. Pointer fields are null in
 // JSON when the value is unknown or does not exist (pcp of an untagged
 // frame, dscp of RoCE v1).
 type Result struct {
-	Device       string     `json:"device"`
-	Port         int        `json:"port"`
-	Index        int        `json:"index"`
-	Netdev       string     `json:"netdev"`
-	RealNetdev   string     `json:"real_netdev"`
-	Driver       Driver     `json:"driver"`
-	GIDType      string     `json:"gid_type"`
-	Path         Path       `json:"path"`
-	SL           uint8      `json:"sl"`
-	TrafficClass uint8      `json:"traffic_class"`
-	RDMACM       bool       `json:"rdma_cm"`
-	TOS          *uint8     `json:"tos"`
-	VLAN         *uint16    `json:"vlan"` // ID of the outermost tag; null when untagged
-	PCP          *uint8     `json:"pcp"`  // PCP of the outermost tag, the one the first switch sees
-	VLANChain    []ChainTag `json:"vlan_chain"`
-	DSCP         *uint8     `json:"dscp"`
-	ECN          *ECN       `json:"ecn"`
-	Trust        Trust      `json:"trust"`
-	Priority     *uint8     `json:"priority"` // the priority the receiving port classifies the frame into
-	TC           *uint8     `json:"tc"`       // that priority's traffic class (ETS prio_tc)
-	PFC          *bool      `json:"pfc"`      // PFC on that priority
-	Verdict      Verdict    `json:"verdict"`
-	Reasons      []string   `json:"reasons"`
-	Warnings     []string   `json:"warnings"`
-	Unknowns     []string   `json:"unknowns"`
-	Steps        []Step     `json:"steps"`
+	Device       string    `json:"device"`
+	Port         int       `json:"port"`
+	Index        int       `json:"index"`
+	Netdev       string    `json:"netdev"`
+	RealNetdev   string    `json:"real_netdev"`
+	Driver       Driver    `json:"driver"`
+	GIDType      string    `json:"gid_type"`
+	Path         Path      `json:"path"`
+	SL           uint8     `json:"sl"`
+	TrafficClass uint8     `json:"traffic_class"`
+	RDMACM       bool      `json:"rdma_cm"`
+	TOS          *uint8    `json:"tos"`
+	VLAN         *uint16   `json:"vlan"` // ID of the outermost tag; null when untagged
+	PCP          *uint8    `json:"pcp"`  // PCP of the outermost tag, the one the first switch sees
+	VLANChain    []WireTag `json:"vlan_chain"`
+	DSCP         *uint8    `json:"dscp"`
+	ECN          *ECN      `json:"ecn"`
+	Trust        Trust     `json:"trust"`
+	Priority     *uint8    `json:"priority"` // the priority the receiving port classifies the frame into
+	TC           *uint8    `json:"tc"`       // that priority's traffic class (ETS prio_tc)
+	PFC          *bool     `json:"pfc"`      // PFC on that priority
+	Verdict      Verdict   `json:"verdict"`
+	Reasons      []string  `json:"reasons"`
+	Warnings     []string  `json:"warnings"`
+	Unknowns     []string  `json:"unknowns"`
+	Steps        []Step    `json:"steps"`
 }
 
 func (r *Result) step(step, value, format string, args ...any) {
@@ -116,7 +107,7 @@ func Check(f Flow) (Result, error) {
 	r := Result{
 		Device: f.Device, Port: f.Port, Index: f.GIDIndex, Netdev: f.Link.Netdev, RealNetdev: f.Link.Real,
 		Driver: f.Driver, GIDType: f.GIDType.String(), Path: path, RDMACM: f.RDMACM,
-		Reasons: []string{}, Warnings: []string{}, Unknowns: []string{}, VLANChain: []ChainTag{},
+		Reasons: []string{}, Warnings: []string{}, Unknowns: []string{}, VLANChain: []WireTag{},
 	}
 	if f.GIDIndex >= 0 {
 		r.step("gid", fmt.Sprintf("%s port %d index %d", f.Device, f.Port, f.GIDIndex), "the source GID entry: %s on netdev %s", f.GIDType, f.Link.Netdev)
@@ -184,9 +175,7 @@ func Check(f Flow) (Result, error) {
 			r.warn("sl %d is ignored by %s: it does not reach the wire", sl, f.Driver)
 		}
 	}
-	for _, t := range w.Tags {
-		r.VLANChain = append(r.VLANChain, ChainTag{ID: t.ID, Proto: t.Proto, PCP: t.PCP, Netdev: t.Netdev})
-	}
+	r.VLANChain = append(r.VLANChain, w.Tags...)
 	if len(w.Tags) > 0 {
 		id := w.Tags[0].ID
 		r.VLAN = &id

@@ -34,7 +34,12 @@ step "fuzz smoke runs (${FUZZTIME:=3s} each)"
 for pkg in $(go list ./...); do
   for f in $(go test -list '^Fuzz' "$pkg" | grep '^Fuzz' || true); do
     echo "--- $pkg $f"
-    go test -run '^$' -fuzz "^${f}\$" -fuzztime "$FUZZTIME" "$pkg" | tail -1
+    if ! out=$(go test -run '^$' -fuzz "^${f}\$" -fuzztime "$FUZZTIME" "$pkg" 2>&1); then
+      echo "$out"
+      echo "fuzz target $f in $pkg failed; the failing input is under testdata/fuzz/$f/ in that package"
+      exit 1
+    fi
+    echo "$out" | tail -1
   done
 done
 

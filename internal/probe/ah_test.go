@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/roce-probe/roce-probe/ah"
+	"github.com/roce-probe/roce-probe/qos"
 )
 
 func TestFromWire(t *testing.T) {
@@ -13,7 +14,7 @@ func TestFromWire(t *testing.T) {
 	fallback := Markings{Tagged: true, VLAN: 100, PCP: 5, DSCP: 26, ECN: 0, TTL: 8, Sport: 0xc123}
 
 	// Everything known (mlx5-like): the wire's values win, TTL included.
-	w := ah.Wire{VLANs: []ah.WireTag{{PCP: u8(3)}}, DSCP: u8(24), ECN: u8(2), TTL: 64, UDPSport: u16(0xd000)}
+	w := ah.Wire{VLANs: []qos.WireTag{{PCP: u8(3)}}, DSCP: u8(24), ECN: u8(2), TTL: 64, UDPSport: u16(0xd000)}
 	m, notes := FromWire(w, fallback)
 	want := Markings{Tagged: true, VLAN: 100, PCP: 3, DSCP: 24, ECN: 2, TTL: 64, Sport: 0xd000}
 	if m != want || len(notes) != 0 {
@@ -22,7 +23,7 @@ func TestFromWire(t *testing.T) {
 
 	// Unknown driver: PCP and DSCP/ECN fall back, each with a note; a
 	// QPN-derived source port keeps the fallback with a note.
-	w = ah.Wire{VLANs: []ah.WireTag{{}}, TTL: 64, UDPSportFrom: "rxe: from the QPN"}
+	w = ah.Wire{VLANs: []qos.WireTag{{}}, TTL: 64, UDPSportFrom: "rxe: from the QPN"}
 	m, notes = FromWire(w, fallback)
 	want = fallback
 	want.TTL = 64
