@@ -156,14 +156,16 @@ func (c *CaptureReader) readAhead() {
 	}
 }
 
-// Close stops the read-ahead goroutine, if any. It does not close the
-// underlying reader.
+// Close stops the read-ahead goroutine, if any, and waits for it. It does
+// not close the io.Reader the CaptureReader was made with.
 func (c *CaptureReader) Close() {
 	if c.done != nil {
 		select {
 		case <-c.done:
 		default:
 			close(c.done)
+		}
+		for range c.ahead { // wait until the goroutine has stopped reading
 		}
 	}
 }

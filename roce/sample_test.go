@@ -165,3 +165,40 @@ func BenchmarkDecodeSynthetic(b *testing.B) {
 		sum.Add(&p, len(f))
 	}
 }
+
+// Read-ahead returns the same frames as direct reading, and Close stops it
+// part-way through.
+func TestReadAhead(t *testing.T) {
+	var buf bytes.Buffer
+	frames := rocegen.Synthetic(3000) // several batches
+	if err := rocegen.WritePcapNG(&buf, frames); err != nil {
+		t.Fatal(err)
+	}
+	cr, err := roce.NewCaptureReader(bytes.NewReader(buf.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cr.ReadAhead()
+	for i := 0; ; i++ {
+		data, ci, err := cr.Next()
+		if errors.Is(err, io.EOF) {
+			if i != len(frames) {
+				t.Fatalf("EOF after %d frames, want %d", i, len(frames))
+			}
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(data, frames[i].Data) || !ci.Timestamp.Equal(frames[i].Time) || cr.Frame() != i+1 {
+			t.Fatalf("frame %d differs (ts %v want %v)", i+1, ci.Timestamp, frames[i].Time)
+		}
+	}
+	cr.Close()
+
+	cr, _ = roce.NewCaptureReader(bytes.NewReader(buf.Bytes()))
+	cr.ReadAhead()
+	cr.Next()
+	cr.Close() // must not hang with the goroutine blocked on a full queue
+	cr.Close()
+}
