@@ -264,7 +264,7 @@ func wireDesc(ep probe.Endpoint) string {
 		if t.TPID == 0x88a8 {
 			proto = "802.1ad"
 		}
-		parts = append(parts, fmt.Sprintf("%s VLAN %d", proto, t.VID))
+		parts = append(parts, fmt.Sprintf("%s VLAN %d", proto, t.ID))
 	}
 	return strings.Join(parts, " + ") + " on " + ep.Wire
 }
