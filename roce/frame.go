@@ -269,13 +269,18 @@ func (f *feedback) SetTruncated() { f.truncated = true }
 // short by the capture's snap length (CaptureLength < Length) is marked
 // Truncated and its ICRC left unchecked.
 func (d *Decoder) DecodeCaptured(frame []byte, ci gopacket.CaptureInfo, p *Packet) error {
+	return d.decodeLens(frame, ci.CaptureLength, ci.Length, p)
+}
+
+// decodeLens is DecodeCaptured given the capture and original lengths.
+func (d *Decoder) decodeLens(frame []byte, capLen, length int, p *Packet) error {
 	if err := d.Decode(frame, p); err != nil {
-		if ci.CaptureLength < ci.Length && !errors.Is(err, ErrNotRoCE) {
-			return fmt.Errorf("cut short by the capture's snap length (%d of %d bytes): %w", ci.CaptureLength, ci.Length, err)
+		if capLen < length && !errors.Is(err, ErrNotRoCE) {
+			return fmt.Errorf("cut short by the capture's snap length (%d of %d bytes): %w", capLen, length, err)
 		}
 		return err
 	}
-	if ci.CaptureLength < ci.Length {
+	if capLen < length {
 		p.Truncated = true
 		p.ICRCStatus, p.Computed = ICRCUnchecked, 0
 	}

@@ -50,6 +50,7 @@ type Summary struct {
 	flows map[FlowKey]*flowAcc
 	order []*flowAcc
 	cache [64]*flowAcc // recently used flows, direct-mapped, to skip hashing
+	spare []*flowAcc   // emptied by Reset, for reuse
 }
 
 // NewSummary returns an empty Summary.
@@ -72,7 +73,12 @@ func (s *Summary) Add(p *Packet, wireLen int) {
 	if a == nil || a.s.FlowKey != k {
 		a = s.flows[k]
 		if a == nil {
-			a = &flowAcc{s: FlowSummary{FlowKey: k, FirstPSN: p.BTH.PSN}}
+			if n := len(s.spare); n > 0 {
+				a, s.spare = s.spare[n-1], s.spare[:n-1]
+				*a = flowAcc{s: FlowSummary{FlowKey: k, FirstPSN: p.BTH.PSN}}
+			} else {
+				a = &flowAcc{s: FlowSummary{FlowKey: k, FirstPSN: p.BTH.PSN}}
+			}
 			s.flows[k] = a
 			s.order = append(s.order, a)
 		}
@@ -135,4 +141,44 @@ func setBits8(w uint8) []uint8 {
 		out = append(out, uint8(bits.TrailingZeros8(w)))
 	}
 	return out
+}
+
+// Reset empties s for reuse.
+func (s *Summary) Reset() {
+	clear(s.flows)
+	s.spare = append(s.spare, s.order...)
+	clear(s.order)
+	s.order = s.order[:0]
+	s.cache = [64]*flowAcc{}
+}
+
+// Merge adds the flows of o to s. o must summarise packets that came after
+// every packet of s: a flow's first PSN stays s's, its last PSN becomes
+// o's, and flows new in o follow s's in o's order. Summarising a capture in
+// consecutive pieces and merging them in order gives what one Summary over
+// the whole capture gives.
+func (s *Summary) Merge(o *Summary) {
+	for _, b := range o.order {
+		a := s.flows[b.s.FlowKey]
+		if a == nil {
+			c := *b
+			s.flows[b.s.FlowKey] = &c
+			s.order = append(s.order, &c)
+			continue
+		}
+		a.s.Packets += b.s.Packets
+		a.s.Bytes += b.s.Bytes
+		a.s.LastPSN = b.s.LastPSN
+		a.s.Untagged += b.s.Untagged
+		a.s.CE += b.s.CE
+		a.s.CNPs += b.s.CNPs
+		a.s.ICRCFailures += b.s.ICRCFailures
+		a.s.ICRCUnchecked += b.s.ICRCUnchecked
+		for i, w := range b.vlans {
+			a.vlans[i] |= w
+		}
+		a.pcps |= b.pcps
+		a.dscps |= b.dscps
+		a.ecns |= b.ecns
+	}
 }

@@ -79,11 +79,14 @@ func runDecode(cmd *cobra.Command, path string, f decodeFlags) error {
 	if err != nil {
 		return usagef("%s: %v", path, err)
 	}
-	cr.ReadAhead() // read the file on one core, decode on another
-	defer cr.Close()
 	bw := bufio.NewWriterSize(cmd.OutOrStdout(), 1<<16)
 	defer bw.Flush()
 	out, stderr := bw, cmd.ErrOrStderr()
+	if f.summary {
+		return runDecodeSummary(path, cr, f, format, bw, stderr)
+	}
+	cr.ReadAhead() // read the file on one core, decode on another
+	defer cr.Close()
 	dec := roce.NewDecoder()
 	sum := roce.NewSummary()
 	var st decodeStats
@@ -134,6 +137,12 @@ func runDecode(cmd *cobra.Command, path string, f decodeFlags) error {
 			return err
 		}
 	}
+	return finishDecode(path, f, format, bw, stderr, st, readErr)
+}
+
+// finishDecode flushes the output and prints the frame counts and the
+// read error, if any.
+func finishDecode(path string, f decodeFlags, format string, bw *bufio.Writer, stderr io.Writer, st decodeStats, readErr error) error {
 	if err := bw.Flush(); err != nil {
 		return err
 	}
@@ -148,6 +157,20 @@ func runDecode(cmd *cobra.Command, path string, f decodeFlags) error {
 		return findingError{fmt.Sprintf("%d RoCE packets have an invalid ICRC", st.badICRC)}
 	}
 	return nil
+}
+
+// runDecodeSummary is decode --summary: roce.CaptureReader.Summarize
+// decodes the frames on all cores.
+func runDecodeSummary(path string, cr *roce.CaptureReader, f decodeFlags, format string, bw *bufio.Writer, stderr io.Writer) error {
+	sum, cs, readErr := cr.Summarize(func(e roce.FrameError) {
+		fmt.Fprintf(stderr, "roce-probe: frame %d: malformed RoCE packet: %v\n", e.Frame, e.Err)
+	})
+	st := decodeStats{frames: cs.Frames, roce: cs.RoCE, nonRoCE: cs.NonRoCE, malformed: cs.Malformed,
+		badICRC: cs.BadICRC, unchecked: cs.Unchecked}
+	if err := printDecodeSummary(bw, format, sum.Flows(), st); err != nil {
+		return err
+	}
+	return finishDecode(path, f, format, bw, stderr, st, readErr)
 }
 
 type decodeStats struct {

@@ -1,0 +1,209 @@
+package roce
+
+import (
+	"errors"
+	"io"
+	"runtime"
+	"sync"
+
+	"github.com/gopacket/gopacket"
+)
+
+// CaptureStats counts the frames of a capture by what they held.
+type CaptureStats struct {
+	Frames    int // frames read
+	RoCE      int // RoCE packets decoded
+	NonRoCE   int // frames that are not RoCE (ErrNotRoCE)
+	Malformed int // RoCE frames whose headers are cut short or inconsistent
+	BadICRC   int // RoCE packets with an invalid ICRC
+	Unchecked int // RoCE packets whose ICRC could not be checked (truncated)
+}
+
+func (s *CaptureStats) add(o CaptureStats) {
+	s.Frames += o.Frames
+	s.RoCE += o.RoCE
+	s.NonRoCE += o.NonRoCE
+	s.Malformed += o.Malformed
+	s.BadICRC += o.BadICRC
+	s.Unchecked += o.Unchecked
+}
+
+// Sizes of the pieces Summarize hands to its decoding goroutines.
+const (
+	sumBatchBytes  = 128 << 10
+	sumBatchFrames = 512
+	sumBatchSlack  = 16 << 10 // room for the frame that fills a batch
+)
+
+// sumFrame locates one frame in a sumBatch's buffer. It holds no pointers,
+// so filling a batch needs no GC write barriers.
+type sumFrame struct {
+	start, end     int
+	capLen, length int
+}
+
+// sumBatch is a run of consecutive frames copied out of the capture.
+type sumBatch struct {
+	seq    int
+	first  int // number of frames before this batch
+	buf    []byte
+	frames []sumFrame
+	err    error // read error after the batch's frames (io.EOF at the end)
+}
+
+// sumResult is what decoding one batch gave.
+type sumResult struct {
+	seq   int
+	sum   *Summary
+	stats CaptureStats
+	bad   []FrameError
+	err   error
+	first int
+}
+
+// FrameError is a RoCE frame that could not be decoded, numbered from 1.
+type FrameError struct {
+	Frame int
+	Err   error
+}
+
+// Summarize reads the rest of the capture and summarises its RoCE packets
+// per flow, decoding them on all cores: one goroutine reads the capture
+// and copies its frames into batches, GOMAXPROCS goroutines decode the
+// batches into per-batch Summaries, which are merged in capture order, so
+// the result is exactly what decoding the frames one by one with a
+// Decoder (Decoder.DecodeCaptured) and adding them to one Summary gives.
+//
+// malformed, if not nil, is called in frame order for each RoCE frame whose
+// headers are cut short or inconsistent. A damaged capture returns the
+// summary of the frames before the damage and an error naming the frame,
+// as Next does. Do not mix Summarize with Next or ReadAhead.
+func (c *CaptureReader) Summarize(malformed func(FrameError)) (*Summary, CaptureStats, error) {
+	workers := runtime.GOMAXPROCS(0)
+	nbuf := 2*workers + 2
+	work := make(chan *sumBatch, nbuf)
+	free := make(chan *sumBatch, nbuf)
+	results := make(chan *sumResult, nbuf)
+	for i := 0; i < nbuf; i++ {
+		free <- &sumBatch{buf: make([]byte, 0, sumBatchBytes+sumBatchSlack), frames: make([]sumFrame, 0, sumBatchFrames)}
+	}
+	sums := make(chan *Summary, nbuf+workers)
+
+	go c.readBatches(work, free)
+	var wg sync.WaitGroup
+	for i := 0; i < workers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			decodeBatches(work, free, results, sums)
+		}()
+	}
+	go func() { wg.Wait(); close(results) }()
+
+	total := NewSummary()
+	var stats CaptureStats
+	var readErr error
+	pending := map[int]*sumResult{}
+	next := 0
+	for r := range results {
+		pending[r.seq] = r
+		for {
+			r, ok := pending[next]
+			if !ok {
+				break
+			}
+			delete(pending, next)
+			next++
+			total.Merge(r.sum)
+			r.sum.Reset()
+			select {
+			case sums <- r.sum:
+			default:
+			}
+			stats.add(r.stats)
+			if malformed != nil {
+				for _, e := range r.bad {
+					malformed(e)
+				}
+			}
+			if r.err != nil && readErr == nil {
+				readErr = r.err
+			}
+		}
+	}
+	c.frame = stats.Frames
+	if readErr != nil && !errors.Is(readErr, io.EOF) {
+		_, _, err := c.result(nil, gopacket.CaptureInfo{}, readErr)
+		return total, stats, err
+	}
+	return total, stats, nil
+}
+
+// readBatches copies the capture's frames into batches until the end of
+// the capture or a read error, which ends the last batch.
+func (c *CaptureReader) readBatches(work chan<- *sumBatch, free <-chan *sumBatch) {
+	defer close(work)
+	n := 0
+	for seq := 0; ; seq++ {
+		b := <-free
+		b.seq, b.first, b.err = seq, n, nil
+		b.buf, b.frames = b.buf[:0], b.frames[:0]
+		for len(b.frames) < sumBatchFrames && len(b.buf) < sumBatchBytes {
+			data, ci, err := c.src.ZeroCopyReadPacketData()
+			if err != nil {
+				b.err = err
+				break
+			}
+			start := len(b.buf)
+			b.buf = append(b.buf, data...)
+			b.frames = append(b.frames, sumFrame{start: start, end: len(b.buf), capLen: ci.CaptureLength, length: ci.Length})
+		}
+		n += len(b.frames)
+		work <- b
+		if b.err != nil {
+			return
+		}
+	}
+}
+
+// decodeBatches decodes batches from work into results, returning each
+// batch to free once decoded.
+func decodeBatches(work <-chan *sumBatch, free chan<- *sumBatch, results chan<- *sumResult, sums chan *Summary) {
+	dec := NewDecoder()
+	var p Packet
+	for b := range work {
+		r := &sumResult{seq: b.seq, first: b.first, err: b.err}
+		select {
+		case r.sum = <-sums:
+		default:
+			r.sum = NewSummary()
+		}
+		st := &r.stats
+		st.Frames = len(b.frames)
+		for i := range b.frames {
+			f := &b.frames[i]
+			err := dec.decodeLens(b.buf[f.start:f.end], f.capLen, f.length, &p)
+			if err != nil {
+				if errors.Is(err, ErrNotRoCE) {
+					st.NonRoCE++
+				} else {
+					st.Malformed++
+					r.bad = append(r.bad, FrameError{Frame: b.first + i + 1, Err: err})
+				}
+				continue
+			}
+			st.RoCE++
+			switch p.ICRCStatus {
+			case ICRCInvalid:
+				st.BadICRC++
+			case ICRCUnchecked:
+				st.Unchecked++
+			}
+			r.sum.Add(&p, f.length)
+		}
+		if b.err == nil {
+			free <- b
+		}
+		results <- r
+	}
+}
