@@ -22,6 +22,11 @@ type CaptureReader struct {
 	format string
 	frame  int
 
+	// for Summarize: the capture as random-access bytes from base to
+	// size, when it is an uncompressed file (or bytes.Reader)
+	ra         io.ReaderAt
+	base, size int64
+
 	// read-ahead (see ReadAhead)
 	ahead chan *batch
 	free  chan *batch
@@ -63,8 +68,22 @@ const (
 // NewCaptureReader reads a capture's file header from r. Captures
 // compressed with gzip are decompressed.
 func NewCaptureReader(r io.Reader) (*CaptureReader, error) {
+	c := &CaptureReader{}
+	if ra, ok := r.(interface {
+		io.ReaderAt
+		io.Seeker
+	}); ok {
+		if pos, err := ra.Seek(0, io.SeekCurrent); err == nil {
+			if end, err := ra.Seek(0, io.SeekEnd); err == nil {
+				if _, err := ra.Seek(pos, io.SeekStart); err == nil && end > pos {
+					c.ra, c.base, c.size = ra, pos, end
+				}
+			}
+		}
+	}
 	br := bufio.NewReaderSize(r, 1<<20)
 	if m, err := br.Peek(2); err == nil && m[0] == 0x1f && m[1] == 0x8b {
+		c.ra = nil
 		zr, err := gzip.NewReader(br)
 		if err != nil {
 			return nil, fmt.Errorf("capture: gzip: %w", err)
@@ -78,7 +97,6 @@ func NewCaptureReader(r io.Reader) (*CaptureReader, error) {
 		}
 		return nil, fmt.Errorf("capture: %w", err)
 	}
-	c := &CaptureReader{}
 	var lt layers.LinkType
 	switch m := binary.BigEndian.Uint32(magic); m {
 	case 0xa1b2c3d4, 0xd4c3b2a1, 0xa1b23c4d, 0x4d3cb2a1:

@@ -5,6 +5,7 @@ import (
 	"io"
 	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"github.com/gopacket/gopacket"
 )
@@ -80,6 +81,28 @@ type FrameError struct {
 // as Next does. Do not mix Summarize with Next or ReadAhead.
 func (c *CaptureReader) Summarize(malformed func(FrameError)) (*Summary, CaptureStats, error) {
 	workers := runtime.GOMAXPROCS(0)
+	if c.ra != nil && c.frame == 0 && workers > 1 && c.size-c.base >= splitMinBytes {
+		if sum, st, err, ok := c.summarizeSplit(workers, malformed); ok {
+			splitCount.Add(1)
+			return sum, st, err
+		}
+		// read the capture again, in one sequence
+		fresh, err := NewCaptureReader(io.NewSectionReader(c.ra, c.base, c.size-c.base))
+		if err != nil {
+			return NewSummary(), CaptureStats{}, err
+		}
+		c.src = fresh.src
+	}
+	return c.summarizePipeline(workers, malformed)
+}
+
+// splitMinBytes is the smallest capture Summarize cuts into segments.
+var splitMinBytes int64 = 4 << 20
+
+// splitCount counts the captures summarised in segments, for tests.
+var splitCount atomic.Int64
+
+func (c *CaptureReader) summarizePipeline(workers int, malformed func(FrameError)) (*Summary, CaptureStats, error) {
 	nbuf := 2*workers + 2
 	work := make(chan *sumBatch, nbuf)
 	free := make(chan *sumBatch, nbuf)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"runtime"
 	"testing"
 
 	"github.com/roce-probe/roce-probe/internal/rocegen"
@@ -87,44 +88,54 @@ func TestSummarizeMatchesSequential(t *testing.T) {
 	if err := rocegen.WritePcapNG(&pcapng, frames); err != nil {
 		t.Fatal(err)
 	}
-	for _, tc := range []struct {
-		name    string
-		capture []byte
-		wantErr bool
-	}{
-		{"pcap", pcap.Bytes(), false},
-		{"pcapng", pcapng.Bytes(), false},
-		{"pcap truncated", pcap.Bytes()[:pcap.Len()-7], true},
-		{"pcapng truncated", pcapng.Bytes()[:pcapng.Len()-100], true},
-		{"pcap header only", pcap.Bytes()[:24], false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			wantFlows, wantStats, wantBad, wantErr := sequential(t, tc.capture)
-			if tc.name != "pcap header only" && (wantStats.Malformed == 0 || wantStats.NonRoCE == 0 || wantStats.BadICRC == 0 || len(wantFlows) < 8) {
-				t.Fatalf("the test capture lacks malformed, non-RoCE or bad-ICRC frames or flows: %+v, %d flows", wantStats, len(wantFlows))
-			}
-			if (wantErr != nil) != tc.wantErr {
-				t.Fatalf("sequential read error %v, want error %v", wantErr, tc.wantErr)
-			}
-			cr, err := roce.NewCaptureReader(bytes.NewReader(tc.capture))
-			if err != nil {
-				t.Fatal(err)
-			}
-			var bad []string
-			sum, st, err := cr.Summarize(func(e roce.FrameError) { bad = append(bad, fmt.Sprintf("frame %d: %v", e.Frame, e.Err)) })
-			if fmt.Sprint(err) != fmt.Sprint(wantErr) {
-				t.Errorf("error %v, want %v", err, wantErr)
-			}
-			if st != wantStats {
-				t.Errorf("stats %+v, want %+v", st, wantStats)
-			}
-			if !reflect.DeepEqual(bad, wantBad) {
-				t.Errorf("malformed frames %q, want %q", bad, wantBad)
-			}
-			if got := sum.Flows(); !reflect.DeepEqual(got, wantFlows) {
-				t.Errorf("flows differ:\n got %+v\nwant %+v", got, wantFlows)
-			}
-		})
+	for _, split := range []bool{false, true} {
+		if split {
+			defer roce.SetSplitMinBytes(0)()
+		}
+		splits := roce.SplitCount()
+		for _, tc := range []struct {
+			name    string
+			capture []byte
+			wantErr bool
+		}{
+			{"pcap", pcap.Bytes(), false},
+			{"pcapng", pcapng.Bytes(), false},
+			{"pcap truncated", pcap.Bytes()[:pcap.Len()-7], true},
+			{"pcapng truncated", pcapng.Bytes()[:pcapng.Len()-100], true},
+			{"pcap header only", pcap.Bytes()[:24], false},
+		} {
+			t.Run(fmt.Sprintf("%s/split=%v", tc.name, split), func(t *testing.T) {
+				wantFlows, wantStats, wantBad, wantErr := sequential(t, tc.capture)
+				if tc.name != "pcap header only" && (wantStats.Malformed == 0 || wantStats.NonRoCE == 0 || wantStats.BadICRC == 0 || len(wantFlows) < 8) {
+					t.Fatalf("the test capture lacks malformed, non-RoCE or bad-ICRC frames or flows: %+v, %d flows", wantStats, len(wantFlows))
+				}
+				if (wantErr != nil) != tc.wantErr {
+					t.Fatalf("sequential read error %v, want error %v", wantErr, tc.wantErr)
+				}
+				cr, err := roce.NewCaptureReader(bytes.NewReader(tc.capture))
+				if err != nil {
+					t.Fatal(err)
+				}
+				var bad []string
+				sum, st, err := cr.Summarize(func(e roce.FrameError) { bad = append(bad, fmt.Sprintf("frame %d: %v", e.Frame, e.Err)) })
+				if fmt.Sprint(err) != fmt.Sprint(wantErr) {
+					t.Errorf("error %v, want %v", err, wantErr)
+				}
+				if st != wantStats {
+					t.Errorf("stats %+v, want %+v", st, wantStats)
+				}
+				if !reflect.DeepEqual(bad, wantBad) {
+					t.Errorf("malformed frames %q, want %q", bad, wantBad)
+				}
+				if got := sum.Flows(); !reflect.DeepEqual(got, wantFlows) {
+					t.Errorf("flows differ:\n got %+v\nwant %+v", got, wantFlows)
+				}
+			})
+		}
+		// the whole captures, truncated or not, are cut into segments
+		if got := roce.SplitCount() - splits; split && runtime.GOMAXPROCS(0) > 1 && got < 4 {
+			t.Errorf("Summarize cut %d of the captures into segments, want at least 4", got)
+		}
 	}
 }
 
@@ -163,4 +174,33 @@ func TestSummaryMerge(t *testing.T) {
 			}
 		}
 	}
+}
+
+// FuzzSummarize: whatever the capture, Summarize cutting it into segments
+// gives what reading it frame by frame gives.
+func FuzzSummarize(f *testing.F) {
+	for _, frames := range [][]rocegen.Frame{rocegen.Sample(), rocegen.Synthetic(40)} {
+		var pcap, pcapng bytes.Buffer
+		if rocegen.WritePcap(&pcap, frames) != nil || rocegen.WritePcapNG(&pcapng, frames) != nil {
+			f.Fatal("writing the seed captures")
+		}
+		f.Add(pcap.Bytes())
+		f.Add(pcapng.Bytes())
+	}
+	defer roce.SetSplitMinBytes(0)()
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if _, err := roce.NewCaptureReader(bytes.NewReader(data)); err != nil {
+			return
+		}
+		wantFlows, wantStats, wantBad, wantErr := sequential(t, data)
+		cr, _ := roce.NewCaptureReader(bytes.NewReader(data))
+		var bad []string
+		sum, st, err := cr.Summarize(func(e roce.FrameError) { bad = append(bad, fmt.Sprintf("frame %d: %v", e.Frame, e.Err)) })
+		if fmt.Sprint(err) != fmt.Sprint(wantErr) || st != wantStats || !reflect.DeepEqual(bad, wantBad) {
+			t.Fatalf("Summarize: %v %+v %q, frame by frame: %v %+v %q", err, st, bad, wantErr, wantStats, wantBad)
+		}
+		if got := sum.Flows(); !reflect.DeepEqual(got, wantFlows) {
+			t.Fatalf("flows differ:\n got %+v\nwant %+v", got, wantFlows)
+		}
+	})
 }

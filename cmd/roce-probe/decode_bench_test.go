@@ -7,7 +7,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/roce-probe/roce-probe/internal/rocegen"
 )
@@ -48,11 +50,22 @@ func bigCapture(b *testing.B) string {
 // on a 100,000-frame capture (one op = the whole file).
 func BenchmarkDecodeSummary100k(b *testing.B) {
 	path := bigCapture(b)
+	cpu0 := cpuTime()
 	for b.Loop() {
 		if code := run([]string{"decode", "--summary", path}, nil, io.Discard, io.Discard); code != exitOK {
 			b.Fatalf("exit %d", code)
 		}
 	}
+	b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N)/1e6, "cpu-ms/op")
+}
+
+// cpuTime is the process's user and system CPU time so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // BenchmarkTsharkRead100k runs `tshark -r` on the same capture, for the
