@@ -81,7 +81,11 @@ func NewCaptureReader(r io.Reader) (*CaptureReader, error) {
 			}
 		}
 	}
-	br := bufio.NewReaderSize(r, 1<<20)
+	size := 1 << 20
+	if c.ra != nil {
+		size = 64 << 10 // Summarize reads the file with its own readers
+	}
+	br := bufio.NewReaderSize(r, size)
 	if m, err := br.Peek(2); err == nil && m[0] == 0x1f && m[1] == 0x8b {
 		c.ra = nil
 		zr, err := gzip.NewReader(br)

@@ -17,8 +17,9 @@
 // extension-header layers to one BTH. Decoder decodes a whole frame into a
 // flat Packet and verifies its ICRC without allocating, faster than a
 // DecodingLayerParser (see docs/performance.md); NewCaptureReader reads
-// pcap and pcapng captures and Summary aggregates packets per flow. These
-// are what `roce-probe decode` uses.
+// pcap and pcapng captures and Summary aggregates packets per flow;
+// CaptureReader.Summarize does both on all cores. These are what
+// `roce-probe decode` uses.
 //
 // To build frames, serialize layers with SerializeFrame (or
 // gopacket.SerializeLayers followed by FillICRC). ICRC, VerifyICRC and

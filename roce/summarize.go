@@ -69,11 +69,15 @@ type FrameError struct {
 }
 
 // Summarize reads the rest of the capture and summarises its RoCE packets
-// per flow, decoding them on all cores: one goroutine reads the capture
-// and copies its frames into batches, GOMAXPROCS goroutines decode the
-// batches into per-batch Summaries, which are merged in capture order, so
-// the result is exactly what decoding the frames one by one with a
-// Decoder (Decoder.DecodeCaptured) and adding them to one Summary gives.
+// per flow, decoding them on all cores (GOMAXPROCS). A capture file (an
+// uncompressed *os.File, or any reader with ReadAt and Seek) of 4 MiB or
+// more is cut into one segment per core at frame boundaries, each read by
+// its own pcapgo reader; other captures are read by one goroutine and
+// decoded in batches by the others. Per-segment or per-batch Summaries are
+// merged in capture order, so the result is exactly what decoding the
+// frames one by one (Next, Decoder.DecodeCaptured, one Summary.Add each)
+// gives. A capture file growing while it is read is read up to the size
+// it had when NewCaptureReader was called.
 //
 // malformed, if not nil, is called in frame order for each RoCE frame whose
 // headers are cut short or inconsistent. A damaged capture returns the
@@ -81,7 +85,7 @@ type FrameError struct {
 // as Next does. Do not mix Summarize with Next or ReadAhead.
 func (c *CaptureReader) Summarize(malformed func(FrameError)) (*Summary, CaptureStats, error) {
 	workers := runtime.GOMAXPROCS(0)
-	if c.ra != nil && c.frame == 0 && workers > 1 && c.size-c.base >= splitMinBytes {
+	if c.ra != nil && c.frame == 0 && c.ahead == nil && workers > 1 && c.size-c.base >= splitMinBytes {
 		if sum, st, err, ok := c.summarizeSplit(workers, malformed); ok {
 			splitCount.Add(1)
 			return sum, st, err

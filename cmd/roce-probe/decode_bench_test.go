@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -35,7 +36,20 @@ func bigCapture(b *testing.B) string {
 			return
 		}
 		w := bufio.NewWriter(f)
-		if bigCaptureErr = rocegen.WritePcapNG(w, rocegen.Synthetic(100000)); bigCaptureErr == nil {
+		frames := rocegen.Synthetic(100000)
+		if bigCaptureErr = rocegen.WritePcapNG(w, frames); bigCaptureErr == nil {
+			bigCaptureErr = w.Flush()
+		}
+		f.Close()
+		if bigCaptureErr != nil {
+			return
+		}
+		// the same frames as classic pcap, next to it
+		if f, bigCaptureErr = os.Create(strings.TrimSuffix(bigCapturePath, "ng")); bigCaptureErr != nil {
+			return
+		}
+		w = bufio.NewWriter(f)
+		if bigCaptureErr = rocegen.WritePcap(w, frames); bigCaptureErr == nil {
 			bigCaptureErr = w.Flush()
 		}
 		f.Close()
@@ -47,9 +61,13 @@ func bigCapture(b *testing.B) string {
 }
 
 // BenchmarkDecodeSummary100k runs `roce-probe decode --summary` in-process
-// on a 100,000-frame capture (one op = the whole file).
+// on a 100,000-frame capture (one op = the whole file), pcapng and pcap.
 func BenchmarkDecodeSummary100k(b *testing.B) {
-	path := bigCapture(b)
+	b.Run("pcapng", func(b *testing.B) { benchDecodeSummary(b, bigCapture(b)) })
+	b.Run("pcap", func(b *testing.B) { benchDecodeSummary(b, strings.TrimSuffix(bigCapture(b), "ng")) })
+}
+
+func benchDecodeSummary(b *testing.B, path string) {
 	cpu0 := cpuTime()
 	for b.Loop() {
 		if code := run([]string{"decode", "--summary", path}, nil, io.Discard, io.Discard); code != exitOK {
