@@ -69,6 +69,15 @@ type Conn struct {
 	closed bool       // guarded by both mu and wmu
 }
 
+// The capture ring: 16 blocks of 128 KiB, each frame slot 16 KiB (a
+// 9000-byte jumbo frame plus headers): 2 MiB and 128 frames.
+const (
+	frameSize  = 16384
+	blockSize  = 128 << 10
+	numBlocks  = 16
+	ringFrames = numBlocks * blockSize / frameSize
+)
+
 // pollTimeout bounds how long one Read blocks, so Close is never late.
 const pollTimeout = 50 * time.Millisecond
 
@@ -84,9 +93,9 @@ func Open(netdev string, dir Direction) (*Conn, error) {
 	tp, err := afpacket.NewTPacket(
 		afpacket.OptInterface(netdev),
 		afpacket.TPacketVersion2,
-		afpacket.OptFrameSize(16384), // a 9000-byte jumbo frame plus headers
-		afpacket.OptBlockSize(128<<10),
-		afpacket.OptNumBlocks(16),
+		afpacket.OptFrameSize(frameSize),
+		afpacket.OptBlockSize(blockSize),
+		afpacket.OptNumBlocks(numBlocks),
 		afpacket.OptAddVLANHeader(true),
 		afpacket.OptPollTimeout(pollTimeout),
 	)
@@ -103,6 +112,16 @@ func Open(netdev string, dir Direction) (*Conn, error) {
 	if err != nil {
 		tp.Close()
 		return nil, fmt.Errorf("probe: attaching the RoCE v2 filter on %s: %w", netdev, err)
+	}
+	// Frames that arrived between binding the socket and attaching the
+	// filter (IPv6 router solicitations on a netdev just brought up, say)
+	// sit in the ring unfiltered: drop them, so a Conn only ever returns
+	// frames its filter passed. The ring holds at most ringFrames frames;
+	// the loop ends at the first poll timeout.
+	for i := 0; i < ringFrames; i++ {
+		if _, _, err := tp.ZeroCopyReadPacketData(); err != nil {
+			break
+		}
 	}
 	return &Conn{tp: tp, netdev: netdev}, nil
 }

@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/roce-probe/roce-probe/roce"
 	"github.com/vishvananda/netlink"
 )
 
@@ -18,7 +19,7 @@ import (
 type Endpoint struct {
 	Netdev  string           // the netdev the traffic belongs to (may be a VLAN device)
 	Wire    string           // the lowest device under Netdev: frames are written and captured here, tags included
-	Tags    []Tag            // tags the VLAN devices between Netdev and Wire add, outermost first
+	Tags    []roce.VLANTag   // tags the VLAN devices between Netdev and Wire add, outermost first
 	SrcMAC  net.HardwareAddr // Netdev's MAC
 	Src     netip.Addr       // source address (from the GID, or Netdev's first address of the family)
 	Dst     netip.Addr
@@ -30,12 +31,12 @@ type Endpoint struct {
 // is not a VLAN device) and the tags the VLAN devices in between add,
 // outermost first. A VLAN device strips its tag from frames it receives, so
 // capture must happen on the wire device to see tags and PCP.
-func WireDevice(netdev string) (string, []Tag, error) {
+func WireDevice(netdev string) (string, []roce.VLANTag, error) {
 	link, err := netlink.LinkByName(netdev)
 	if err != nil {
 		return "", nil, &NetdevError{Netdev: netdev, Err: errors.New("no such netdev")}
 	}
-	var tags []Tag
+	var tags []roce.VLANTag
 	for depth := 0; ; depth++ {
 		v, ok := link.(*netlink.Vlan)
 		if !ok {
@@ -48,7 +49,7 @@ func WireDevice(netdev string) (string, []Tag, error) {
 		if v.VlanProtocol == netlink.VLAN_PROTOCOL_8021AD {
 			proto = 0x88a8
 		}
-		tags = append([]Tag{{TPID: proto, VID: uint16(v.VlanId)}}, tags...)
+		tags = append([]roce.VLANTag{{TPID: proto, ID: uint16(v.VlanId)}}, tags...)
 		parent, err := netlink.LinkByIndex(v.ParentIndex)
 		if err != nil {
 			return "", nil, &NetdevError{Netdev: netdev, Err: fmt.Errorf("lower device %d of %s: %v", v.ParentIndex, v.Name, err)}

@@ -27,20 +27,12 @@ const DefaultQKey = 0x0000cafe
 // DefaultSrcQP is the source QP number probes carry.
 const DefaultSrcQP = 0x7e5702
 
-// Tag is one 802.1Q or 802.1ad tag.
-type Tag struct {
-	TPID uint16 // 0x8100 (802.1Q) or 0x88a8 (802.1ad)
-	VID  uint16 // 0..4095
-	PCP  uint8  // 0..7
-	DEI  bool
-}
-
 // Frame is a RoCE v2 UD SEND_ONLY frame: Ethernet, up to two VLAN tags,
 // IPv4 or IPv6, UDP to port 4791, BTH, DETH, payload and ICRC.
 type Frame struct {
 	DstMAC, SrcMAC net.HardwareAddr
-	Tags           []Tag      // outermost first; nil for untagged
-	Src, Dst       netip.Addr // both IPv4 or both IPv6
+	Tags           []roce.VLANTag // outermost first; nil for untagged
+	Src, Dst       netip.Addr     // both IPv4 or both IPv6
 	DSCP, ECN      uint8
 	TTL            uint8 // IPv4 TTL or IPv6 hop limit
 	Sport          uint16
@@ -57,7 +49,7 @@ type Frame struct {
 func (f Frame) Markings() Markings {
 	m := Markings{DSCP: f.DSCP, ECN: f.ECN, TTL: f.TTL, Sport: f.Sport, IPv6: f.Src.Is6() && !f.Src.Is4In6()}
 	if len(f.Tags) > 0 {
-		m.Tagged, m.VLAN, m.PCP = true, f.Tags[0].VID, f.Tags[0].PCP
+		m.Tagged, m.VLAN, m.PCP = true, f.Tags[0].ID, f.Tags[0].PCP
 	}
 	return m
 }
@@ -71,10 +63,10 @@ func (f *Frame) SetMarkings(m Markings) {
 	case !m.Tagged:
 		f.Tags = nil
 	case len(f.Tags) == 0:
-		f.Tags = []Tag{{TPID: 0x8100, VID: m.VLAN, PCP: m.PCP}}
+		f.Tags = []roce.VLANTag{{TPID: 0x8100, ID: m.VLAN, PCP: m.PCP}}
 	default:
-		f.Tags = append([]Tag(nil), f.Tags...)
-		f.Tags[0].VID, f.Tags[0].PCP = m.VLAN, m.PCP
+		f.Tags = append([]roce.VLANTag(nil), f.Tags...)
+		f.Tags[0].ID, f.Tags[0].PCP = m.VLAN, m.PCP
 	}
 }
 
@@ -96,8 +88,8 @@ func (f Frame) Build() ([]byte, error) {
 		return nil, fmt.Errorf("probe: %d VLAN tags: want at most 2", len(f.Tags))
 	}
 	for i, t := range f.Tags {
-		if t.VID > 4095 || t.PCP > 7 || (t.TPID != 0x8100 && t.TPID != 0x88a8) {
-			return nil, fmt.Errorf("probe: tag %d (TPID 0x%04x VID %d PCP %d) is not valid: want TPID 0x8100 or 0x88a8, VID 0..4095, PCP 0..7", i, t.TPID, t.VID, t.PCP)
+		if t.ID > 4095 || t.PCP > 7 || (t.TPID != 0x8100 && t.TPID != 0x88a8) {
+			return nil, fmt.Errorf("probe: tag %d (TPID 0x%04x VID %d PCP %d) is not valid: want TPID 0x8100 or 0x88a8, VID 0..4095, PCP 0..7", i, t.TPID, t.ID, t.PCP)
 		}
 	}
 	if f.DSCP > 63 || f.ECN > 3 {
@@ -116,7 +108,7 @@ func (f Frame) Build() ([]byte, error) {
 	next := &eth.EthernetType
 	for _, t := range f.Tags {
 		*next = layers.EthernetType(t.TPID)
-		q := &layers.Dot1Q{Priority: t.PCP, DropEligible: t.DEI, VLANIdentifier: t.VID}
+		q := &layers.Dot1Q{Priority: t.PCP, DropEligible: t.DEI, VLANIdentifier: t.ID}
 		ls = append(ls, q)
 		next = &q.Type
 	}
@@ -172,7 +164,7 @@ func ParseFrame(data []byte) (Frame, error) {
 			return f, fmt.Errorf("%w: truncated VLAN tag", ErrNotRoCEv2)
 		}
 		tci := binary.BigEndian.Uint16(data[off:])
-		f.Tags = append(f.Tags, Tag{TPID: et, VID: tci & 0xfff, PCP: uint8(tci >> 13), DEI: tci&0x1000 != 0})
+		f.Tags = append(f.Tags, roce.VLANTag{TPID: et, ID: tci & 0xfff, PCP: uint8(tci >> 13), DEI: tci&0x1000 != 0})
 		et = binary.BigEndian.Uint16(data[off+2:])
 		off += 4
 	}

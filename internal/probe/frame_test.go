@@ -7,13 +7,14 @@ import (
 
 	"encoding/binary"
 	"errors"
-	"github.com/roce-probe/roce-probe/roce"
 	"net"
 	"net/netip"
 	"testing"
+
+	"github.com/roce-probe/roce-probe/roce"
 )
 
-func testFrame(tags []Tag, v6 bool) Frame {
+func testFrame(tags []roce.VLANTag, v6 bool) Frame {
 	f := Frame{
 		DstMAC: net.HardwareAddr{0x02, 0, 0, 0, 0, 2}, SrcMAC: net.HardwareAddr{0x02, 0, 0, 0, 0, 1},
 		Tags: tags, Src: netip.MustParseAddr("192.0.2.1"), Dst: netip.MustParseAddr("192.0.2.2"),
@@ -30,7 +31,7 @@ func testFrame(tags []Tag, v6 bool) Frame {
 // The header bytes a RoCE v2 UD SEND_ONLY must carry, checked at the
 // offsets of kernel-algorithms.md §6 rather than through ParseFrame.
 func TestBuildLayout(t *testing.T) {
-	f := testFrame([]Tag{{TPID: 0x8100, VID: 100, PCP: 3}}, false)
+	f := testFrame([]roce.VLANTag{{TPID: 0x8100, ID: 100, PCP: 3}}, false)
 	b, err := f.Build()
 	if err != nil {
 		t.Fatal(err)
@@ -76,13 +77,13 @@ func TestBuildLayout(t *testing.T) {
 func TestFrameRoundTrip(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		tags []Tag
+		tags []roce.VLANTag
 		v6   bool
 	}{
 		{"untagged-v4", nil, false},
 		{"untagged-v6", nil, true},
-		{"dot1q-v4", []Tag{{TPID: 0x8100, VID: 4095, PCP: 7, DEI: true}}, false},
-		{"qinq-v6", []Tag{{TPID: 0x88a8, VID: 1000, PCP: 2}, {TPID: 0x8100, VID: 10, PCP: 5}}, true},
+		{"dot1q-v4", []roce.VLANTag{{TPID: 0x8100, ID: 4095, PCP: 7, DEI: true}}, false},
+		{"qinq-v6", []roce.VLANTag{{TPID: 0x88a8, ID: 1000, PCP: 2}, {TPID: 0x8100, ID: 10, PCP: 5}}, true},
 	} {
 		f := testFrame(tc.tags, tc.v6)
 		b, err := f.Build()
@@ -114,7 +115,7 @@ func TestFrameRoundTrip(t *testing.T) {
 // Variant fields (TOS, TTL, PCP) may change in flight without breaking the
 // ICRC; invariant ones (addresses, BTH, payload) may not.
 func TestParseFrameICRC(t *testing.T) {
-	b, err := testFrame([]Tag{{TPID: 0x8100, VID: 5}}, false).Build()
+	b, err := testFrame([]roce.VLANTag{{TPID: 0x8100, ID: 5}}, false).Build()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,9 +174,9 @@ func TestParseFrameRejects(t *testing.T) {
 func TestBuildRejects(t *testing.T) {
 	for name, mut := range map[string]func(f *Frame){
 		"mac":    func(f *Frame) { f.DstMAC = nil },
-		"tags":   func(f *Frame) { f.Tags = make([]Tag, 3) },
-		"tpid":   func(f *Frame) { f.Tags = []Tag{{TPID: 0x9100}} },
-		"vid":    func(f *Frame) { f.Tags = []Tag{{TPID: 0x8100, VID: 4096}} },
+		"tags":   func(f *Frame) { f.Tags = make([]roce.VLANTag, 3) },
+		"tpid":   func(f *Frame) { f.Tags = []roce.VLANTag{{TPID: 0x9100}} },
+		"vid":    func(f *Frame) { f.Tags = []roce.VLANTag{{TPID: 0x8100, ID: 4096}} },
 		"dscp":   func(f *Frame) { f.DSCP = 64 },
 		"qpn":    func(f *Frame) { f.DestQP = 1 << 24 },
 		"family": func(f *Frame) { f.Dst = netip.MustParseAddr("fd00::2") },
@@ -191,7 +192,7 @@ func TestBuildRejects(t *testing.T) {
 // FuzzParseFrame: never panics; an accepted frame's payload lies inside
 // the input and a rebuilt frame parses to the same fields.
 func FuzzParseFrame(f *testing.F) {
-	for _, tags := range [][]Tag{nil, {{TPID: 0x8100, VID: 1}}, {{TPID: 0x88a8, VID: 2}, {TPID: 0x8100, VID: 3}}} {
+	for _, tags := range [][]roce.VLANTag{nil, {{TPID: 0x8100, ID: 1}}, {{TPID: 0x88a8, ID: 2}, {TPID: 0x8100, ID: 3}}} {
 		for _, v6 := range []bool{false, true} {
 			b, _ := testFrame(tags, v6).Build()
 			f.Add(b)

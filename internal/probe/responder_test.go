@@ -77,7 +77,7 @@ func TestResponderAnswers(t *testing.T) {
 	if f.DestQP != DefaultSrcQP || f.SrcQP != DefaultDestQP || f.PSN != 7 {
 		t.Errorf("reply QPs %x→%x PSN %d: want the probe's reversed and its PSN", f.SrcQP, f.DestQP, f.PSN)
 	}
-	if len(f.Tags) != 1 || f.Tags[0].VID != 100 {
+	if len(f.Tags) != 1 || f.Tags[0].ID != 100 {
 		t.Errorf("reply tags %+v: want the VLAN it arrived on", f.Tags)
 	}
 	p, err := ParsePayload(f.Payload)

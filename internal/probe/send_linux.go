@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/roce-probe/roce-probe/roce"
 )
 
 // SendConfig configures Send.
@@ -52,14 +54,14 @@ func Send(ctx context.Context, cfg SendConfig, emit func(Result)) (Summary, erro
 	base := cfg.Base
 	base.Tagged = len(ep.Tags) > 0
 	if base.Tagged {
-		base.VLAN = ep.Tags[0].VID
+		base.VLAN = ep.Tags[0].ID
 	} else {
 		base.VLAN, base.PCP = 0, 0
 		if cfg.Sweep == SweepPCP {
 			return Summary{}, fmt.Errorf("probe: a PCP sweep needs a VLAN tag, and %s sends untagged frames: use a VLAN netdev", ep.Netdev)
 		}
 	}
-	tags := append([]Tag(nil), ep.Tags...)
+	tags := append([]roce.VLANTag(nil), ep.Tags...)
 	for i := range tags {
 		tags[i].PCP = base.PCP
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
 	"github.com/gopacket/gopacket/pcapgo"
+	"github.com/roce-probe/roce-probe/roce"
 )
 
 // Wireshark, an independent decoder, reads a probe as a RoCE v2 UD
@@ -24,7 +25,7 @@ func TestTsharkDecodesProbe(t *testing.T) {
 		}
 		t.Skip("tshark is not installed")
 	}
-	f := testFrame([]Tag{{TPID: 0x8100, VID: 100, PCP: 3}}, false)
+	f := testFrame([]roce.VLANTag{{TPID: 0x8100, ID: 100, PCP: 3}}, false)
 	pl, err := Payload{Kind: KindProbe, Session: 1, Seq: 258, Sent: f.Markings()}.Marshal()
 	if err != nil {
 		t.Fatal(err)

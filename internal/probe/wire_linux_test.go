@@ -5,7 +5,6 @@ package probe
 import (
 	"context"
 	"encoding/binary"
-	"github.com/roce-probe/roce-probe/internal/netnstest"
 	"math/rand/v2"
 	"net"
 	"net/netip"
@@ -14,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/roce-probe/roce-probe/internal/netnstest"
 )
 
 const (
