@@ -6,13 +6,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/gopacket/gopacket/pcapgo"
 	"github.com/roce-probe/roce-probe/internal/lab"
 	"github.com/roce-probe/roce-probe/internal/verbs"
 	"github.com/roce-probe/roce-probe/vlan"
@@ -21,12 +18,10 @@ import (
 // The entry Select picks for a peer address sends frames that reach the
 // peer with exactly the VLAN tags of that lab network (none, 100, 200, or
 // 802.1ad 1000 + 802.1Q 10) and the host address as IP source. Frames are
-// captured with tcpdump on veth1 in the peer namespace (libpcap puts the
-// tags the kernel strips back into the frame).
+// captured on veth1 in the peer namespace with lab.CapturePeer (AF_PACKET,
+// ready when it returns; the tags the kernel keeps out of band are put
+// back into the frame) and left as gid-wire-<net>.pcapng artifacts.
 func TestLabSelectedEntryTagsOnWire(t *testing.T) {
-	if _, err := exec.LookPath("tcpdump"); err != nil {
-		t.Fatal("tcpdump is needed for this lab test:", err)
-	}
 	p, _ := labTable(t)
 	h, err := vlan.Open("")
 	if err != nil {
@@ -43,10 +38,8 @@ func TestLabSelectedEntryTagsOnWire(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ud.Close()
-	dir := os.Getenv("LAB_ARTIFACTS")
-	if dir == "" {
-		dir = t.TempDir()
-	}
+	dir := lab.ArtifactDir(t)
+	payload := []byte("roce-probe gid wire test")
 	for _, n := range lab.Nets {
 		t.Run(n.Name, func(t *testing.T) {
 			dst := n.PeerIPv4.Addr()
@@ -59,32 +52,40 @@ func TestLabSelectedEntryTagsOnWire(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer ah.Close()
-			pcap := filepath.Join(dir, "gid-wire-"+n.Name+".pcap")
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-			defer cancel()
-			// No capture filter: libpcap's vlan keyword and the tag the
-			// kernel keeps out of band do not mix well for QinQ.
-			cmd := exec.CommandContext(ctx, "tcpdump", "-i", lab.PeerNetdev, "-U", "-w", pcap)
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
-			if err := lab.StartInPeer(cmd); err != nil {
+			capture, err := lab.CapturePeer() // capturing when it returns
+			if err != nil {
 				t.Fatal(err)
 			}
-			time.Sleep(time.Second) // let tcpdump open the socket
-			for i := 0; i < 5; i++ {
-				if err := ud.Send(ah, 0x12, 0x11111111, []byte("roce-probe gid wire test"), time.Second); err != nil {
+			defer capture.Stop()
+			// Send until the peer sees a RoCE v2 frame with the payload (the
+			// first send may wait for neighbour resolution), for at most 20 s.
+			match := func(f lab.Frame) bool {
+				_, _, ok := parseRoCEv2(f.Data)
+				return ok && bytes.Contains(f.Data, payload)
+			}
+			deadline := time.Now().Add(20 * time.Second)
+			var f lab.Frame
+			for sent := 1; ; sent++ {
+				if err := ud.Send(ah, 0x12, 0x11111111, payload, time.Second); err != nil {
 					t.Fatal(err)
 				}
-				time.Sleep(100 * time.Millisecond)
+				ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+				f, err = capture.Wait(ctx, match)
+				cancel()
+				if err == nil {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("no RoCE v2 frame with the payload on %s after %d sends: %v", lab.PeerNetdev, sent, err)
+				}
 			}
-			time.Sleep(500 * time.Millisecond)
-			cmd.Process.Signal(os.Interrupt)
-			if err := cmd.Wait(); err != nil && ctx.Err() != nil {
-				t.Fatalf("tcpdump: %v: %s", err, stderr.String())
+			pcap := filepath.Join(dir, "gid-wire-"+n.Name+".pcapng")
+			if err := lab.WritePcapng(pcap, lab.PeerNetdev, capture.Stop()); err != nil {
+				t.Error(err)
 			}
-			tags, src := parseCapture(t, pcap)
+			tags, src, _ := parseRoCEv2(f.Data)
 			if len(tags) != len(n.VLANs) {
-				t.Fatalf("frame carries tags %v, want %v (selected index %d on %s)", tags, n.VLANs, s.Entry.Index, s.Entry.Netdev)
+				t.Fatalf("frame carries tags %v, want %v (selected index %d on %s; capture %s)", tags, n.VLANs, s.Entry.Index, s.Entry.Netdev, pcap)
 			}
 			for i, v := range n.VLANs {
 				if tags[i] != (vlan.Tag{ID: v.ID, Proto: vlan.Proto(v.Proto)}) {
@@ -98,45 +99,29 @@ func TestLabSelectedEntryTagsOnWire(t *testing.T) {
 	}
 }
 
-// parseCapture returns the VLAN tags (outermost first) and the IPv4
-// source of the first RoCE v2 frame (UDP destination port 4791) in a pcap
-// file.
-func parseCapture(t *testing.T, path string) ([]vlan.Tag, [4]byte) {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
+// parseRoCEv2 returns the VLAN tags (outermost first) and the IPv4 source
+// of an Ethernet frame, and whether it is a RoCE v2 frame over IPv4 (UDP
+// destination port 4791).
+func parseRoCEv2(data []byte) ([]vlan.Tag, [4]byte, bool) {
+	var tags []vlan.Tag
+	off := 12
+	for off+4 <= len(data) {
+		et := binary.BigEndian.Uint16(data[off:])
+		if et != 0x8100 && et != 0x88a8 {
+			break
+		}
+		tags = append(tags, vlan.Tag{ID: binary.BigEndian.Uint16(data[off+2:]) & 0xfff, Proto: vlan.Proto(et)})
+		off += 4
 	}
-	defer f.Close()
-	r, err := pcapgo.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
+	var src [4]byte
+	ip := off + 2
+	if ip+24 > len(data) || binary.BigEndian.Uint16(data[off:]) != 0x0800 || data[ip+9] != 17 {
+		return nil, src, false
 	}
-	for {
-		data, _, err := r.ReadPacketData()
-		if err != nil {
-			t.Fatalf("no RoCE v2 frame in %s (%v)", path, err)
-		}
-		var tags []vlan.Tag
-		off := 12
-		for off+4 <= len(data) {
-			et := binary.BigEndian.Uint16(data[off:])
-			if et != 0x8100 && et != 0x88a8 {
-				break
-			}
-			tags = append(tags, vlan.Tag{ID: binary.BigEndian.Uint16(data[off+2:]) & 0xfff, Proto: vlan.Proto(et)})
-			off += 4
-		}
-		ip := off + 2
-		if ip+24 > len(data) || binary.BigEndian.Uint16(data[off:]) != 0x0800 || data[ip+9] != 17 {
-			continue
-		}
-		udp := ip + int(data[ip]&0x0f)*4
-		if udp+4 > len(data) || binary.BigEndian.Uint16(data[udp+2:]) != 4791 {
-			continue
-		}
-		var src [4]byte
-		copy(src[:], data[ip+12:ip+16])
-		return tags, src
+	udp := ip + int(data[ip]&0x0f)*4
+	if udp+4 > len(data) || binary.BigEndian.Uint16(data[udp+2:]) != 4791 {
+		return nil, src, false
 	}
+	copy(src[:], data[ip+12:ip+16])
+	return tags, src, true
 }

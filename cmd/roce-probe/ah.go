@@ -181,18 +181,11 @@ Reading needs no privileges. See docs/ah.md.`,
 					return usagef("--path %q: want user-ah, kernel-ah or connected-qp", pathFlag)
 				}
 			}
-			if src.port == 0 {
-				src.port = 1
-			}
-			t, err := src.load()
+			t, port, err := src.loadPort()
 			if err != nil {
 				return err
 			}
 			defer t.close()
-			if len(t.ports) == 0 {
-				return usagef("--dev %q port %d: no such RDMA port", src.dev, src.port)
-			}
-			port := t.ports[0]
 			if port.LinkLayer == "InfiniBand" {
 				return usagef("--dev %s port %d is an InfiniBand port: roce-probe ah resolves RoCE (Ethernet) address handles", src.dev, port.Port)
 			}
@@ -202,7 +195,7 @@ Reading needs no privileges. See docs/ah.md.`,
 				return usagef("--gid-index is required: an index of %s port %d's GID table (see 'roce-probe gids --dev %s') or auto", src.dev, port.Port, src.dev)
 			}
 			if gidIndex == "auto" {
-				s, err := gid.Select(port.Entries, g, gid.Preferences{Exclude: staleEntries(port, t)}, t.router)
+				s, err := gid.Select(port.Entries, g, gid.Preferences{Exclude: staleEntries(*port, t)}, t.router)
 				if err != nil {
 					return findingError{fmt.Sprintf("--gid-index auto: %v (roce-probe select --dev %s --dst %s explains every entry)", err, src.dev, dst)}
 				}
@@ -566,18 +559,11 @@ func runFromWC(cmd *cobra.Command, src *gidSource, format, hexBuf, wcFlags, beha
 		}
 		bs = []ah.Behaviour{b}
 	}
-	if src.port == 0 {
-		src.port = 1
-	}
-	t, err := src.load()
+	t, port, err := src.loadPort()
 	if err != nil {
 		return err
 	}
 	defer t.close()
-	if len(t.ports) == 0 {
-		return usagef("--dev %q port %d: no such RDMA port", src.dev, src.port)
-	}
-	port := t.ports[0]
 	table := ah.Table{Entries: port.Entries, Len: len(port.Entries)}
 	var n *ah.Net
 	if src.links == "" {

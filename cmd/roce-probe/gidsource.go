@@ -193,3 +193,20 @@ func vlanCol(e gid.Entry) string {
 	}
 	return "-"
 }
+
+// loadPort loads the one RDMA port that --dev and --port (default 1) name,
+// for commands that work on a single port. The caller closes the tables.
+func (s *gidSource) loadPort() (*tables, *gid.Port, error) {
+	if s.port == 0 {
+		s.port = 1
+	}
+	t, err := s.load()
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(t.ports) == 0 {
+		t.close()
+		return nil, nil, usagef("--dev %q port %d: no such RDMA port", s.dev, s.port)
+	}
+	return t, &t.ports[0], nil
+}

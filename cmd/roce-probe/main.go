@@ -1,5 +1,3 @@
-// Command roce-probe shows what RDMA traffic will look like on Ethernet —
-// GID tables, VLANs, priorities, address handles — and checks it on the wire.
 package main
 
 import (

@@ -4,7 +4,11 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -73,17 +77,102 @@ func runIn(t *testing.T, ns string, args ...string) cliResult {
 	return cliResult{out.String(), errb.String(), code}
 }
 
-// startListener runs `roce-probe listen` in ns for d; wait returns its result.
+// startListener runs `roce-probe listen` in ns for at most d. It returns
+// once the listener captures (see waitCapturing); wait stops the listener
+// (as an interrupt would) and returns its result, so d only bounds a test
+// that never calls wait and can be generous.
 func startListener(t *testing.T, ns string, d time.Duration, args ...string) (wait func() cliResult) {
-	var wg sync.WaitGroup
+	t.Helper()
+	packets := func() ([]byte, error) {
+		var b []byte
+		err := netnstest.Do(ns, func() (err error) { b, err = os.ReadFile("/proc/thread-self/net/packet"); return })
+		return b, err
+	}
+	before := packetRings(t, "self", packets)
+	ctx, cancel := context.WithCancel(context.Background())
 	var res cliResult
-	wg.Add(1)
+	done := make(chan struct{})
 	go func() {
-		defer wg.Done()
-		res = runIn(t, ns, append([]string{"listen", "--duration", d.String()}, args...)...)
+		defer close(done)
+		var out, errb bytes.Buffer
+		var code int
+		if err := netnstest.Do(ns, func() error {
+			code = runContext(ctx, append([]string{"listen", "--duration", d.String()}, args...), strings.NewReader(""), &out, &errb)
+			return nil
+		}); err != nil {
+			t.Errorf("entering %s: %v", ns, err)
+		}
+		res = cliResult{out.String(), errb.String(), code}
 	}()
-	time.Sleep(300 * time.Millisecond) // let it open its socket
-	return func() cliResult { wg.Wait(); return res }
+	var once sync.Once
+	wait = func() cliResult { once.Do(func() { cancel(); <-done }); return res }
+	t.Cleanup(func() { wait() })
+	if err := waitCapturing(t, "self", packets, before, done, 30*time.Second); err != nil {
+		r := wait()
+		t.Fatalf("listener in %s: %v\n%s%s", ns, err, r.stdout, r.stderr)
+	}
+	return wait
+}
+
+// waitCapturing polls until process pid ("self" for this one) has an
+// AF_PACKET socket that was not in before, is bound to a netdev (in the
+// packet table read by packets, /proc/net/packet of the listener's
+// namespace) and has its receive ring mapped: from then on every frame
+// the netdev receives is kept for the listener. It fails when exited is
+// closed or timeout passes first. Sleeping a guessed time instead is not
+// enough under TCG, where starting a listener can take seconds.
+func waitCapturing(t *testing.T, pid string, packets func() ([]byte, error), before map[string]bool, exited <-chan struct{}, timeout time.Duration) error {
+	t.Helper()
+	start := time.Now()
+	for {
+		for ino := range packetRings(t, pid, packets) {
+			if !before[ino] {
+				t.Logf("listener capturing after %v (socket:[%s])", time.Since(start).Round(time.Millisecond), ino)
+				return nil
+			}
+		}
+		select {
+		case <-exited:
+			return errors.New("exited before it captured")
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Since(start) > timeout {
+			return fmt.Errorf("no bound AF_PACKET socket with a mapped ring after %v", timeout)
+		}
+	}
+}
+
+// packetRings returns the inodes of process pid's AF_PACKET sockets that
+// are bound to a netdev (Iface ≠ 0 in the packet table) and have a mapped
+// ring ("socket:[inode]" in /proc/<pid>/maps).
+func packetRings(t *testing.T, pid string, packets func() ([]byte, error)) map[string]bool {
+	t.Helper()
+	tab, err := packets()
+	if err != nil {
+		t.Fatalf("packet sockets: %v", err)
+	}
+	bound := map[string]bool{}
+	for _, line := range strings.Split(string(tab), "\n")[1:] {
+		// sk RefCnt Type Proto Iface R Rmem User Inode
+		if f := strings.Fields(line); len(f) >= 9 && f[4] != "0" {
+			bound[f[8]] = true
+		}
+	}
+	maps, err := os.ReadFile("/proc/" + pid + "/maps")
+	if err != nil {
+		return nil // the process is gone
+	}
+	rings := map[string]bool{}
+	for _, line := range strings.Split(string(maps), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 6 || !strings.HasPrefix(f[5], "socket:[") {
+			continue
+		}
+		if ino := strings.TrimSuffix(strings.TrimPrefix(f[5], "socket:["), "]"); bound[ino] {
+			rings[ino] = true
+		}
+	}
+	return rings
 }
 
 type jsonMarkings struct {

@@ -427,15 +427,11 @@ func rawSocketError(command string, err error) error {
 // netdev and address, and the markings the device's driver applies.
 func resolveAH(f sendFlags, dst gid.GID) (*ah.Resolution, error) {
 	src := gidSource{dev: f.dev, port: f.port, sysfs: f.sysfs}
-	t, err := src.load()
+	t, port, err := src.loadPort()
 	if err != nil {
 		return nil, err
 	}
 	defer t.close()
-	if len(t.ports) == 0 {
-		return nil, usagef("--dev %q port %d: no such RDMA port", f.dev, f.port)
-	}
-	port := t.ports[0]
 	if port.LinkLayer == "InfiniBand" {
 		return nil, usagef("--dev %s port %d is an InfiniBand port: probes are RoCE v2 frames", f.dev, port.Port)
 	}
