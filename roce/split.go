@@ -91,6 +91,12 @@ func (c *CaptureReader) summarizeSplit(n int, malformed func(FrameError)) (*Summ
 			return nil, CaptureStats{}, nil, false
 		}
 	}
+	// A pcapng section after the first may have another byte order, which
+	// the checks above do not see; a damaged capture is rare, so its error
+	// comes from reading it again in one sequence.
+	if c.format == FormatPcapNG && !errors.Is(res[n-1].err, io.EOF) {
+		return nil, CaptureStats{}, nil, false
+	}
 	total := res[0].sum
 	var stats CaptureStats
 	for k := range res {

@@ -132,9 +132,10 @@ func TestSummarizeMatchesSequential(t *testing.T) {
 				}
 			})
 		}
-		// the whole captures, truncated or not, are cut into segments
-		if got := roce.SplitCount() - splits; split && runtime.GOMAXPROCS(0) > 1 && got < 4 {
-			t.Errorf("Summarize cut %d of the captures into segments, want at least 4", got)
+		// the whole captures, and the truncated pcap, are cut into
+		// segments (a damaged pcapng is read again in one sequence)
+		if got := roce.SplitCount() - splits; split && runtime.GOMAXPROCS(0) > 1 && got < 3 {
+			t.Errorf("Summarize cut %d of the captures into segments, want at least 3", got)
 		}
 	}
 }
