@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -373,7 +374,7 @@ func printDecodeSummary(w io.Writer, format string, flows []roce.FlowSummary, st
 	for _, f := range flows {
 		src, dst := f.Src.String(), f.Dst.String()
 		if f.Version == 2 {
-			src, dst = fmt.Sprintf("%s:%d", src, f.SrcPort), fmt.Sprintf("%s:%d", dst, f.DstPort)
+			src, dst = netip.AddrPortFrom(f.Src, f.SrcPort).String(), netip.AddrPortFrom(f.Dst, f.DstPort).String()
 		}
 		qp := fmt.Sprintf("%#x", f.DestQP)
 		if f.HasSrcQP {

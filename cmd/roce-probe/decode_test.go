@@ -241,3 +241,15 @@ func TestDecodeMalformedAndSnapped(t *testing.T) {
 		t.Errorf("JSON:\n%s", js)
 	}
 }
+
+// IPv6 flows in the summary table write address and port the way URLs and
+// ss do, [addr]:port, so the port cannot be read as part of the address.
+func TestDecodeSummaryTableBracketsIPv6(t *testing.T) {
+	out, _, code := runCLI(t, "", "decode", "--summary", "../../roce/testdata/sample.pcapng")
+	if code != exitOK {
+		t.Fatalf("exit code %d", code)
+	}
+	if !strings.Contains(out, "[fd00:100::1]:50208") || strings.Contains(out, " fd00:100::1:50208") {
+		t.Errorf("IPv6 flow not written as [addr]:port:\n%s", out)
+	}
+}
