@@ -121,14 +121,15 @@ func (f Frame) Build() ([]byte, error) {
 		next = &q.Type
 	}
 	udp := &layers.UDP{SrcPort: layers.UDPPort(f.Sport), DstPort: RoCEv2Port}
+	tos := f.Markings().ToS()
 	if src.Is4() {
 		*next = layers.EthernetTypeIPv4
-		ip := &layers.IPv4{Version: 4, IHL: 5, TOS: f.DSCP<<2 | f.ECN, TTL: f.TTL, Flags: layers.IPv4DontFragment,
+		ip := &layers.IPv4{Version: 4, IHL: 5, TOS: tos, TTL: f.TTL, Flags: layers.IPv4DontFragment,
 			Protocol: layers.IPProtocolUDP, SrcIP: src.AsSlice(), DstIP: dst.AsSlice()}
 		ls = append(ls, ip)
 	} else {
 		*next = layers.EthernetTypeIPv6
-		ip := &layers.IPv6{Version: 6, TrafficClass: f.DSCP<<2 | f.ECN, HopLimit: f.TTL,
+		ip := &layers.IPv6{Version: 6, TrafficClass: tos, HopLimit: f.TTL,
 			NextHeader: layers.IPProtocolUDP, SrcIP: src.AsSlice(), DstIP: dst.AsSlice()}
 		ls = append(ls, ip)
 	}
