@@ -207,8 +207,14 @@ Reading needs no privileges. See docs/ah.md.`,
 				}
 				a.GRH.SGIDIndex = uint8(v)
 			}
-			driver := qos.Driver(driverFlag)
-			if driverFlag == "" {
+			var driver qos.Driver
+			if driverFlag != "" {
+				d, err := qos.ParseDriver(driverFlag)
+				if err != nil {
+					return usagef("--driver: %v (or omit it to detect the driver from sysfs)", err)
+				}
+				driver = d
+			} else {
 				sysRoot := src.sysfs
 				if sysRoot == "" {
 					sysRoot = gid.DefaultSysfsRoot

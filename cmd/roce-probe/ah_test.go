@@ -88,6 +88,9 @@ func TestAHBadFlags(t *testing.T) {
 		{[]string{"--gid-index", "1"}, "--dst is required"},
 		{[]string{"--dst", "10.0.0.2"}, "--gid-index is required"},
 		{[]string{"--gid-index", "1", "--dst", "10.0.0.2", "-o", "xml"}, "-o \"xml\""},
+		// A misspelt driver used to be taken for a driver without a profile
+		// (every field "unknown", exit 1); it is bad input.
+		{[]string{"--gid-index", "1", "--dst", "10.0.0.2", "--driver", "mxl5"}, `--driver: qos: driver "mxl5" has no wire profile: want one of rxe, mlx5, irdma, bnxt_re, hns, erdma`},
 	} {
 		_, stderr, code := runCLI(t, "", ahArgs(c.args...)...)
 		if code != exitUsage || !strings.Contains(stderr, c.want) {
