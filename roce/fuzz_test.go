@@ -114,6 +114,16 @@ func FuzzICRC(f *testing.F) {
 		if _, ok, err := VerifyFrameICRC(frame); err != nil || !ok {
 			t.Fatalf("FillICRC then VerifyFrameICRC = %v, %v", ok, err)
 		}
+		// The last byte before the ICRC (BTH or payload, never masked) is
+		// covered: a CRC-32 catches every single-bit flip there.
+		pkt, err := roceNetworkPacket(frame)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pkt[len(pkt)-ICRCLen-1] ^= 0x01
+		if _, ok, err := VerifyFrameICRC(frame); err != nil || ok {
+			t.Fatalf("a flipped covered bit: VerifyFrameICRC = %v, %v; want a mismatch", ok, err)
+		}
 	})
 }
 

@@ -59,6 +59,12 @@ func TestRXECaptureDecodes(t *testing.T) {
 		if p.BTH.Opcode != 0x64 || !p.HasDETH || p.QKey != 0x1234abcd || p.BTH.DestQP != 0xabcd {
 			t.Errorf("frame %d: opcode %#x DETH %v Q_Key %#x DestQP %#x, want UD SEND Only 0x1234abcd 0xabcd", n+1, uint8(p.BTH.Opcode), p.HasDETH, p.QKey, p.BTH.DestQP)
 		}
+		// The kernel chose the UDP source port from the source QPN 0x11
+		// (tshark: udp.srcport 57236, deth.srcqp 0x11): a real-kernel check
+		// of RXESourcePort, independent of the reference's vector.
+		if p.SrcQP != 0x11 || p.SrcPort != 57236 || RXESourcePort(p.SrcQP) != p.SrcPort {
+			t.Errorf("frame %d: SrcQP %#x UDP source port %d, RXESourcePort gives %d; want 0x11, 57236 (0xdf94)", n+1, p.SrcQP, p.SrcPort, RXESourcePort(p.SrcQP))
+		}
 		if p.NumVLANs != len(w.vlan) {
 			t.Errorf("frame %d: %d VLAN tags, want %d", n+1, p.NumVLANs, len(w.vlan))
 			continue

@@ -58,7 +58,7 @@ func runListen(cmd *cobra.Command, f listenFlags) error {
 	if err != nil {
 		return err
 	}
-	if f.rate < 0.1 || f.rate > 10000 {
+	if !(f.rate >= 0.1 && f.rate <= 10000) { // also rejects NaN
 		return usagef("--rate %g is out of range: want 0.1..10000 replies per second per sender", f.rate)
 	}
 	if f.duration < 0 {

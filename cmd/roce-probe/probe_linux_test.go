@@ -334,6 +334,7 @@ func TestSendUsageErrors(t *testing.T) {
 		{[]string{"send", "--dst", "10.0.0.1", "--netdev", "no-such-netdev0"}, `netdev "no-such-netdev0": no such netdev`},
 		{[]string{"send", "--dst", "10.0.0.1", "--dev", "no-such-rdma0", "--gid-index", "0", "--sysfs", "/nonexistent"}, `RDMA device "no-such-rdma0" not found`},
 		{[]string{"listen", "--rate", "0"}, "--rate 0 is out of range"},
+		{[]string{"listen", "--rate", "NaN"}, "--rate NaN is out of range"},
 		{[]string{"listen", "--netdev", "no-such-netdev0"}, `netdev "no-such-netdev0": no such netdev`},
 		{[]string{"listen", "-o", "xml"}, `-o "xml"`},
 	} {

@@ -15,11 +15,16 @@ import (
 )
 
 // RequireRoot skips the test unless it runs as root with ip and the other
-// tools installed.
+// tools installed. Under ROCE_PROBE_CI=1 (CI runs as root) a missing
+// privilege or tool fails the test instead.
 func RequireRoot(t testing.TB, tools ...string) {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("needs root to create network namespaces and raw sockets (CI runs as root)")
+		const msg = "needs root to create network namespaces and raw sockets"
+		if os.Getenv("ROCE_PROBE_CI") == "1" {
+			t.Fatal(msg + " (ROCE_PROBE_CI=1: CI runs as root)")
+		}
+		t.Skip(msg + " (CI runs as root; set ROCE_PROBE_CI=1 to make this a failure)")
 	}
 	for _, tool := range append([]string{"ip"}, tools...) {
 		if _, err := exec.LookPath(tool); err != nil {

@@ -3,6 +3,7 @@ package probe
 import (
 	"fmt"
 	"hash/maphash"
+	"math"
 	"net/netip"
 	"time"
 )
@@ -60,8 +61,9 @@ func NewRateLimiter(c RateConfig) (*RateLimiter, error) {
 		if *v == 0 {
 			*v = d
 		}
-		if *v < 0 {
-			return fmt.Errorf("probe: rate limit %s %g is negative: want > 0", name, *v)
+		if !(*v > 0) || math.IsInf(*v, 0) {
+			// NaN and +Inf would leave the bucket never empty: no limit at all.
+			return fmt.Errorf("probe: rate limit %s %g is out of range: want a finite number > 0 (0: default %g)", name, *v, d)
 		}
 		return nil
 	}

@@ -3,6 +3,7 @@ package probe
 import (
 	"bytes"
 	"encoding/binary"
+	"math"
 	"math/rand/v2"
 	"net"
 	"net/netip"
@@ -295,7 +296,9 @@ func TestRateLimiterBoundedUnderFlood(t *testing.T) {
 }
 
 func TestNewRateLimiterRejects(t *testing.T) {
-	for _, c := range []RateConfig{{Rate: -1}, {Burst: -1}, {Slots: -1}, {Slots: 1 << 21}} {
+	nan, inf := math.NaN(), math.Inf(1)
+	for _, c := range []RateConfig{{Rate: -1}, {Burst: -1}, {Slots: -1}, {Slots: 1 << 21},
+		{Rate: nan}, {Burst: nan}, {GlobalRate: nan}, {GlobalBurst: nan}, {Rate: inf}, {GlobalRate: inf}, {GlobalBurst: -inf}} {
 		if _, err := NewRateLimiter(c); err == nil {
 			t.Errorf("%+v accepted", c)
 		}
