@@ -26,6 +26,24 @@ const (
 	DriverERDMA   Driver = "erdma"   // Alibaba Elastic RDMA
 )
 
+// Drivers lists the drivers that have a wire profile (see Predict), in the
+// order the CLI names them.
+var Drivers = []Driver{DriverRXE, DriverMLX5, DriverIRDMA, DriverBNXTRE, DriverHNS, DriverERDMA}
+
+// ParseDriver returns the Driver named s, which must be one of Drivers. The
+// error names the value and the allowed names, so that a typo (mxl5) is not
+// silently taken for a driver without a profile.
+func ParseDriver(s string) (Driver, error) {
+	names := make([]string, len(Drivers))
+	for i, d := range Drivers {
+		if string(d) == s {
+			return d, nil
+		}
+		names[i] = string(d)
+	}
+	return DriverUnknown, fmt.Errorf("qos: driver %q has no wire profile: want one of %s", s, strings.Join(names, ", "))
+}
+
 // DriverInfo is the result of driver detection and the evidence it rests on.
 type DriverInfo struct {
 	Driver   Driver `json:"driver"`

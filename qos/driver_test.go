@@ -2,8 +2,10 @@ package qos
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -80,6 +82,27 @@ func TestDetectDriver(t *testing.T) {
 	for _, bad := range []string{"", "..", "a/b"} {
 		if _, err := DetectDriver(root, bad); err == nil {
 			t.Errorf("DetectDriver(%q) accepted", bad)
+		}
+	}
+}
+
+func TestParseDriver(t *testing.T) {
+	// The names are the ones the docs and `ah --help` promise (docs/ah.md),
+	// which are the kernel's drivers/infiniband/hw/<dir> and sw/rxe names.
+	for _, name := range []string{"rxe", "mlx5", "irdma", "bnxt_re", "hns", "erdma"} {
+		d, err := ParseDriver(name)
+		if err != nil || string(d) != name {
+			t.Errorf("ParseDriver(%q) = %q, %v; want %q", name, d, err, name)
+		}
+	}
+	for _, bad := range []string{"", "mxl5", "MLX5", "mlx4", "rxe0"} {
+		_, err := ParseDriver(bad)
+		if err == nil {
+			t.Errorf("ParseDriver(%q) accepted a driver without a profile", bad)
+			continue
+		}
+		if want := fmt.Sprintf("%q", bad); !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "erdma") {
+			t.Errorf("ParseDriver(%q): error %q does not name the value and the allowed drivers", bad, err)
 		}
 	}
 }

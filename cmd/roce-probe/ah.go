@@ -67,12 +67,20 @@ type ahPcapJSON struct {
 
 // uintFlag parses a flag value in decimal or 0x hex and checks its range.
 func uintFlag(name, s string, max uint64) (uint64, error) {
-	v, err := strconv.ParseUint(strings.TrimSpace(s), 0, 64)
-	if err != nil || v > max {
-		if max == 0xFFFFF || max > 0xFFFF {
-			return 0, usagef("--%s %q is out of range: want 0..%#x", name, s, max)
+	want := fmt.Sprintf("0..%d", max)
+	if max == 0xFFFFF || max > 0xFFFF {
+		want = fmt.Sprintf("0..%#x", max)
+	}
+	t := strings.TrimSpace(s)
+	v, err := strconv.ParseUint(t, 0, 64)
+	if err != nil && !errors.Is(err, strconv.ErrRange) {
+		// ParseUint rejects "-1" as a syntax error, yet it is a number.
+		if _, ierr := strconv.ParseInt(t, 0, 64); ierr != nil && !errors.Is(ierr, strconv.ErrRange) {
+			return 0, usagef("--%s %q is not a number: want %s (decimal or 0x hex)", name, s, want)
 		}
-		return 0, usagef("--%s %q is out of range: want 0..%d", name, s, max)
+	}
+	if err != nil || v > max {
+		return 0, usagef("--%s %q is out of range: want %s", name, s, want)
 	}
 	return v, nil
 }
@@ -207,8 +215,14 @@ Reading needs no privileges. See docs/ah.md.`,
 				}
 				a.GRH.SGIDIndex = uint8(v)
 			}
-			driver := qos.Driver(driverFlag)
-			if driverFlag == "" {
+			var driver qos.Driver
+			if driverFlag != "" {
+				d, err := qos.ParseDriver(driverFlag)
+				if err != nil {
+					return usagef("--driver: %v (or omit it to detect the driver from sysfs)", err)
+				}
+				driver = d
+			} else {
 				sysRoot := src.sysfs
 				if sysRoot == "" {
 					sysRoot = gid.DefaultSysfsRoot

@@ -186,17 +186,6 @@ Needs no privileges.`,
 	return c
 }
 
-func u8list(v []uint8) string {
-	if len(v) == 0 {
-		return "none"
-	}
-	s := make([]string, len(v))
-	for i, x := range v {
-		s[i] = fmt.Sprint(x)
-	}
-	return strings.Join(s, ",")
-}
-
 func printQoSReport(w io.Writer, r qos.Report) {
 	head := r.Netdev
 	if r.Real != r.Netdev {
