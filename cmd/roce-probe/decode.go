@@ -89,7 +89,6 @@ func runDecode(cmd *cobra.Command, path string, f decodeFlags) error {
 	cr.ReadAhead() // read the file on one core, decode on another
 	defer cr.Close()
 	dec := roce.NewDecoder()
-	sum := roce.NewSummary()
 	var st decodeStats
 	var p roce.Packet
 	var readErr error
@@ -121,21 +120,12 @@ func runDecode(cmd *cobra.Command, path string, f decodeFlags) error {
 		case roce.ICRCUnchecked:
 			st.unchecked++
 		}
-		if f.summary {
-			sum.Add(&p, ci.Length)
-			continue
-		}
 		if format == "json" {
 			if err := writeJSON(out, packetJSON(cr.Frame(), ci.Timestamp, &p)); err != nil {
 				return err
 			}
 		} else {
 			fmt.Fprintln(out, packetLine(cr.Frame(), ci.Timestamp, &p))
-		}
-	}
-	if f.summary {
-		if err := printDecodeSummary(out, format, sum.Flows(), st); err != nil {
-			return err
 		}
 	}
 	return finishDecode(path, f, format, bw, stderr, st, readErr)

@@ -92,11 +92,19 @@ func (f Frame) Build() ([]byte, error) {
 			return nil, fmt.Errorf("probe: tag %d (TPID 0x%04x VID %d PCP %d) is not valid: want TPID 0x8100 or 0x88a8, VID 0..4095, PCP 0..7", i, t.TPID, t.ID, t.PCP)
 		}
 	}
-	if f.DSCP > 63 || f.ECN > 3 {
-		return nil, fmt.Errorf("probe: DSCP %d ECN %d: want 0..63 and 0..3", f.DSCP, f.ECN)
+	if f.DSCP > 63 {
+		return nil, fmt.Errorf("probe: DSCP %d is out of range: want 0..63", f.DSCP)
 	}
-	if f.DestQP > 0xffffff || f.SrcQP > 0xffffff || f.PSN > 0xffffff {
-		return nil, fmt.Errorf("probe: QPN or PSN above 24 bits (dest QP 0x%x, src QP 0x%x, PSN 0x%x)", f.DestQP, f.SrcQP, f.PSN)
+	if f.ECN > 3 {
+		return nil, fmt.Errorf("probe: ECN %d is out of range: want 0..3", f.ECN)
+	}
+	for _, x := range []struct {
+		name string
+		v    uint32
+	}{{"dest QP", f.DestQP}, {"src QP", f.SrcQP}, {"PSN", f.PSN}} {
+		if x.v > 0xffffff {
+			return nil, fmt.Errorf("probe: %s 0x%x is out of range: want 0..0xffffff (24 bits)", x.name, x.v)
+		}
 	}
 	src, dst := f.Src.Unmap(), f.Dst.Unmap()
 	if !src.IsValid() || !dst.IsValid() || src.Is4() != dst.Is4() {
@@ -113,14 +121,15 @@ func (f Frame) Build() ([]byte, error) {
 		next = &q.Type
 	}
 	udp := &layers.UDP{SrcPort: layers.UDPPort(f.Sport), DstPort: RoCEv2Port}
+	tos := f.Markings().ToS()
 	if src.Is4() {
 		*next = layers.EthernetTypeIPv4
-		ip := &layers.IPv4{Version: 4, IHL: 5, TOS: f.DSCP<<2 | f.ECN, TTL: f.TTL, Flags: layers.IPv4DontFragment,
+		ip := &layers.IPv4{Version: 4, IHL: 5, TOS: tos, TTL: f.TTL, Flags: layers.IPv4DontFragment,
 			Protocol: layers.IPProtocolUDP, SrcIP: src.AsSlice(), DstIP: dst.AsSlice()}
 		ls = append(ls, ip)
 	} else {
 		*next = layers.EthernetTypeIPv6
-		ip := &layers.IPv6{Version: 6, TrafficClass: f.DSCP<<2 | f.ECN, HopLimit: f.TTL,
+		ip := &layers.IPv6{Version: 6, TrafficClass: tos, HopLimit: f.TTL,
 			NextHeader: layers.IPProtocolUDP, SrcIP: src.AsSlice(), DstIP: dst.AsSlice()}
 		ls = append(ls, ip)
 	}

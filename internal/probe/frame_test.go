@@ -172,19 +172,28 @@ func TestParseFrameRejects(t *testing.T) {
 }
 
 func TestBuildRejects(t *testing.T) {
-	for name, mut := range map[string]func(f *Frame){
-		"mac":    func(f *Frame) { f.DstMAC = nil },
-		"tags":   func(f *Frame) { f.Tags = make([]roce.VLANTag, 3) },
-		"tpid":   func(f *Frame) { f.Tags = []roce.VLANTag{{TPID: 0x9100}} },
-		"vid":    func(f *Frame) { f.Tags = []roce.VLANTag{{TPID: 0x8100, ID: 4096}} },
-		"dscp":   func(f *Frame) { f.DSCP = 64 },
-		"qpn":    func(f *Frame) { f.DestQP = 1 << 24 },
-		"family": func(f *Frame) { f.Dst = netip.MustParseAddr("fd00::2") },
+	for _, tc := range []struct {
+		name string
+		mut  func(f *Frame)
+		want string // the error names the field, the value and what is allowed
+	}{
+		{"mac", func(f *Frame) { f.DstMAC = nil }, "want 6 bytes each"},
+		{"tags", func(f *Frame) { f.Tags = make([]roce.VLANTag, 3) }, "3 VLAN tags: want at most 2"},
+		{"tpid", func(f *Frame) { f.Tags = []roce.VLANTag{{TPID: 0x9100}} }, "TPID 0x9100 VID 0 PCP 0) is not valid: want TPID 0x8100 or 0x88a8"},
+		{"vid", func(f *Frame) { f.Tags = []roce.VLANTag{{TPID: 0x8100, ID: 4096}} }, "VID 4096 PCP 0) is not valid"},
+		{"pcp", func(f *Frame) { f.Tags = []roce.VLANTag{{TPID: 0x8100, ID: 1, PCP: 8}} }, "PCP 8) is not valid"},
+		{"dscp", func(f *Frame) { f.DSCP = 64 }, "DSCP 64 is out of range: want 0..63"},
+		{"ecn", func(f *Frame) { f.ECN = 4 }, "ECN 4 is out of range: want 0..3"},
+		{"dest qpn", func(f *Frame) { f.DestQP = 1 << 24 }, "dest QP 0x1000000 is out of range: want 0..0xffffff"},
+		{"src qpn", func(f *Frame) { f.SrcQP = 1 << 24 }, "src QP 0x1000000 is out of range"},
+		{"psn", func(f *Frame) { f.PSN = 1 << 24 }, "PSN 0x1000000 is out of range"},
+		{"family", func(f *Frame) { f.Dst = netip.MustParseAddr("fd00::2") }, "192.0.2.1 → fd00::2: want two IPv4 or two IPv6 addresses"},
 	} {
 		f := testFrame(nil, false)
-		mut(&f)
-		if _, err := f.Build(); err == nil {
-			t.Errorf("%s: built", name)
+		tc.mut(&f)
+		b, err := f.Build()
+		if err == nil || !strings.Contains(err.Error(), tc.want) || b != nil {
+			t.Errorf("%s: Build = %d bytes, %v; want no frame and an error containing %q", tc.name, len(b), err, tc.want)
 		}
 	}
 }
