@@ -223,6 +223,42 @@ type DCB struct {
 	DCBX *uint8 `json:"dcbx,omitempty"`
 }
 
+// Validate checks the values a DCB read from a file (roce-probe --dcb)
+// may carry but the kernel never reports: APP priorities above 7, a DSCP
+// APP protocol above 63, a PCP APP protocol above 15, ETS traffic classes
+// above 7 and bandwidth shares above 100 %. The error names the field, the
+// value and the allowed range.
+func (d *DCB) Validate() error {
+	if d == nil {
+		return nil
+	}
+	for i, a := range d.Apps {
+		if a.Priority > 7 {
+			return fmt.Errorf("qos: %s: app[%d].priority %d is out of range: want 0..7", d.Netdev, i, a.Priority)
+		}
+		if a.Selector == AppSelDSCP && a.Protocol > 63 {
+			return fmt.Errorf("qos: %s: app[%d].protocol %d is out of range for the DSCP selector: want a DSCP 0..63", d.Netdev, i, a.Protocol)
+		}
+		if a.Selector == AppSelPCP && a.Protocol > 15 {
+			return fmt.Errorf("qos: %s: app[%d].protocol %d is out of range for the PCP selector: want PCP | DEI<<3, 0..15", d.Netdev, i, a.Protocol)
+		}
+	}
+	if e := d.ETS; e != nil {
+		for _, f := range []struct {
+			name string
+			v    *[8]uint8
+			max  uint8
+		}{{"prio_tc", &e.PrioTC, 7}, {"reco_prio_tc", &e.RecoPrioTC, 7}, {"tc_tx_bw", &e.TCTxBW, 100}, {"tc_rx_bw", &e.TCRxBW, 100}, {"tc_reco_bw", &e.TCRecoBW, 100}} {
+			for i, v := range f.v {
+				if v > f.max {
+					return fmt.Errorf("qos: %s: ets.%s[%d] %d is out of range: want 0..%d", d.Netdev, f.name, i, v, f.max)
+				}
+			}
+		}
+	}
+	return nil
+}
+
 // Trust derives the trust mode. An APP trust table decides it when the
 // driver has one (its first DSCP or PCP selector); otherwise the port
 // trusts DSCP if and only if the APP table has a DSCP entry, which is how

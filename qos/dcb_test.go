@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -277,5 +278,40 @@ func TestBytesJSON(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte("[256]"), &v); err == nil {
 		t.Error("256 accepted")
+	}
+}
+
+func TestDCBValidate(t *testing.T) {
+	// Ranges from include/uapi/linux/dcbnl.h (IEEE_8021QAZ_MAX_TCS = 8
+	// priorities and TCs; bandwidth in percent) and iproute2's dcb app
+	// (DSCP 0..63, PCP|DEI<<3 0..15).
+	ok := func() *DCB {
+		return &DCB{Netdev: "enp1s0f0", Supported: true,
+			ETS:  &ETS{PrioTC: [8]uint8{0, 0, 0, 1, 0, 0, 0, 7}, TCTxBW: [8]uint8{50, 50}},
+			Apps: []App{{Selector: AppSelDSCP, Priority: 3, Protocol: 26}, {Selector: AppSelDSCP, Priority: 7, Protocol: 63}, {Selector: AppSelPCP, Priority: 3, Protocol: 15}}}
+	}
+	if err := ok().Validate(); err != nil {
+		t.Fatalf("valid DCB rejected: %v", err)
+	}
+	if err := (*DCB)(nil).Validate(); err != nil {
+		t.Errorf("nil DCB: %v", err)
+	}
+	for _, c := range []struct {
+		name string
+		mod  func(*DCB)
+		want string
+	}{
+		{"app priority", func(d *DCB) { d.Apps[0].Priority = 8 }, "app[0].priority 8 is out of range: want 0..7"},
+		{"dscp protocol", func(d *DCB) { d.Apps[1].Protocol = 64 }, "app[1].protocol 64 is out of range for the DSCP selector: want a DSCP 0..63"},
+		{"pcp protocol", func(d *DCB) { d.Apps[2].Protocol = 16 }, "app[2].protocol 16 is out of range for the PCP selector"},
+		{"prio_tc", func(d *DCB) { d.ETS.PrioTC[3] = 8 }, "ets.prio_tc[3] 8 is out of range: want 0..7"},
+		{"tc_tx_bw", func(d *DCB) { d.ETS.TCTxBW[1] = 101 }, "ets.tc_tx_bw[1] 101 is out of range: want 0..100"},
+	} {
+		d := ok()
+		c.mod(d)
+		err := d.Validate()
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "enp1s0f0") {
+			t.Errorf("%s: Validate() = %v, want an error naming enp1s0f0 and %q", c.name, err, c.want)
+		}
 	}
 }

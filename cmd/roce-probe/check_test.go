@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -138,5 +140,21 @@ func TestCheckBadInput(t *testing.T) {
 		if code != exitUsage || !strings.Contains(stderr, c.want) || out != "" {
 			t.Errorf("%v: exit %d, stderr %q, stdout %q; want exit 2 naming %q", c.args, code, stderr, out, c.want)
 		}
+	}
+}
+
+// A --dcb file with values the kernel never reports (APP priority 11, a
+// traffic class 9) used to be followed through to "priority 11 … pfc off";
+// it is bad input.
+func TestCheckBadDCBFile(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "dcb.json")
+	if err := os.WriteFile(f, []byte(`[{"netdev":"enp1s0f0","supported":true,"pfc":{"pfc_cap":8,"pfc_en":8},
+		"app":[{"selector":5,"priority":11,"protocol":26}]}]`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, code := runCLI(t, "", "check", "--sysfs", mlx5Sysfs, "--links", mlx5Links, "--dcb", f,
+		"--dev", "mlx5_0", "--gid-index", "5", "--tclass", "106", "--sl", "3")
+	if code != exitUsage || out != "" || !strings.Contains(stderr, "app[0].priority 11 is out of range: want 0..7") {
+		t.Errorf("exit %d, stderr %q, stdout %q; want exit 2 naming app[0].priority 11 and 0..7", code, stderr, out)
 	}
 }

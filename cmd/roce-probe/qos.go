@@ -75,6 +75,9 @@ func (s *qosSources) readDCB(netdev string) (*qos.DCB, error) {
 	}
 	for i := range all {
 		if all[i].Netdev == netdev {
+			if err := all[i].Validate(); err != nil {
+				return nil, usagef("--dcb %s: %v", s.dcb, err)
+			}
 			return &all[i], nil
 		}
 	}
