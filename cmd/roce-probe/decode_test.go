@@ -5,7 +5,9 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -251,5 +253,120 @@ func TestDecodeSummaryTableBracketsIPv6(t *testing.T) {
 	}
 	if !strings.Contains(out, "[fd00:100::1]:50208") || strings.Contains(out, " fd00:100::1:50208") {
 		t.Errorf("IPv6 flow not written as [addr]:port:\n%s", out)
+	}
+}
+
+// decode -o json on the real Soft-RoCE capture (roce/testdata, frames the
+// Linux kernel built) agrees field by field with tshark, an independent
+// decoder: nothing here is computed by roce-probe. Fails without tshark
+// under ROCE_PROBE_CI=1.
+func TestDecodeRXECaptureMatchesTshark(t *testing.T) {
+	const capture = "../../roce/testdata/rxe-ud-send.pcapng"
+	tshark, err := exec.LookPath("tshark")
+	if err != nil {
+		if os.Getenv("ROCE_PROBE_CI") == "1" {
+			t.Fatalf("tshark is not installed (ROCE_PROBE_CI=1): %v", err)
+		}
+		t.Skip("tshark is not installed (set ROCE_PROBE_CI=1 to make this a failure)")
+	}
+	// JSON key ← tshark field(s); the first non-empty one wins (IPv4 or
+	// IPv6; the outer tag is 802.1ad on the QinQ frames).
+	cols := []struct {
+		key    string
+		fields []string
+	}{
+		{"vlan", []string{"ieee8021ad.id", "vlan.id"}},
+		{"pcp", []string{"ieee8021ad.priority", "vlan.priority"}},
+		{"src", []string{"ip.src", "ipv6.src"}},
+		{"dst", []string{"ip.dst", "ipv6.dst"}},
+		{"dscp", []string{"ip.dsfield.dscp", "ipv6.tclass.dscp"}},
+		{"ecn", []string{"ip.dsfield.ecn", "ipv6.tclass.ecn"}},
+		{"ttl", []string{"ip.ttl", "ipv6.hlim"}},
+		{"flow_label", []string{"ipv6.flow"}},
+		{"udp_sport", []string{"udp.srcport"}},
+		{"opcode", []string{"infiniband.bth.opcode"}},
+		{"pkey", []string{"infiniband.bth.p_key"}},
+		{"dest_qp", []string{"infiniband.bth.destqp"}},
+		{"psn", []string{"infiniband.bth.psn"}},
+		{"src_qp", []string{"infiniband.deth.srcqp"}},
+		{"qkey", []string{"infiniband.deth.q_key"}},
+		{"icrc", []string{"infiniband.invariant.crc"}},
+	}
+	args := []string{"-r", capture, "-T", "fields", "-E", "separator=/t", "-E", "occurrence=f"}
+	var fields []string
+	for _, c := range cols {
+		for _, f := range c.fields {
+			args = append(args, "-e", f)
+			fields = append(fields, f)
+		}
+	}
+	raw, err := exec.Command(tshark, args...).Output()
+	if err != nil {
+		t.Fatalf("tshark: %v", err)
+	}
+	rows := strings.Split(strings.TrimRight(string(raw), "\n"), "\n")
+
+	out, stderr, code := runCLI(t, "", "decode", "-o", "json", capture)
+	if code != exitOK {
+		t.Fatalf("decode: exit %d: %s", code, stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 8 || len(rows) != 8 {
+		t.Fatalf("decode printed %d packets, tshark %d; want 8 each", len(lines), len(rows))
+	}
+	compared := 0
+	for i, line := range lines {
+		var got map[string]any
+		if err := json.Unmarshal([]byte(line), &got); err != nil {
+			t.Fatal(err)
+		}
+		if got["icrc_valid"] != true {
+			t.Errorf("frame %d: icrc_valid %v, want true (the kernel computed it)", i+1, got["icrc_valid"])
+		}
+		vals := strings.Split(rows[i], "\t")
+		if len(vals) != len(fields) {
+			t.Fatalf("frame %d: tshark printed %d fields, want %d", i+1, len(vals), len(fields))
+		}
+		byField := map[string]string{}
+		for j, f := range fields {
+			byField[f] = vals[j]
+		}
+		for _, c := range cols {
+			want := ""
+			for _, f := range c.fields {
+				if want = byField[f]; want != "" {
+					break
+				}
+			}
+			g := got[c.key]
+			if want == "" {
+				// tshark has no such field here: IPv4 has no flow label,
+				// an untagged frame no VLAN.
+				if c.key == "flow_label" && g == 0.0 || (c.key == "vlan" || c.key == "pcp") && g == nil {
+					continue
+				}
+				t.Errorf("frame %d: tshark shows no %v, decode has %s = %v", i+1, c.fields, c.key, g)
+				continue
+			}
+			var ok bool
+			switch v := g.(type) {
+			case string:
+				if c.key == "icrc" { // the 4 wire bytes, as tshark shows them
+					ok = "0x"+v == want
+				} else {
+					ok = v == want
+				}
+			case float64:
+				n, err := strconv.ParseUint(want, 0, 64)
+				ok = err == nil && float64(n) == v
+			}
+			if !ok {
+				t.Errorf("frame %d: %s = %v, tshark %s = %s", i+1, c.key, g, strings.Join(c.fields, "|"), want)
+			}
+			compared++
+		}
+	}
+	if compared < 8*14 {
+		t.Errorf("only %d values compared", compared)
 	}
 }
