@@ -86,7 +86,9 @@ func TestGidsFilters(t *testing.T) {
 		want string
 	}{
 		{[]string{"--dev", "mlx5_9"}, `"mlx5_9" not found`},
-		{[]string{"--port", "3"}, "--port 3: no such port"},
+		// gid/testdata/README.md: mlx5_0 has ports 1 and 2.
+		{[]string{"--port", "3"}, "--port 3: no such port on any RDMA device: want one of mlx5_0 port 1, mlx5_0 port 2"},
+		{[]string{"--dev", "mlx5_0", "--port", "3"}, "--port 3: no such port on mlx5_0: want one of mlx5_0 port 1, mlx5_0 port 2"},
 		{[]string{"--port", "-1"}, "--port -1 is out of range"},
 		{[]string{"-o", "xml"}, `-o "xml" is not a known output format`},
 	} {

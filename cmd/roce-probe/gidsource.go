@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"os"
 	"sort"
+	"strings"
 
 	"github.com/roce-probe/roce-probe/gid"
 	"github.com/roce-probe/roce-probe/vlan"
@@ -69,6 +70,7 @@ func (s *gidSource) load() (*tables, error) {
 	sys := &gid.Sysfs{Root: s.sysfs}
 	var devs []gid.Device
 	var err error
+	var have []string // the ports there are, for a --port that names none
 	if s.dev != "" {
 		var ports []int
 		ports, err = sys.Ports(s.dev)
@@ -81,6 +83,7 @@ func (s *gidSource) load() (*tables, error) {
 		}
 		d := gid.Device{Name: s.dev}
 		for _, p := range ports {
+			have = append(have, fmt.Sprintf("%s port %d", s.dev, p))
 			if s.port != 0 && p != s.port {
 				continue
 			}
@@ -104,6 +107,9 @@ func (s *gidSource) load() (*tables, error) {
 	}
 	for _, d := range devs {
 		for _, p := range d.Ports {
+			if s.dev == "" {
+				have = append(have, fmt.Sprintf("%s port %d", d.Name, p.Port))
+			}
 			if s.port != 0 && p.Port != s.port {
 				continue
 			}
@@ -112,7 +118,11 @@ func (s *gidSource) load() (*tables, error) {
 	}
 	if len(t.ports) == 0 && s.port != 0 {
 		t.close()
-		return nil, usagef("--port %d: no such port%s", s.port, devSuffix(s.dev))
+		want := "there are no RDMA ports"
+		if len(have) > 0 {
+			want = "want one of " + strings.Join(have, ", ")
+		}
+		return nil, usagef("--port %d: no such port%s: %s", s.port, devSuffix(s.dev), want)
 	}
 	gid.Map(t.ports, t.snap)
 	return t, nil
