@@ -133,6 +133,7 @@ func TestCheckBadInput(t *testing.T) {
 		{[]string{"--dev", "mlx5_0", "--gid-index", "5", "--tclass", "106", "--sl", "3", "--rdma-cm"}, "--rdma-cm takes --tos"},
 		{[]string{"--dev", "mlx5_0", "--tclass", "106", "--sl", "3"}, "--gid-index is required"},
 		{[]string{"--gid-index", "5", "--tclass", "106", "--sl", "3"}, "--dev is required"},
+		{[]string{"--dev", "mlx5_0", "--gid-index", "5", "--tclass", "106", "--sl", "3", "--dcb", "testdata/no-such.json"}, "--dcb: open testdata/no-such.json"},
 		{[]string{"--dev", "mlx5_0", "--gid-index", "5", "--tclass", "106", "--sl", "3", "--path", "bogus"}, `--path "bogus" is not known`},
 		{[]string{"--dev", "mlx5_0", "--gid-index", "5", "--tclass", "106", "--sl", "3", "-o", "yaml"}, `-o "yaml" is not a known output format`},
 	} {

@@ -67,7 +67,7 @@ func (s *qosSources) readDCB(netdev string) (*qos.DCB, error) {
 	}
 	b, err := os.ReadFile(s.dcb)
 	if err != nil {
-		return nil, usageError{err}
+		return nil, usagef("--dcb: %v", err)
 	}
 	var all []qos.DCB
 	if err := json.Unmarshal(b, &all); err != nil {
