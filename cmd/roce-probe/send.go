@@ -102,6 +102,9 @@ func runSend(cmd *cobra.Command, f sendFlags) error {
 	if dst.IsMulticast() || dst.IsUnspecified() || dst == netip.AddrFrom4([4]byte{255, 255, 255, 255}) {
 		return usagef("--dst %s is not a unicast address: probes go to one listener", dst)
 	}
+	if f.gidIndex < -1 || f.gidIndex > 65535 { // -1: not given
+		return usagef("--gid-index %d is out of range: want 0..65535", f.gidIndex)
+	}
 	byGID := f.dev != "" || f.gidIndex >= 0
 	switch {
 	case byGID && f.netdev != "":
@@ -110,9 +113,6 @@ func runSend(cmd *cobra.Command, f sendFlags) error {
 		return usagef("--dev and --gid-index go together: got --dev %q --gid-index %d", f.dev, f.gidIndex)
 	case !byGID && f.netdev == "":
 		return usagef("no source: give --netdev N, or --dev D and --gid-index I")
-	}
-	if f.gidIndex > 65535 && byGID {
-		return usagef("--gid-index %d is out of range: want 0..65535", f.gidIndex)
 	}
 	if f.port < 1 || f.port > 255 {
 		return usagef("--port %d is out of range: want 1..255", f.port)
