@@ -1,10 +1,10 @@
 package roce
 
 import (
+	"errors"
+	"io"
 	"os"
 	"testing"
-
-	"github.com/gopacket/gopacket/pcapgo"
 )
 
 // testdata/rxe-ud-send.pcapng holds real frames from Linux 6.1's Soft-RoCE
@@ -20,9 +20,12 @@ func TestRXECaptureDecodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	r, err := pcapgo.NewNgReader(f, pcapgo.DefaultNgReaderOptions)
+	r, err := NewCaptureReader(f) // this package's reader, on the kernel's capture
 	if err != nil {
 		t.Fatal(err)
+	}
+	if r.Format() != FormatPcapNG {
+		t.Errorf("format %q, want pcapng", r.Format())
 	}
 	want := []struct {
 		ip   int
@@ -37,9 +40,12 @@ func TestRXECaptureDecodes(t *testing.T) {
 	d := NewDecoder()
 	n := 0
 	for ; ; n++ {
-		data, _, err := r.ReadPacketData()
-		if err != nil {
+		data, _, err := r.Next()
+		if errors.Is(err, io.EOF) {
 			break
+		}
+		if err != nil {
+			t.Fatalf("after %d frames: %v", n, err)
 		}
 		if n >= len(want) {
 			continue
