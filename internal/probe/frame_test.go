@@ -7,8 +7,10 @@ import (
 
 	"encoding/binary"
 	"errors"
+	"io"
 	"net"
 	"net/netip"
+	"os"
 	"testing"
 
 	"github.com/roce-probe/roce-probe/roce"
@@ -234,4 +236,51 @@ func unhex(t testing.TB, s string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// ParseFrame reads the UD SEND_ONLY frames Linux's Soft-RoCE driver built
+// (roce/testdata/rxe-ud-send.pcapng; values as tshark shows them): what a
+// listener parses is what a real RoCE stack sends, not only what Build
+// writes.
+func TestParseFrameRealRXE(t *testing.T) {
+	fh, err := os.Open("../../roce/testdata/rxe-ud-send.pcapng")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	cr, err := roce.NewCaptureReader(fh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for ; ; n++ {
+		data, _, err := cr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := ParseFrame(data)
+		if err != nil {
+			t.Errorf("frame %d: %v", n+1, err)
+			continue
+		}
+		// tshark: DSCP 26, ECN 2, TTL 64, UDP 57236 → 4791, DestQP 0xabcd,
+		// Q_Key 0x1234abcd, SrcQP 0x11, P_Key 0xffff; payload = udp.length
+		// (68, 68, 68 ×4, 72, 72) - 8 UDP - 12 BTH - 8 DETH - 4 ICRC -
+		// bth.padcnt (0, 0, 1 ×6).
+		wantPayload := []int{36, 36, 35, 35, 35, 35, 39, 39}[min(n, 7)]
+		if f.DSCP != 26 || f.ECN != 2 || f.TTL != 64 || f.Sport != 57236 || f.DestQP != 0xabcd || f.QKey != 0x1234abcd ||
+			f.SrcQP != 0x11 || f.PKey != 0xffff || len(f.Payload) != wantPayload {
+			t.Errorf("frame %d: DSCP %d ECN %d TTL %d sport %d DestQP %#x Q_Key %#x SrcQP %#x P_Key %#x payload %d",
+				n+1, f.DSCP, f.ECN, f.TTL, f.Sport, f.DestQP, f.QKey, f.SrcQP, f.PKey, len(f.Payload))
+		}
+		if wantTags := []int{0, 0, 1, 1, 1, 1, 2, 2}[min(n, 7)]; len(f.Tags) != wantTags {
+			t.Errorf("frame %d: %d VLAN tags, want %d", n+1, len(f.Tags), wantTags)
+		}
+	}
+	if n != 8 {
+		t.Errorf("%d frames, want 8", n)
+	}
 }
