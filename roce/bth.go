@@ -68,10 +68,10 @@ func (b *BTH) DecodeFromBytes(data []byte, df gopacket.DecodeFeedback) error {
 	b.FECN = data[4]&0x80 != 0
 	b.BECN = data[4]&0x40 != 0
 	b.Reserved6 = data[4] & 0x3F
-	b.DestQP = uint32(data[5])<<16 | uint32(data[6])<<8 | uint32(data[7])
+	b.DestQP = get24(data[5:8])
 	b.AckReq = data[8]&0x80 != 0
 	b.Reserved7 = data[8] & 0x7F
-	b.PSN = uint32(data[9])<<16 | uint32(data[10])<<8 | uint32(data[11])
+	b.PSN = get24(data[9:12])
 	b.Contents = data[:BTHLen]
 	b.Payload = data[BTHLen:]
 	return nil
