@@ -37,6 +37,8 @@ var tsharkFields = []string{
 	"infiniband.deth.q_key", "infiniband.deth.srcqp",
 	"infiniband.invariant.crc",
 	"infiniband.grh.tclass", "infiniband.grh.flowlabel", "infiniband.grh.hoplmt",
+	"infiniband.reth.va", "infiniband.reth.r_key", "infiniband.reth.dmalen",
+	"infiniband.aeth.syndrome", "infiniband.aeth.msn",
 }
 
 // TestTsharkInterop writes frames serialized by this package to a pcap,
@@ -131,6 +133,20 @@ func TestTsharkInterop(t *testing.T) {
 			}
 			checked["icrc"]++
 		}
+		// RETH and AETH as built (the spec, not our decoder), on RC and UC
+		// (Wireshark 4.0 does not know XRC or the newer RC FLUSH 0x1C and
+		// ATOMIC_WRITE 0x1D, and misplaces RD headers).
+		if tr := b.Opcode.Transport(); (tr == TransportRC || tr == TransportUC) && b.Opcode != 0x1C && b.Opcode != 0x1D {
+			for _, x := range f.exts {
+				switch h := x.(type) {
+				case *RETH:
+					ours["infiniband.reth.va"], ours["infiniband.reth.r_key"] = h.VA, uint64(h.RKey)
+					ours["infiniband.reth.dmalen"] = uint64(h.DMALen)
+				case *AETH:
+					ours["infiniband.aeth.syndrome"], ours["infiniband.aeth.msn"] = uint64(h.Syndrome), uint64(h.MSN)
+				}
+			}
+		}
 		if p.Version == 1 {
 			ours["infiniband.grh.tclass"] = uint64(p.TOS)
 			ours["infiniband.grh.flowlabel"] = uint64(p.FlowLabel)
@@ -156,7 +172,8 @@ func TestTsharkInterop(t *testing.T) {
 			checked[k]++
 		}
 	}
-	if checked["infiniband.deth.srcqp"] == 0 || checked["icrc"] == 0 || checked["infiniband.grh.flowlabel"] == 0 {
+	if checked["infiniband.deth.srcqp"] == 0 || checked["icrc"] == 0 || checked["infiniband.grh.flowlabel"] == 0 ||
+		checked["infiniband.reth.va"] == 0 || checked["infiniband.aeth.msn"] == 0 {
 		t.Errorf("too little compared: %v", checked)
 	}
 	t.Logf("compared with tshark over %d frames: %v", len(frames), checked)
