@@ -14,20 +14,8 @@ import (
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
 	"github.com/gopacket/gopacket/pcapgo"
+	"github.com/roce-probe/roce-probe/internal/testenv"
 )
-
-// needTool skips the test when a tool is missing, unless ROCE_PROBE_CI=1.
-func needTool(t *testing.T, name string) string {
-	t.Helper()
-	p, err := exec.LookPath(name)
-	if err != nil {
-		if os.Getenv("ROCE_PROBE_CI") == "1" {
-			t.Fatalf("%s is required (ROCE_PROBE_CI=1): %v; install the Debian package %s", name, err, name)
-		}
-		t.Skipf("%s not installed: interop test skipped (set ROCE_PROBE_CI=1 to make this a failure)", name)
-	}
-	return p
-}
 
 var tsharkFields = []string{
 	"frame.number",
@@ -47,7 +35,7 @@ var tsharkFields = []string{
 // ICRC bytes, equal ours. Wireshark does not verify the ICRC; it shows the
 // 4 wire bytes as a big-endian number (byte-swapped CRC-32).
 func TestTsharkInterop(t *testing.T) {
-	tshark := needTool(t, "tshark")
+	tshark := testenv.Tool(t, "tshark")
 	var frames [][]byte
 	var specs []frameSpec
 	n := 0

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/roce-probe/roce-probe/internal/testenv"
 )
 
 func ahArgs(extra ...string) []string {
@@ -161,13 +163,7 @@ func TestAHPcapInTshark(t *testing.T) {
 	if _, err := os.Stat(pcap); err != nil {
 		t.Fatal(err)
 	}
-	tshark, err := exec.LookPath("tshark")
-	if err != nil {
-		if os.Getenv("ROCE_PROBE_CI") == "1" {
-			t.Fatal("tshark is missing")
-		}
-		t.Skip("tshark is not installed")
-	}
+	tshark := testenv.Tool(t, "tshark")
 	b, err := exec.Command(tshark, "-r", pcap, "-T", "fields", "-E", "separator=,",
 		"-e", "vlan.id", "-e", "vlan.priority", "-e", "ip.dsfield", "-e", "ip.ttl", "-e", "udp.srcport", "-e", "udp.dstport",
 		"-e", "infiniband.bth.opcode", "-e", "infiniband.bth.destqp", "-e", "infiniband.bth.psn", "-e", "infiniband.deth.q_key",

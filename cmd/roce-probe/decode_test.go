@@ -16,6 +16,7 @@ import (
 	"github.com/gopacket/gopacket/pcapgo"
 
 	"github.com/roce-probe/roce-probe/internal/rocegen"
+	"github.com/roce-probe/roce-probe/internal/testenv"
 )
 
 const sampleCapture = "../../roce/testdata/sample.pcapng"
@@ -262,13 +263,7 @@ func TestDecodeSummaryTableBracketsIPv6(t *testing.T) {
 // under ROCE_PROBE_CI=1.
 func TestDecodeRXECaptureMatchesTshark(t *testing.T) {
 	const capture = "../../roce/testdata/rxe-ud-send.pcapng"
-	tshark, err := exec.LookPath("tshark")
-	if err != nil {
-		if os.Getenv("ROCE_PROBE_CI") == "1" {
-			t.Fatalf("tshark is not installed (ROCE_PROBE_CI=1): %v", err)
-		}
-		t.Skip("tshark is not installed (set ROCE_PROBE_CI=1 to make this a failure)")
-	}
+	tshark := testenv.Tool(t, "tshark")
 	// JSON key ← tshark field(s); the first non-empty one wins (IPv4 or
 	// IPv6; the outer tag is 802.1ad on the QinQ frames).
 	cols := []struct {

@@ -12,6 +12,7 @@ import (
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
 	"github.com/gopacket/gopacket/pcapgo"
+	"github.com/roce-probe/roce-probe/internal/testenv"
 	"github.com/roce-probe/roce-probe/roce"
 )
 
@@ -19,12 +20,7 @@ import (
 // SEND_ONLY with the fields it was built with. Skips without tshark
 // unless ROCE_PROBE_CI=1.
 func TestTsharkDecodesProbe(t *testing.T) {
-	if _, err := exec.LookPath("tshark"); err != nil {
-		if os.Getenv("ROCE_PROBE_CI") == "1" {
-			t.Fatalf("tshark is not installed (ROCE_PROBE_CI=1): %v", err)
-		}
-		t.Skip("tshark is not installed")
-	}
+	testenv.Tool(t, "tshark")
 	f := testFrame([]roce.VLANTag{{TPID: 0x8100, ID: 100, PCP: 3}}, false)
 	pl, err := Payload{Kind: KindProbe, Session: 1, Seq: 258, Sent: f.Markings()}.Marshal()
 	if err != nil {

@@ -1,0 +1,5 @@
+// Package testenv holds what roce-probe's tests share about their
+// environment: finding an external tool such as tshark, which a test skips
+// without on a developer's machine but must have in CI (ROCE_PROBE_CI=1,
+// set by scripts/test.sh), where a missing tool is a failure.
+package testenv
