@@ -126,6 +126,37 @@ func compareFrames(t *testing.T, got, want []byte) {
 	}
 }
 
+// labSender opens rxe0 with a UD QP whose first PSN is psn, and a capture
+// on the peer side. The frames a test appends to *frames are written to
+// the artifact file name when the test ends.
+func labSender(t *testing.T, psn uint32, name string) (*verbs.UD, *lab.Capture, *[]lab.Frame) {
+	t.Helper()
+	ctx, err := verbs.Open(lab.RDMADevice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ctx.Close() })
+	ud, err := ctx.NewUDConfig(verbs.UDConfig{Port: 1, QKey: labQKey, SQPSN: psn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ud.Close() })
+	capt, err := lab.CapturePeer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	frames := new([]lab.Frame)
+	t.Cleanup(func() {
+		capt.Stop()
+		if len(*frames) > 0 {
+			if err := lab.WritePcapng(filepath.Join(lab.ArtifactDir(t), name), lab.PeerNetdev, *frames); err != nil {
+				t.Error(err)
+			}
+		}
+	})
+	return ud, capt, frames
+}
+
 // For every lab network (untagged, VLAN 100 with an egress-qos-map, VLAN
 // 200 without, QinQ), IPv4 and IPv6, three traffic classes and two hop
 // limits: the frame rxe puts on the wire for a UD SEND through a real
@@ -134,29 +165,7 @@ func compareFrames(t *testing.T, got, want []byte) {
 // chooses per destination, is copied from the capture; rxe's UDP source
 // port is predicted from the QPN).
 func TestLabResolveMatchesRXE(t *testing.T) {
-	ctx, err := verbs.Open(lab.RDMADevice)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ctx.Close()
-	ud, err := ctx.NewUDConfig(verbs.UDConfig{Port: 1, QKey: labQKey, SQPSN: labPSN})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ud.Close()
-	capt, err := lab.CapturePeer()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var frames []lab.Frame
-	defer func() {
-		capt.Stop()
-		if len(frames) > 0 {
-			if err := lab.WritePcapng(filepath.Join(lab.ArtifactDir(t), "ah-resolve.pcapng"), lab.PeerNetdev, frames); err != nil {
-				t.Error(err)
-			}
-		}
-	}()
+	ud, capt, frames := labSender(t, labPSN, "ah-resolve.pcapng")
 	sent := uint32(0)
 	for _, n := range lab.Nets {
 		for _, fam := range []string{"ipv4", "ipv6"} {
@@ -199,7 +208,7 @@ func TestLabResolveMatchesRXE(t *testing.T) {
 						if err != nil {
 							t.Fatal(err)
 						}
-						frames = append(frames, f)
+						*frames = append(*frames, f)
 						want, err := res.Frame(Datagram{SrcQPN: ud.QPN(), DestQPN: labDstQP, QKey: labQKey, PSN: psn, Payload: payload, IPID: ipv4ID(f.Data)})
 						if err != nil {
 							t.Fatal(err)
@@ -467,29 +476,7 @@ func netlinkNeighDel(ifindex int, a netip.Addr) error {
 // metric (the metric becomes the TTL). The frame rxe sends must equal the
 // prediction; the BTH DestQP rxe uses for multicast is reported.
 func TestLabResolveSpecialDestinations(t *testing.T) {
-	ctx, err := verbs.Open(lab.RDMADevice)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ctx.Close()
-	ud, err := ctx.NewUDConfig(verbs.UDConfig{Port: 1, QKey: labQKey, SQPSN: 0x100})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ud.Close()
-	capt, err := lab.CapturePeer()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var frames []lab.Frame
-	defer func() {
-		capt.Stop()
-		if len(frames) > 0 {
-			if err := lab.WritePcapng(filepath.Join(lab.ArtifactDir(t), "ah-special.pcapng"), lab.PeerNetdev, frames); err != nil {
-				t.Error(err)
-			}
-		}
-	}()
+	ud, capt, frames := labSender(t, 0x100, "ah-special.pcapng")
 	base := lab.Nets[0]
 	veth0, err := netlink.LinkByName(base.HostNetdev)
 	if err != nil {
@@ -561,7 +548,7 @@ func TestLabResolveSpecialDestinations(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			frames = append(frames, f)
+			*frames = append(*frames, f)
 			var p roce.Packet
 			if err := roce.NewDecoder().Decode(f.Data, &p); err != nil {
 				t.Fatal(err)
