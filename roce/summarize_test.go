@@ -180,7 +180,7 @@ func TestSummaryMerge(t *testing.T) {
 // FuzzSummarize: whatever the capture, Summarize cutting it into segments
 // gives what reading it frame by frame gives.
 func FuzzSummarize(f *testing.F) {
-	for _, frames := range [][]rocegen.Frame{rocegen.Sample(), rocegen.Synthetic(40)} {
+	for _, frames := range [][]rocegen.Frame{rocegen.Sample(), rocegen.Synthetic(8)} {
 		var pcap, pcapng bytes.Buffer
 		if rocegen.WritePcap(&pcap, frames) != nil || rocegen.WritePcapNG(&pcapng, frames) != nil {
 			f.Fatal("writing the seed captures")
