@@ -32,6 +32,10 @@ It needs root and a kernel that can load rdma_rxe and 8021q (most distribution
 kernels can; cloud kernels often cannot). Where the kernel cannot, scripts/lab.sh
 in the repository boots one under qemu instead.`,
 	}
+	c.Args = subcommandArgs
+	c.RunE = func(c *cobra.Command, _ []string) error {
+		return usagef("%s needs a command: want one of %s", c.CommandPath(), subcommandNames(c))
+	}
 	c.AddCommand(newLabUpCmd(), newLabDownCmd(), newLabStatusCmd())
 	return c
 }
@@ -51,14 +55,11 @@ func newLabUpCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "up",
 		Short: "Build the lab: peer namespace, veth pair, VLANs, addresses, rxe0 (root)",
-		Args:  cobra.NoArgs,
+		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f, err := outputFormat(format, "table", "json")
 			if err != nil {
 				return err
-			}
-			if timeout <= 0 {
-				return usagef("--timeout %v is out of range: want a positive duration", timeout)
 			}
 			if err := labUp(lab.Options{NoVLANs: noVLANs, Timeout: timeout}); err != nil {
 				return labErr(err)
@@ -67,7 +68,7 @@ func newLabUpCmd() *cobra.Command {
 		},
 	}
 	c.Flags().BoolVar(&noVLANs, "no-vlans", false, "build only the untagged network (no 8021q needed)")
-	c.Flags().DurationVar(&timeout, "timeout", 20*time.Second, "how long to wait for rxe0's port and GID table")
+	durationVar(c.Flags(), &timeout, "timeout", 20*time.Second, 0, time.Hour, true, "how long to wait for rxe0's port and GID table (at most 1h)")
 	c.Flags().StringVarP(&format, "output", "o", "table", "output format: table or json")
 	return c
 }
@@ -76,7 +77,7 @@ func newLabDownCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "down",
 		Short: "Remove the lab (root)",
-		Args:  cobra.NoArgs,
+		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := labDown(); err != nil {
 				return labErr(err)
@@ -92,7 +93,7 @@ func newLabStatusCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "status",
 		Short: "Show which parts of the lab exist; exits 1 when the lab is not (fully) up",
-		Args:  cobra.NoArgs,
+		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f, err := outputFormat(format, "table", "json")
 			if err != nil {

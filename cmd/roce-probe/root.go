@@ -55,9 +55,7 @@ produce. Read-only commands need no root.`,
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return usageError{fmt.Errorf("%w (see '%s --help')", err, c.CommandPath())}
-	})
+	root.SetFlagErrorFunc(flagError)
 	for _, f := range subcommands {
 		root.AddCommand(f())
 	}
@@ -77,6 +75,20 @@ func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	err := root.ExecuteContext(ctx)
 	if err == nil {
 		return exitOK
+	}
+	if msg := err.Error(); strings.HasPrefix(msg, "unknown command") {
+		// cobra adds its suggestions on further lines.
+		first, rest, _ := strings.Cut(msg, "\n")
+		var similar []string
+		for _, l := range strings.Split(rest, "\n") {
+			if l = strings.TrimSpace(l); l != "" && !strings.HasSuffix(l, "?") {
+				similar = append(similar, l)
+			}
+		}
+		if len(similar) > 0 {
+			first += " (did you mean " + strings.Join(similar, " or ") + "?)"
+		}
+		err = usagef("%s: want one of %s", first, subcommandNames(root))
 	}
 	var fe findingError
 	if errors.As(err, &fe) {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
-	"strconv"
 	"text/tabwriter"
 
 	"github.com/roce-probe/roce-probe/gid"
@@ -52,7 +51,7 @@ when nothing on that port can reach the destination. -o env prints lines to
 export for NCCL and UCX. The table output also shows what NCCL, UCX and perftest
 would pick by themselves. Exit status 1 when no port can reach the destination.
 See docs/gid-selection.md.`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f, err := outputFormat(format, "table", "json", "env")
 			if err != nil {
@@ -71,6 +70,11 @@ See docs/gid-selection.md.`,
 				return err
 			}
 			defer t.close()
+			if netdev != "" {
+				if err := checkNetdev("--netdev", netdev, t.snap, src.links); err != nil {
+					return err
+				}
+			}
 			if t.ports == nil {
 				return usagef("this machine has no RDMA devices: nothing to select from (roce-probe gids shows the table Soft-RoCE would get)")
 			}
@@ -154,9 +158,9 @@ func parsePrefs(roce, family, netdev, vlanFlag, subnet string) (gid.Preferences,
 	if vlanFlag != "" {
 		v := gid.NoVLAN
 		if vlanFlag != "none" && vlanFlag != "untagged" {
-			n, err := strconv.Atoi(vlanFlag)
-			if err != nil || n < 0 || n > 4095 {
-				return p, usagef("--vlan %q is out of range: want 0..4095 or \"none\"", vlanFlag)
+			n, err := parseInt("--vlan", vlanFlag, 0, 4095, false, `or "none" for untagged`)
+			if err != nil {
+				return p, err
 			}
 			v = uint16(n)
 		}
