@@ -96,6 +96,7 @@ func TestBadInput(t *testing.T) {
 		{with(selectCmd, "--netdev", "no-such-netdev0"), []string{`--netdev "no-such-netdev0"`, "no such network device"}},
 		{with(selectCmd, "--roce", "v3"), []string{`--roce "v3"`, "v1 or v2"}},
 		{with(selectCmd, "--family", "ipx"), []string{`--family "ipx"`, "ipv4 or ipv6"}},
+		{with(selectCmd, "--family", "ipv6"), []string{`--family "ipv6"`, `--dst "10.0.0.2"`, "IPv4"}},
 		{with(selectCmd, "--port", "x"), []string{`--port "x"`, "1..255"}},
 		{with(selectCmd, "-o", "yaml"), []string{`-o "yaml"`, "table, json, env"}},
 
@@ -174,6 +175,9 @@ func TestBadInput(t *testing.T) {
 		{[]string{"bogus"}, []string{`"bogus"`, "gids", "check"}},
 		{[]string{"gid"}, []string{`"gid"`, "did you mean gids?"}},
 		{[]string{"version", "extra"}, []string{"takes no arguments", `"extra"`}},
+		{[]string{"help", "bogus"}, []string{`help "bogus"`, "no such command", "gids"}},
+		{[]string{"completion"}, []string{"completion needs a command", "bash", "zsh"}},
+		{[]string{"completion", "tcsh"}, []string{`"tcsh"`, "bash", "fish", "powershell", "zsh"}},
 	} {
 		stdout, stderr, code := runCLI(t, "", c.args...)
 		if code != exitUsage {

@@ -284,6 +284,12 @@ func subcommandArgs(c *cobra.Command, args []string) error {
 	return nil
 }
 
+// needsSubcommand is the RunE of commands that only group subcommands:
+// given none, they are incomplete input (not a request for help).
+func needsSubcommand(c *cobra.Command, _ []string) error {
+	return usagef("%s needs a command: want one of %s", c.CommandPath(), subcommandNames(c))
+}
+
 func subcommandNames(c *cobra.Command) string {
 	var names []string
 	for _, s := range c.Commands() {

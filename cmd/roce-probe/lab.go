@@ -32,10 +32,7 @@ It needs root and a kernel that can load rdma_rxe and 8021q (most distribution
 kernels can; cloud kernels often cannot). Where the kernel cannot, scripts/lab.sh
 in the repository boots one under qemu instead.`,
 	}
-	c.Args = subcommandArgs
-	c.RunE = func(c *cobra.Command, _ []string) error {
-		return usagef("%s needs a command: want one of %s", c.CommandPath(), subcommandNames(c))
-	}
+	c.Args, c.RunE = subcommandArgs, needsSubcommand
 	c.AddCommand(newLabUpCmd(), newLabDownCmd(), newLabStatusCmd())
 	return c
 }

@@ -59,6 +59,28 @@ produce. Read-only commands need no root.`,
 	for _, f := range subcommands {
 		root.AddCommand(f())
 	}
+	// cobra's own commands: an unknown shell or help topic is bad input
+	// too, not a reason to print help and exit 0.
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		if c.Name() == "completion" {
+			c.Args, c.RunE = subcommandArgs, needsSubcommand
+			for _, shell := range c.Commands() {
+				shell.Args = noArgs
+			}
+		}
+	}
+	root.SetHelpCommand(&cobra.Command{
+		Use:   "help [command]",
+		Short: "Help about any command",
+		RunE: func(c *cobra.Command, args []string) error {
+			cmd, rest, err := c.Root().Find(args)
+			if err != nil || len(rest) > 0 {
+				return usagef("help %q: no such command: want one of %s", strings.Join(args, " "), subcommandNames(c.Root()))
+			}
+			return cmd.Help()
+		},
+	})
 	return root
 }
 
@@ -76,8 +98,10 @@ func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	if err == nil {
 		return exitOK
 	}
-	if msg := err.Error(); strings.HasPrefix(msg, "unknown command") {
-		// cobra adds its suggestions on further lines.
+	var ue usageError
+	if msg := err.Error(); !errors.As(err, &ue) && strings.HasPrefix(msg, "unknown command") {
+		// cobra's unknown command at the top level (subcommands use
+		// noArgs and subcommandArgs); its suggestions are on further lines.
 		first, rest, _ := strings.Cut(msg, "\n")
 		var similar []string
 		for _, l := range strings.Split(rest, "\n") {
@@ -97,20 +121,10 @@ func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		}
 		return exitFinding
 	}
+	// Everything else is bad input or what exitUsage also covers
+	// (unreadable files, unknown devices, a missing capability).
 	fmt.Fprintln(stderr, "roce-probe:", err)
-	var ue usageError
-	if errors.As(err, &ue) || isCobraUsage(err) {
-		return exitUsage
-	}
 	return exitUsage
-}
-
-// isCobraUsage recognises cobra's own argument errors (unknown command,
-// wrong number of arguments), which are usage errors.
-func isCobraUsage(err error) bool {
-	s := err.Error()
-	return strings.HasPrefix(s, "unknown command") || strings.Contains(s, "arg(s)") ||
-		strings.HasPrefix(s, "unknown flag") || strings.HasPrefix(s, "unknown shorthand flag")
 }
 
 // outputFormat validates an -o value against the formats a command supports.

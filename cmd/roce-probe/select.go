@@ -65,6 +65,12 @@ See docs/gid-selection.md.`,
 			if err != nil {
 				return err
 			}
+			if dstFam := map[bool]int{true: 4, false: 6}[d.Addr().Is4In6() || d.Addr().Is4()]; prefs.Family != 0 && prefs.Family != dstFam {
+				// Select would pick a source of the other family, which
+				// cannot reach the destination: the flags contradict.
+				return usagef("--family %q does not match --dst %q (IPv%d): a source GID reaches only destinations of its own family; omit --family or give an IPv%d destination",
+					family, dst, dstFam, prefs.Family)
+			}
 			t, err := src.load()
 			if err != nil {
 				return err
