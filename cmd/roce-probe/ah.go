@@ -215,7 +215,7 @@ Reading needs no privileges. See docs/ah.md.`,
 				if n.Links == nil {
 					n.Links = t.snap
 				}
-			} else if n, err = ah.ReadNet(src.netns); err != nil {
+			} else if n, err = src.readNet(); err != nil {
 				return err
 			}
 			var dcb *qos.DCB
@@ -319,6 +319,8 @@ Reading needs no privileges. See docs/ah.md.`,
 	fl.StringVar(&behaviourFlag, "behaviour", "both", "with --from-wc: kernel, rdma-core or both")
 	fl.StringVar(&netFile, "net", "", "read routes, neighbours and sysctls from this ah.Net JSON file instead of rtnetlink")
 	_ = fl.MarkHidden("net")
+	allowEmpty(c, "payload") // a SEND without payload
+	allowEmpty(c, "wc")      // a completion without flags
 	return c
 }
 
@@ -554,7 +556,7 @@ func runFromWC(cmd *cobra.Command, src *gidSource, format, hexBuf, wcFlags, beha
 	var n *ah.Net
 	if src.links == "" {
 		// The kernel rule replaces hop_limit with the route's: read the routes.
-		if n, err = ah.ReadNet(src.netns); err != nil {
+		if n, err = src.readNet(); err != nil {
 			return err
 		}
 	}

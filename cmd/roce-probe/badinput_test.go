@@ -120,6 +120,7 @@ func TestBadInput(t *testing.T) {
 		{with(ahCmd, "--path", "bogus"), []string{`--path "bogus"`, "user-ah, kernel-ah or connected-qp"}},
 		{with(ahCmd, "--pcap", "/nonexistent-dir/x.pcap"), []string{`--pcap "/nonexistent-dir/x.pcap"`, "existing directory"}},
 		{with(ahCmd, "--behaviour", "kernel"), []string{"--behaviour", "--from-wc"}},
+		{with(ahCmd, "--netns", "roce-probe-no-such-netns"), []string{`--netns "roce-probe-no-such-netns"`, "ip netns list"}},
 		{with(fromWC, "--dst", "10.0.0.2"), []string{"--dst", "does not go with --from-wc"}},
 		{with(fromWC, "--wc", "vlan=5000"), []string{"--wc vlan 5000", "0..4095"}},
 		{with(fromWC, "--wc", "sl=16"), []string{"--wc sl 16", "0..15"}},
@@ -165,6 +166,12 @@ func TestBadInput(t *testing.T) {
 		{[]string{"listen", "--duration", "-1s"}, []string{"--duration -1s", "0s or more"}},
 		{[]string{"listen", "--netdev", "no-such-netdev0"}, []string{`--netdev "no-such-netdev0"`, "no such network device"}},
 		{[]string{"listen", "-o", "yaml"}, []string{`-o "yaml"`, "table, json"}},
+		// An empty value is not the same as leaving the flag out
+		// (listen --netdev "" would listen everywhere).
+		{[]string{"listen", "--netdev", ""}, []string{`--netdev ""`, "is empty", "leave the flag out"}},
+		{with(append([]string{"gids"}, mlx5...), "--dev", ""), []string{`--dev ""`, "is empty"}},
+		{[]string{"qos", "--links", "", "--netdev", "lo"}, []string{`--links ""`, "is empty"}},
+		{with(ahCmd, "--from-wc", ""), []string{`--from-wc ""`, "is empty"}},
 
 		// lab and the command tree
 		{[]string{"lab"}, []string{"lab needs a command", "up", "down", "status"}},

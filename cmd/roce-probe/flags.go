@@ -266,6 +266,29 @@ func flagWant(f *pflag.Flag) string {
 	return f.Usage
 }
 
+// emptyOK is the annotation of string flags for which an empty value means
+// something (ah --payload ""): every other string flag given "" is bad
+// input rather than the same as leaving it out.
+const emptyOK = "roce-probe/empty-ok"
+
+// allowEmpty marks the string flag name of c as taking "".
+func allowEmpty(c *cobra.Command, name string) {
+	_ = c.Flags().SetAnnotation(name, emptyOK, []string{"true"})
+}
+
+// checkEmptyFlags is the root's PersistentPreRunE: a string flag given
+// explicitly as "" is refused (--netdev "" would otherwise mean "every
+// netdev", --links "" "read netlink").
+func checkEmptyFlags(c *cobra.Command, _ []string) error {
+	var err error
+	c.Flags().Visit(func(f *pflag.Flag) {
+		if err == nil && f.Value.Type() == "string" && f.Value.String() == "" && f.Annotations[emptyOK] == nil {
+			err = usagef("%s \"\" is empty: leave the flag out or give a value (%s)", flagNames(f), f.Usage)
+		}
+	})
+	return err
+}
+
 // noArgs is the Args of commands that take no positional arguments.
 func noArgs(c *cobra.Command, args []string) error {
 	if len(args) > 0 {

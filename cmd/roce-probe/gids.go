@@ -67,7 +67,7 @@ Reads need no privileges. See docs/gids.md.`,
 				if ports, err = predictedPorts(t.snap); err != nil {
 					return err
 				}
-				fmt.Fprintln(errw, "roce-probe: no RDMA devices on this machine (/sys/class/infiniband is missing or empty).")
+				fmt.Fprintf(errw, "roce-probe: no RDMA devices on this machine (%s is missing or empty).\n", src.ibDir())
 				if len(ports) == 0 {
 					fmt.Fprintln(errw, "roce-probe: no Ethernet netdev to predict a table for either.")
 				} else {

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/roce-probe/roce-probe/ah"
 	"github.com/roce-probe/roce-probe/gid"
 	"github.com/roce-probe/roce-probe/vlan"
 	"github.com/spf13/cobra"
@@ -101,6 +102,9 @@ func (s *gidSource) load() (*tables, error) {
 		}
 		if err != nil {
 			t.close()
+			if s.sysfs != "" {
+				return nil, usagef("--sysfs %q: %v", s.sysfs, err)
+			}
 			return nil, err
 		}
 	}
@@ -278,6 +282,25 @@ func vlanCol(e gid.Entry) string {
 		return "untagged"
 	}
 	return "-"
+}
+
+// ibDir is the directory the RDMA devices are listed in.
+func (s *gidSource) ibDir() string {
+	root := s.sysfs
+	if root == "" {
+		root = gid.DefaultSysfsRoot
+	}
+	return filepath.Join(root, "class", "infiniband")
+}
+
+// readNet reads the routes, neighbours and sysctls of --netns (or this
+// namespace) for ah.Resolve.
+func (s *gidSource) readNet() (*ah.Net, error) {
+	n, err := ah.ReadNet(s.netns)
+	if err != nil && s.netns != "" {
+		return nil, usagef("--netns %q: %v", s.netns, err)
+	}
+	return n, err
 }
 
 // loadPort loads the one RDMA port that --dev and --port (default 1) name,

@@ -49,8 +49,9 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 		Long: `roce-probe makes the RoCE chain explicit: GID table entries and their netdevs,
 VLAN tags and priorities, DSCP/ECN, address handles and the exact frames they
 produce. Read-only commands need no root.`,
-		SilenceUsage:  true,
-		SilenceErrors: true,
+		SilenceUsage:      true,
+		SilenceErrors:     true,
+		PersistentPreRunE: checkEmptyFlags,
 	}
 	root.SetIn(stdin)
 	root.SetOut(stdout)
@@ -123,7 +124,8 @@ func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	}
 	// Everything else is bad input or what exitUsage also covers
 	// (unreadable files, unknown devices, a missing capability).
-	fmt.Fprintln(stderr, "roce-probe:", err)
+	// One line, even when a value or path in the message holds a newline.
+	fmt.Fprintln(stderr, "roce-probe:", strings.ReplaceAll(err.Error(), "\n", `\n`))
 	return exitUsage
 }
 
