@@ -119,13 +119,14 @@ func parseInt(name, s string, lo, hi int64, hex bool, note string) (int64, error
 		}
 		return 0, usagef("%s %q is not an integer: want %s%s%s", name, s, r, more, suffix(note))
 	}
-	if err != nil || u > math.MaxInt64 || (neg && -int64(u) < lo) || (!neg && int64(u) > hi) || (!neg && int64(u) < lo) {
+	v := int64(u)
+	if neg {
+		v = -v
+	}
+	if err != nil || u > math.MaxInt64 || v < lo || v > hi {
 		return 0, usagef("%s %s is out of range: want %s%s", name, t, r, suffix(note))
 	}
-	if neg {
-		return -int64(u), nil
-	}
-	return int64(u), nil
+	return v, nil
 }
 
 // durationValue is a pflag.Value for a duration flag with an allowed
