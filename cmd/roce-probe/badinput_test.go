@@ -116,6 +116,7 @@ func TestBadInput(t *testing.T) {
 		{with(ahCmd, "--port", "0"), []string{"--port 0", "1..255"}},
 		{with(ahCmd, "--dev", "nope0"), []string{`--dev "nope0"`, "want one of mlx5_0"}},
 		{with(ahCmd, "--dst", "10.0.0.300"), []string{`--dst "10.0.0.300"`, "IP address or GID"}},
+		{with(ahCmd, "--dst", "fe80::1%eth0"), []string{`--dst "fe80::1%eth0"`, "without %eth0"}},
 		{with(ahCmd, "--driver", "mxl5"), []string{`--driver "mxl5"`, "rxe, mlx5"}},
 		{with(ahCmd, "--path", "bogus"), []string{`--path "bogus"`, "user-ah, kernel-ah or connected-qp"}},
 		{with(ahCmd, "--pcap", "/nonexistent-dir/x.pcap"), []string{`--pcap "/nonexistent-dir/x.pcap"`, "existing directory"}},

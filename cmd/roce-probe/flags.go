@@ -24,7 +24,12 @@ import (
 //
 // flagError (the root command's flag error function) passes these errors
 // through unchanged and rewrites pflag's own ones (a flag without its
-// value, a bool flag given "maybe") into the same shape.
+// value, a bool flag given "maybe") into the same shape. checkEmptyFlags
+// refuses a string flag given "" (unless allowEmpty marks it). What only
+// the command can check (an enum such as --path, a range that depends on
+// the device, flags that contradict each other) it checks in RunE, before
+// reading any device, with usagef and the same shape: the flag, the value
+// given, what is allowed.
 
 // integer is the types an integer flag can fill.
 type integer interface {

@@ -255,7 +255,7 @@ func parseDst(s string) (gid.GID, error) {
 		return gid.GID{}, usagef("--dst is required: give the peer's IP address or GID")
 	}
 	if a, err := netip.ParseAddr(s); err == nil && a.Zone() != "" {
-		return gid.GID{}, usagef("--dst %q has a zone: give the address without %%%s and choose the netdev with --netdev", s, a.Zone())
+		return gid.GID{}, usagef("--dst %q has a zone: want the address without %%%s (the source GID's netdev decides the link)", s, a.Zone())
 	}
 	g, err := gid.Parse(s)
 	if err != nil {
