@@ -65,30 +65,16 @@ type ahPcapJSON struct {
 	Bytes int    `json:"bytes"`
 }
 
-// uintFlag parses a flag value in decimal or 0x hex and checks its range.
-func uintFlag(name, s string, max uint64) (uint64, error) {
-	want := fmt.Sprintf("0..%d", max)
-	if max == 0xFFFFF || max > 0xFFFF {
-		want = fmt.Sprintf("0..%#x", max)
-	}
-	t := strings.TrimSpace(s)
-	v, err := strconv.ParseUint(t, 0, 64)
-	if err != nil && !errors.Is(err, strconv.ErrRange) {
-		// ParseUint rejects "-1" as a syntax error, yet it is a number.
-		if _, ierr := strconv.ParseInt(t, 0, 64); ierr != nil && !errors.Is(ierr, strconv.ErrRange) {
-			return 0, usagef("--%s %q is not a number: want %s (decimal or 0x hex)", name, s, want)
-		}
-	}
-	if err != nil || v > max {
-		return 0, usagef("--%s %q is out of range: want %s", name, s, want)
-	}
-	return v, nil
-}
+// ahFlags are the flags that build the address handle; --from-wc takes
+// none of them.
+var ahFlags = []string{"dst", "gid-index", "sl", "tclass", "flow-label", "hop-limit", "static-rate", "pcap",
+	"src-qpn", "dest-qpn", "qkey", "psn", "ip-id", "payload", "driver", "path", "resolve-neighbour", "create"}
 
 func newAHCmd() *cobra.Command {
 	var src gidSource
 	var netFile, gidIndex, dst, format, pcapFile, driverFlag, pathFlag, payload string
-	var sl, tclass, flowLabel, hopLimit, staticRate, srcQPN, destQPN, qkey, psn, ipID string
+	var a ah.Attr
+	var d ah.Datagram
 	var create, probeNeigh bool
 	var fromWC, wcFlags, behaviourFlag string
 	c := &cobra.Command{
@@ -125,7 +111,7 @@ docs/ah.md) and prints the AH that answers the sender under both rules.
 route, neighbor, problems, steps, error). Exit status 1 when the AH is invalid
 or cannot be resolved (the problems or the error say why), 2 on bad flags.
 Reading needs no privileges. See docs/ah.md.`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f, err := outputFormat(format, "table", "json")
 			if err != nil {
@@ -134,59 +120,69 @@ Reading needs no privileges. See docs/ah.md.`,
 			if src.dev == "" {
 				return usagef("--dev is required: name the RDMA device (e.g. rxe0, mlx5_0)")
 			}
+			fl := cmd.Flags()
 			if fromWC != "" {
+				for _, name := range ahFlags {
+					if fl.Changed(name) {
+						return usagef("--%s does not go with --from-wc: --from-wc derives the address handle from a received GRH (it takes --wc and --behaviour)", name)
+					}
+				}
 				return runFromWC(cmd, &src, f, fromWC, wcFlags, behaviourFlag)
+			}
+			for _, name := range []string{"wc", "behaviour"} {
+				if fl.Changed(name) {
+					return usagef("--%s goes with --from-wc HEX only", name)
+				}
 			}
 			g, err := parseDst(dst)
 			if err != nil {
 				return err
 			}
-			var a ah.Attr
 			a.IsGlobal = true
 			a.GRH.DGID = g
-			for _, x := range []struct {
-				name, val string
-				max       uint64
-				set       func(uint64)
-			}{
-				{"sl", sl, 15, func(v uint64) { a.SL = uint8(v) }},
-				{"tclass", tclass, 255, func(v uint64) { a.GRH.TrafficClass = uint8(v) }},
-				{"flow-label", flowLabel, 0xFFFFF, func(v uint64) { a.GRH.FlowLabel = uint32(v) }},
-				{"hop-limit", hopLimit, 255, func(v uint64) { a.GRH.HopLimit = uint8(v) }},
-				{"static-rate", staticRate, ah.MaxStaticRate, func(v uint64) { a.StaticRate = uint8(v) }},
-			} {
-				v, err := uintFlag(x.name, x.val, x.max)
-				if err != nil {
-					return err
-				}
-				x.set(v)
-			}
 			if a.StaticRate == 1 {
 				return usagef("--static-rate 1 is not an enum ibv_rate value: want 0 (port rate) or 2..%d", ah.MaxStaticRate)
-			}
-			var d ah.Datagram
-			for _, x := range []struct {
-				name, val string
-				max       uint64
-				set       func(uint64)
-			}{
-				{"src-qpn", srcQPN, 0xFFFFFF, func(v uint64) { d.SrcQPN = uint32(v) }},
-				{"dest-qpn", destQPN, 0xFFFFFF, func(v uint64) { d.DestQPN = uint32(v) }},
-				{"qkey", qkey, 0xFFFFFFFF, func(v uint64) { d.QKey = uint32(v) }},
-				{"psn", psn, 0xFFFFFF, func(v uint64) { d.PSN = uint32(v) }},
-				{"ip-id", ipID, 0xFFFF, func(v uint64) { d.IPID = uint16(v) }},
-			} {
-				v, err := uintFlag(x.name, x.val, x.max)
-				if err != nil {
-					return err
-				}
-				x.set(v)
 			}
 			d.Payload = []byte(payload)
 			path := qos.PathUserAH
 			if pathFlag != "" {
 				if path, err = qos.ParsePath(pathFlag); err != nil {
-					return usagef("--path %q: want user-ah, kernel-ah or connected-qp", pathFlag)
+					return usagef("--path %q is not known: want user-ah, kernel-ah or connected-qp", pathFlag)
+				}
+			}
+			if gidIndex == "" {
+				return usagef("--gid-index is required: the source GID index 0..255 (see 'roce-probe gids --dev %s'), or auto", src.dev)
+			}
+			if gidIndex != "auto" {
+				v, err := parseInt("--gid-index", gidIndex, 0, 255, false, "or auto")
+				if err != nil {
+					return err
+				}
+				a.GRH.SGIDIndex = uint8(v)
+			}
+			var driver qos.Driver
+			if driverFlag != "" {
+				if driver, err = qos.ParseDriver(driverFlag); err != nil {
+					return usagef("--driver %q: %v (or omit it to detect the driver from sysfs)", driverFlag, err)
+				}
+			}
+			if probeNeigh && (netFile != "" || src.netns != "") {
+				return usagef("--resolve-neighbour works only on the live tables of the own network namespace (not with --net or --netns)")
+			}
+			if pcapFile != "" {
+				if err := checkOutputDir("--pcap", pcapFile); err != nil {
+					return err
+				}
+			}
+			var n *ah.Net
+			if netFile != "" {
+				b, err := os.ReadFile(netFile)
+				if err != nil {
+					return usagef("--net %q: %v: want an ah.Net JSON document", netFile, pathErr(err))
+				}
+				n = new(ah.Net)
+				if err := json.Unmarshal(b, n); err != nil {
+					return usagef("--net %q: %v: want an ah.Net JSON document", netFile, err)
 				}
 			}
 			t, port, err := src.loadPort()
@@ -199,30 +195,14 @@ Reading needs no privileges. See docs/ah.md.`,
 			}
 			a.PortNum = uint8(port.Port)
 			table := ah.Table{Entries: port.Entries, Len: len(port.Entries)}
-			if gidIndex == "" {
-				return usagef("--gid-index is required: an index of %s port %d's GID table (see 'roce-probe gids --dev %s') or auto", src.dev, port.Port, src.dev)
-			}
 			if gidIndex == "auto" {
 				s, err := gid.Select(port.Entries, g, gid.Preferences{Exclude: staleEntries(*port, t)}, t.router)
 				if err != nil {
 					return findingError{fmt.Sprintf("--gid-index auto: %v (roce-probe select --dev %s --dst %s explains every entry)", err, src.dev, dst)}
 				}
 				a.GRH.SGIDIndex = uint8(s.Entry.Index)
-			} else {
-				v, err := uintFlag("gid-index", gidIndex, 255)
-				if err != nil {
-					return usagef("--gid-index %q: want an index 0..255 of the GID table, or auto", gidIndex)
-				}
-				a.GRH.SGIDIndex = uint8(v)
 			}
-			var driver qos.Driver
-			if driverFlag != "" {
-				d, err := qos.ParseDriver(driverFlag)
-				if err != nil {
-					return usagef("--driver: %v (or omit it to detect the driver from sysfs)", err)
-				}
-				driver = d
-			} else {
+			if driverFlag == "" {
 				sysRoot := src.sysfs
 				if sysRoot == "" {
 					sysRoot = gid.DefaultSysfsRoot
@@ -231,23 +211,12 @@ Reading needs no privileges. See docs/ah.md.`,
 					driver = info.Driver
 				}
 			}
-			var n *ah.Net
-			if netFile != "" {
-				b, err := os.ReadFile(netFile)
-				if err != nil {
-					return usagef("--net: %v", err)
-				}
-				n = new(ah.Net)
-				if err := json.Unmarshal(b, n); err != nil {
-					return usagef("--net %s: %v: want an ah.Net JSON document", netFile, err)
-				}
+			if n != nil {
 				if n.Links == nil {
 					n.Links = t.snap
 				}
-			} else {
-				if n, err = ah.ReadNet(src.netns); err != nil {
-					return err
-				}
+			} else if n, err = src.readNet(); err != nil {
+				return err
 			}
 			var dcb *qos.DCB
 			if e, ok := table.Lookup(int(a.GRH.SGIDIndex)); ok && e.RealNetdev != "" && netFile == "" && src.links == "" {
@@ -258,9 +227,6 @@ Reading needs no privileges. See docs/ah.md.`,
 			var probe *ahProbeJSON
 			var ne *ah.NeighborError
 			if probeNeigh && errors.As(rerr, &ne) {
-				if netFile != "" || src.netns != "" {
-					return usagef("--resolve-neighbour works only on the live tables of the own network namespace (not with --net or --netns)")
-				}
 				nb, perr := ah.ProbeNeighbor(res.Source.GID.Addr(), a.GRH.DGID.Addr(), ne.Route, time.Second)
 				probe = &ahProbeJSON{NextHop: ne.Route.NextHop.String(), Dev: ne.Route.Dev, State: nb.State.String()}
 				if perr != nil {
@@ -328,30 +294,33 @@ Reading needs no privileges. See docs/ah.md.`,
 		},
 	}
 	src.addFlags(c)
-	c.Flags().StringVar(&gidIndex, "gid-index", "", "source GID index (sgid_index), or auto (required)")
-	c.Flags().StringVar(&dst, "dst", "", "destination: the peer's IP address or GID (required)")
-	c.Flags().StringVar(&sl, "sl", "0", "service level 0..15")
-	c.Flags().StringVar(&tclass, "tclass", "0", "traffic class 0..255 (DSCP << 2 | ECN)")
-	c.Flags().StringVar(&flowLabel, "flow-label", "0", "flow label 0..0xfffff")
-	c.Flags().StringVar(&hopLimit, "hop-limit", "64", "hop limit 0..255")
-	c.Flags().StringVar(&staticRate, "static-rate", "0", "static rate (enum ibv_rate): 0 or 2..24")
-	c.Flags().StringVarP(&format, "output", "o", "table", "output format: table or json")
-	c.Flags().StringVar(&pcapFile, "pcap", "", "write the predicted UD SEND frame to this pcap file")
-	c.Flags().StringVar(&srcQPN, "src-qpn", "0", "the sending QP's number (DETH SrcQP; rxe's UDP source port)")
-	c.Flags().StringVar(&destQPN, "dest-qpn", "1", "the destination QP (BTH DestQP) for --pcap")
-	c.Flags().StringVar(&qkey, "qkey", "0x11111111", "the Q_Key (DETH) for --pcap")
-	c.Flags().StringVar(&psn, "psn", "0", "the PSN (BTH) for --pcap")
-	c.Flags().StringVar(&ipID, "ip-id", "0", "the IPv4 identification for --pcap (the kernel's is not predictable)")
-	c.Flags().StringVar(&payload, "payload", "roce-probe", "the UD payload for --pcap")
-	c.Flags().StringVar(&driverFlag, "driver", "", "the RDMA driver's wire profile: rxe, mlx5, irdma, bnxt_re, hns, erdma (default: detected from sysfs)")
-	c.Flags().StringVar(&pathFlag, "path", "", "how the AH reaches the driver: user-ah (default), kernel-ah or connected-qp")
-	c.Flags().BoolVar(&probeNeigh, "resolve-neighbour", false, "when the next hop's MAC is not known, make the kernel resolve it (one UDP datagram to its discard port, as ibv_create_ah's ARP would) and wait up to 1 s")
-	c.Flags().BoolVar(&create, "create", false, "also call ibv_create_ah on the device (needs a binary built with -tags ibverbs)")
-	c.Flags().StringVar(&fromWC, "from-wc", "", "instead: derive the AH that answers a received datagram from its 40-byte GRH buffer (80 hex digits), as ibv_init_ah_from_wc does")
-	c.Flags().StringVar(&wcFlags, "wc", "grh", "with --from-wc: the completion's flags, comma-separated: grh, vlan=ID, net=ipv4|ipv6|roce-v1, sl=N, src-qp=N")
-	c.Flags().StringVar(&behaviourFlag, "behaviour", "both", "with --from-wc: kernel, rdma-core or both")
-	c.Flags().StringVar(&netFile, "net", "", "read routes, neighbours and sysctls from this ah.Net JSON file instead of rtnetlink")
-	_ = c.Flags().MarkHidden("net")
+	fl := c.Flags()
+	fl.StringVar(&gidIndex, "gid-index", "", "source GID index 0..255 (sgid_index), or auto (required)")
+	fl.StringVar(&dst, "dst", "", "destination: the peer's IP address or GID (required)")
+	intVar(fl, &a.SL, "sl", 0, 0, ah.MaxSL, "service level 0..15")
+	intVar(fl, &a.GRH.TrafficClass, "tclass", 0, 0, 255, "traffic class 0..255 (DSCP << 2 | ECN)")
+	intVar(fl, &a.GRH.FlowLabel, "flow-label", 0, 0, ah.MaxFlowLabel, "flow label 0..0xfffff")
+	intVar(fl, &a.GRH.HopLimit, "hop-limit", 64, 0, 255, "hop limit 0..255")
+	intVar(fl, &a.StaticRate, "static-rate", 0, 0, ah.MaxStaticRate, "static rate (enum ibv_rate): 0 or 2..24")
+	fl.StringVarP(&format, "output", "o", "table", "output format: table or json")
+	fl.StringVar(&pcapFile, "pcap", "", "write the predicted UD SEND frame to this pcap file")
+	intVar(fl, &d.SrcQPN, "src-qpn", 0, 0, 0xFFFFFF, "the sending QP's number (DETH SrcQP; rxe's UDP source port)")
+	intVar(fl, &d.DestQPN, "dest-qpn", 1, 0, 0xFFFFFF, "the destination QP (BTH DestQP) for --pcap")
+	intVar(fl, &d.QKey, "qkey", 0x11111111, 0, 0xFFFFFFFF, "the Q_Key (DETH) for --pcap")
+	intVar(fl, &d.PSN, "psn", 0, 0, 0xFFFFFF, "the PSN (BTH) for --pcap")
+	intVar(fl, &d.IPID, "ip-id", 0, 0, 0xFFFF, "the IPv4 identification for --pcap (the kernel's is not predictable)")
+	fl.StringVar(&payload, "payload", "roce-probe", "the UD payload for --pcap")
+	fl.StringVar(&driverFlag, "driver", "", "the RDMA driver's wire profile: rxe, mlx5, irdma, bnxt_re, hns, erdma (default: detected from sysfs)")
+	fl.StringVar(&pathFlag, "path", "", "how the AH reaches the driver: user-ah (default), kernel-ah or connected-qp")
+	fl.BoolVar(&probeNeigh, "resolve-neighbour", false, "when the next hop's MAC is not known, make the kernel resolve it (one UDP datagram to its discard port, as ibv_create_ah's ARP would) and wait up to 1 s")
+	fl.BoolVar(&create, "create", false, "also call ibv_create_ah on the device (needs a binary built with -tags ibverbs)")
+	fl.StringVar(&fromWC, "from-wc", "", "instead: derive the AH that answers a received datagram from its 40-byte GRH buffer (80 hex digits), as ibv_init_ah_from_wc does")
+	fl.StringVar(&wcFlags, "wc", "grh", "with --from-wc: the completion's flags, comma-separated: grh, vlan=ID, net=ipv4|ipv6|roce-v1, sl=N, src-qp=N")
+	fl.StringVar(&behaviourFlag, "behaviour", "both", "with --from-wc: kernel, rdma-core or both")
+	fl.StringVar(&netFile, "net", "", "read routes, neighbours and sysctls from this ah.Net JSON file instead of rtnetlink")
+	_ = fl.MarkHidden("net")
+	allowEmpty(c, "payload") // a SEND without payload
+	allowEmpty(c, "wc")      // a completion without flags
 	return c
 }
 
@@ -400,12 +369,17 @@ func writePcap(path string, frame []byte) error {
 	return nil
 }
 
+// ptrOr formats *p with f, or returns none for a nil p (a field the
+// output does not know).
 func ptrOr[T any](p *T, none string, f func(T) string) string {
 	if p == nil {
 		return none
 	}
 	return f(*p)
 }
+
+// u8Text formats a uint8 in decimal, for ptrOr.
+func u8Text(v uint8) string { return strconv.Itoa(int(v)) }
 
 func writeAHTable(out io.Writer, doc ahJSON, dev string) {
 	a := doc.Attr
@@ -440,14 +414,14 @@ func writeAHTable(out io.Writer, doc ahJSON, dev string) {
 			fmt.Fprintf(tw, "  vlan\tnone (untagged)\n")
 		}
 		for _, t := range w.VLANs {
-			fmt.Fprintf(tw, "  vlan\t%d (%s)\tpcp %s\t%s\n", t.ID, t.Proto, ptrOr(t.PCP, "unknown", func(v uint8) string { return strconv.Itoa(int(v)) }), t.Netdev)
+			fmt.Fprintf(tw, "  vlan\t%d (%s)\tpcp %s\t%s\n", t.ID, t.Proto, ptrOr(t.PCP, "unknown", u8Text), t.Netdev)
 		}
 		ipv := "none (RoCE v1: GRH)"
 		if w.IPVersion != 0 {
 			ipv = "IPv" + strconv.Itoa(w.IPVersion)
 		}
 		fmt.Fprintf(tw, "  ip_version\t%s\n  src\t%s\n  dst\t%s\n", ipv, w.Src, w.Dst)
-		fmt.Fprintf(tw, "  dscp\t%s\n  ecn\t%s\n", ptrOr(w.DSCP, "unknown", func(v uint8) string { return strconv.Itoa(int(v)) }),
+		fmt.Fprintf(tw, "  dscp\t%s\n  ecn\t%s\n", ptrOr(w.DSCP, "unknown", u8Text),
 			ptrOr(w.ECN, "unknown", func(v uint8) string { return fmt.Sprintf("%d (%s)", v, qos.ECN(v)) }))
 		fmt.Fprintf(tw, "  ttl\t%d\n  flow_label\t%s\n", w.TTL, ptrOr(w.FlowLabel, "none (IPv4)", func(v uint32) string { return fmt.Sprintf("%#x", v) }))
 		if w.RoCEVersion == 2 {
@@ -509,7 +483,7 @@ func parseWC(s string) (ah.WC, error) {
 		case k == "grh" && !hasV:
 			wc.GRH = true
 		case k == "vlan" && hasV:
-			n, err := uintFlag("wc vlan", v, 4095)
+			n, err := parseInt("--wc vlan", v, 0, 4095, false, "")
 			if err != nil {
 				return wc, err
 			}
@@ -531,13 +505,13 @@ func parseWC(s string) (ah.WC, error) {
 			}
 			wc.NetworkHdrType = &t
 		case k == "sl" && hasV:
-			n, err := uintFlag("wc sl", v, 15)
+			n, err := parseInt("--wc sl", v, 0, ah.MaxSL, false, "")
 			if err != nil {
 				return wc, err
 			}
 			wc.SL = uint8(n)
 		case k == "src-qp" && hasV:
-			n, err := uintFlag("wc src-qp", v, 0xFFFFFF)
+			n, err := parseInt("--wc src-qp", v, 0, 0xFFFFFF, true, "")
 			if err != nil {
 				return wc, err
 			}
@@ -556,7 +530,7 @@ func runFromWC(cmd *cobra.Command, src *gidSource, format, hexBuf, wcFlags, beha
 	}
 	var grh [40]byte
 	if _, err := hex.Decode(grh[:], []byte(h)); err != nil {
-		return usagef("--from-wc %q is not hex: %v", hexBuf, err)
+		return usagef("--from-wc %q is not hex: %v: want 80 hex digits (the 40-byte GRH buffer)", hexBuf, err)
 	}
 	wc, err := parseWC(wcFlags)
 	if err != nil {
@@ -582,7 +556,7 @@ func runFromWC(cmd *cobra.Command, src *gidSource, format, hexBuf, wcFlags, beha
 	var n *ah.Net
 	if src.links == "" {
 		// The kernel rule replaces hop_limit with the route's: read the routes.
-		if n, err = ah.ReadNet(src.netns); err != nil {
+		if n, err = src.readNet(); err != nil {
 			return err
 		}
 	}

@@ -82,22 +82,22 @@ func TestAHBadFlags(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--gid-index", "1", "--dst", "10.0.0.2", "--sl", "16"}, "--sl \"16\" is out of range: want 0..15"},
-		{[]string{"--gid-index", "1", "--dst", "10.0.0.2", "--tclass", "256"}, "--tclass \"256\" is out of range: want 0..255"},
+		{[]string{"--gid-index", "1", "--dst", "10.0.0.2", "--sl", "16"}, "--sl 16 is out of range: want 0..15"},
+		{[]string{"--gid-index", "1", "--dst", "10.0.0.2", "--tclass", "256"}, "--tclass 256 is out of range: want 0..255"},
 		{[]string{"--gid-index", "1", "--dst", "10.0.0.2", "--flow-label", "0x100000"}, "want 0..0xfffff"},
 		{[]string{"--gid-index", "1", "--dst", "10.0.0.2", "--static-rate", "1"}, "not an enum ibv_rate value"},
 		{[]string{"--gid-index", "x", "--dst", "10.0.0.2"}, "--gid-index \"x\""},
 		// A value that is not a number is not "out of range".
-		{[]string{"--gid-index", "1", "--dst", "10.0.0.2", "--sl", "3.5"}, `--sl "3.5" is not a number: want 0..15`},
-		{[]string{"--gid-index", "1", "--dst", "10.0.0.2", "--qkey", "x"}, `--qkey "x" is not a number: want 0..0xffffffff (decimal or 0x hex)`},
-		{[]string{"--gid-index", "1", "--dst", "10.0.0.2", "--sl", "-1"}, `--sl "-1" is out of range: want 0..15`},
-		{[]string{"--gid-index", "1", "--dst", "10.0.0.2", "--psn", "99999999999999999999999"}, `--psn "99999999999999999999999" is out of range: want 0..0xffffff`},
+		{[]string{"--gid-index", "1", "--dst", "10.0.0.2", "--sl", "3.5"}, `--sl "3.5" is not an integer: want 0..15`},
+		{[]string{"--gid-index", "1", "--dst", "10.0.0.2", "--qkey", "x"}, `--qkey "x" is not an integer: want 0..0xffffffff (decimal or 0x hex)`},
+		{[]string{"--gid-index", "1", "--dst", "10.0.0.2", "--sl", "-1"}, `--sl -1 is out of range: want 0..15`},
+		{[]string{"--gid-index", "1", "--dst", "10.0.0.2", "--psn", "99999999999999999999999"}, `--psn 99999999999999999999999 is out of range: want 0..0xffffff`},
 		{[]string{"--gid-index", "1"}, "--dst is required"},
 		{[]string{"--dst", "10.0.0.2"}, "--gid-index is required"},
 		{[]string{"--gid-index", "1", "--dst", "10.0.0.2", "-o", "xml"}, "-o \"xml\""},
 		// A misspelt driver used to be taken for a driver without a profile
 		// (every field "unknown", exit 1); it is bad input.
-		{[]string{"--gid-index", "1", "--dst", "10.0.0.2", "--driver", "mxl5"}, `--driver: qos: driver "mxl5" has no wire profile: want one of rxe, mlx5, irdma, bnxt_re, hns, erdma`},
+		{[]string{"--gid-index", "1", "--dst", "10.0.0.2", "--driver", "mxl5"}, `--driver "mxl5": qos: driver "mxl5" has no wire profile: want one of rxe, mlx5, irdma, bnxt_re, hns, erdma`},
 	} {
 		_, stderr, code := runCLI(t, "", ahArgs(c.args...)...)
 		if code != exitUsage || !strings.Contains(stderr, c.want) {

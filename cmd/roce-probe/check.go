@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -32,7 +31,7 @@ APP table, ECN not ECT, an sl the driver ignores, a priority without PFC, an
 rdma_cm priority without egress-map entry).
 
 Exit status: 0 lossless, 1 lossy or unknown, 2 bad input. Needs no privileges.`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f, err := outputFormat(format, "table", "json")
 			if err != nil {
@@ -45,12 +44,6 @@ Exit status: 0 lossless, 1 lossy or unknown, 2 bad input. Needs no privileges.`,
 			if !fl.Changed("gid-index") {
 				return usagef("--gid-index is required: the source GID index the application uses")
 			}
-			if port < 1 {
-				return usagef("--port %d is out of range: want a port number ≥ 1", port)
-			}
-			if index < 0 {
-				return usagef("--gid-index %d is out of range: want ≥ 0", index)
-			}
 			verbs := fl.Changed("tclass") || fl.Changed("sl")
 			switch {
 			case rdmaCM && verbs:
@@ -62,32 +55,26 @@ Exit status: 0 lossless, 1 lossy or unknown, 2 bad input. Needs no privileges.`,
 			case !rdmaCM && !(fl.Changed("tclass") && fl.Changed("sl")):
 				return usagef("give --tclass T --sl S (verbs address handle) or --tos T --rdma-cm")
 			}
-			if sl < 0 || sl > 15 {
-				return usagef("--sl %d is out of range: want 0..15", sl)
-			}
-			if tclass < 0 || tclass > 255 {
-				return usagef("--tclass %d is out of range: want 0..255", tclass)
-			}
-			if tos < 0 || tos > 255 {
-				return usagef("--tos %d is out of range: want 0..255", tos)
-			}
 			var p qos.Path
 			if path != "" {
 				if p, err = qos.ParsePath(path); err != nil {
 					return usagef("--path %q is not known: want user-ah, kernel-ah or connected-qp", path)
 				}
 			}
+			if err := checkRDMADevice(src.sysfs, dev); err != nil {
+				return err
+			}
 			info, err := qos.DetectDriver(src.sysfs, dev)
 			if err != nil {
-				if errors.Is(err, qos.ErrNoDevice) {
-					return usagef("--dev %q is not an RDMA device: %v", dev, err)
-				}
 				return usagef("--dev %q: %v", dev, err)
+			}
+			if err := checkPort(src.sysfs, dev, port); err != nil {
+				return err
 			}
 			sys := &gid.Sysfs{Root: src.sysfs}
 			pp, err := sys.ReadPort(dev, port)
 			if err != nil {
-				return usagef("--port %d of %s: %v", port, dev, err)
+				return err
 			}
 			if index >= len(pp.Entries) {
 				return usagef("--gid-index %d is out of range: %s port %d has GID indices 0..%d", index, dev, port, len(pp.Entries)-1)
@@ -133,23 +120,17 @@ Exit status: 0 lossless, 1 lossy or unknown, 2 bad input. Needs no privileges.`,
 		},
 	}
 	c.Flags().StringVar(&dev, "dev", "", "RDMA device, e.g. mlx5_0 or rxe0")
-	c.Flags().IntVar(&port, "port", 1, "port number")
-	c.Flags().IntVar(&index, "gid-index", 0, "source GID index (ibv_ah_attr.grh.sgid_index)")
-	c.Flags().IntVar(&tclass, "tclass", 0, "traffic class of the AH (grh.traffic_class), 0..255")
-	c.Flags().IntVar(&sl, "sl", 0, "service level of the AH, 0..15")
-	c.Flags().IntVar(&tos, "tos", 0, "rdma_cm ToS, 0..255 (with --rdma-cm)")
+	fl := c.Flags()
+	intVar(fl, &port, "port", 1, 1, 255, "port number (1..255)")
+	intVar(fl, &index, "gid-index", 0, 0, 255, "source GID index (ibv_ah_attr.grh.sgid_index), 0..255")
+	intVar(fl, &tclass, "tclass", 0, 0, 255, "traffic class of the AH (grh.traffic_class), 0..255")
+	intVar(fl, &sl, "sl", 0, 0, 15, "service level of the AH, 0..15")
+	intVar(fl, &tos, "tos", 0, 0, 255, "rdma_cm ToS, 0..255 (with --rdma-cm)")
 	c.Flags().BoolVar(&rdmaCM, "rdma-cm", false, "the flow is set up by rdma_cm: sl and traffic class come from --tos")
 	c.Flags().StringVar(&path, "path", "", "how the AV reaches the driver: user-ah (default for verbs), kernel-ah or connected-qp (default for rdma_cm)")
 	c.Flags().StringVarP(&format, "output", "o", "table", "output format: table or json")
 	src.flags(c)
 	return c
-}
-
-func optU8(p *uint8) string {
-	if p == nil {
-		return "-"
-	}
-	return fmt.Sprint(*p)
 }
 
 func printCheck(w io.Writer, r qos.Result, info qos.DriverInfo) {
@@ -159,21 +140,16 @@ func printCheck(w io.Writer, r qos.Result, info qos.DriverInfo) {
 	if len(r.VLANChain) > 0 {
 		var parts []string
 		for _, t := range r.VLANChain {
-			parts = append(parts, fmt.Sprintf("%s %d pcp %s", t.Proto, t.ID, optU8(t.PCP)))
+			parts = append(parts, fmt.Sprintf("%s %d pcp %s", t.Proto, t.ID, ptrOr(t.PCP, "-", u8Text)))
 		}
 		vlanS = strings.Join(parts, " / ")
 	}
-	fmt.Fprintf(tw, "wire:\t%s, DSCP %s, ECN %s\n", vlanS, optU8(r.DSCP), func() string {
-		if r.ECN == nil {
-			return "-"
-		}
-		return r.ECN.String()
-	}())
+	fmt.Fprintf(tw, "wire:\t%s, DSCP %s, ECN %s\n", vlanS, ptrOr(r.DSCP, "-", u8Text), ptrOr(r.ECN, "-", qos.ECN.String))
 	pfc := "-"
 	if r.PFC != nil {
 		pfc = map[bool]string{true: "on", false: "off"}[*r.PFC]
 	}
-	fmt.Fprintf(tw, "port:\ttrust %s, priority %s, tc %s, pfc %s\n", r.Trust, optU8(r.Priority), optU8(r.TC), pfc)
+	fmt.Fprintf(tw, "port:\ttrust %s, priority %s, tc %s, pfc %s\n", r.Trust, ptrOr(r.Priority, "-", u8Text), ptrOr(r.TC, "-", u8Text), pfc)
 	fmt.Fprintf(tw, "verdict:\t%s\n", strings.ToUpper(string(r.Verdict)))
 	tw.Flush()
 	for _, x := range r.Reasons {

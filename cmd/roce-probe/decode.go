@@ -49,7 +49,15 @@ unreadable, truncated or damaged capture.`,
   roce-probe decode roce.pcap
   roce-probe decode --summary -o json roce.pcapng
   tcpdump -i eth0 -w - udp port 4791 | roce-probe decode -`,
-		Args: cobra.ExactArgs(1),
+		Args: func(c *cobra.Command, args []string) error {
+			switch len(args) {
+			case 0:
+				return usagef("%s needs FILE: a pcap or pcapng capture, or - for standard input", c.CommandPath())
+			case 1:
+				return nil
+			}
+			return usagef("%s takes one FILE: got %d arguments (%q, %q, ...)", c.CommandPath(), len(args), args[0], args[1])
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runDecode(cmd, args[0], f)
 		},
@@ -71,14 +79,14 @@ func runDecode(cmd *cobra.Command, path string, f decodeFlags) error {
 	} else {
 		fh, err := os.Open(path)
 		if err != nil {
-			return usageError{err}
+			return usagef("FILE %q: %v: want a pcap or pcapng capture, or - for standard input", path, pathErr(err))
 		}
 		defer fh.Close()
 		in = fh
 	}
 	cr, err := roce.NewCaptureReader(in)
 	if err != nil {
-		return usagef("%s: %v", path, err)
+		return usagef("FILE %q: %v", path, err)
 	}
 	bw := bufio.NewWriterSize(cmd.OutOrStdout(), 1<<16)
 	defer bw.Flush()
@@ -138,7 +146,7 @@ func finishDecode(path string, f decodeFlags, format string, bw *bufio.Writer, s
 		return err
 	}
 	if readErr != nil {
-		return usagef("%s: %v", path, readErr)
+		return usagef("FILE %q: %v", path, readErr)
 	}
 	if !f.summary || format != "json" {
 		fmt.Fprintf(stderr, "%d frames: %d RoCE (%d invalid ICRC, %d unchecked), %d not RoCE, %d malformed\n",

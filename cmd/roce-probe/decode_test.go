@@ -192,7 +192,7 @@ func TestDecodeExitCodes(t *testing.T) {
 		{"not a capture", "", []string{"decode", junk}, exitUsage, "magic number 0x74686973"},
 		{"truncated", "", []string{"decode", trunc}, exitUsage, "frame 10"},
 		{"bad output", "", []string{"decode", "-o", "xml", sampleCapture}, exitUsage, `-o "xml"`},
-		{"no file", "", []string{"decode"}, exitUsage, "arg"},
+		{"no file", "", []string{"decode"}, exitUsage, "needs FILE: a pcap or pcapng capture, or - for standard input"},
 	} {
 		_, stderr, code := runCLI(t, tc.stdin, tc.args...)
 		if code != tc.code || !strings.Contains(stderr, tc.stderr) {

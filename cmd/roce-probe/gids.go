@@ -38,11 +38,16 @@ On a machine without RDMA devices, gids says so and shows the table Soft-RoCE
 (rdma link add rxe0 type rxe netdev DEV) would get on each Ethernet netdev.
 
 Reads need no privileges. See docs/gids.md.`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f, err := outputFormat(format, "table", "json")
 			if err != nil {
 				return err
+			}
+			if saveLinks != "" {
+				if err := checkOutputDir("--save-links", saveLinks); err != nil {
+					return err
+				}
 			}
 			t, err := src.load()
 			if err != nil {
@@ -62,7 +67,7 @@ Reads need no privileges. See docs/gids.md.`,
 				if ports, err = predictedPorts(t.snap); err != nil {
 					return err
 				}
-				fmt.Fprintln(errw, "roce-probe: no RDMA devices on this machine (/sys/class/infiniband is missing or empty).")
+				fmt.Fprintf(errw, "roce-probe: no RDMA devices on this machine (%s is missing or empty).\n", src.ibDir())
 				if len(ports) == 0 {
 					fmt.Fprintln(errw, "roce-probe: no Ethernet netdev to predict a table for either.")
 				} else {
@@ -176,6 +181,25 @@ func vlanChainCol(e gid.Entry) string {
 		s += " (" + strings.Join(tags, " ") + ")"
 	}
 	return s
+}
+
+// checkOutputDir returns a usage error naming flag when the file path
+// cannot be written: its directory is missing, or path is a directory.
+// Commands call it before they read anything, so a typo in an output path
+// is reported as bad input whatever the machine has.
+func checkOutputDir(flag, path string) error {
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return usagef("%s %q is a directory: want a file name", flag, path)
+	}
+	dir := filepath.Dir(path)
+	st, err := os.Stat(dir)
+	if err != nil {
+		return usagef("%s %q: directory %s: %v: want a file in an existing directory", flag, path, dir, pathErr(err))
+	}
+	if !st.IsDir() {
+		return usagef("%s %q: %s is not a directory: want a file in an existing directory", flag, path, dir)
+	}
+	return nil
 }
 
 // writeFileAtomic writes v as indented JSON to a temporary file next to

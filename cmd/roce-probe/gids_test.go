@@ -85,7 +85,7 @@ func TestGidsFilters(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--dev", "mlx5_9"}, `"mlx5_9" not found`},
+		{[]string{"--dev", "mlx5_9"}, `--dev "mlx5_9": no such RDMA device: want one of mlx5_0`},
 		// gid/testdata/README.md: mlx5_0 has ports 1 and 2.
 		{[]string{"--port", "3"}, "--port 3: no such port on any RDMA device: want one of mlx5_0 port 1, mlx5_0 port 2"},
 		{[]string{"--dev", "mlx5_0", "--port", "3"}, "--port 3: no such port on mlx5_0: want one of mlx5_0 port 1, mlx5_0 port 2"},
@@ -145,7 +145,7 @@ func TestGidsSaveLinksRoundTrip(t *testing.T) {
 		t.Errorf("exit %d %s; tables differ:\n%s\n%s", code, stderr, out1, out2)
 	}
 	_, stderr, code = runCLI(t, "", append([]string{"gids", "--save-links", "/nonexistent-dir/x.json"}, fixtureArgs("mlx5")...)...)
-	if code != exitUsage || !strings.Contains(stderr, "--save-links /nonexistent-dir/x.json") {
+	if code != exitUsage || !strings.Contains(stderr, `--save-links "/nonexistent-dir/x.json": directory /nonexistent-dir: no such file or directory`) {
 		t.Errorf("bad path: exit %d %q", code, stderr)
 	}
 }

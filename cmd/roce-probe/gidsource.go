@@ -3,11 +3,15 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/netip"
 	"os"
+	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
+	"github.com/roce-probe/roce-probe/ah"
 	"github.com/roce-probe/roce-probe/gid"
 	"github.com/roce-probe/roce-probe/vlan"
 	"github.com/spf13/cobra"
@@ -22,8 +26,8 @@ type gidSource struct {
 
 func (s *gidSource) addFlags(c *cobra.Command) {
 	c.Flags().StringVar(&s.dev, "dev", "", "only this RDMA device (e.g. mlx5_0, rxe0)")
-	c.Flags().IntVar(&s.port, "port", 0, "only this port (from 1)")
-	c.Flags().StringVar(&s.netns, "netns", "", "look netdevs and routes up in this network namespace (a name from `ip netns list`; needs root)")
+	intVar(c.Flags(), &s.port, "port", 0, 1, 255, "only this port (1..255)")
+	c.Flags().StringVar(&s.netns, "netns", "", "look netdevs and routes up in this network namespace (a name from 'ip netns list'; needs root)")
 	c.Flags().StringVar(&s.sysfs, "sysfs", "", "read GID tables below this directory instead of /sys (a copied or fixture sysfs tree)")
 	c.Flags().StringVar(&s.links, "links", "", "read netdevs from this JSON file (a vlan.Snapshot) instead of netlink")
 }
@@ -37,19 +41,11 @@ type tables struct {
 }
 
 func (s *gidSource) load() (*tables, error) {
-	if s.port < 0 {
-		return nil, usagef("--port %d is out of range: want a port number ≥ 1", s.port)
-	}
 	t := &tables{close: func() {}}
 	if s.links != "" {
-		f, err := os.Open(s.links)
+		snap, err := readLinks(s.links)
 		if err != nil {
-			return nil, usagef("--links: %v", err)
-		}
-		defer f.Close()
-		snap, err := vlan.DecodeSnapshot(f)
-		if err != nil {
-			return nil, usagef("--links %s: %v", s.links, err)
+			return nil, err
 		}
 		if s.netns != "" {
 			snap.Netns = s.netns
@@ -58,6 +54,9 @@ func (s *gidSource) load() (*tables, error) {
 	} else {
 		h, err := vlan.Open(s.netns)
 		if err != nil {
+			if s.netns != "" {
+				return nil, usagef("--netns %q: %v", s.netns, err)
+			}
 			return nil, usageError{err}
 		}
 		snap, err := h.Snapshot()
@@ -72,13 +71,14 @@ func (s *gidSource) load() (*tables, error) {
 	var err error
 	var have []string // the ports there are, for a --port that names none
 	if s.dev != "" {
+		if err := checkRDMADevice(s.sysfs, s.dev); err != nil {
+			t.close()
+			return nil, err
+		}
 		var ports []int
 		ports, err = sys.Ports(s.dev)
 		if err != nil {
 			t.close()
-			if errors.Is(err, gid.ErrNoDevices) {
-				return nil, usagef("--dev %q: this machine has no RDMA devices", s.dev)
-			}
 			return nil, usageError{err}
 		}
 		d := gid.Device{Name: s.dev}
@@ -102,6 +102,9 @@ func (s *gidSource) load() (*tables, error) {
 		}
 		if err != nil {
 			t.close()
+			if s.sysfs != "" {
+				return nil, usagef("--sysfs %q: %v", s.sysfs, err)
+			}
 			return nil, err
 		}
 	}
@@ -126,6 +129,83 @@ func (s *gidSource) load() (*tables, error) {
 	}
 	gid.Map(t.ports, t.snap)
 	return t, nil
+}
+
+// readLinks reads the --links file: a vlan.Snapshot in JSON.
+func readLinks(path string) (*vlan.Snapshot, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, usagef("--links %q: %v: want a netdev snapshot (JSON) written by 'roce-probe gids --save-links'", path, pathErr(err))
+	}
+	defer f.Close()
+	snap, err := vlan.DecodeSnapshot(f)
+	if err != nil {
+		return nil, usagef("--links %q: %v: want a netdev snapshot (JSON) written by 'roce-probe gids --save-links'", path, err)
+	}
+	return snap, nil
+}
+
+// pathErr drops the operation and path from a *fs.PathError, for messages
+// that name the path themselves.
+func pathErr(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// checkRDMADevice returns a usage error naming --dev when dev is not an
+// RDMA device under sysfsRoot ("" is /sys): it lists the devices there
+// are, or says there are none.
+func checkRDMADevice(sysfsRoot, dev string) error {
+	sys := &gid.Sysfs{Root: sysfsRoot}
+	names, err := sys.Devices()
+	if err != nil && !errors.Is(err, gid.ErrNoDevices) {
+		return err
+	}
+	if slices.Contains(names, dev) {
+		return nil
+	}
+	if sysfsRoot == "" {
+		sysfsRoot = gid.DefaultSysfsRoot
+	}
+	if len(names) == 0 {
+		return usagef("--dev %q: no such RDMA device: this machine has none (%s is missing or empty; 'rdma link add rxe0 type rxe netdev DEV' creates a Soft-RoCE device)",
+			dev, filepath.Join(sysfsRoot, "class", "infiniband"))
+	}
+	return usagef("--dev %q: no such RDMA device: want one of %s", dev, strings.Join(names, ", "))
+}
+
+// checkPort returns a usage error naming --port when dev has no such port.
+func checkPort(sysfsRoot, dev string, port int) error {
+	ports, err := (&gid.Sysfs{Root: sysfsRoot}).Ports(dev)
+	if err != nil {
+		return usageError{err}
+	}
+	if slices.Contains(ports, port) {
+		return nil
+	}
+	var have []string
+	for _, p := range ports {
+		have = append(have, fmt.Sprintf("%s port %d", dev, p))
+	}
+	return usagef("--port %d: no such port on %s: want one of %s", port, dev, strings.Join(have, ", "))
+}
+
+// checkNetdev returns a usage error naming flag when snap has no netdev
+// called name. linksFile is the --links file snap was read from, if any.
+func checkNetdev(flag, name string, snap *vlan.Snapshot, linksFile string) error {
+	if _, ok := snap.ByName(name); ok {
+		return nil
+	}
+	switch {
+	case linksFile != "":
+		return usagef("%s %q: no such network device in the --links file %s", flag, name, linksFile)
+	case snap.Netns != "":
+		return usagef("%s %q: no such network device in network namespace %s (see 'ip -n %s link')", flag, name, snap.Netns, snap.Netns)
+	}
+	return usagef("%s %q: no such network device (see 'ip link')", flag, name)
 }
 
 func devSuffix(dev string) string {
@@ -175,14 +255,14 @@ func parseDst(s string) (gid.GID, error) {
 		return gid.GID{}, usagef("--dst is required: give the peer's IP address or GID")
 	}
 	if a, err := netip.ParseAddr(s); err == nil && a.Zone() != "" {
-		return gid.GID{}, usagef("--dst %q has a zone: give the address without %%%s and choose the netdev with --netdev", s, a.Zone())
+		return gid.GID{}, usagef("--dst %q has a zone: want the address without %%%s (the source GID's netdev decides the link)", s, a.Zone())
 	}
 	g, err := gid.Parse(s)
 	if err != nil {
 		return gid.GID{}, usagef("--dst %q is not an IP address or GID: want e.g. 10.0.0.2, fd00::2 or fe80:0000:0000:0000:0202:c9ff:fe00:0001", s)
 	}
-	if g.IsZero() {
-		return gid.GID{}, usagef("--dst %q is the zero GID: want the peer's address", s)
+	if g.IsZero() || g.Addr().Unmap().IsUnspecified() {
+		return gid.GID{}, usagef("--dst %q is the unspecified address: want the peer's IP address or GID", s)
 	}
 	return g, nil
 }
@@ -202,6 +282,25 @@ func vlanCol(e gid.Entry) string {
 		return "untagged"
 	}
 	return "-"
+}
+
+// ibDir is the directory the RDMA devices are listed in.
+func (s *gidSource) ibDir() string {
+	root := s.sysfs
+	if root == "" {
+		root = gid.DefaultSysfsRoot
+	}
+	return filepath.Join(root, "class", "infiniband")
+}
+
+// readNet reads the routes, neighbours and sysctls of --netns (or this
+// namespace) for ah.Resolve.
+func (s *gidSource) readNet() (*ah.Net, error) {
+	n, err := ah.ReadNet(s.netns)
+	if err != nil && s.netns != "" {
+		return nil, usagef("--netns %q: %v", s.netns, err)
+	}
+	return n, err
 }
 
 // loadPort loads the one RDMA port that --dev and --port (default 1) name,

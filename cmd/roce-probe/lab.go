@@ -32,6 +32,7 @@ It needs root and a kernel that can load rdma_rxe and 8021q (most distribution
 kernels can; cloud kernels often cannot). Where the kernel cannot, scripts/lab.sh
 in the repository boots one under qemu instead.`,
 	}
+	c.Args, c.RunE = subcommandArgs, needsSubcommand
 	c.AddCommand(newLabUpCmd(), newLabDownCmd(), newLabStatusCmd())
 	return c
 }
@@ -51,14 +52,11 @@ func newLabUpCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "up",
 		Short: "Build the lab: peer namespace, veth pair, VLANs, addresses, rxe0 (root)",
-		Args:  cobra.NoArgs,
+		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f, err := outputFormat(format, "table", "json")
 			if err != nil {
 				return err
-			}
-			if timeout <= 0 {
-				return usagef("--timeout %v is out of range: want a positive duration", timeout)
 			}
 			if err := labUp(lab.Options{NoVLANs: noVLANs, Timeout: timeout}); err != nil {
 				return labErr(err)
@@ -67,7 +65,7 @@ func newLabUpCmd() *cobra.Command {
 		},
 	}
 	c.Flags().BoolVar(&noVLANs, "no-vlans", false, "build only the untagged network (no 8021q needed)")
-	c.Flags().DurationVar(&timeout, "timeout", 20*time.Second, "how long to wait for rxe0's port and GID table")
+	durationVar(c.Flags(), &timeout, "timeout", 20*time.Second, 0, time.Hour, true, "how long to wait for rxe0's port and GID table (at most 1h)")
 	c.Flags().StringVarP(&format, "output", "o", "table", "output format: table or json")
 	return c
 }
@@ -76,7 +74,7 @@ func newLabDownCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "down",
 		Short: "Remove the lab (root)",
-		Args:  cobra.NoArgs,
+		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := labDown(); err != nil {
 				return labErr(err)
@@ -92,7 +90,7 @@ func newLabStatusCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "status",
 		Short: "Show which parts of the lab exist; exits 1 when the lab is not (fully) up",
-		Args:  cobra.NoArgs,
+		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f, err := outputFormat(format, "table", "json")
 			if err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/signal"
 	"strings"
@@ -41,14 +42,14 @@ its PCP are still visible. Runs until interrupted (or for --duration); prints
 the counters at the end. Needs CAP_NET_RAW.`,
 		Example: `  roce-probe listen --netdev eth0
   roce-probe listen -o json`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runListen(cmd, f) },
 	}
 	fl := c.Flags()
 	fl.StringVar(&f.netdev, "netdev", "", "netdev to listen on (default: every Ethernet netdev that is up)")
 	fl.StringVarP(&f.output, "output", "o", "table", "output format: table or json (one line per probe)")
-	fl.Float64Var(&f.rate, "rate", 100, "replies per second per sender (0.1..10000)")
-	fl.DurationVar(&f.duration, "duration", 0, "stop after this long (0: until interrupted)")
+	floatVar(fl, &f.rate, "rate", 100, 0.1, 10000, "replies per second per sender (0.1..10000)").note = "(replies per second per sender)"
+	durationVar(fl, &f.duration, "duration", 0, 0, 0, false, "stop after this long (0: until interrupted)").note = "(0: until interrupted)"
 	return c
 }
 
@@ -58,17 +59,22 @@ func runListen(cmd *cobra.Command, f listenFlags) error {
 	if err != nil {
 		return err
 	}
-	if !(f.rate >= 0.1 && f.rate <= 10000) { // also rejects NaN
-		return usagef("--rate %g is out of range: want 0.1..10000 replies per second per sender", f.rate)
-	}
-	if f.duration < 0 {
-		return usagef("--duration %v is negative: want 0 (until interrupted) or more", f.duration)
-	}
 	var netdevs []string
 	if f.netdev != "" {
+		if err := checkLiveNetdev("--netdev", f.netdev); err != nil {
+			return err
+		}
 		wire, _, err := probe.WireDevice(f.netdev)
 		if err != nil {
-			return usageError{err}
+			return netdevError("--netdev", err)
+		}
+		// Checked here, not only when the capture opens, so that nothing
+		// is printed before the error.
+		if ifi, err := net.InterfaceByName(wire); err == nil && ifi.Flags&net.FlagUp == 0 {
+			if wire == f.netdev {
+				return usagef("--netdev %q is down: want a netdev that is up (ip link set %s up)", f.netdev, wire)
+			}
+			return usagef("--netdev %q: its lower device %s is down: want it up (ip link set %s up)", f.netdev, wire, wire)
 		}
 		netdevs = []string{wire}
 	} else if netdevs, err = probe.WireDevices(); err != nil {

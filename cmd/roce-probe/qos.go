@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
@@ -37,16 +38,7 @@ func (s *qosSources) flags(c *cobra.Command) {
 
 func (s *qosSources) snapshot() (*vlan.Snapshot, error) {
 	if s.links != "" {
-		f, err := os.Open(s.links)
-		if err != nil {
-			return nil, usageError{err}
-		}
-		defer f.Close()
-		snap, err := vlan.DecodeSnapshot(f)
-		if err != nil {
-			return nil, usageError{err}
-		}
-		return snap, nil
+		return readLinks(s.links)
 	}
 	h, err := vlan.Open("")
 	if err != nil {
@@ -67,7 +59,7 @@ func (s *qosSources) readDCB(netdev string) (*qos.DCB, error) {
 	}
 	b, err := os.ReadFile(s.dcb)
 	if err != nil {
-		return nil, usagef("--dcb: %v", err)
+		return nil, usagef("--dcb %q: %v: want a JSON array of DCB objects", s.dcb, pathErr(err))
 	}
 	var all []qos.DCB
 	if err := json.Unmarshal(b, &all); err != nil {
@@ -98,7 +90,7 @@ and mlnx_qos print — and the egress/ingress QoS maps of every VLAN device
 above the real device. DCB is read from the real device under VLAN devices;
 a netdev without DCB support (veth, rxe's netdev) shows "no DCB".
 Needs no privileges.`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f, err := outputFormat(format, "table", "json")
 			if err != nil {
@@ -110,6 +102,16 @@ Needs no privileges.`,
 			snap, err := src.snapshot()
 			if err != nil {
 				return err
+			}
+			if netdev != "" {
+				if err := checkNetdev("--netdev", netdev, snap, src.links); err != nil {
+					return err
+				}
+			}
+			if dev != "" {
+				if err := checkRDMADevice(src.sysfs, dev); err != nil {
+					return err
+				}
 			}
 			var reports []qos.Report
 			add := func(nd, device string, port int, info *qos.DriverInfo) error {
@@ -137,19 +139,15 @@ Needs no privileges.`,
 				sys := &gid.Sysfs{Root: src.sysfs}
 				devs := []string{dev}
 				if dev == "" {
-					if devs, err = sys.Devices(); err != nil {
+					if devs, err = sys.Devices(); errors.Is(err, gid.ErrNoDevices) {
+						return usagef("no RDMA devices under %s: name a netdev with --netdev", filepath.Join(src.sysfs, "class", "infiniband"))
+					} else if err != nil {
 						return err
-					}
-					if len(devs) == 0 {
-						return usagef("no RDMA devices under %s/class/infiniband: name a netdev with --netdev", src.sysfs)
 					}
 				}
 				for _, d := range devs {
 					info, err := qos.DetectDriver(src.sysfs, d)
 					if err != nil {
-						if errors.Is(err, qos.ErrNoDevice) {
-							return usagef("--dev %q is not an RDMA device (%v)", d, err)
-						}
 						return err
 					}
 					ports, err := sys.Ports(d)

@@ -60,8 +60,8 @@ func TestQoSBadInput(t *testing.T) {
 		want string
 	}{
 		{[]string{"qos", "--netdev", "x", "--dev", "y"}, "give one or neither"},
-		{[]string{"qos", "--netdev", "no-such-netdev0"}, "no-such-netdev0"},
-		{[]string{"qos", "--sysfs", mlx5Sysfs, "--links", mlx5Links, "--dev", "nope0"}, `--dev "nope0" is not an RDMA device`},
+		{[]string{"qos", "--netdev", "no-such-netdev0"}, `--netdev "no-such-netdev0": no such network device`},
+		{[]string{"qos", "--sysfs", mlx5Sysfs, "--links", mlx5Links, "--dev", "nope0"}, `--dev "nope0": no such RDMA device: want one of mlx5_0`},
 		{[]string{"qos", "-o", "xml"}, `-o "xml" is not a known output format`},
 	} {
 		_, stderr, code := runCLI(t, "", c.args...)

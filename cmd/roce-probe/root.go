@@ -49,18 +49,39 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 		Long: `roce-probe makes the RoCE chain explicit: GID table entries and their netdevs,
 VLAN tags and priorities, DSCP/ECN, address handles and the exact frames they
 produce. Read-only commands need no root.`,
-		SilenceUsage:  true,
-		SilenceErrors: true,
+		SilenceUsage:      true,
+		SilenceErrors:     true,
+		PersistentPreRunE: checkEmptyFlags,
 	}
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return usageError{fmt.Errorf("%w (see '%s --help')", err, c.CommandPath())}
-	})
+	root.SetFlagErrorFunc(flagError)
 	for _, f := range subcommands {
 		root.AddCommand(f())
 	}
+	// cobra's own commands: an unknown shell or help topic is bad input
+	// too, not a reason to print help and exit 0.
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		if c.Name() == "completion" {
+			c.Args, c.RunE = subcommandArgs, needsSubcommand
+			for _, shell := range c.Commands() {
+				shell.Args = noArgs
+			}
+		}
+	}
+	root.SetHelpCommand(&cobra.Command{
+		Use:   "help [command]",
+		Short: "Help about any command",
+		RunE: func(c *cobra.Command, args []string) error {
+			cmd, rest, err := c.Root().Find(args)
+			if err != nil || len(rest) > 0 {
+				return usagef("help %q: no such command: want one of %s", strings.Join(args, " "), subcommandNames(c.Root()))
+			}
+			return cmd.Help()
+		},
+	})
 	return root
 }
 
@@ -78,6 +99,22 @@ func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	if err == nil {
 		return exitOK
 	}
+	var ue usageError
+	if msg := err.Error(); !errors.As(err, &ue) && strings.HasPrefix(msg, "unknown command") {
+		// cobra's unknown command at the top level (subcommands use
+		// noArgs and subcommandArgs); its suggestions are on further lines.
+		first, rest, _ := strings.Cut(msg, "\n")
+		var similar []string
+		for _, l := range strings.Split(rest, "\n") {
+			if l = strings.TrimSpace(l); l != "" && !strings.HasSuffix(l, "?") {
+				similar = append(similar, l)
+			}
+		}
+		if len(similar) > 0 {
+			first += " (did you mean " + strings.Join(similar, " or ") + "?)"
+		}
+		err = usagef("%s: want one of %s", first, subcommandNames(root))
+	}
 	var fe findingError
 	if errors.As(err, &fe) {
 		if fe.msg != "" {
@@ -85,20 +122,11 @@ func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		}
 		return exitFinding
 	}
-	fmt.Fprintln(stderr, "roce-probe:", err)
-	var ue usageError
-	if errors.As(err, &ue) || isCobraUsage(err) {
-		return exitUsage
-	}
+	// Everything else is bad input or what exitUsage also covers
+	// (unreadable files, unknown devices, a missing capability).
+	// One line, even when a value or path in the message holds a newline.
+	fmt.Fprintln(stderr, "roce-probe:", strings.ReplaceAll(err.Error(), "\n", `\n`))
 	return exitUsage
-}
-
-// isCobraUsage recognises cobra's own argument errors (unknown command,
-// wrong number of arguments), which are usage errors.
-func isCobraUsage(err error) bool {
-	s := err.Error()
-	return strings.HasPrefix(s, "unknown command") || strings.Contains(s, "arg(s)") ||
-		strings.HasPrefix(s, "unknown flag") || strings.HasPrefix(s, "unknown shorthand flag")
 }
 
 // outputFormat validates an -o value against the formats a command supports.

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
-	"strconv"
 	"text/tabwriter"
 
 	"github.com/roce-probe/roce-probe/gid"
@@ -52,7 +51,7 @@ when nothing on that port can reach the destination. -o env prints lines to
 export for NCCL and UCX. The table output also shows what NCCL, UCX and perftest
 would pick by themselves. Exit status 1 when no port can reach the destination.
 See docs/gid-selection.md.`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f, err := outputFormat(format, "table", "json", "env")
 			if err != nil {
@@ -66,11 +65,22 @@ See docs/gid-selection.md.`,
 			if err != nil {
 				return err
 			}
+			if dstFam := map[bool]int{true: 4, false: 6}[d.Addr().Is4In6() || d.Addr().Is4()]; prefs.Family != 0 && prefs.Family != dstFam {
+				// Select would pick a source of the other family, which
+				// cannot reach the destination: the flags contradict.
+				return usagef("--family %q does not match --dst %q (IPv%d): a source GID reaches only destinations of its own family; omit --family or give an IPv%d destination",
+					family, dst, dstFam, prefs.Family)
+			}
 			t, err := src.load()
 			if err != nil {
 				return err
 			}
 			defer t.close()
+			if netdev != "" {
+				if err := checkNetdev("--netdev", netdev, t.snap, src.links); err != nil {
+					return err
+				}
+			}
 			if t.ports == nil {
 				return usagef("this machine has no RDMA devices: nothing to select from (roce-probe gids shows the table Soft-RoCE would get)")
 			}
@@ -154,9 +164,9 @@ func parsePrefs(roce, family, netdev, vlanFlag, subnet string) (gid.Preferences,
 	if vlanFlag != "" {
 		v := gid.NoVLAN
 		if vlanFlag != "none" && vlanFlag != "untagged" {
-			n, err := strconv.Atoi(vlanFlag)
-			if err != nil || n < 0 || n > 4095 {
-				return p, usagef("--vlan %q is out of range: want 0..4095 or \"none\"", vlanFlag)
+			n, err := parseInt("--vlan", vlanFlag, 0, 4095, false, `or "none" for untagged`)
+			if err != nil {
+				return p, err
 			}
 			v = uint16(n)
 		}

@@ -64,7 +64,7 @@ func TestSelectBadInput(t *testing.T) {
 		{[]string{"--dst", "10.0.0.300"}, `--dst "10.0.0.300" is not an IP address or GID`},
 		{[]string{"--dst", "fe80::1%eth0"}, "has a zone"},
 		{[]string{"--dst", "10.0.0.2", "--roce", "v3"}, `--roce "v3" is not a RoCE version: want v1 or v2`},
-		{[]string{"--dst", "10.0.0.2", "--vlan", "4096"}, `--vlan "4096" is out of range: want 0..4095`},
+		{[]string{"--dst", "10.0.0.2", "--vlan", "4096"}, `--vlan 4096 is out of range: want 0..4095 or "none"`},
 		{[]string{"--dst", "10.0.0.2", "--subnet", "10.0.0.0/33"}, "--subnet"},
 		{[]string{"--dst", "10.0.0.2", "--family", "ipx"}, `--family "ipx"`},
 		{[]string{"--dst", "10.0.0.2", "-o", "yaml"}, `-o "yaml"`},

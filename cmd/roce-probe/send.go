@@ -19,6 +19,7 @@ import (
 	"github.com/roce-probe/roce-probe/gid"
 	"github.com/roce-probe/roce-probe/internal/probe"
 	"github.com/roce-probe/roce-probe/qos"
+	"github.com/roce-probe/roce-probe/vlan"
 	"github.com/spf13/cobra"
 )
 
@@ -28,6 +29,7 @@ type sendFlags struct {
 	dst               string
 	dev, netdev       string
 	gidIndex, port    int
+	gidIndexSet       bool // --gid-index was given
 	tclass, sl, hop   int
 	sport             int
 	count             int
@@ -61,26 +63,29 @@ default (its --rate): keep --interval at 10ms or more. Needs CAP_NET_RAW. Exit s
 (remarking, loss, ...), 2 bad usage or no raw socket.`,
 		Example: `  roce-probe send --netdev eth0 --dst 192.0.2.2 --tclass 106 --count 5
   roce-probe send --dev mlx5_0 --gid-index 3 --dst 192.0.2.2 --sweep dscp -o json`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runSend(cmd, f) },
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			f.gidIndexSet = cmd.Flags().Changed("gid-index")
+			return runSend(cmd, f)
+		},
 	}
 	fl := c.Flags()
 	fl.StringVar(&f.dst, "dst", "", "destination IP address or GID (where 'roce-probe listen' runs)")
 	fl.StringVar(&f.dev, "dev", "", "RDMA device whose GID is the source (with --gid-index)")
-	fl.IntVar(&f.gidIndex, "gid-index", -1, "GID index on --dev (a RoCE v2 GID)")
-	fl.IntVar(&f.port, "port", 1, "port of --dev")
+	intVar(fl, &f.gidIndex, "gid-index", 0, 0, 255, "GID index on --dev (a RoCE v2 GID), 0..255")
+	intVar(fl, &f.port, "port", 1, 1, 255, "port of --dev (1..255)")
 	fl.StringVar(&f.netdev, "netdev", "", "netdev to send from (instead of --dev/--gid-index)")
-	fl.IntVar(&f.tclass, "tclass", 0, "traffic class byte: DSCP << 2 | ECN (0..255; 106 = DSCP 26 + ECT(0))")
-	fl.IntVar(&f.sl, "sl", 0, "service level: the PCP of tagged frames (0..7)")
-	fl.IntVar(&f.hop, "hop-limit", 64, "IPv4 TTL / IPv6 hop limit (1..255)")
-	fl.IntVar(&f.sport, "sport", 0, "UDP source port (0: one random port in 0xC000..0xFFFF for the whole run)")
-	fl.IntVar(&f.count, "count", 5, "probes to send (per value with --sweep), 1..100000")
-	fl.DurationVar(&f.interval, "interval", 100*time.Millisecond, "time between probes")
-	fl.DurationVar(&f.timeout, "timeout", time.Second, "how long to wait for each probe's reply")
+	intVar(fl, &f.tclass, "tclass", 0, 0, 255, "traffic class byte: DSCP << 2 | ECN (0..255; 106 = DSCP 26 + ECT(0))")
+	intVar(fl, &f.sl, "sl", 0, 0, 7, "service level: the PCP of tagged frames (0..7)").note = "(RoCE carries the SL as the 3-bit PCP)"
+	intVar(fl, &f.hop, "hop-limit", 64, 1, 255, "IPv4 TTL / IPv6 hop limit (1..255)")
+	intVar(fl, &f.sport, "sport", 0, 0, 65535, "UDP source port (0: one random port in 0xC000..0xFFFF for the whole run)").note = "(0: random)"
+	intVar(fl, &f.count, "count", 5, 1, 100000, "probes to send (per value with --sweep), 1..100000")
+	durationVar(fl, &f.interval, "interval", 100*time.Millisecond, 0, time.Hour, false, "time between probes (0s..1h)")
+	durationVar(fl, &f.timeout, "timeout", time.Second, 0, time.Hour, true, "how long to wait for each probe's reply (at most 1h)")
 	fl.StringVar(&f.sweep, "sweep", "", "try every value of dscp or pcp and print the map the path applies")
 	fl.StringVarP(&f.output, "output", "o", "table", "output format: table or json")
 	fl.StringVar(&f.sysfs, "sysfs", "", "read GID tables below this directory instead of /sys (for tests)")
-	fl.DurationVar(&f.resolveWait, "resolve-timeout", 2*time.Second, "how long to wait for the next hop's MAC address")
+	durationVar(fl, &f.resolveWait, "resolve-timeout", 2*time.Second, 0, time.Minute, true, "how long to wait for the next hop's MAC address (at most 1m)")
 	fl.MarkHidden("sysfs")
 	return c
 }
@@ -91,55 +96,27 @@ func runSend(cmd *cobra.Command, f sendFlags) error {
 	if err != nil {
 		return err
 	}
-	if f.dst == "" {
-		return usagef("--dst is required: the IP address (or GID) where 'roce-probe listen' runs")
-	}
-	g, err := gid.Parse(f.dst)
+	g, err := parseDst(f.dst)
 	if err != nil {
-		return usagef("--dst %q is not an IP address or GID", f.dst)
+		return err
 	}
 	dst := g.Addr()
-	if dst.IsMulticast() || dst.IsUnspecified() || dst == netip.AddrFrom4([4]byte{255, 255, 255, 255}) {
-		return usagef("--dst %s is not a unicast address: probes go to one listener", dst)
+	if dst.IsMulticast() || dst == netip.AddrFrom4([4]byte{255, 255, 255, 255}) {
+		return usagef("--dst %q is not a unicast address: want the address of the one host where 'roce-probe listen' runs", f.dst)
 	}
-	if f.gidIndex < -1 || f.gidIndex > 65535 { // -1: not given
-		return usagef("--gid-index %d is out of range: want 0..65535", f.gidIndex)
-	}
-	byGID := f.dev != "" || f.gidIndex >= 0
+	byGID := f.dev != "" || f.gidIndexSet
 	switch {
 	case byGID && f.netdev != "":
 		return usagef("--netdev %q and --dev/--gid-index both given: want one source", f.netdev)
-	case byGID && (f.dev == "" || f.gidIndex < 0):
-		return usagef("--dev and --gid-index go together: got --dev %q --gid-index %d", f.dev, f.gidIndex)
+	case f.dev != "" && !f.gidIndexSet:
+		return usagef("--dev %q needs --gid-index I: the source GID index 0..255 (see 'roce-probe gids --dev %s')", f.dev, f.dev)
+	case f.dev == "" && f.gidIndexSet:
+		return usagef("--gid-index %d needs --dev D: the RDMA device whose GID table it indexes", f.gidIndex)
 	case !byGID && f.netdev == "":
 		return usagef("no source: give --netdev N, or --dev D and --gid-index I")
 	}
-	if f.port < 1 || f.port > 255 {
-		return usagef("--port %d is out of range: want 1..255", f.port)
-	}
-	if f.tclass < 0 || f.tclass > 255 {
-		return usagef("--tclass %d is out of range: want 0..255", f.tclass)
-	}
-	if f.sl < 0 || f.sl > 7 {
-		return usagef("--sl %d is out of range: want 0..7 (RoCE carries the SL as the 3-bit PCP)", f.sl)
-	}
-	if f.hop < 1 || f.hop > 255 {
-		return usagef("--hop-limit %d is out of range: want 1..255", f.hop)
-	}
-	if f.sport < 0 || f.sport > 65535 {
-		return usagef("--sport %d is out of range: want 0..65535 (0: random)", f.sport)
-	}
-	if f.count < 1 || f.count > 100000 {
-		return usagef("--count %d is out of range: want 1..100000", f.count)
-	}
-	if f.interval < 0 || f.interval > time.Hour {
-		return usagef("--interval %v is out of range: want 0s..1h", f.interval)
-	}
-	if f.timeout <= 0 || f.timeout > time.Hour {
-		return usagef("--timeout %v is out of range: want more than 0s, at most 1h", f.timeout)
-	}
-	if f.resolveWait <= 0 || f.resolveWait > time.Minute {
-		return usagef("--resolve-timeout %v is out of range: want more than 0s, at most 1m", f.resolveWait)
+	if cmd.Flags().Changed("port") && !byGID {
+		return usagef("--port goes with --dev and --gid-index: with --netdev there is no RDMA port")
 	}
 	var sweep probe.SweepField
 	if f.sweep != "" {
@@ -154,7 +131,12 @@ func runSend(cmd *cobra.Command, f sendFlags) error {
 		sport = 0xc000 | binary.BigEndian.Uint16(b[:])&0x3fff
 	}
 
-	netdev := f.netdev
+	if f.netdev != "" {
+		if err := checkLiveNetdev("--netdev", f.netdev); err != nil {
+			return err
+		}
+	}
+	netdev, netdevFlag := f.netdev, "--netdev"
 	var src netip.Addr
 	base := probe.Markings{PCP: uint8(f.sl), DSCP: uint8(f.tclass >> 2), ECN: uint8(f.tclass & 3), TTL: uint8(f.hop), Sport: sport}
 	var notes []string
@@ -166,6 +148,7 @@ func runSend(cmd *cobra.Command, f sendFlags) error {
 			return err
 		}
 		netdev, src = res.Wire.Netdev, res.Wire.Src
+		netdevFlag = fmt.Sprintf("GID index %d's netdev", f.gidIndex)
 		if src.Is4() != dst.Is4() {
 			return usagef("--dst %s and GID index %d (%s) are of different families", dst, f.gidIndex, src)
 		}
@@ -179,7 +162,7 @@ func runSend(cmd *cobra.Command, f sendFlags) error {
 	}
 	ep, err := probe.ResolveEndpoint(netdev, src, dst, f.resolveWait)
 	if err != nil {
-		return usageError{err}
+		return netdevError(netdevFlag, err)
 	}
 	if sweep == probe.SweepPCP && len(ep.Tags) == 0 {
 		return usagef("--sweep pcp needs a VLAN netdev: %s sends untagged frames, which carry no PCP", ep.Netdev)
@@ -411,6 +394,31 @@ func printSummary(w io.Writer, s probe.Summary, ep probe.Endpoint) {
 }
 
 func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
+
+// checkLiveNetdev returns a usage error naming flag when this network
+// namespace has no netdev called name.
+func checkLiveNetdev(flag, name string) error {
+	h, err := vlan.Open("")
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	snap, err := h.Snapshot()
+	if err != nil {
+		return err
+	}
+	return checkNetdev(flag, name, snap, "")
+}
+
+// netdevError names what chose the netdev (the flag, or the GID entry) in
+// the probe package's netdev errors ("is down", "has no IPv4 address").
+func netdevError(what string, err error) error {
+	var ne *probe.NetdevError
+	if errors.As(err, &ne) {
+		return usagef("%s %q: %v", what, ne.Netdev, ne.Err)
+	}
+	return usageError{err}
+}
 
 // rawSocketError turns a missing CAP_NET_RAW into one line that says what
 // to do; other errors pass unchanged.

@@ -13,7 +13,7 @@ func newVersionCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
 		Short: "Print the roce-probe version",
-		Args:  cobra.NoArgs,
+		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			v := "devel"
 			if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {

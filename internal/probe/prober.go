@@ -68,9 +68,6 @@ func NewProber(template Frame) (*Prober, error) {
 	return &Prober{template: template, session: binary.BigEndian.Uint64(b[:])}, nil
 }
 
-// Session returns the session ID replies must echo.
-func (p *Prober) Session() uint64 { return p.session }
-
 // Next builds the next probe with markings m, sent at now, and returns its
 // frame and sequence number.
 func (p *Prober) Next(m Markings, now time.Time) ([]byte, uint32, error) {

@@ -1,0 +1,207 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/roce-probe/roce-probe/internal/lab"
+)
+
+// TestBadInput runs every command with bad flag values and arguments. Each
+// must exit 2 with one line on stderr naming the flag (or argument), the
+// value given and what is allowed, print nothing on stdout, and never
+// touch a device (the inputs are rejected before anything is read).
+//
+// The allowed ranges are the fields' own, not the code's: IBA / ibv_ah_attr
+// sl is 4 bits (0..15), traffic_class and hop_limit are bytes (0..255),
+// flow_label is 20 bits (0..0xfffff), sgid_index is a uint8_t (0..255),
+// port_num counts from 1 in a uint8_t (1..255), QPNs are 24 bits
+// (0..0xffffff), the Q_Key 32 bits; an 802.1Q VLAN ID is 12 bits
+// (0..4095) and the PCP that carries the SL of a probe 3 bits (0..7); a UDP
+// port is 16 bits. enum ibv_rate has no value 1 (0 is the port's rate).
+// The fixtures' devices and ports are those gid/testdata/README.md lists
+// (mlx5_0 with ports 1 and 2). Commands' other limits (send --count
+// 1..100000, --interval 0s..1h, listen --rate 0.1..10000) are the ones
+// their --help documents.
+func TestBadInput(t *testing.T) {
+	// lab up/down must not run for any of these.
+	fakeLab(t, func(lab.Options) error { t.Error("lab up ran on bad input"); return nil },
+		func() error { t.Error("lab down ran on bad input"); return nil }, lab.Status{})
+	mlx5 := fixtureArgs("mlx5")
+	noRDMA := t.TempDir() // a sysfs without RDMA devices
+	with := func(base []string, args ...string) []string {
+		return append(append([]string{}, base...), args...)
+	}
+	check := with(append([]string{"check"}, mlx5...), "--dev", "mlx5_0", "--gid-index", "3", "--tclass", "106", "--sl", "3")
+	checkCM := with(append([]string{"check"}, mlx5...), "--dev", "mlx5_0", "--gid-index", "3", "--rdma-cm")
+	ahCmd := with(append([]string{"ah"}, mlx5...), "--dev", "mlx5_0", "--dst", "10.0.0.2", "--gid-index", "3")
+	fromWC := with(append([]string{"ah"}, mlx5...), "--dev", "mlx5_0", "--from-wc", strings.Repeat("00", 40))
+	selectCmd := with(append([]string{"select"}, mlx5...), "--dst", "10.0.0.2")
+	send := []string{"send", "--dst", "192.0.2.2", "--netdev", "no-such-netdev0"}
+	sendGID := []string{"send", "--dst", "192.0.2.2", "--dev", "mlx5_0", "--gid-index", "3", "--sysfs", mlx5[1]}
+
+	for _, c := range []struct {
+		args []string
+		want []string // flag or argument, value, what is allowed
+	}{
+		// check
+		{with(check, "--sl", "x"), []string{`--sl "x"`, "0..15"}},
+		{with(check, "--sl", "16"), []string{"--sl 16", "0..15"}},
+		{with(check, "--sl", "0x10"), []string{"--sl 0x10", "0..15"}},
+		{with(check, "--sl"), []string{"--sl needs a value", "0..15"}},
+		{with(check, "--tclass", "300"), []string{"--tclass 300", "0..255"}},
+		{with(check, "--tclass", ""), []string{`--tclass ""`, "0..255"}},
+		{with(check, "--tclass", "1.5"), []string{`--tclass "1.5"`, "0..255"}},
+		{with(checkCM, "--tos", "-1"), []string{"--tos -1", "0..255"}},
+		{with(checkCM, "--tos", "tos"), []string{`--tos "tos"`, "0..255"}},
+		{with(check, "--gid-index", "abc"), []string{`--gid-index "abc"`, "0..255"}},
+		{with(check, "--gid-index", "-1"), []string{"--gid-index -1", "0..255"}},
+		{with(check, "--gid-index", "99999999999999999999"), []string{"--gid-index 99999999999999999999", "0..255"}},
+		{with(check, "--port", "x"), []string{`--port "x"`, "1..255"}},
+		{with(check, "--port", "0"), []string{"--port 0", "1..255"}},
+		{with(check, "--port", "7"), []string{"--port 7", "mlx5_0 port 1, mlx5_0 port 2"}},
+		{with(check, "--dev", "nope0"), []string{`--dev "nope0"`, "no such RDMA device", "mlx5_0"}},
+		{with(check, "--rdma-cm=maybe"), []string{`--rdma-cm "maybe"`, "true or false"}},
+		{with(check, "--path", "bogus"), []string{`--path "bogus"`, "user-ah, kernel-ah or connected-qp"}},
+		{with(check, "-o", "yaml"), []string{`-o "yaml"`, "table, json"}},
+		{with(check, "-o"), []string{"-o/--output needs a value", "table or json"}},
+		{with(check, "extra"), []string{"check takes no arguments", `"extra"`}},
+		{with(check, "--links", "/nonexistent-dir/links.json"), []string{`--links "/nonexistent-dir/links.json"`, "no such file", "snapshot"}},
+
+		// qos
+		{[]string{"qos", "--netdev", "no-such-netdev0"}, []string{`--netdev "no-such-netdev0"`, "no such network device", "ip link"}},
+		{with(append([]string{"qos"}, mlx5...), "--netdev", "no-such-netdev0"), []string{`--netdev "no-such-netdev0"`, "no such network device"}},
+		{with(append([]string{"qos"}, mlx5...), "--dev", "nope0"), []string{`--dev "nope0"`, "no such RDMA device", "want one of mlx5_0"}},
+		{[]string{"qos", "--sysfs", noRDMA, "--dev", "nope0"}, []string{`--dev "nope0"`, "no such RDMA device", "has none"}},
+		{[]string{"qos", "--netdev", "x", "--dev", "y"}, []string{`--netdev "x"`, `--dev "y"`, "one or neither"}},
+
+		// gids
+		{with(append([]string{"gids"}, mlx5...), "--port", "x"), []string{`--port "x"`, "1..255"}},
+		{with(append([]string{"gids"}, mlx5...), "--port", "0"), []string{"--port 0", "1..255"}},
+		{with(append([]string{"gids"}, mlx5...), "--port", "3"), []string{"--port 3", "mlx5_0 port 1, mlx5_0 port 2"}},
+		{with(append([]string{"gids"}, mlx5...), "--dev", "nope0"), []string{`--dev "nope0"`, "want one of mlx5_0"}},
+		{[]string{"gids", "--sysfs", noRDMA, "--dev", "nope0"}, []string{`--dev "nope0"`, "has none"}},
+		{with(append([]string{"gids"}, mlx5...), "--save-links", "/nonexistent-dir/x.json"), []string{`--save-links "/nonexistent-dir/x.json"`, "existing directory"}},
+		{with(append([]string{"gids"}, mlx5...), "--save-links", noRDMA), []string{"--save-links", "is a directory", "file name"}},
+		{with(append([]string{"gids"}, mlx5...), "--all=maybe"), []string{`--all "maybe"`, "true or false"}},
+		{[]string{"gids", "--netns", "roce-probe-no-such-netns"}, []string{`--netns "roce-probe-no-such-netns"`, "ip netns list"}},
+		{with(append([]string{"gids"}, mlx5...), "-o", "yaml"), []string{`-o "yaml"`, "table, json"}},
+
+		// select
+		{with(selectCmd, "--dst", "x"), []string{`--dst "x"`, "IP address or GID"}},
+		{with(selectCmd, "--dst", "0.0.0.0"), []string{`--dst "0.0.0.0"`, "unspecified", "the peer's IP address or GID"}},
+		{with(selectCmd, "--dst", "::"), []string{`--dst "::"`, "unspecified", "the peer's IP address or GID"}},
+		{with(selectCmd, "--vlan", "x"), []string{`--vlan "x"`, "0..4095", `"none"`}},
+		{with(selectCmd, "--vlan", "4096"), []string{"--vlan 4096", "0..4095"}},
+		{with(selectCmd, "--netdev", "no-such-netdev0"), []string{`--netdev "no-such-netdev0"`, "no such network device"}},
+		{with(selectCmd, "--roce", "v3"), []string{`--roce "v3"`, "v1 or v2"}},
+		{with(selectCmd, "--family", "ipx"), []string{`--family "ipx"`, "ipv4 or ipv6"}},
+		{with(selectCmd, "--family", "ipv6"), []string{`--family "ipv6"`, `--dst "10.0.0.2"`, "IPv4"}},
+		{with(selectCmd, "--port", "x"), []string{`--port "x"`, "1..255"}},
+		{with(selectCmd, "-o", "yaml"), []string{`-o "yaml"`, "table, json, env"}},
+
+		// ah
+		{with(ahCmd, "--sl", "x"), []string{`--sl "x"`, "0..15"}},
+		{with(ahCmd, "--sl", "16"), []string{"--sl 16", "0..15"}},
+		{with(ahCmd, "--tclass", "256"), []string{"--tclass 256", "0..255"}},
+		{with(ahCmd, "--hop-limit", "-1"), []string{"--hop-limit -1", "0..255"}},
+		{with(ahCmd, "--flow-label", "0x100000"), []string{"--flow-label 0x100000", "0..0xfffff"}},
+		{with(ahCmd, "--flow-label", "fl"), []string{`--flow-label "fl"`, "0..0xfffff", "0x hex"}},
+		{with(ahCmd, "--gid-index", "abc"), []string{`--gid-index "abc"`, "0..255", "auto"}},
+		{with(ahCmd, "--gid-index", "256"), []string{"--gid-index 256", "0..255", "auto"}},
+		{with(ahCmd, "--static-rate", "1"), []string{"--static-rate 1", "0 (port rate)"}},
+		{with(ahCmd, "--dest-qpn", "0x1000000"), []string{"--dest-qpn 0x1000000", "0..0xffffff"}},
+		{with(ahCmd, "--src-qpn", "-1"), []string{"--src-qpn -1", "0..0xffffff"}},
+		{with(ahCmd, "--qkey", "0x100000000"), []string{"--qkey 0x100000000", "0..0xffffffff"}},
+		{with(ahCmd, "--port", "0"), []string{"--port 0", "1..255"}},
+		{with(ahCmd, "--dev", "nope0"), []string{`--dev "nope0"`, "want one of mlx5_0"}},
+		{with(ahCmd, "--dst", "10.0.0.300"), []string{`--dst "10.0.0.300"`, "IP address or GID"}},
+		{with(ahCmd, "--dst", "fe80::1%eth0"), []string{`--dst "fe80::1%eth0"`, "without %eth0"}},
+		{with(ahCmd, "--driver", "mxl5"), []string{`--driver "mxl5"`, "rxe, mlx5"}},
+		{with(ahCmd, "--path", "bogus"), []string{`--path "bogus"`, "user-ah, kernel-ah or connected-qp"}},
+		{with(ahCmd, "--pcap", "/nonexistent-dir/x.pcap"), []string{`--pcap "/nonexistent-dir/x.pcap"`, "existing directory"}},
+		{with(ahCmd, "--behaviour", "kernel"), []string{"--behaviour", "--from-wc"}},
+		{with(ahCmd, "--netns", "roce-probe-no-such-netns"), []string{`--netns "roce-probe-no-such-netns"`, "ip netns list"}},
+		{with(fromWC, "--dst", "10.0.0.2"), []string{"--dst", "does not go with --from-wc"}},
+		{with(fromWC, "--wc", "vlan=5000"), []string{"--wc vlan 5000", "0..4095"}},
+		{with(fromWC, "--wc", "sl=16"), []string{"--wc sl 16", "0..15"}},
+		{with(fromWC, "--behaviour", "bsd"), []string{`--behaviour "bsd"`, "kernel, rdma-core or both"}},
+		{with(append([]string{"ah"}, mlx5...), "--dev", "mlx5_0", "--dst", "10.0.0.2"), []string{"--gid-index is required", "0..255", "auto"}},
+
+		// decode
+		{[]string{"decode"}, []string{"FILE", "pcap or pcapng", "- for standard input"}},
+		{[]string{"decode", "a.pcap", "b.pcap"}, []string{"one FILE", `"a.pcap"`}},
+		{[]string{"decode", "/nonexistent-dir/x.pcap"}, []string{`FILE "/nonexistent-dir/x.pcap"`, "no such file", "pcap or pcapng"}},
+		{[]string{"decode", "-o", "yaml", "x.pcap"}, []string{`-o "yaml"`, "table, json"}},
+		{[]string{"decode", "--summary=maybe", "x.pcap"}, []string{`--summary "maybe"`, "true or false"}},
+
+		// send: every value is checked before the netdev is looked at.
+		{with(send, "--tclass", "x"), []string{`--tclass "x"`, "0..255"}},
+		{with(send, "--sl", "8"), []string{"--sl 8", "0..7"}},
+		{with(send, "--hop-limit", "0"), []string{"--hop-limit 0", "1..255"}},
+		{with(send, "--count", "x"), []string{`--count "x"`, "1..100000"}},
+		{with(send, "--count", "0"), []string{"--count 0", "1..100000"}},
+		{with(send, "--interval", "x"), []string{`--interval "x"`, "0s..1h"}},
+		{with(send, "--interval", "-1s"), []string{"--interval -1s", "0s..1h"}},
+		{with(send, "--timeout", "0s"), []string{"--timeout 0s", "more than 0s"}},
+		{with(send, "--resolve-timeout", "2m"), []string{"--resolve-timeout 2m", "at most 1m"}},
+		{with(send, "--sport", "65536"), []string{"--sport 65536", "0..65535"}},
+		{with(send, "--sweep", "ecn"), []string{`--sweep "ecn"`, "dscp or pcp"}},
+		{with(send, "--port", "2"), []string{"--port", "--dev and --gid-index"}},
+		{with(send, "-o", "yaml"), []string{`-o "yaml"`, "table, json"}},
+		{send, []string{`--netdev "no-such-netdev0"`, "no such network device"}},
+		{[]string{"send", "--dst", "x", "--netdev", "lo"}, []string{`--dst "x"`, "IP address or GID"}},
+		{[]string{"send", "--dst", "224.0.0.1", "--netdev", "lo"}, []string{`--dst "224.0.0.1"`, "unicast"}},
+		{with(sendGID, "--gid-index", "256"), []string{"--gid-index 256", "0..255"}},
+		{with(sendGID, "--port", "0"), []string{"--port 0", "1..255"}},
+		{with(sendGID, "--dev", "nope0"), []string{`--dev "nope0"`, "want one of mlx5_0"}},
+		{[]string{"send", "--dst", "192.0.2.2", "--dev", "nope0", "--gid-index", "1", "--sysfs", noRDMA}, []string{`--dev "nope0"`, "has none"}},
+		{[]string{"send", "--dst", "192.0.2.2", "--dev", "mlx5_0"}, []string{`--dev "mlx5_0"`, "needs --gid-index"}},
+		{[]string{"send", "--dst", "192.0.2.2", "--gid-index", "3"}, []string{"--gid-index 3", "needs --dev"}},
+
+		// listen
+		{[]string{"listen", "--rate", "x"}, []string{`--rate "x"`, "0.1..10000"}},
+		{[]string{"listen", "--rate", "0"}, []string{"--rate 0", "0.1..10000"}},
+		{[]string{"listen", "--rate", "NaN"}, []string{"--rate NaN", "0.1..10000"}},
+		{[]string{"listen", "--duration", "x"}, []string{`--duration "x"`, "0s or more"}},
+		{[]string{"listen", "--duration", "-1s"}, []string{"--duration -1s", "0s or more"}},
+		{[]string{"listen", "--netdev", "no-such-netdev0"}, []string{`--netdev "no-such-netdev0"`, "no such network device"}},
+		{[]string{"listen", "-o", "yaml"}, []string{`-o "yaml"`, "table, json"}},
+		// An empty value is not the same as leaving the flag out
+		// (listen --netdev "" would listen everywhere).
+		{[]string{"listen", "--netdev", ""}, []string{`--netdev ""`, "is empty", "leave the flag out"}},
+		{with(append([]string{"gids"}, mlx5...), "--dev", ""), []string{`--dev ""`, "is empty"}},
+		{[]string{"qos", "--links", "", "--netdev", "lo"}, []string{`--links ""`, "is empty"}},
+		{with(ahCmd, "--from-wc", ""), []string{`--from-wc ""`, "is empty"}},
+
+		// lab and the command tree
+		{[]string{"lab"}, []string{"lab needs a command", "up", "down", "status"}},
+		{[]string{"lab", "bogus"}, []string{`"bogus"`, "up", "down", "status"}},
+		{[]string{"lab", "up", "--timeout", "x"}, []string{`--timeout "x"`, "more than 0s"}},
+		{[]string{"lab", "up", "--timeout", "0s"}, []string{"--timeout 0s", "more than 0s"}},
+		{[]string{"lab", "up", "extra"}, []string{"takes no arguments", `"extra"`}},
+		{[]string{"bogus"}, []string{`"bogus"`, "gids", "check"}},
+		{[]string{"gid"}, []string{`"gid"`, "did you mean gids?"}},
+		{[]string{"version", "extra"}, []string{"takes no arguments", `"extra"`}},
+		{[]string{"help", "bogus"}, []string{`help "bogus"`, "no such command", "gids"}},
+		{[]string{"completion"}, []string{"completion needs a command", "bash", "zsh"}},
+		{[]string{"completion", "tcsh"}, []string{`"tcsh"`, "bash", "fish", "powershell", "zsh"}},
+	} {
+		stdout, stderr, code := runCLI(t, "", c.args...)
+		if code != exitUsage {
+			t.Errorf("%q: exit %d, want %d (stderr %q)", c.args, code, exitUsage, stderr)
+		}
+		if stdout != "" {
+			t.Errorf("%q: wrote %q to stdout, want nothing", c.args, stdout)
+		}
+		msg := strings.TrimSuffix(stderr, "\n")
+		if !strings.HasPrefix(msg, "roce-probe: ") || strings.Contains(msg, "\n") {
+			t.Errorf("%q: stderr %q, want one line starting with \"roce-probe: \"", c.args, stderr)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(msg, w) {
+				t.Errorf("%q: stderr %q does not contain %q", c.args, stderr, w)
+			}
+		}
+	}
+}

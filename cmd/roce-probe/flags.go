@@ -1,0 +1,330 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// Every numeric flag of every command is registered with intVar,
+// durationVar or floatVar: the flag's value knows its name and the range
+// the flag allows, so a bad value is rejected while the command line is
+// parsed, before any device is touched, with one message shape for all
+// commands:
+//
+//	--sl "x" is not an integer: want 0..15
+//	--sl 16 is out of range: want 0..15
+//	--interval "5" is not a duration: want 0s..1h (e.g. 100ms, 2s, 1m)
+//
+// flagError (the root command's flag error function) passes these errors
+// through unchanged and rewrites pflag's own ones (a flag without its
+// value, a bool flag given "maybe") into the same shape. checkEmptyFlags
+// refuses a string flag given "" (unless allowEmpty marks it). What only
+// the command can check (an enum such as --path, a range that depends on
+// the device, flags that contradict each other) it checks in RunE, before
+// reading any device, with usagef and the same shape: the flag, the value
+// given, what is allowed.
+
+// integer is the types an integer flag can fill.
+type integer interface {
+	~int | ~int64 | ~uint8 | ~uint16 | ~uint32
+}
+
+// intValue is a pflag.Value for an integer flag with an allowed range.
+// It accepts decimal and 0x hex.
+type intValue[T integer] struct {
+	p      *T
+	name   string // "--sl"
+	lo, hi int64
+	hex    bool   // show the range in hex (bit fields: QPNs, Q_Keys, flow labels)
+	note   string // appended to errors, e.g. "(0: random)"
+}
+
+// intVar registers an integer flag that allows lo..hi. The returned value
+// can carry a note for its errors.
+func intVar[T integer](fs *pflag.FlagSet, p *T, name string, def T, lo, hi int64, usage string) *intValue[T] {
+	*p = def
+	// Bit fields wider than 16 bits (flow label, QPN, PSN, Q_Key) are
+	// written in hex: their maximum is 2^n - 1.
+	v := &intValue[T]{p: p, name: "--" + name, lo: lo, hi: hi, hex: hi > 0xFFFF && hi&(hi+1) == 0}
+	fs.Var(v, name, usage)
+	return v
+}
+
+func (v *intValue[T]) Set(s string) error {
+	n, err := parseInt(v.name, s, v.lo, v.hi, v.hex, v.note)
+	if err != nil {
+		return err
+	}
+	*v.p = T(n)
+	return nil
+}
+
+func (v *intValue[T]) String() string {
+	if v.hex && int64(*v.p) > 9 {
+		return fmt.Sprintf("%#x", int64(*v.p))
+	}
+	return strconv.FormatInt(int64(*v.p), 10)
+}
+
+func (v *intValue[T]) Type() string { return "int" }
+
+func (v *intValue[T]) want() string {
+	return "an integer " + rangeText(v.lo, v.hi, v.hex) + suffix(v.note)
+}
+
+// rangeText is "0..15", "0..0xfffff" or "≥ 1".
+func rangeText(lo, hi int64, hex bool) string {
+	switch {
+	case hi == math.MaxInt64:
+		return fmt.Sprintf("≥ %d", lo)
+	case hex:
+		return fmt.Sprintf("%d..%#x", lo, hi)
+	default:
+		return fmt.Sprintf("%d..%d", lo, hi)
+	}
+}
+
+func suffix(note string) string {
+	if note == "" {
+		return ""
+	}
+	return " " + note
+}
+
+// parseInt parses the value s of the flag or field name (decimal, or hex
+// with 0x) and checks it is in lo..hi. Its errors are the usage errors of
+// every integer flag; commands call it directly for values that are not
+// plain flags (--gid-index auto, the items of --wc).
+func parseInt(name, s string, lo, hi int64, hex bool, note string) (int64, error) {
+	t := strings.TrimSpace(s)
+	digits, base, neg := t, 10, false
+	if strings.HasPrefix(digits, "-") {
+		digits, neg = digits[1:], true
+	} else {
+		digits = strings.TrimPrefix(digits, "+")
+	}
+	if len(digits) > 2 && (digits[:2] == "0x" || digits[:2] == "0X") {
+		digits, base = digits[2:], 16
+	}
+	// Only digits: ParseUint would also take "_" separators with base 0,
+	// and signs twice over.
+	u, err := strconv.ParseUint(digits, base, 64)
+	r := rangeText(lo, hi, hex)
+	if err != nil && !errors.Is(err, strconv.ErrRange) {
+		more := ""
+		if hex {
+			more = " (decimal or 0x hex)"
+		}
+		return 0, usagef("%s %q is not an integer: want %s%s%s", name, s, r, more, suffix(note))
+	}
+	v := int64(u)
+	if neg {
+		v = -v
+	}
+	if err != nil || u > math.MaxInt64 || v < lo || v > hi {
+		return 0, usagef("%s %s is out of range: want %s%s", name, t, r, suffix(note))
+	}
+	return v, nil
+}
+
+// durationValue is a pflag.Value for a duration flag with an allowed
+// range: lo..hi, or more than lo when open; hi 0 means no upper bound.
+type durationValue struct {
+	p      *time.Duration
+	name   string
+	lo, hi time.Duration
+	open   bool   // lo itself is not allowed
+	note   string // appended to errors
+}
+
+// durationVar registers a duration flag that allows lo..hi (hi 0: no upper
+// bound); with open, lo itself is excluded ("more than 0s").
+func durationVar(fs *pflag.FlagSet, p *time.Duration, name string, def, lo, hi time.Duration, open bool, usage string) *durationValue {
+	*p = def
+	v := &durationValue{p: p, name: "--" + name, lo: lo, hi: hi, open: open}
+	fs.Var(v, name, usage)
+	return v
+}
+
+func (v *durationValue) Set(s string) error {
+	d, err := time.ParseDuration(strings.TrimSpace(s))
+	if err != nil {
+		return usagef("%s %q is not a duration: want %s (e.g. 100ms, 2s, 1m)%s", v.name, s, v.rangeText(), suffix(v.note))
+	}
+	if d < v.lo || (v.open && d == v.lo) || (v.hi > 0 && d > v.hi) {
+		return usagef("%s %s is out of range: want %s%s", v.name, strings.TrimSpace(s), v.rangeText(), suffix(v.note))
+	}
+	*v.p = d
+	return nil
+}
+
+func (v *durationValue) rangeText() string {
+	lo, hi := shortDuration(v.lo), shortDuration(v.hi)
+	switch {
+	case v.open && v.hi > 0:
+		return fmt.Sprintf("more than %s, at most %s", lo, hi)
+	case v.open:
+		return fmt.Sprintf("more than %s", lo)
+	case v.hi > 0:
+		return fmt.Sprintf("%s..%s", lo, hi)
+	default:
+		return fmt.Sprintf("%s or more", lo)
+	}
+}
+
+// shortDuration is d as time.Duration.String writes it, without the zero
+// minutes and seconds of round values: 1h, 1m, 90s.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = s[:len(s)-2]
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = s[:len(s)-2]
+	}
+	return s
+}
+
+func (v *durationValue) String() string { return v.p.String() }
+func (v *durationValue) Type() string   { return "duration" }
+func (v *durationValue) want() string   { return "a duration, " + v.rangeText() + suffix(v.note) }
+
+// floatValue is a pflag.Value for a number flag that allows lo..hi.
+type floatValue struct {
+	p      *float64
+	name   string
+	lo, hi float64
+	note   string
+}
+
+// floatVar registers a number flag that allows lo..hi.
+func floatVar(fs *pflag.FlagSet, p *float64, name string, def, lo, hi float64, usage string) *floatValue {
+	*p = def
+	v := &floatValue{p: p, name: "--" + name, lo: lo, hi: hi}
+	fs.Var(v, name, usage)
+	return v
+}
+
+func (v *floatValue) Set(s string) error {
+	t := strings.TrimSpace(s)
+	f, err := strconv.ParseFloat(t, 64)
+	if err != nil && !errors.Is(err, strconv.ErrRange) {
+		return usagef("%s %q is not a number: want %g..%g%s", v.name, s, v.lo, v.hi, suffix(v.note))
+	}
+	if err != nil || !(f >= v.lo && f <= v.hi) { // also rejects NaN
+		return usagef("%s %s is out of range: want %g..%g%s", v.name, t, v.lo, v.hi, suffix(v.note))
+	}
+	*v.p = f
+	return nil
+}
+
+func (v *floatValue) String() string { return strconv.FormatFloat(*v.p, 'g', -1, 64) }
+func (v *floatValue) Type() string   { return "number" }
+func (v *floatValue) want() string {
+	return fmt.Sprintf("a number %g..%g%s", v.lo, v.hi, suffix(v.note))
+}
+
+// flagError is the flag error function of every command. The values above
+// already return complete usage errors; pflag's own errors (a flag given
+// without its value, a bool flag given "maybe", an unknown flag) are
+// rewritten to name the flag, the value and what is allowed.
+func flagError(c *cobra.Command, err error) error {
+	var ue usageError
+	if errors.As(err, &ue) {
+		return ue
+	}
+	var vr *pflag.ValueRequiredError
+	if errors.As(err, &vr) {
+		f := vr.GetFlag()
+		return usagef("%s needs a value: want %s", flagNames(f), flagWant(f))
+	}
+	var iv *pflag.InvalidValueError
+	if errors.As(err, &iv) {
+		f := iv.GetFlag()
+		return usagef("%s %q is not valid: want %s", flagNames(f), iv.GetValue(), flagWant(f))
+	}
+	return usageError{fmt.Errorf("%w (see '%s --help')", err, c.CommandPath())}
+}
+
+func flagNames(f *pflag.Flag) string {
+	if f.Shorthand != "" {
+		return "-" + f.Shorthand + "/--" + f.Name
+	}
+	return "--" + f.Name
+}
+
+// flagWant says what a flag allows: the range of the values above, or the
+// flag's usage text.
+func flagWant(f *pflag.Flag) string {
+	if w, ok := f.Value.(interface{ want() string }); ok {
+		return w.want()
+	}
+	if f.Value.Type() == "bool" {
+		return "true or false (or the flag alone for true)"
+	}
+	return f.Usage
+}
+
+// emptyOK is the annotation of string flags for which an empty value means
+// something (ah --payload ""): every other string flag given "" is bad
+// input rather than the same as leaving it out.
+const emptyOK = "roce-probe/empty-ok"
+
+// allowEmpty marks the string flag name of c as taking "".
+func allowEmpty(c *cobra.Command, name string) {
+	_ = c.Flags().SetAnnotation(name, emptyOK, []string{"true"})
+}
+
+// checkEmptyFlags is the root's PersistentPreRunE: a string flag given
+// explicitly as "" is refused (--netdev "" would otherwise mean "every
+// netdev", --links "" "read netlink").
+func checkEmptyFlags(c *cobra.Command, _ []string) error {
+	var err error
+	c.Flags().Visit(func(f *pflag.Flag) {
+		if err == nil && f.Value.Type() == "string" && f.Value.String() == "" && f.Annotations[emptyOK] == nil {
+			err = usagef("%s \"\" is empty: leave the flag out or give a value (%s)", flagNames(f), f.Usage)
+		}
+	})
+	return err
+}
+
+// noArgs is the Args of commands that take no positional arguments.
+func noArgs(c *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usagef("%s takes no arguments: got %q (options are written --name value; see '%s --help')",
+			c.CommandPath(), args[0], c.CommandPath())
+	}
+	return nil
+}
+
+// subcommandArgs is the Args of commands that only group subcommands
+// (lab): an argument there is a misspelt subcommand.
+func subcommandArgs(c *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usagef("unknown command %q for %q: want one of %s", args[0], c.CommandPath(), subcommandNames(c))
+	}
+	return nil
+}
+
+// needsSubcommand is the RunE of commands that only group subcommands:
+// given none, they are incomplete input (not a request for help).
+func needsSubcommand(c *cobra.Command, _ []string) error {
+	return usagef("%s needs a command: want one of %s", c.CommandPath(), subcommandNames(c))
+}
+
+func subcommandNames(c *cobra.Command) string {
+	var names []string
+	for _, s := range c.Commands() {
+		if s.IsAvailableCommand() {
+			names = append(names, s.Name())
+		}
+	}
+	return strings.Join(names, ", ")
+}
