@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/roce-probe/roce-probe/vlan"
@@ -98,8 +99,7 @@ func BenchmarkReadAndMap16x2x256Used12(b *testing.B) {
 }
 
 func benchReadAndMap(b *testing.B, used int) {
-	root := b.TempDir()
-	snap := writeFixture(b, root, 16, 2, 256, used)
+	root, snap := benchFixture(b, used)
 	sys := &Sysfs{Root: root}
 	b.ResetTimer()
 	for b.Loop() {
@@ -118,6 +118,45 @@ func benchReadAndMap(b *testing.B, used int) {
 			b.Fatalf("%d entries", n)
 		}
 	}
+}
+
+// benchFixtures holds the benchmark fixtures by slots used, written once
+// per test binary: writing 24,576 files takes seconds on this VM's disk,
+// and -count 3 would write each fixture three times. TestMain removes
+// them.
+var benchFixtures = struct {
+	sync.Mutex
+	dir   string
+	roots map[int]string
+	snaps map[int]*vlan.Snapshot
+}{roots: map[int]string{}, snaps: map[int]*vlan.Snapshot{}}
+
+func benchFixture(b *testing.B, used int) (string, *vlan.Snapshot) {
+	f := &benchFixtures
+	f.Lock()
+	defer f.Unlock()
+	if root, ok := f.roots[used]; ok {
+		return root, f.snaps[used]
+	}
+	if f.dir == "" {
+		dir, err := os.MkdirTemp("", "gid-bench-")
+		if err != nil {
+			b.Fatal(err)
+		}
+		f.dir = dir
+	}
+	root := filepath.Join(f.dir, fmt.Sprint(used))
+	f.snaps[used] = writeFixture(b, root, 16, 2, 256, used)
+	f.roots[used] = root
+	return root, f.snaps[used]
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if d := benchFixtures.dir; d != "" {
+		os.RemoveAll(d)
+	}
+	os.Exit(code)
 }
 
 // The big fixture reads back as written: every entry mapped to its VLAN.
