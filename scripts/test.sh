@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The whole test suite: static checks, unit tests, the ibverbs build,
-# fuzz smoke runs and the Soft-RoCE lab. Installs what it needs first.
+# The whole test suite: static checks, unit tests (also under the race
+# detector), the ibverbs build, fuzz smoke runs and the Soft-RoCE lab.
+# Installs what it needs first.
 #   scripts/test.sh            everything
 #   scripts/test.sh --no-lab   everything but the lab
 # FUZZTIME (default 3s) sets how long each fuzz target runs.
@@ -29,6 +30,11 @@ go vet -tags lab ./...
 step "unit tests"
 # ROCE_PROBE_CI=1 turns "tool missing" skips (tshark) into failures.
 ROCE_PROBE_CI=1 go test -count=1 ./...
+
+step "unit tests under the race detector"
+# Summarize decodes on several goroutines, gid.ReadAll reads ports
+# concurrently, the prober and listener run goroutines per socket.
+go test -race -count=1 ./...
 
 step "fuzz smoke runs (${FUZZTIME:=3s} each)"
 for pkg in $(go list ./...); do
