@@ -126,10 +126,19 @@ func compareFrames(t *testing.T, got, want []byte) {
 	}
 }
 
+// labSend is rxe0 with a UD QP and a capture on the peer side (see
+// labSender).
+type labSend struct {
+	ud     *verbs.UD
+	capt   *lab.Capture
+	frames []lab.Frame // written to the test's artifact file at the end
+	psn    uint32      // the PSN of the next SEND
+}
+
 // labSender opens rxe0 with a UD QP whose first PSN is psn, and a capture
-// on the peer side. The frames a test appends to *frames are written to
-// the artifact file name when the test ends.
-func labSender(t *testing.T, psn uint32, name string) (*verbs.UD, *lab.Capture, *[]lab.Frame) {
+// on the peer side. The frames send captures are written to the artifact
+// file name when the test ends.
+func labSender(t *testing.T, psn uint32, name string) *labSend {
 	t.Helper()
 	ctx, err := verbs.Open(lab.RDMADevice)
 	if err != nil {
@@ -145,16 +154,35 @@ func labSender(t *testing.T, psn uint32, name string) (*verbs.UD, *lab.Capture, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	frames := new([]lab.Frame)
+	s := &labSend{ud: ud, capt: capt, psn: psn}
 	t.Cleanup(func() {
 		capt.Stop()
-		if len(*frames) > 0 {
-			if err := lab.WritePcapng(filepath.Join(lab.ArtifactDir(t), name), lab.PeerNetdev, *frames); err != nil {
+		if len(s.frames) > 0 {
+			if err := lab.WritePcapng(filepath.Join(lab.ArtifactDir(t), name), lab.PeerNetdev, s.frames); err != nil {
 				t.Error(err)
 			}
 		}
 	})
-	return ud, capt, frames
+	return s
+}
+
+// send posts a UD SEND of payload to the peer's QP through h, waits for its
+// frame at the peer and returns it with the PSN it was sent with.
+func (s *labSend) send(t *testing.T, h *verbs.AH, payload []byte) (lab.Frame, uint32) {
+	t.Helper()
+	psn := s.psn
+	if err := s.ud.Send(h, labDstQP, labQKey, payload, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	s.psn++
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	f, err := s.capt.Wait(ctx, func(f lab.Frame) bool { return bytes.Contains(f.Data, payload) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.frames = append(s.frames, f)
+	return f, psn
 }
 
 // For every lab network (untagged, VLAN 100 with an egress-qos-map, VLAN
@@ -165,8 +193,8 @@ func labSender(t *testing.T, psn uint32, name string) (*verbs.UD, *lab.Capture, 
 // chooses per destination, is copied from the capture; rxe's UDP source
 // port is predicted from the QPN).
 func TestLabResolveMatchesRXE(t *testing.T) {
-	ud, capt, frames := labSender(t, labPSN, "ah-resolve.pcapng")
-	sent := uint32(0)
+	sender := labSender(t, labPSN, "ah-resolve.pcapng")
+	ud := sender.ud
 	for _, n := range lab.Nets {
 		for _, fam := range []string{"ipv4", "ipv6"} {
 			for _, tc := range []uint8{0x00, 26<<2 | 2, 46<<2 | 1} {
@@ -197,18 +225,7 @@ func TestLabResolveMatchesRXE(t *testing.T) {
 							t.Fatal(err)
 						}
 						payload := []byte(fmt.Sprintf("roce-probe ah lab %s %s %d %d", n.Name, fam, tc, hop))
-						psn := labPSN + sent
-						if err := ud.Send(h, labDstQP, labQKey, payload, 5*time.Second); err != nil {
-							t.Fatal(err)
-						}
-						sent++
-						wctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-						defer cancel()
-						f, err := capt.Wait(wctx, func(f lab.Frame) bool { return bytes.Contains(f.Data, payload) })
-						if err != nil {
-							t.Fatal(err)
-						}
-						*frames = append(*frames, f)
+						f, psn := sender.send(t, h, payload)
 						want, err := res.Frame(Datagram{SrcQPN: ud.QPN(), DestQPN: labDstQP, QKey: labQKey, PSN: psn, Payload: payload, IPID: ipv4ID(f.Data)})
 						if err != nil {
 							t.Fatal(err)
@@ -476,7 +493,8 @@ func netlinkNeighDel(ifindex int, a netip.Addr) error {
 // metric (the metric becomes the TTL). The frame rxe sends must equal the
 // prediction; the BTH DestQP rxe uses for multicast is reported.
 func TestLabResolveSpecialDestinations(t *testing.T) {
-	ud, capt, frames := labSender(t, 0x100, "ah-special.pcapng")
+	sender := labSender(t, 0x100, "ah-special.pcapng")
+	ud := sender.ud
 	base := lab.Nets[0]
 	veth0, err := netlink.LinkByName(base.HostNetdev)
 	if err != nil {
@@ -502,7 +520,6 @@ func TestLabResolveSpecialDestinations(t *testing.T) {
 		{"link-local", gid.MustParse("fe80::ff:fe00:1"), peerLL, 64, lab.PeerMAC, []uint32{labDstQP}},
 		{"route hoplimit metric", gid.FromAddr(base.HostIPv4.Addr()), gid.FromAddr(base.PeerIPv4.Addr()), 9, lab.PeerMAC, []uint32{labDstQP}},
 	}
-	sent := uint32(0)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			n0, err := ReadNet("")
@@ -537,18 +554,7 @@ func TestLabResolveSpecialDestinations(t *testing.T) {
 				t.Errorf("prediction TTL %d DMAC %s, want %d %s", res.Wire.TTL, res.Wire.DMAC, c.ttl, c.dmac)
 			}
 			payload := []byte("roce-probe ah special " + c.name)
-			psn := 0x100 + sent
-			if err := ud.Send(h, labDstQP, labQKey, payload, 5*time.Second); err != nil {
-				t.Fatal(err)
-			}
-			sent++
-			wctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			f, err := capt.Wait(wctx, func(f lab.Frame) bool { return bytes.Contains(f.Data, payload) })
-			if err != nil {
-				t.Fatal(err)
-			}
-			*frames = append(*frames, f)
+			f, psn := sender.send(t, h, payload)
 			var p roce.Packet
 			if err := roce.NewDecoder().Decode(f.Data, &p); err != nil {
 				t.Fatal(err)
