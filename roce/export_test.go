@@ -1,14 +1,16 @@
 package roce
 
-// SetSplitMinBytes lets tests make Summarize cut small captures into
-// segments; it returns a function restoring the old value, and a function
-// reporting how many Summarize calls cut the capture successfully.
-func SetSplitMinBytes(n int64) (restore func()) {
-	old := splitMinBytes
-	splitMinBytes = n
-	return func() { splitMinBytes = old }
+// SetSplit lets tests make Summarize cut small captures: a capture of
+// minBytes or more is cut into chunks of at least minChunk bytes (up to
+// splitPerCore per core). It returns a function restoring the old values.
+func SetSplit(minBytes, minChunk int64) (restore func()) {
+	oldBytes, oldChunk := splitMinBytes, splitMinChunk
+	splitMinBytes, splitMinChunk = minBytes, minChunk
+	return func() { splitMinBytes, splitMinChunk = oldBytes, oldChunk }
 }
 
-// SplitCount is how many times Summarize summarised a capture in
-// segments.
+// SplitCount is how many times Summarize summarised a capture in chunks.
 func SplitCount() int64 { return splitCount.Load() }
+
+// ChunkCount is how many chunks Summarize has summarised, in all.
+func ChunkCount() int64 { return chunkCount.Load() }

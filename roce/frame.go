@@ -74,7 +74,7 @@ type Decoder struct {
 	roce *DecodingLayers
 	exts [16]extLayer // indexed by layer type - LayerTypeGRH
 	fb   feedback
-	buf  [prefixLen]byte // ICRC scratch
+	buf  [icrcCopyMax + 20]byte // ICRC scratch
 }
 
 // NewDecoder returns a Decoder for Ethernet frames.
@@ -242,7 +242,10 @@ func (d *Decoder) Decode(frame []byte, p *Packet) error {
 	if !p.Truncated {
 		if pkt, ok := extendTo(net, pl.contents); ok {
 			n := len(pkt) - ICRCLen
-			c, ok := icrcPrefix(pkt[:n], &d.buf)
+			c, ok := icrcCopy(pkt[:n], d.buf[:])
+			if !ok {
+				c, ok = icrcPrefix(pkt[:n], (*[prefixLen]byte)(d.buf[:prefixLen]))
+			}
 			var err error
 			if !ok {
 				c, err = icrcMasked(pkt[:n])

@@ -187,37 +187,77 @@ var prefixPool = sync.Pool{New: func() any { return new([prefixLen]byte) }}
 // packet in place. It reports false when the packet is not of a kind it
 // handles (IPv4 options, too short, not RoCE); ICRC then does the work.
 func icrcPrefix(pkt []byte, scratch *[prefixLen]byte) (uint32, bool) {
-	var mask []byte
-	if len(pkt) < prefixLen-8 {
-		return 0, false
-	}
-	switch pkt[0] >> 4 {
-	case 4:
-		if pkt[0]&0x0F == 5 && pkt[9] == 17 {
-			mask = maskIPv4[:]
-		}
-	case 6:
-		if pkt[6] == 17 {
-			mask = maskIPv6[:]
-		} else if pkt[6] == NextHeaderBTH {
-			mask = maskGRH[:]
-		}
-	}
-	if mask == nil {
+	mask := icrcMask(pkt)
+	if mask == nil || len(pkt) < prefixLen-8 {
 		return 0, false
 	}
 	b := scratch[:]
 	binary.LittleEndian.PutUint64(b, ^uint64(0))
 	copy(b[8:], pkt[:prefixLen-8])
-	h := b[8:]
+	orMask(b[8:], mask)
+	c := crc32.Update(0, crc32.IEEETable, b)
+	return updateRest(^c, pkt[prefixLen-8:]), true
+}
+
+// icrcMask returns the header mask for a RoCE packet of a kind icrcPrefix
+// and icrcCopy handle (IPv4 without options, IPv6 or GRH, carrying UDP or
+// BTH), or nil.
+func icrcMask(pkt []byte) []byte {
+	if len(pkt) < 40 {
+		return nil
+	}
+	switch pkt[0] >> 4 {
+	case 4:
+		if pkt[0]&0x0F == 5 && pkt[9] == 17 {
+			return maskIPv4[:]
+		}
+	case 6:
+		if pkt[6] == 17 {
+			return maskIPv6[:]
+		} else if pkt[6] == NextHeaderBTH {
+			return maskGRH[:]
+		}
+	}
+	return nil
+}
+
+// orMask sets the masked header bytes of h to ones (len(h) >= len(mask)).
+func orMask(h, mask []byte) {
 	for i := 0; i+8 <= len(mask); i += 8 {
 		binary.LittleEndian.PutUint64(h[i:], binary.LittleEndian.Uint64(h[i:])|binary.LittleEndian.Uint64(mask[i:]))
 	}
 	for i := len(mask) &^ 7; i < len(mask); i++ {
 		h[i] |= mask[i]
 	}
-	c := crc32.Update(0, crc32.IEEETable, b)
-	return updateRest(^c, pkt[prefixLen-8:]), true
+}
+
+// icrcCopyMax is the longest packet icrcCopy takes: beyond it, copying
+// costs more than the second hash/crc32 call icrcPrefix makes.
+const icrcCopyMax = 2048
+
+// icrcCopy computes the same ICRC as icrcPrefix with one hash/crc32 call
+// over a masked copy of the whole packet in scratch (at least
+// icrcCopyMax+20 bytes). hash/crc32 costs about as much per call as for
+// 1 KiB of data, and it hashes a length that is not a multiple of 16 with
+// a byte-wise tail, so the copy is laid out to be a multiple of 16 bytes
+// long: zero bytes, then 0xFF×4, then the packet. With the register
+// started at 0 (crc 0xFFFFFFFF) leading zeros leave it at 0, and 0xFF×4
+// from 0 gives the register that 0xFF×8 gives from the standard start.
+// ok is false for a packet icrcPrefix does not handle or that is longer
+// than icrcCopyMax.
+func icrcCopy(pkt []byte, scratch []byte) (uint32, bool) {
+	mask := icrcMask(pkt)
+	if mask == nil || len(pkt) > icrcCopyMax || len(pkt) < len(mask) {
+		return 0, false
+	}
+	z := (16 - (4+len(pkt))%16) % 16
+	b := scratch[:z+4+len(pkt)]
+	clear(b[:z])
+	binary.LittleEndian.PutUint32(b[z:], ^uint32(0))
+	h := b[z+4:]
+	copy(h, pkt)
+	orMask(h, mask)
+	return crc32.Update(^uint32(0), crc32.IEEETable, b), true
 }
 
 // PutICRC writes an ICRC value in wire order (little-endian).

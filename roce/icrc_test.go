@@ -1,6 +1,8 @@
 package roce
 
 import (
+	"bytes"
+	"encoding/binary"
 	"encoding/hex"
 	"strings"
 	"testing"
@@ -91,21 +93,36 @@ func TestICRCNotRoCE(t *testing.T) {
 	}
 }
 
-// The two ways of computing the ICRC (masking byte by byte, and masking a
-// copied prefix) agree on the vectors and on frames of every
-// encapsulation and length.
+// The three ways of computing the ICRC (masking byte by byte, masking a
+// copied prefix, masking a padded copy of the whole packet) agree with the
+// reference vectors and with each other on frames of every encapsulation
+// and length, across icrcCopy's size limit.
 func TestICRCPathsMatch(t *testing.T) {
 	var scratch [prefixLen]byte
+	var whole [icrcCopyMax + 20]byte
 	for _, v := range icrcVectors {
 		pkt := unhex(t, v.pkt)
-		a, _ := icrcMasked(pkt)
-		b, ok := icrcPrefix(pkt, &scratch)
-		if ok && a != b {
-			t.Fatalf("%s: masked %#x, prefix %#x", v.name, a, b)
+		want := binary.LittleEndian.Uint32(unhex(t, v.trailer))
+		a, err := icrcMasked(pkt)
+		if err != nil || a != want {
+			t.Fatalf("%s: masked %#x %v, want %#x", v.name, a, err, want)
+		}
+		if b, ok := icrcPrefix(pkt, &scratch); ok && b != want || !ok && len(pkt) >= prefixLen-8 {
+			t.Fatalf("%s: prefix %#x %v, want %#x", v.name, b, ok, want)
+		}
+		if c, ok := icrcCopy(pkt, whole[:]); !ok || c != want {
+			t.Fatalf("%s: copy %#x %v, want %#x", v.name, c, ok, want)
 		}
 	}
+	sizes := []int{}
+	for n := 0; n < 70; n++ {
+		sizes = append(sizes, n)
+	}
+	for n := icrcCopyMax - 90; n < icrcCopyMax-30; n++ { // packets of icrcCopyMax ± 30 bytes
+		sizes = append(sizes, n)
+	}
 	for i, e := range encaps {
-		for n := 0; n < 70; n++ {
+		for _, n := range append(sizes, 4000, 9000) {
 			f := specFor(e, OpcodeUDSendOnly, i*100+n)
 			f.payload = make([]byte, n)
 			frame := buildFrame(t, f)
@@ -118,6 +135,44 @@ func TestICRCPathsMatch(t *testing.T) {
 			b, ok := icrcPrefix(pkt, &scratch)
 			if ok && a != b || !ok && len(pkt) >= prefixLen-8 {
 				t.Fatalf("%s payload %d: masked %#x, prefix %#x %v", e.name, n, a, b, ok)
+			}
+			c, ok := icrcCopy(pkt, whole[:])
+			if ok && a != c || ok != (len(pkt) <= icrcCopyMax) {
+				t.Fatalf("%s packet %d bytes: masked %#x, copy %#x %v", e.name, len(pkt), a, c, ok)
+			}
+		}
+	}
+}
+
+// The Decoder verifies ICRCs of every length, on both sides of the size
+// up to which it hashes a copy of the packet: a frame built with a valid
+// ICRC verifies, one flipped payload bit does not, and a flipped masked
+// bit (the TTL or hop limit) does not matter.
+func TestDecoderICRCLengths(t *testing.T) {
+	dec := NewDecoder()
+	for i, e := range encaps {
+		for _, n := range []int{0, 1, 15, 16, 17, 200, icrcCopyMax - 70, icrcCopyMax - 69, icrcCopyMax - 60, icrcCopyMax - 40, 4000, 9000} {
+			f := specFor(e, OpcodeUDSendOnly, i*100+n)
+			f.payload = bytes.Repeat([]byte{0x5A}, n)
+			frame := buildFrame(t, f)
+			var p Packet
+			if err := dec.Decode(frame, &p); err != nil || p.ICRCStatus != ICRCValid || p.PayloadLen != n {
+				t.Fatalf("%s payload %d: %v, ICRC %v, payload %d", e.name, n, err, p.ICRCStatus, p.PayloadLen)
+			}
+			pkt, _ := roceNetworkPacket(frame)
+			ttl := 8 // IPv4 TTL
+			if pkt[0]>>4 == 6 {
+				ttl = 7 // IPv6 hop limit, GRH HopLmt
+			}
+			pkt[ttl] ^= 0x10
+			if err := dec.Decode(frame, &p); err != nil || p.ICRCStatus != ICRCValid {
+				t.Fatalf("%s payload %d, TTL changed: %v, ICRC %v, want valid (masked)", e.name, n, err, p.ICRCStatus)
+			}
+			if n > 0 {
+				pkt[len(pkt)-ICRCLen-1-p.PadLen] ^= 0x01
+				if err := dec.Decode(frame, &p); err != nil || p.ICRCStatus != ICRCInvalid {
+					t.Fatalf("%s payload %d, payload bit flipped: %v, ICRC %v, want invalid", e.name, n, err, p.ICRCStatus)
+				}
 			}
 		}
 	}

@@ -6,51 +6,65 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"sync/atomic"
 
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/pcapgo"
 )
 
-// Summarizing a capture file in parallel: the file is cut into segments
-// at frame boundaries, and each segment is read by its own pcapgo reader
-// (given the capture's header first) and decoded by its own goroutine,
-// without copying frames. A cut is looked for as a run of plausible frame
-// headers near the wanted offset and proven by pcapgo itself: the segment
-// before a cut must end exactly at it without error and (pcapng) with the
-// interfaces the header describes. If a cut cannot be found or proven,
-// Summarize falls back to reading the capture in one sequence.
+// Summarizing a capture file in parallel: the file is cut into chunks at
+// frame boundaries, several per core, and the decoding goroutines take the
+// chunks in order as they become free, so that a core slowed down by other
+// work does less of the file. Each goroutine reads its chunks with one
+// pcapgo reader (given the capture's header first), moved from chunk to
+// chunk by resetting the buffered reader under it, and decodes the frames
+// without copying them. A cut is looked for as a run of plausible frame
+// headers near the wanted offset and proven by pcapgo itself: each chunk
+// but the last must end exactly at the next cut without error and (pcapng)
+// with the interfaces the header describes. If a cut cannot be found or
+// proven, Summarize falls back to reading the capture in one sequence.
 
-// segResult is what one segment gave; frame numbers are relative to the
-// segment's first frame.
+// segResult is what one chunk gave; frame numbers are relative to the
+// chunk's first frame.
 type segResult struct {
-	sum    *Summary
-	stats  CaptureStats
-	bad    []FrameError
-	err    error // read error; io.EOF at a clean end
-	bytes  int64 // pcap: bytes of the frames read, with their headers
-	ifaces []pcapgo.NgInterface
+	sum   *Summary
+	stats CaptureStats
+	bad   []FrameError
+	err   error // read error; io.EOF at a clean end
+	bytes int64 // pcap: bytes of the frames read, with their headers
 }
 
 // splitChain is how many consecutive plausible frame headers make a cut
-// candidate; splitWindow is how many bytes from the wanted offset on are
-// searched.
+// candidate; a cut is searched in a window from the wanted offset on that
+// starts at splitWindowMin bytes and doubles up to splitWindow.
 const (
-	splitChain  = 8
-	splitWindow = 256 << 10
-	splitMaxLen = 1 << 18 // largest frame or block a candidate chain accepts
+	splitChain     = 8
+	splitWindowMin = 32 << 10
+	splitWindow    = 256 << 10
+	splitMaxLen    = 1 << 18 // largest frame or block a candidate chain accepts
 )
 
-// summarizeSplit summarises the capture file in n segments. ok is false
-// when the capture could not be cut or a cut was not proven; nothing has
-// been reported then.
-func (c *CaptureReader) summarizeSplit(n int, malformed func(FrameError)) (*Summary, CaptureStats, error, bool) {
+// Chunking: up to splitPerCore chunks per core, none smaller than
+// splitMinChunk bytes.
+var (
+	splitPerCore        = 8
+	splitMinChunk int64 = 1 << 20
+)
+
+// summarizeSplit summarises the capture file on workers goroutines. ok is
+// false when the capture could not be cut or a cut was not proven; nothing
+// has been reported then.
+func (c *CaptureReader) summarizeSplit(workers int, malformed func(FrameError)) (*Summary, CaptureStats, error, bool) {
 	hdr, order, ok := c.headerBytes()
 	if !ok {
 		return nil, CaptureStats{}, nil, false
 	}
+	n := int(min(int64(workers*splitPerCore), (c.size-c.base)/splitMinChunk))
+	n = max(n, workers)
+	win := make([]byte, splitWindow)
 	cuts := []int64{c.base}
 	for k := 1; k < n; k++ {
-		cut, found := c.findCut(c.base+(c.size-c.base)*int64(k)/int64(n), order, c.base+int64(len(hdr)))
+		cut, found := c.findCut(c.base+(c.size-c.base)*int64(k)/int64(n), order, c.base+int64(len(hdr)), win)
 		if !found || cut <= cuts[len(cuts)-1] {
 			return nil, CaptureStats{}, nil, false
 		}
@@ -59,34 +73,39 @@ func (c *CaptureReader) summarizeSplit(n int, malformed func(FrameError)) (*Summ
 	cuts = append(cuts, c.size)
 	var want []pcapgo.NgInterface
 	if c.format == FormatPcapNG {
-		var r segResult
-		c.summarizeSegment(hdr, c.base+int64(len(hdr)), c.base+int64(len(hdr)), &r)
-		if !errors.Is(r.err, io.EOF) {
+		// the interfaces the header describes
+		ng, err := pcapgo.NewNgReader(bytes.NewReader(hdr), pcapgo.DefaultNgReaderOptions)
+		if err != nil {
 			return nil, CaptureStats{}, nil, false
 		}
-		want = r.ifaces
+		if _, _, err := ng.ZeroCopyReadPacketData(); !errors.Is(err, io.EOF) {
+			return nil, CaptureStats{}, nil, false
+		}
+		want = interfaces(ng)
 	}
 	res := make([]segResult, n)
-	done := make(chan struct{}, n)
-	for k := 0; k < n; k++ {
+	var next atomic.Int64
+	var stop atomic.Bool
+	failed := make(chan bool, workers)
+	for w := 0; w < workers; w++ {
 		go func() {
-			defer func() { done <- struct{}{} }()
-			var h []byte
-			if k > 0 {
-				h = hdr
-			}
-			c.summarizeSegment(h, cuts[k], cuts[k+1], &res[k])
+			ng, ok := c.summarizeChunks(hdr, cuts, &next, &stop, res)
+			failed <- !ok || ng != nil && !sameInterfaces(interfaces(ng), want)
 		}()
 	}
-	for k := 0; k < n; k++ {
-		<-done
+	bad := false
+	for w := 0; w < workers; w++ {
+		bad = <-failed || bad
+	}
+	if bad {
+		return nil, CaptureStats{}, nil, false
 	}
 	for k := 0; k < n-1; k++ {
-		if res[k].err != io.EOF || !sameInterfaces(res[k].ifaces, want) {
+		if res[k].err != io.EOF {
 			return nil, CaptureStats{}, nil, false
 		}
 		// pcapgo's Reader reports a clean end also after a frame header
-		// whose data is missing: the frames must fill the segment.
+		// whose data is missing: the frames must fill the chunk.
 		if hl := int64(len(hdr)); c.format == FormatPcap && res[k].bytes+hl*int64(1-min(k, 1)) != cuts[k+1]-cuts[k] {
 			return nil, CaptureStats{}, nil, false
 		}
@@ -97,6 +116,7 @@ func (c *CaptureReader) summarizeSplit(n int, malformed func(FrameError)) (*Summ
 	if c.format == FormatPcapNG && !errors.Is(res[n-1].err, io.EOF) {
 		return nil, CaptureStats{}, nil, false
 	}
+	chunkCount.Add(int64(n))
 	total := res[0].sum
 	var stats CaptureStats
 	for k := range res {
@@ -119,27 +139,68 @@ func (c *CaptureReader) summarizeSplit(n int, malformed func(FrameError)) (*Summ
 	return total, stats, nil, true
 }
 
-// summarizeSegment reads the capture's bytes from..to, after hdr, with a
-// pcapgo reader, and summarises their frames into r.
-func (c *CaptureReader) summarizeSegment(hdr []byte, from, to int64, r *segResult) {
-	r.sum = NewSummary()
-	in := bufio.NewReaderSize(io.MultiReader(bytes.NewReader(hdr), io.NewSectionReader(c.ra, from, to-from)), 256<<10)
+// chunkCount counts the chunks of the captures summarised in chunks, for
+// tests.
+var chunkCount atomic.Int64
+
+// summarizeChunks takes chunks (the capture's bytes cuts[k]..cuts[k+1]) in
+// order from next and summarises each into res[k], reading them all with
+// one pcapgo reader: the first chunk after hdr (chunk 0 holds it), the
+// others by resetting the buffered reader under it to the chunk's bytes
+// once it has reported the end of the one before. It returns the pcapng
+// reader (nil for pcap, or when other goroutines took all the chunks), and
+// false if a reader could not be made or a chunk before the last did not
+// end cleanly (the others then stop too).
+func (c *CaptureReader) summarizeChunks(hdr []byte, cuts []int64, next *atomic.Int64, stop *atomic.Bool, res []segResult) (*pcapgo.NgReader, bool) {
+	in := bufio.NewReaderSize(nil, 256<<10)
 	var src gopacket.ZeroCopyPacketDataSource
 	var ng *pcapgo.NgReader
-	var err error
-	if c.format == FormatPcapNG {
-		ng, err = pcapgo.NewNgReader(in, pcapgo.DefaultNgReaderOptions)
-		src = ng
-	} else {
-		src, err = pcapgo.NewReader(in)
-	}
-	if err != nil {
-		r.err = err
-		return
-	}
 	dec := NewDecoder()
+	for !stop.Load() {
+		k := int(next.Add(1)) - 1
+		if k >= len(res) {
+			break
+		}
+		sec := io.NewSectionReader(c.ra, cuts[k], cuts[k+1]-cuts[k])
+		if src != nil {
+			in.Reset(sec)
+		} else {
+			if k == 0 {
+				in.Reset(sec)
+			} else {
+				in.Reset(io.MultiReader(bytes.NewReader(hdr), sec))
+			}
+			var err error
+			if c.format == FormatPcapNG {
+				ng, err = pcapgo.NewNgReader(in, pcapgo.DefaultNgReaderOptions)
+				src = ng
+			} else {
+				src, err = pcapgo.NewReader(in)
+			}
+			if err != nil {
+				stop.Store(true)
+				return nil, false
+			}
+		}
+		res[k] = summarizeChunk(src, dec)
+		if res[k].err != io.EOF && k < len(res)-1 {
+			// only the last chunk may end in an error: the capture is
+			// read again in one sequence
+			stop.Store(true)
+			return nil, false
+		}
+	}
+	return ng, true
+}
+
+// summarizeChunk reads frames from src up to an error (io.EOF at the end
+// of the chunk) and summarises them. The counts are kept in locals and
+// stored once: the goroutines' results lie next to each other in memory.
+func summarizeChunk(src gopacket.ZeroCopyPacketDataSource, dec *Decoder) segResult {
+	r := segResult{sum: NewSummary()}
 	var p Packet
-	st := &r.stats
+	var st CaptureStats
+	var nbytes int64
 	for {
 		data, ci, err := src.ZeroCopyReadPacketData()
 		if err != nil {
@@ -147,7 +208,7 @@ func (c *CaptureReader) summarizeSegment(hdr []byte, from, to int64, r *segResul
 			break
 		}
 		st.Frames++
-		r.bytes += 16 + int64(len(data))
+		nbytes += 16 + int64(len(data))
 		if err := dec.decodeLens(data, ci.CaptureLength, ci.Length, &p); err != nil {
 			if errors.Is(err, ErrNotRoCE) {
 				st.NonRoCE++
@@ -166,12 +227,18 @@ func (c *CaptureReader) summarizeSegment(hdr []byte, from, to int64, r *segResul
 		}
 		r.sum.Add(&p, ci.Length)
 	}
-	if ng != nil {
-		for i := 0; i < ng.NInterfaces(); i++ {
-			ifc, _ := ng.Interface(i)
-			r.ifaces = append(r.ifaces, ifc)
-		}
+	r.stats, r.bytes = st, nbytes
+	return r
+}
+
+// interfaces returns the interfaces a pcapng reader has seen.
+func interfaces(ng *pcapgo.NgReader) []pcapgo.NgInterface {
+	var out []pcapgo.NgInterface
+	for i := 0; i < ng.NInterfaces(); i++ {
+		ifc, _ := ng.Interface(i)
+		out = append(out, ifc)
 	}
+	return out
 }
 
 // sameInterfaces reports whether two interface lists decode packets alike.
@@ -231,31 +298,34 @@ func (c *CaptureReader) headerBytes() ([]byte, binary.ByteOrder, bool) {
 	return nil, nil, false
 }
 
-// findCut looks for a frame boundary at or after want (and after min).
-func (c *CaptureReader) findCut(want int64, order binary.ByteOrder, min int64) (int64, bool) {
-	if want < min {
-		want = min
-	}
+// findCut looks for a frame boundary at or after want (and after first),
+// reading the capture into buf.
+func (c *CaptureReader) findCut(want int64, order binary.ByteOrder, first int64, buf []byte) (int64, bool) {
+	want = max(want, first)
 	if c.format == FormatPcapNG { // blocks are 32-bit aligned
 		want += (4 - (want-c.base)%4) % 4
 	}
-	win := make([]byte, splitWindow)
-	n, err := c.ra.ReadAt(win, want)
-	if err != nil && !errors.Is(err, io.EOF) {
-		return 0, false
-	}
-	win = win[:n]
-	atEnd := want+int64(n) == c.size
 	step := 1
 	if c.format == FormatPcapNG {
 		step = 4
 	}
-	for o := 0; o < n; o += step {
-		if c.chainAt(win, o, order, atEnd) {
-			return want + int64(o), true
+	for size := splitWindowMin; ; size *= 2 {
+		size = min(size, len(buf))
+		n, err := c.ra.ReadAt(buf[:size], want)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return 0, false
+		}
+		win := buf[:n]
+		atEnd := want+int64(n) == c.size
+		for o := 0; o < n; o += step {
+			if c.chainAt(win, o, order, atEnd) {
+				return want + int64(o), true
+			}
+		}
+		if atEnd || size == len(buf) {
+			return 0, false
 		}
 	}
-	return 0, false
 }
 
 // chainAt reports whether splitChain plausible frame headers follow each

@@ -71,13 +71,15 @@ type FrameError struct {
 // Summarize reads the rest of the capture and summarises its RoCE packets
 // per flow, decoding them on all cores (GOMAXPROCS). A capture file (an
 // uncompressed *os.File, or any reader with ReadAt and Seek) of 4 MiB or
-// more is cut into one segment per core at frame boundaries, each read by
-// its own pcapgo reader; other captures are read by one goroutine and
-// decoded in batches by the others. Per-segment or per-batch Summaries are
-// merged in capture order, so the result is exactly what decoding the
-// frames one by one (Next, Decoder.DecodeCaptured, one Summary.Add each)
-// gives. A capture file growing while it is read is read up to the size
-// it had when NewCaptureReader was called.
+// more is cut at frame boundaries into chunks of 1 MiB or more, up to 8 per
+// core, which the goroutines take in order as they become free, each
+// reading its chunks with its own pcapgo reader; other captures are read by
+// one goroutine and decoded in batches by the others. Per-chunk or
+// per-batch Summaries are merged in capture order, so the result is
+// exactly what decoding the frames one by one (Next,
+// Decoder.DecodeCaptured, one Summary.Add each) gives. A capture file
+// growing while it is read is read up to the size it had when
+// NewCaptureReader was called.
 //
 // malformed, if not nil, is called in frame order for each RoCE frame whose
 // headers are cut short or inconsistent. A damaged capture returns the
@@ -100,10 +102,10 @@ func (c *CaptureReader) Summarize(malformed func(FrameError)) (*Summary, Capture
 	return c.summarizePipeline(workers, malformed)
 }
 
-// splitMinBytes is the smallest capture Summarize cuts into segments.
+// splitMinBytes is the smallest capture Summarize cuts into chunks.
 var splitMinBytes int64 = 4 << 20
 
-// splitCount counts the captures summarised in segments, for tests.
+// splitCount counts the captures summarised in chunks, for tests.
 var splitCount atomic.Int64
 
 func (c *CaptureReader) summarizePipeline(workers int, malformed func(FrameError)) (*Summary, CaptureStats, error) {

@@ -88,11 +88,22 @@ func TestSummarizeMatchesSequential(t *testing.T) {
 	if err := rocegen.WritePcapNG(&pcapng, frames); err != nil {
 		t.Fatal(err)
 	}
-	for _, split := range []bool{false, true} {
+	for _, mode := range []struct {
+		name            string
+		split           bool
+		minChunk        int64
+		wantChunksPerOK int64
+	}{
+		{"sequence", false, 0, 0},
+		{"one chunk per core", true, 1 << 40, int64(runtime.GOMAXPROCS(0))},
+		{"chunks", true, 1, 8 * int64(runtime.GOMAXPROCS(0))},
+	} {
+		split := mode.split
+		restore := func() {}
 		if split {
-			defer roce.SetSplitMinBytes(0)()
+			restore = roce.SetSplit(0, mode.minChunk)
 		}
-		splits := roce.SplitCount()
+		splits, chunks := roce.SplitCount(), roce.ChunkCount()
 		for _, tc := range []struct {
 			name    string
 			capture []byte
@@ -104,7 +115,7 @@ func TestSummarizeMatchesSequential(t *testing.T) {
 			{"pcapng truncated", pcapng.Bytes()[:pcapng.Len()-100], true},
 			{"pcap header only", pcap.Bytes()[:24], false},
 		} {
-			t.Run(fmt.Sprintf("%s/split=%v", tc.name, split), func(t *testing.T) {
+			t.Run(tc.name+"/"+mode.name, func(t *testing.T) {
 				wantFlows, wantStats, wantBad, wantErr := sequential(t, tc.capture)
 				if tc.name != "pcap header only" && (wantStats.Malformed == 0 || wantStats.NonRoCE == 0 || wantStats.BadICRC == 0 || len(wantFlows) < 8) {
 					t.Fatalf("the test capture lacks malformed, non-RoCE or bad-ICRC frames or flows: %+v, %d flows", wantStats, len(wantFlows))
@@ -132,10 +143,48 @@ func TestSummarizeMatchesSequential(t *testing.T) {
 				}
 			})
 		}
-		// the whole captures, and the truncated pcap, are cut into
-		// segments (a damaged pcapng is read again in one sequence)
-		if got := roce.SplitCount() - splits; split && runtime.GOMAXPROCS(0) > 1 && got < 3 {
-			t.Errorf("Summarize cut %d of the captures into segments, want at least 3", got)
+		// the whole captures, and the truncated pcap, are cut into chunks
+		// (a damaged pcapng is read again in one sequence)
+		if runtime.GOMAXPROCS(0) > 1 {
+			got, gotChunks := roce.SplitCount()-splits, roce.ChunkCount()-chunks
+			if split && (got < 3 || gotChunks < 3*mode.wantChunksPerOK) {
+				t.Errorf("%s: Summarize cut %d of the captures into %d chunks, want at least 3 into %d each", mode.name, got, gotChunks, mode.wantChunksPerOK)
+			}
+			if !split && got != 0 {
+				t.Errorf("%s: Summarize cut %d captures", mode.name, got)
+			}
+		}
+		restore()
+	}
+}
+
+// A pcapng capture is summarised in chunks also when some goroutines find
+// no chunk left to take (more goroutines than cores, small chunks taken
+// quickly): their readers have seen no interfaces, which must not count as
+// a mismatch that makes Summarize read the capture again.
+func TestSummarizeIdleWorkers(t *testing.T) {
+	var pcapng bytes.Buffer
+	if err := rocegen.WritePcapNG(&pcapng, rocegen.Synthetic(2000)); err != nil {
+		t.Fatal(err)
+	}
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(16))
+	defer roce.SetSplit(0, 1<<40)() // one chunk per goroutine: 16 chunks
+	want, _, _, _ := sequential(t, pcapng.Bytes())
+	for i := 0; i < 20; i++ {
+		splits := roce.SplitCount()
+		cr, err := roce.NewCaptureReader(bytes.NewReader(pcapng.Bytes()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum, _, err := cr.Summarize(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := sum.Flows(); !reflect.DeepEqual(got, want) {
+			t.Fatalf("run %d: flows differ:\n got %+v\nwant %+v", i, got, want)
+		}
+		if roce.SplitCount() == splits {
+			t.Fatalf("run %d: the capture was read again in one sequence", i)
 		}
 	}
 }
@@ -177,7 +226,7 @@ func TestSummaryMerge(t *testing.T) {
 	}
 }
 
-// FuzzSummarize: whatever the capture, Summarize cutting it into segments
+// FuzzSummarize: whatever the capture, Summarize cutting it into chunks
 // gives what reading it frame by frame gives.
 func FuzzSummarize(f *testing.F) {
 	for _, frames := range [][]rocegen.Frame{rocegen.Sample(), rocegen.Synthetic(8)} {
@@ -188,7 +237,7 @@ func FuzzSummarize(f *testing.F) {
 		f.Add(pcap.Bytes())
 		f.Add(pcapng.Bytes())
 	}
-	defer roce.SetSplitMinBytes(0)()
+	defer roce.SetSplit(0, 64)()
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if _, err := roce.NewCaptureReader(bytes.NewReader(data)); err != nil {
 			return
