@@ -74,7 +74,7 @@ type Decoder struct {
 	roce *DecodingLayers
 	exts [16]extLayer // indexed by layer type - LayerTypeGRH
 	fb   feedback
-	buf  [icrcCopyMax + 20]byte // ICRC scratch
+	buf  [icrcScratch]byte // ICRC scratch
 }
 
 // NewDecoder returns a Decoder for Ethernet frames.

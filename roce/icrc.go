@@ -89,9 +89,12 @@ func updateMasked(s uint32, p, mask []byte) uint32 {
 // bytes. Write the result with PutICRC (little-endian).
 func ICRC(pkt []byte) (uint32, error) {
 	if len(pkt) >= prefixLen-8 {
-		buf := prefixPool.Get().(*[prefixLen]byte)
-		c, ok := icrcPrefix(pkt, buf)
-		prefixPool.Put(buf)
+		buf := scratchPool.Get().(*[icrcScratch]byte)
+		c, ok := icrcCopy(pkt, buf[:])
+		if !ok {
+			c, ok = icrcPrefix(pkt, (*[prefixLen]byte)(buf[:prefixLen]))
+		}
+		scratchPool.Put(buf)
 		if ok {
 			return c, nil
 		}
@@ -177,9 +180,12 @@ var zeros [40]byte
 // which uses carry-less multiplication from 64 bytes on, gets 80 bytes.
 const prefixLen = 80
 
-// prefixPool holds scratch buffers for ICRC; a buffer on the stack would
+// icrcScratch is the size of the scratch buffer icrcCopy needs.
+const icrcScratch = icrcCopyMax + 20
+
+// scratchPool holds scratch buffers for ICRC; a buffer on the stack would
 // escape into hash/crc32 and be allocated on every call.
-var prefixPool = sync.Pool{New: func() any { return new([prefixLen]byte) }}
+var scratchPool = sync.Pool{New: func() any { return new([icrcScratch]byte) }}
 
 // icrcPrefix computes the same ICRC as the byte-wise masking in ICRC: it
 // copies 0xFF×8 and the first bytes of the packet into scratch, masks
@@ -236,8 +242,7 @@ func orMask(h, mask []byte) {
 const icrcCopyMax = 2048
 
 // icrcCopy computes the same ICRC as icrcPrefix with one hash/crc32 call
-// over a masked copy of the whole packet in scratch (at least
-// icrcCopyMax+20 bytes). hash/crc32 costs about as much per call as for
+// over a masked copy of the whole packet in scratch (icrcScratch bytes). hash/crc32 costs about as much per call as for
 // 1 KiB of data, and it hashes a length that is not a multiple of 16 with
 // a byte-wise tail, so the copy is laid out to be a multiple of 16 bytes
 // long: zero bytes, then 0xFF×4, then the packet. With the register

@@ -99,7 +99,7 @@ func TestICRCNotRoCE(t *testing.T) {
 // and length, across icrcCopy's size limit.
 func TestICRCPathsMatch(t *testing.T) {
 	var scratch [prefixLen]byte
-	var whole [icrcCopyMax + 20]byte
+	var whole [icrcScratch]byte
 	for _, v := range icrcVectors {
 		pkt := unhex(t, v.pkt)
 		want := binary.LittleEndian.Uint32(unhex(t, v.trailer))

@@ -1,0 +1,47 @@
+#!/bin/bash
+# bench-decode.sh [ROUNDS] — `roce-probe decode --summary` against `tshark -r` on the same
+# 100,000-frame captures (pcap and pcapng), the comparison of issue #2 ("at least 50× faster").
+#
+# Builds roce-probe twice (the default `go build`, which uses cmd/roce-probe/default.pgo, and a
+# CGO_ENABLED=0 static build), writes the captures with internal/cmd/rocegen once, then runs
+# ROUNDS rounds (default 5) of hyperfine over all six commands and prints, per round and file,
+# each mean and the ratio tshark / roce-probe, and the median ratio over the rounds. On a shared
+# machine the speed changes from minute to minute; a ratio within one round compares like with
+# like. Needs hyperfine, jq and tshark (Debian packages). Not part of the test suite.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+rounds=${1:-5}
+dir=${BENCH_DIR:-/tmp/roce-probe-bench}
+mkdir -p "$dir"
+for t in hyperfine jq tshark; do
+	command -v "$t" >/dev/null || { echo "bench-decode.sh: $t not found (apt-get install $t)" >&2; exit 2; }
+done
+for f in pcap pcapng; do
+	[ -s "$dir/roce-100k.$f" ] || go run ./internal/cmd/rocegen -n 100000 -o "$dir/roce-100k.$f"
+done
+go build -o "$dir/roce-probe" ./cmd/roce-probe
+CGO_ENABLED=0 go build -o "$dir/roce-probe-static" ./cmd/roce-probe
+
+: >"$dir/ratios.txt"
+printf '%-6s %-7s %12s %12s %12s %8s %8s\n' round file roce-probe static tshark ratio static
+for r in $(seq "$rounds"); do
+	hyperfine -N -w 3 -r 20 --export-json "$dir/round$r.json" \
+		"$dir/roce-probe decode --summary $dir/roce-100k.pcap" \
+		"$dir/roce-probe-static decode --summary $dir/roce-100k.pcap" \
+		"tshark -r $dir/roce-100k.pcap" \
+		"$dir/roce-probe decode --summary $dir/roce-100k.pcapng" \
+		"$dir/roce-probe-static decode --summary $dir/roce-100k.pcapng" \
+		"tshark -r $dir/roce-100k.pcapng" >/dev/null
+	for f in pcap pcapng; do
+		# round, file, means in ms (roce-probe, static, tshark), ratios
+		jq -r --arg f "$f" --arg r "$r" '
+			[.results[] | select(.command | endswith("roce-100k." + $f)) | .mean] as $m |
+			"\($r) \($f) \($m[0]*1000) \($m[1]*1000) \($m[2]*1000) \($m[2]/$m[0]) \($m[2]/$m[1])"' \
+			"$dir/round$r.json" | tee -a "$dir/ratios.txt" |
+			awk '{printf "%-6s %-7s %9.1f ms %9.1f ms %9.1f ms %7.1fx %7.1fx\n", $1, $2, $3, $4, $5, $6, $7}'
+	done
+done
+for f in pcap pcapng; do
+	awk -v f="$f" '$2 == f' "$dir/ratios.txt" | sort -g -k6 | awk -v f="$f" '{v[NR]=$6} END {printf "median ratio, %s: roce-probe %.1fx", f, v[int((NR+1)/2)]}'
+	awk -v f="$f" '$2 == f' "$dir/ratios.txt" | sort -g -k7 | awk '{v[NR]=$7} END {printf ", static %.1fx (%d rounds)\n", v[int((NR+1)/2)], NR}'
+done
