@@ -98,15 +98,27 @@ func FuzzLayers(f *testing.F) {
 	})
 }
 
-// FuzzICRC: ICRC verification and FillICRC never panic; a frame FillICRC
-// accepts then verifies, and a bit flip in its covered bytes does not.
+// FuzzICRC: ICRC verification and FillICRC never panic; the three ways of
+// computing the ICRC (byte-wise masking, masked prefix, masked padded copy)
+// agree on any packet they all take; a frame FillICRC accepts then
+// verifies, and a bit flip in its covered bytes does not.
 func FuzzICRC(f *testing.F) {
 	addFrameSeeds(f)
 	for _, v := range icrcVectors {
 		f.Add(unhex(f, v.pkt+v.trailer))
 	}
+	var prefix [prefixLen]byte
+	var scratch [icrcScratch]byte
 	f.Fuzz(func(t *testing.T, data []byte) {
 		_, _, _ = VerifyICRC(data)
+		if a, err := icrcMasked(data); err == nil {
+			if b, ok := icrcPrefix(data, &prefix); ok && b != a {
+				t.Fatalf("masked %#x, prefix %#x", a, b)
+			}
+			if c, ok := icrcCopy(data, scratch[:]); ok && c != a {
+				t.Fatalf("masked %#x, copy %#x", a, c)
+			}
+		}
 		frame := append([]byte(nil), data...)
 		if err := FillICRC(frame); err != nil {
 			return
