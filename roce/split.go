@@ -19,10 +19,12 @@ import (
 // pcapgo reader (given the capture's header first), moved from chunk to
 // chunk by resetting the buffered reader under it, and decodes the frames
 // without copying them. A cut is looked for as a run of plausible frame
-// headers near the wanted offset and proven by pcapgo itself: each chunk
-// but the last must end exactly at the next cut without error and (pcapng)
-// with the interfaces the header describes. If a cut cannot be found or
-// proven, Summarize falls back to reading the capture in one sequence.
+// headers near the wanted offset and proven while the chunks are read:
+// each chunk but the last must end exactly at the next cut without error
+// (pcap: its frames fill it; pcapng: its blocks do, see blockWatch), and a
+// pcapng capture must have one section, whose interfaces every reader ends
+// with. If a cut cannot be found or proven, Summarize falls back to
+// reading the capture in one sequence.
 
 // segResult is what one chunk gave; frame numbers are relative to the
 // chunk's first frame.
@@ -89,7 +91,7 @@ func (c *CaptureReader) summarizeSplit(workers int, malformed func(FrameError)) 
 	failed := make(chan bool, workers)
 	for w := 0; w < workers; w++ {
 		go func() {
-			ng, ok := c.summarizeChunks(hdr, cuts, &next, &stop, res)
+			ng, ok := c.summarizeChunks(hdr, order, cuts, &next, &stop, res)
 			failed <- !ok || ng != nil && !sameInterfaces(interfaces(ng), want)
 		}()
 	}
@@ -110,9 +112,8 @@ func (c *CaptureReader) summarizeSplit(workers int, malformed func(FrameError)) 
 			return nil, CaptureStats{}, nil, false
 		}
 	}
-	// A pcapng section after the first may have another byte order, which
-	// the checks above do not see; a damaged capture is rare, so its error
-	// comes from reading it again in one sequence.
+	// A damaged pcapng capture is read again in one sequence, which names
+	// the damage as reading frame by frame does.
 	if c.format == FormatPcapNG && !errors.Is(res[n-1].err, io.EOF) {
 		return nil, CaptureStats{}, nil, false
 	}
@@ -151,7 +152,7 @@ var chunkCount atomic.Int64
 // reader (nil for pcap, or when other goroutines took all the chunks), and
 // false if a reader could not be made or a chunk before the last did not
 // end cleanly (the others then stop too).
-func (c *CaptureReader) summarizeChunks(hdr []byte, cuts []int64, next *atomic.Int64, stop *atomic.Bool, res []segResult) (*pcapgo.NgReader, bool) {
+func (c *CaptureReader) summarizeChunks(hdr []byte, order binary.ByteOrder, cuts []int64, next *atomic.Int64, stop *atomic.Bool, res []segResult) (*pcapgo.NgReader, bool) {
 	in := bufio.NewReaderSize(nil, 256<<10)
 	var src gopacket.ZeroCopyPacketDataSource
 	var ng *pcapgo.NgReader
@@ -161,7 +162,12 @@ func (c *CaptureReader) summarizeChunks(hdr []byte, cuts []int64, next *atomic.I
 		if k >= len(res) {
 			break
 		}
-		sec := io.NewSectionReader(c.ra, cuts[k], cuts[k+1]-cuts[k])
+		var sec io.Reader = io.NewSectionReader(c.ra, cuts[k], cuts[k+1]-cuts[k])
+		var watch *blockWatch
+		if c.format == FormatPcapNG {
+			watch = &blockWatch{r: sec, order: order, first: k == 0}
+			sec = watch
+		}
 		if src != nil {
 			in.Reset(sec)
 		} else {
@@ -183,6 +189,11 @@ func (c *CaptureReader) summarizeChunks(hdr []byte, cuts []int64, next *atomic.I
 			}
 		}
 		res[k] = summarizeChunk(src, dec)
+		if watch != nil && res[k].err == io.EOF && !watch.clean() {
+			// another section, or blocks not ending at the cut
+			stop.Store(true)
+			return nil, false
+		}
 		if res[k].err != io.EOF && k < len(res)-1 {
 			// only the last chunk may end in an error: the capture is
 			// read again in one sequence
@@ -192,6 +203,53 @@ func (c *CaptureReader) summarizeChunks(hdr []byte, cuts []int64, next *atomic.I
 	}
 	return ng, true
 }
+
+// blockWatch passes the bytes of a pcapng chunk through and walks its
+// block headers as they go by, in the first section's byte order. A
+// reader keeps the section state (byte order, interfaces) of the chunks
+// it read before, and a chunk read first gets the file header's, so a
+// chunk may be read in the section state of another part of the capture:
+// Summarize reads in chunks only captures of one section, and blockWatch
+// is what proves it. It also proves that the chunk's blocks end exactly at
+// its end, so that every cut is a block boundary (chunk 0 starts at one).
+type blockWatch struct {
+	r     io.Reader
+	order binary.ByteOrder
+	first bool    // chunk 0: starts with the file's section header block
+	off   int64   // bytes passed through
+	next  int64   // offset of the next block
+	hdr   [8]byte // type and length of the block at next
+	have  int     // bytes of hdr seen
+	bad   bool    // a section header block, or a length no block has
+}
+
+func (w *blockWatch) Read(p []byte) (int, error) {
+	n, err := w.r.Read(p)
+	b := p[:n]
+	start := w.off
+	w.off += int64(n)
+	for !w.bad && w.next < w.off {
+		for i := w.next + int64(w.have) - start; w.have < 8 && i < int64(len(b)); i++ {
+			w.hdr[w.have] = b[i]
+			w.have++
+		}
+		if w.have < 8 {
+			break
+		}
+		typ, l := w.order.Uint32(w.hdr[:4]), w.order.Uint32(w.hdr[4:])
+		if typ == 0x0A0D0D0A && !(w.first && w.next == 0) || l < 12 || l%4 != 0 {
+			w.bad = true
+			break
+		}
+		w.next += int64(l)
+		w.have = 0
+	}
+	return n, err
+}
+
+// clean reports whether the chunk, read to its end, held blocks of the
+// first section only, the last of them ending where the chunk ends.
+func (w *blockWatch) clean() bool { return !w.bad && w.have == 0 && w.next == w.off }
 
 // summarizeChunk reads frames from src up to an error (io.EOF at the end
 // of the chunk) and summarises them. The counts are kept in locals and
