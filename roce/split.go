@@ -229,14 +229,20 @@ func (w *blockWatch) Read(p []byte) (int, error) {
 	start := w.off
 	w.off += int64(n)
 	for !w.bad && w.next < w.off {
-		for i := w.next + int64(w.have) - start; w.have < 8 && i < int64(len(b)); i++ {
-			w.hdr[w.have] = b[i]
-			w.have++
+		var h []byte
+		if i := w.next - start; w.have == 0 && i+8 <= int64(len(b)) {
+			h = b[i : i+8] // the whole header in this read
+		} else {
+			for i := w.next + int64(w.have) - start; w.have < 8 && i < int64(len(b)); i++ {
+				w.hdr[w.have] = b[i]
+				w.have++
+			}
+			if w.have < 8 {
+				break
+			}
+			h = w.hdr[:]
 		}
-		if w.have < 8 {
-			break
-		}
-		typ, l := w.order.Uint32(w.hdr[:4]), w.order.Uint32(w.hdr[4:])
+		typ, l := w.order.Uint32(h[:4]), w.order.Uint32(h[4:])
 		if typ == 0x0A0D0D0A && !(w.first && w.next == 0) || l < 12 || l%4 != 0 {
 			w.bad = true
 			break
