@@ -242,10 +242,7 @@ func (d *Decoder) Decode(frame []byte, p *Packet) error {
 	if !p.Truncated {
 		if pkt, ok := extendTo(net, pl.contents); ok {
 			n := len(pkt) - ICRCLen
-			c, ok := icrcCopy(pkt[:n], d.buf[:])
-			if !ok {
-				c, ok = icrcPrefix(pkt[:n], (*[prefixLen]byte)(d.buf[:prefixLen]))
-			}
+			c, ok := icrcFast(pkt[:n], &d.buf)
 			var err error
 			if !ok {
 				c, err = icrcMasked(pkt[:n])

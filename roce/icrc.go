@@ -90,10 +90,7 @@ func updateMasked(s uint32, p, mask []byte) uint32 {
 func ICRC(pkt []byte) (uint32, error) {
 	if len(pkt) >= prefixLen-8 {
 		buf := scratchPool.Get().(*[icrcScratch]byte)
-		c, ok := icrcCopy(pkt, buf[:])
-		if !ok {
-			c, ok = icrcPrefix(pkt, (*[prefixLen]byte)(buf[:prefixLen]))
-		}
+		c, ok := icrcFast(pkt, buf)
 		scratchPool.Put(buf)
 		if ok {
 			return c, nil
@@ -241,11 +238,21 @@ func orMask(h, mask []byte) {
 // costs more than the second hash/crc32 call icrcPrefix makes.
 const icrcCopyMax = 2048
 
+// icrcFast computes the ICRC with icrcCopy, or icrcPrefix for a longer
+// packet; false means neither takes the packet (icrcMasked does).
+func icrcFast(pkt []byte, scratch *[icrcScratch]byte) (uint32, bool) {
+	if c, ok := icrcCopy(pkt, scratch[:]); ok {
+		return c, true
+	}
+	return icrcPrefix(pkt, (*[prefixLen]byte)(scratch[:prefixLen]))
+}
+
 // icrcCopy computes the same ICRC as icrcPrefix with one hash/crc32 call
-// over a masked copy of the whole packet in scratch (icrcScratch bytes). hash/crc32 costs about as much per call as for
-// 1 KiB of data, and it hashes a length that is not a multiple of 16 with
-// a byte-wise tail, so the copy is laid out to be a multiple of 16 bytes
-// long: zero bytes, then 0xFF×4, then the packet. With the register
+// over a masked copy of the whole packet in scratch (icrcScratch bytes).
+// hash/crc32 costs about as much per call as for 1 KiB of data, and it
+// hashes a length that is not a multiple of 16 with a byte-wise tail, so
+// the copy is laid out to be a multiple of 16 bytes long: zero bytes,
+// then 0xFF×4, then the packet. With the register
 // started at 0 (crc 0xFFFFFFFF) leading zeros leave it at 0, and 0xFF×4
 // from 0 gives the register that 0xFF×8 gives from the standard start.
 // ok is false for a packet icrcPrefix does not handle or that is longer
