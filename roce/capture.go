@@ -19,6 +19,7 @@ import (
 // are accepted.
 type CaptureReader struct {
 	src    gopacket.ZeroCopyPacketDataSource
+	br     *bufio.Reader // what src reads from
 	format string
 	frame  int
 
@@ -47,7 +48,10 @@ type batch struct {
 // barriers; the capture info is rebuilt in nextAhead.
 type batchFrame struct {
 	start, end int
-	ns         int64 // timestamp, Unix nanoseconds
+	sec        int64 // timestamp: Unix seconds and nanoseconds (any year)
+	nsec       int32
+	noTime     bool // the frame has no timestamp (time.Time{}): a pcapng simple packet block
+	linkType   layers.LinkType
 	capLen     int
 	length     int
 	ifIndex    int
@@ -90,7 +94,7 @@ func NewCaptureReader(r io.Reader) (*CaptureReader, error) {
 		c.ra = nil
 		zr, err := gzip.NewReader(br)
 		if err != nil {
-			return nil, fmt.Errorf("capture: gzip: %w", err)
+			return nil, fmt.Errorf("capture: %w", err) // "gzip: invalid header" and the like
 		}
 		br = bufio.NewReaderSize(zr, 1<<20)
 	}
@@ -110,18 +114,84 @@ func NewCaptureReader(r io.Reader) (*CaptureReader, error) {
 		}
 		c.src, c.format, lt = pr, FormatPcap, pr.LinkType()
 	case 0x0a0d0d0a:
-		nr, err := pcapgo.NewNgReader(br, pcapgo.DefaultNgReaderOptions)
+		lt = layers.LinkTypeEthernet
+		if first, ok := ngFirstLinkType(br); ok {
+			lt = first
+		}
+		nr, err := pcapgo.NewNgReader(br, ngOptions)
 		if err != nil {
 			return nil, fmt.Errorf("capture: pcapng header: %w", err)
 		}
-		c.src, c.format, lt = nr, FormatPcapNG, nr.LinkType()
+		c.src, c.format = nr, FormatPcapNG
 	default:
 		return nil, fmt.Errorf("capture: magic number %#08x is neither pcap (0xa1b2c3d4, 0xa1b23c4d, either byte order) nor pcapng (0x0a0d0d0a)", m)
 	}
 	if lt != layers.LinkTypeEthernet {
 		return nil, fmt.Errorf("capture: link type %d (%s), want 1 (Ethernet); capture on an Ethernet interface rather than \"any\"", lt, lt)
 	}
+	c.br = br
 	return c, nil
+}
+
+// ngOptions makes pcapgo return the packets of every interface of a pcapng
+// capture, with the interface's link type, rather than leave out those
+// whose link type is not the first interface's: they are frames of the
+// capture, counted and numbered as tshark numbers them, and not RoCE.
+var ngOptions = pcapgo.NgReaderOptions{WantMixedLinkType: true}
+
+// ngFirstLinkType peeks at the first blocks of a pcapng capture for the
+// link type of its first interface, which pcapgo reads only when it leaves
+// out the packets of other link types (see ngOptions). ok is false when no
+// interface description comes before a packet or within what br holds.
+func ngFirstLinkType(br *bufio.Reader) (lt layers.LinkType, ok bool) {
+	b, err := br.Peek(12)
+	if err != nil {
+		return 0, false
+	}
+	var order binary.ByteOrder = binary.LittleEndian
+	if binary.BigEndian.Uint32(b[8:]) == 0x1A2B3C4D {
+		order = binary.BigEndian
+	}
+	for off := 0; ; {
+		b, err := br.Peek(off + 12)
+		if err != nil {
+			return 0, false
+		}
+		typ, l := order.Uint32(b[off:]), int(order.Uint32(b[off+4:]))
+		switch typ {
+		case 1: // interface description: link type, reserved, snap length
+			return layers.LinkType(order.Uint16(b[off+8:])), true
+		case 2, 3, 6: // a packet before any interface: pcapgo reports it
+			return 0, false
+		}
+		if l < 12 || l%4 != 0 || off+l+12 > br.Size() {
+			return 0, false
+		}
+		off += l
+	}
+}
+
+// readFrame reads the next frame from src, as ZeroCopyReadPacketData does
+// except that a pcap record whose header is there but whose data is
+// missing is io.ErrUnexpectedEOF (pcapgo reports io.EOF, the clean end).
+func readFrame(src gopacket.ZeroCopyPacketDataSource) ([]byte, gopacket.CaptureInfo, error) {
+	data, ci, err := src.ZeroCopyReadPacketData()
+	if err == io.EOF && ci.CaptureLength > 0 {
+		err = fmt.Errorf("record header of a %d-byte frame, then the end: %w", ci.CaptureLength, io.ErrUnexpectedEOF)
+	}
+	return data, ci, err
+}
+
+// linkType returns the link type of a frame read with ngOptions (pcapgo
+// puts it in the capture info), or Ethernet: captures of other link types
+// are refused by NewCaptureReader.
+func linkType(ci *gopacket.CaptureInfo) layers.LinkType {
+	if len(ci.AncillaryData) > 0 {
+		if lt, ok := ci.AncillaryData[0].(layers.LinkType); ok {
+			return lt
+		}
+	}
+	return layers.LinkTypeEthernet
 }
 
 // Format returns FormatPcap or FormatPcapNG.
@@ -157,15 +227,21 @@ func (c *CaptureReader) readAhead() {
 		}
 		b.buf, b.frames, b.err = b.buf[:0], b.frames[:0], nil
 		for len(b.frames) < batchFrames && len(b.buf) < batchBytes {
-			data, ci, err := c.src.ZeroCopyReadPacketData()
+			// On a stream (standard input from tcpdump -w -), hand over
+			// the frames that have arrived before waiting for more.
+			if c.ra == nil && len(b.frames) > 0 && c.br.Buffered() == 0 {
+				break
+			}
+			data, ci, err := readFrame(c.src)
 			if err != nil {
 				b.err = err
 				break
 			}
 			start := len(b.buf)
 			b.buf = append(b.buf, data...)
-			b.frames = append(b.frames, batchFrame{start: start, end: len(b.buf), ns: ci.Timestamp.UnixNano(),
-				capLen: ci.CaptureLength, length: ci.Length, ifIndex: ci.InterfaceIndex})
+			b.frames = append(b.frames, batchFrame{start: start, end: len(b.buf),
+				sec: ci.Timestamp.Unix(), nsec: int32(ci.Timestamp.Nanosecond()), noTime: ci.Timestamp.IsZero(),
+				linkType: linkType(&ci), capLen: ci.CaptureLength, length: ci.Length, ifIndex: ci.InterfaceIndex})
 		}
 		select {
 		case c.ahead <- b:
@@ -178,8 +254,11 @@ func (c *CaptureReader) readAhead() {
 	}
 }
 
-// Close stops the read-ahead goroutine, if any, and waits for it. It does
-// not close the io.Reader the CaptureReader was made with.
+// Close stops the read-ahead goroutine, if any. It does not wait for it:
+// on a stream with no data yet, the goroutine is inside a read that only
+// new data, the end of the stream or closing the io.Reader ends; it then
+// stops without reading further. Close does not close the io.Reader the
+// CaptureReader was made with.
 func (c *CaptureReader) Close() {
 	if c.done != nil {
 		select {
@@ -187,9 +266,17 @@ func (c *CaptureReader) Close() {
 		default:
 			close(c.done)
 		}
-		for range c.ahead { // wait until the goroutine has stopped reading
-		}
 	}
+}
+
+// Ready reports whether Next would return without waiting for the input:
+// a frame read ahead is waiting, or input is buffered. A program printing
+// frames from a stream flushes its output when Ready is false.
+func (c *CaptureReader) Ready() bool {
+	if c.ahead != nil {
+		return c.cur != nil && (c.idx < len(c.cur.frames) || c.cur.err != nil) || len(c.ahead) > 0
+	}
+	return c.br.Buffered() > 0
 }
 
 // Next returns the next frame. The data is valid until the next call. At
@@ -199,8 +286,7 @@ func (c *CaptureReader) Next() ([]byte, gopacket.CaptureInfo, error) {
 	if c.ahead != nil {
 		return c.nextAhead()
 	}
-	data, ci, err := c.src.ZeroCopyReadPacketData()
-	return c.result(data, ci, err)
+	return c.result(readFrame(c.src))
 }
 
 func (c *CaptureReader) nextAhead() ([]byte, gopacket.CaptureInfo, error) {
@@ -220,7 +306,13 @@ func (c *CaptureReader) nextAhead() ([]byte, gopacket.CaptureInfo, error) {
 	}
 	f := &c.cur.frames[c.idx]
 	c.idx++
-	ci := gopacket.CaptureInfo{Timestamp: time.Unix(0, f.ns).UTC(), CaptureLength: f.capLen, Length: f.length, InterfaceIndex: f.ifIndex}
+	ci := gopacket.CaptureInfo{CaptureLength: f.capLen, Length: f.length, InterfaceIndex: f.ifIndex}
+	if !f.noTime {
+		ci.Timestamp = time.Unix(f.sec, int64(f.nsec)).UTC()
+	}
+	if f.linkType != layers.LinkTypeEthernet {
+		ci.AncillaryData = []any{f.linkType}
+	}
 	return c.result(c.cur.buf[f.start:f.end], ci, nil)
 }
 

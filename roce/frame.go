@@ -7,6 +7,7 @@ import (
 	"net/netip"
 
 	"github.com/gopacket/gopacket"
+	"github.com/gopacket/gopacket/layers"
 )
 
 // MaxVLANTags is the number of VLAN tags a Packet records (outermost first).
@@ -101,6 +102,7 @@ var (
 	errShortUDP      = fmt.Errorf("%w: truncated UDP header", ErrNotRoCE)
 	errNotPort       = fmt.Errorf("%w: UDP destination port is not 4791", ErrNotRoCE)
 	errGRHNext       = fmt.Errorf("%w: GRH next header is not 0x1B (BTH)", ErrNotRoCE)
+	errLinkType      = fmt.Errorf("%w: captured on an interface whose link type is not Ethernet", ErrNotRoCE)
 )
 
 // Decode decodes one Ethernet frame into p. A frame that is not RoCE
@@ -267,8 +269,14 @@ func (f *feedback) SetTruncated() { f.truncated = true }
 
 // DecodeCaptured is Decode for a frame read from a capture: a frame cut
 // short by the capture's snap length (CaptureLength < Length) is marked
-// Truncated and its ICRC left unchecked.
+// Truncated and its ICRC left unchecked, and a frame of a pcapng interface
+// whose link type is not Ethernet (a layers.LinkType in the capture info's
+// AncillaryData, as CaptureReader gives) is not RoCE.
 func (d *Decoder) DecodeCaptured(frame []byte, ci gopacket.CaptureInfo, p *Packet) error {
+	if linkType(&ci) != layers.LinkTypeEthernet {
+		*p = Packet{}
+		return errLinkType
+	}
 	return d.decodeLens(frame, ci.CaptureLength, ci.Length, p)
 }
 

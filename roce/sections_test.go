@@ -44,13 +44,29 @@ func (w *ngWriter) idb(linkType uint16) {
 	w.u32(20)
 }
 
-// epb writes an enhanced packet block on interface iface.
-func (w *ngWriter) epb(iface uint32, data []byte) {
+// epb writes an enhanced packet block on interface iface, time 0.
+func (w *ngWriter) epb(iface uint32, data []byte) { w.epbAt(iface, 0, data) }
+
+// epbAt writes an enhanced packet block with timestamp ts (in the
+// interface's units: microseconds by default).
+func (w *ngWriter) epbAt(iface uint32, ts uint64, data []byte) {
 	pad := (4 - len(data)%4) % 4
 	l := uint32(32 + len(data) + pad)
-	for _, v := range []uint32{6, l, iface, 0, 0, uint32(len(data)), uint32(len(data))} {
+	for _, v := range []uint32{6, l, iface, uint32(ts >> 32), uint32(ts), uint32(len(data)), uint32(len(data))} {
 		w.u32(v)
 	}
+	w.b.Write(data)
+	w.b.Write(make([]byte, pad))
+	w.u32(l)
+}
+
+// spb writes a simple packet block (no interface, no timestamp).
+func (w *ngWriter) spb(data []byte) {
+	pad := (4 - len(data)%4) % 4
+	l := uint32(16 + len(data) + pad)
+	w.u32(3)
+	w.u32(l)
+	w.u32(uint32(len(data)))
 	w.b.Write(data)
 	w.b.Write(make([]byte, pad))
 	w.u32(l)

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/gopacket/gopacket"
+	"github.com/gopacket/gopacket/layers"
 	"github.com/gopacket/gopacket/pcapgo"
 )
 
@@ -76,7 +77,7 @@ func (c *CaptureReader) summarizeSplit(workers int, malformed func(FrameError)) 
 	var want []pcapgo.NgInterface
 	if c.format == FormatPcapNG {
 		// the interfaces the header describes
-		ng, err := pcapgo.NewNgReader(bytes.NewReader(hdr), pcapgo.DefaultNgReaderOptions)
+		ng, err := pcapgo.NewNgReader(bytes.NewReader(hdr), ngOptions)
 		if err != nil {
 			return nil, CaptureStats{}, nil, false
 		}
@@ -178,7 +179,7 @@ func (c *CaptureReader) summarizeChunks(hdr []byte, order binary.ByteOrder, cuts
 			}
 			var err error
 			if c.format == FormatPcapNG {
-				ng, err = pcapgo.NewNgReader(in, pcapgo.DefaultNgReaderOptions)
+				ng, err = pcapgo.NewNgReader(in, ngOptions)
 				src = ng
 			} else {
 				src, err = pcapgo.NewReader(in)
@@ -266,13 +267,17 @@ func summarizeChunk(src gopacket.ZeroCopyPacketDataSource, dec *Decoder) segResu
 	var st CaptureStats
 	var nbytes int64
 	for {
-		data, ci, err := src.ZeroCopyReadPacketData()
+		data, ci, err := readFrame(src)
 		if err != nil {
 			r.err = err
 			break
 		}
 		st.Frames++
 		nbytes += 16 + int64(len(data))
+		if linkType(&ci) != layers.LinkTypeEthernet {
+			st.NonRoCE++
+			continue
+		}
 		if err := dec.decodeLens(data, ci.CaptureLength, ci.Length, &p); err != nil {
 			if errors.Is(err, ErrNotRoCE) {
 				st.NonRoCE++

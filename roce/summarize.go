@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/gopacket/gopacket"
+	"github.com/gopacket/gopacket/layers"
 )
 
 // CaptureStats counts the frames of a capture by what they held.
@@ -41,6 +42,7 @@ const (
 type sumFrame struct {
 	start, end     int
 	capLen, length int
+	other          bool // captured on an interface that is not Ethernet
 }
 
 // sumBatch is a run of consecutive frames copied out of the capture.
@@ -178,14 +180,15 @@ func (c *CaptureReader) readBatches(work chan<- *sumBatch, free <-chan *sumBatch
 		b.seq, b.first, b.err = seq, n, nil
 		b.buf, b.frames = b.buf[:0], b.frames[:0]
 		for len(b.frames) < sumBatchFrames && len(b.buf) < sumBatchBytes {
-			data, ci, err := c.src.ZeroCopyReadPacketData()
+			data, ci, err := readFrame(c.src)
 			if err != nil {
 				b.err = err
 				break
 			}
 			start := len(b.buf)
 			b.buf = append(b.buf, data...)
-			b.frames = append(b.frames, sumFrame{start: start, end: len(b.buf), capLen: ci.CaptureLength, length: ci.Length})
+			b.frames = append(b.frames, sumFrame{start: start, end: len(b.buf), capLen: ci.CaptureLength, length: ci.Length,
+				other: linkType(&ci) != layers.LinkTypeEthernet})
 		}
 		n += len(b.frames)
 		work <- b
@@ -211,6 +214,10 @@ func decodeBatches(work <-chan *sumBatch, free chan<- *sumBatch, results chan<- 
 		st.Frames = len(b.frames)
 		for i := range b.frames {
 			f := &b.frames[i]
+			if f.other {
+				st.NonRoCE++
+				continue
+			}
 			err := dec.decodeLens(b.buf[f.start:f.end], f.capLen, f.length, &p)
 			if err != nil {
 				if errors.Is(err, ErrNotRoCE) {

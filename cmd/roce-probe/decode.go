@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/netip"
 	"os"
+	"os/signal"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -76,6 +77,8 @@ func runDecode(cmd *cobra.Command, path string, f decodeFlags) error {
 	var in io.Reader
 	if path == "-" {
 		in = cmd.InOrStdin()
+		stop := finishOnInterrupt(cmd.ErrOrStderr())
+		defer stop()
 	} else {
 		fh, err := os.Open(path)
 		if err != nil {
@@ -101,6 +104,13 @@ func runDecode(cmd *cobra.Command, path string, f decodeFlags) error {
 	var p roce.Packet
 	var readErr error
 	for {
+		if !cr.Ready() {
+			// print what has been decoded before waiting for more input
+			// (a live capture on standard input)
+			if err := bw.Flush(); err != nil {
+				return err
+			}
+		}
 		data, ci, err := cr.Next()
 		if errors.Is(err, io.EOF) {
 			break
@@ -137,6 +147,34 @@ func runDecode(cmd *cobra.Command, path string, f decodeFlags) error {
 		}
 	}
 	return finishDecode(path, f, format, bw, stderr, st, readErr)
+}
+
+// finishOnInterrupt makes the first Ctrl-C (SIGINT) not end decode of
+// standard input: in `tcpdump -w - | roce-probe decode -` the interrupt
+// reaches both programs, and the capture program ends the stream, after
+// which decode prints what it has (the --summary, the frame counts). A
+// second Ctrl-C exits at once (status 130). stop restores the default.
+func finishOnInterrupt(stderr io.Writer) (stop func()) {
+	sig := make(chan os.Signal, 2)
+	done := make(chan struct{})
+	signal.Notify(sig, os.Interrupt)
+	go func() {
+		select {
+		case <-sig:
+		case <-done:
+			return
+		}
+		fmt.Fprintln(stderr, "roce-probe: interrupt: reading standard input to its end, then printing what it held (Ctrl-C again to quit now)")
+		select {
+		case <-sig:
+			os.Exit(130)
+		case <-done:
+		}
+	}()
+	return func() {
+		signal.Stop(sig)
+		close(done)
+	}
 }
 
 // finishDecode flushes the output and prints the frame counts and the
