@@ -6,7 +6,6 @@ package roce_test
 
 import (
 	"bytes"
-	"compress/gzip"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -20,14 +19,6 @@ import (
 	"github.com/roce-probe/roce-probe/internal/rocegen"
 	"github.com/roce-probe/roce-probe/roce"
 )
-
-func gzipped(b []byte) []byte {
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	zw.Write(b)
-	zw.Close()
-	return buf.Bytes()
-}
 
 // readTimes reads a capture frame by frame, with or without ReadAhead.
 func readTimes(t *testing.T, capture []byte, ahead bool) ([]time.Time, error) {
@@ -109,7 +100,7 @@ func TestTruncatedAfterRecordHeader(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		capture []byte
-	}{{"pcap", capture}, {"pcap.gz", gzipped(capture)}} {
+	}{{"pcap", capture}, {"pcap.gz", rocegen.Gzip(capture)}} {
 		for _, mode := range []string{"Next", "ReadAhead", "Summarize"} {
 			t.Run(tc.name+"/"+mode, func(t *testing.T) {
 				cr, err := roce.NewCaptureReader(bytes.NewReader(tc.capture))
@@ -217,7 +208,7 @@ func TestMixedLinkTypeFrameNumbers(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		capture []byte
-	}{{"pcapng", w.b.Bytes()}, {"pcapng.gz", gzipped(w.b.Bytes())}} {
+	}{{"pcapng", w.b.Bytes()}, {"pcapng.gz", rocegen.Gzip(w.b.Bytes())}} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, st, bad, err := sequential(t, tc.capture)
 			want := roce.CaptureStats{Frames: 3, RoCE: 1, NonRoCE: 1, Malformed: 1}
@@ -246,19 +237,12 @@ func sameInfo(a, b gopacket.CaptureInfo) bool {
 // FuzzCapturePaths: on any capture, the Summarize pipeline (gzip input)
 // and ReadAhead give what plain frame-by-frame reading gives.
 func FuzzCapturePaths(f *testing.F) {
-	for _, frames := range [][]rocegen.Frame{rocegen.Sample(), rocegen.Synthetic(8)} {
-		var pcap, pcapng bytes.Buffer
-		if rocegen.WritePcap(&pcap, frames) != nil || rocegen.WritePcapNG(&pcapng, frames) != nil {
-			f.Fatal("writing the seed captures")
-		}
-		f.Add(pcap.Bytes())
-		f.Add(pcapng.Bytes())
-	}
+	addCaptureSeeds(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if _, err := roce.NewCaptureReader(bytes.NewReader(data)); err != nil {
 			return
 		}
-		if err := sameAsSequential(t, gzipped(data)); err != nil {
+		if err := sameAsSequential(t, rocegen.Gzip(data)); err != nil {
 			t.Fatalf("gzip pipeline: %v", err)
 		}
 		a, _ := roce.NewCaptureReader(bytes.NewReader(data))

@@ -226,9 +226,9 @@ func TestSummaryMerge(t *testing.T) {
 	}
 }
 
-// FuzzSummarize: whatever the capture, Summarize cutting it into chunks
-// gives what reading it frame by frame gives.
-func FuzzSummarize(f *testing.F) {
+// addCaptureSeeds adds small pcap and pcapng captures (the sample frames,
+// eight synthetic ones) as fuzz seeds.
+func addCaptureSeeds(f *testing.F) {
 	for _, frames := range [][]rocegen.Frame{rocegen.Sample(), rocegen.Synthetic(8)} {
 		var pcap, pcapng bytes.Buffer
 		if rocegen.WritePcap(&pcap, frames) != nil || rocegen.WritePcapNG(&pcapng, frames) != nil {
@@ -237,6 +237,12 @@ func FuzzSummarize(f *testing.F) {
 		f.Add(pcap.Bytes())
 		f.Add(pcapng.Bytes())
 	}
+}
+
+// FuzzSummarize: whatever the capture, Summarize cutting it into chunks
+// gives what reading it frame by frame gives.
+func FuzzSummarize(f *testing.F) {
+	addCaptureSeeds(f)
 	defer roce.SetSplit(0, 64)()
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if _, err := roce.NewCaptureReader(bytes.NewReader(data)); err != nil {

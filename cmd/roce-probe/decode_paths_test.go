@@ -6,7 +6,6 @@ package main
 
 import (
 	"bytes"
-	"compress/gzip"
 	"encoding/binary"
 	"encoding/json"
 	"io"
@@ -20,14 +19,6 @@ import (
 
 	"github.com/roce-probe/roce-probe/internal/rocegen"
 )
-
-func gzipBytes(b []byte) []byte {
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	zw.Write(b)
-	zw.Close()
-	return buf.Bytes()
-}
 
 func tempFile(t *testing.T, name string, b []byte) string {
 	t.Helper()
@@ -144,11 +135,11 @@ func TestDecodeGzip(t *testing.T) {
 	}
 	plainSum, _, _ := runCLI(t, "", "decode", "--summary", plainPath)
 	split := 24 + 16 + len(frames[0].Data) + 5
-	members := append(gzipBytes(pc.Bytes()[:split]), gzipBytes(pc.Bytes()[split:])...)
+	members := append(rocegen.Gzip(pc.Bytes()[:split]), rocegen.Gzip(pc.Bytes()[split:])...)
 	for _, tc := range []struct {
 		name string
 		data []byte
-	}{{"pcapng.gz", gzipBytes(ng.Bytes())}, {"two-members.pcap.gz", members}} {
+	}{{"pcapng.gz", rocegen.Gzip(ng.Bytes())}, {"two-members.pcap.gz", members}} {
 		p := tempFile(t, tc.name, tc.data)
 		if out, stderr, code := runCLI(t, "", "decode", p); code != exitOK || out != plainOut {
 			t.Errorf("%s: exit %d %s\n%s", tc.name, code, stderr, out)
@@ -157,7 +148,7 @@ func TestDecodeGzip(t *testing.T) {
 			t.Errorf("%s --summary: exit %d\n%s", tc.name, code, out)
 		}
 	}
-	gz := gzipBytes(pc.Bytes())
+	gz := rocegen.Gzip(pc.Bytes())
 	badCRC := append([]byte(nil), gz...)
 	badCRC[len(badCRC)-6] ^= 1 // the CRC-32 in the gzip trailer
 	for _, args := range [][]string{{"decode"}, {"decode", "--summary"}} {
@@ -166,7 +157,7 @@ func TestDecodeGzip(t *testing.T) {
 			data       []byte
 		}{
 			{"truncated.pcap.gz", "frame ", gz[:len(gz)-300]},
-			{"not-a-capture.gz", "magic number", gzipBytes([]byte("hello, not a capture at all"))},
+			{"not-a-capture.gz", "magic number", rocegen.Gzip([]byte("hello, not a capture at all"))},
 			{"bad-crc.pcap.gz", "frame ", badCRC},
 		} {
 			_, stderr, code := runCLI(t, "", append(args, tempFile(t, bad.name, bad.data))...)

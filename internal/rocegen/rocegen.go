@@ -2,6 +2,7 @@ package rocegen
 
 import (
 	"bytes"
+	"compress/gzip"
 	"fmt"
 	"io"
 	"net"
@@ -209,4 +210,13 @@ func WritePcap(w io.Writer, frames []Frame) error {
 		}
 	}
 	return nil
+}
+
+// Gzip returns b compressed with gzip, as `gzip capture.pcap` writes it.
+func Gzip(b []byte) []byte {
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	zw.Write(b) // writing to a bytes.Buffer does not fail
+	zw.Close()
+	return buf.Bytes()
 }
