@@ -261,3 +261,41 @@ func FuzzCapturePaths(f *testing.F) {
 		}
 	})
 }
+
+// Summarize after Next summarises the rest of the capture and numbers its
+// frames on from those Next returned: malformed frames and the error of a
+// truncated capture name the frames frame-by-frame reading names.
+func TestSummarizeAfterNext(t *testing.T) {
+	var pcap bytes.Buffer
+	if err := rocegen.WritePcap(&pcap, summarizeFrames()); err != nil {
+		t.Fatal(err)
+	}
+	capture := pcap.Bytes()[:pcap.Len()-7]
+	_, all, wantBad, wantErr := sequential(t, capture)
+	const skip = 10
+	cr, err := roce.NewCaptureReader(bytes.NewReader(capture))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < skip; i++ {
+		if _, _, err := cr.Next(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var bad []string
+	_, st, err := cr.Summarize(func(e roce.FrameError) { bad = append(bad, fmt.Sprintf("frame %d: %v", e.Frame, e.Err)) })
+	if fmt.Sprint(err) != fmt.Sprint(wantErr) || st.Frames != all.Frames-skip {
+		t.Errorf("error %v, %d frames; want %v, %d frames", err, st.Frames, wantErr, all.Frames-skip)
+	}
+	var want []string
+	for _, b := range wantBad {
+		var n int
+		fmt.Sscanf(b, "frame %d:", &n)
+		if n > skip {
+			want = append(want, b)
+		}
+	}
+	if len(want) == 0 || !reflect.DeepEqual(bad, want) {
+		t.Errorf("malformed frames %q, want %q", bad, want)
+	}
+}

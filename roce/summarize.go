@@ -86,7 +86,9 @@ type FrameError struct {
 // malformed, if not nil, is called in frame order for each RoCE frame whose
 // headers are cut short or inconsistent. A damaged capture returns the
 // summary of the frames before the damage and an error naming the frame,
-// as Next does. Do not mix Summarize with Next or ReadAhead.
+// as Next does. Summarize may follow calls of Next (not ReadAhead): it then
+// summarises the frames Next did not return, numbered on from them, and
+// the CaptureStats count only those.
 func (c *CaptureReader) Summarize(malformed func(FrameError)) (*Summary, CaptureStats, error) {
 	workers := runtime.GOMAXPROCS(0)
 	if c.ra != nil && c.frame == 0 && c.ahead == nil && workers > 1 && c.size-c.base >= splitMinBytes {
@@ -134,6 +136,7 @@ func (c *CaptureReader) summarizePipeline(workers int, malformed func(FrameError
 	total := NewSummary()
 	var stats CaptureStats
 	var readErr error
+	base := c.frame // frames Next returned before: numbers go on from there
 	pending := map[int]*sumResult{}
 	next := 0
 	for r := range results {
@@ -154,6 +157,7 @@ func (c *CaptureReader) summarizePipeline(workers int, malformed func(FrameError
 			stats.add(r.stats)
 			if malformed != nil {
 				for _, e := range r.bad {
+					e.Frame += base
 					malformed(e)
 				}
 			}
@@ -162,7 +166,7 @@ func (c *CaptureReader) summarizePipeline(workers int, malformed func(FrameError
 			}
 		}
 	}
-	c.frame = stats.Frames
+	c.frame = base + stats.Frames
 	if readErr != nil && !errors.Is(readErr, io.EOF) {
 		_, _, err := c.result(nil, gopacket.CaptureInfo{}, readErr)
 		return total, stats, err
