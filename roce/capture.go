@@ -36,8 +36,8 @@ type CaptureReader struct {
 	idx   int
 }
 
-// batch is a group of frames copied out of the capture by the read-ahead
-// goroutine.
+// batch is a group of frames copied out of the capture (by the read-ahead
+// goroutine, or Summarize's reading goroutine).
 type batch struct {
 	buf    []byte
 	frames []batchFrame
@@ -225,24 +225,7 @@ func (c *CaptureReader) readAhead() {
 		case <-c.done:
 			return
 		}
-		b.buf, b.frames, b.err = b.buf[:0], b.frames[:0], nil
-		for len(b.frames) < batchFrames && len(b.buf) < batchBytes {
-			// On a stream (standard input from tcpdump -w -), hand over
-			// the frames that have arrived before waiting for more.
-			if c.ra == nil && len(b.frames) > 0 && c.br.Buffered() == 0 {
-				break
-			}
-			data, ci, err := readFrame(c.src)
-			if err != nil {
-				b.err = err
-				break
-			}
-			start := len(b.buf)
-			b.buf = append(b.buf, data...)
-			b.frames = append(b.frames, batchFrame{start: start, end: len(b.buf),
-				sec: ci.Timestamp.Unix(), nsec: int32(ci.Timestamp.Nanosecond()), noTime: ci.Timestamp.IsZero(),
-				linkType: linkType(&ci), capLen: ci.CaptureLength, length: ci.Length, ifIndex: ci.InterfaceIndex})
-		}
+		c.fill(b, batchFrames, batchBytes)
 		select {
 		case c.ahead <- b:
 		case <-c.done:
@@ -251,6 +234,30 @@ func (c *CaptureReader) readAhead() {
 		if b.err != nil {
 			return
 		}
+	}
+}
+
+// fill copies frames into b, emptied first, until it holds maxFrames
+// frames or maxBytes bytes, or a read error (io.EOF at the end) is in
+// b.err. On a stream (standard input from tcpdump -w -) it stops early,
+// before waiting for more input, so that the frames that have arrived are
+// handed on.
+func (c *CaptureReader) fill(b *batch, maxFrames, maxBytes int) {
+	b.buf, b.frames, b.err = b.buf[:0], b.frames[:0], nil
+	for len(b.frames) < maxFrames && len(b.buf) < maxBytes {
+		if c.ra == nil && len(b.frames) > 0 && c.br.Buffered() == 0 {
+			return
+		}
+		data, ci, err := readFrame(c.src)
+		if err != nil {
+			b.err = err
+			return
+		}
+		start := len(b.buf)
+		b.buf = append(b.buf, data...)
+		b.frames = append(b.frames, batchFrame{start: start, end: len(b.buf),
+			sec: ci.Timestamp.Unix(), nsec: int32(ci.Timestamp.Nanosecond()), noTime: ci.Timestamp.IsZero(),
+			linkType: linkType(&ci), capLen: ci.CaptureLength, length: ci.Length, ifIndex: ci.InterfaceIndex})
 	}
 }
 

@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 
 	"github.com/gopacket/gopacket"
-	"github.com/gopacket/gopacket/layers"
 	"github.com/gopacket/gopacket/pcapgo"
 )
 
@@ -272,29 +271,8 @@ func summarizeChunk(src gopacket.ZeroCopyPacketDataSource, dec *Decoder) segResu
 			r.err = err
 			break
 		}
-		st.Frames++
 		nbytes += 16 + int64(len(data))
-		if linkType(&ci) != layers.LinkTypeEthernet {
-			st.NonRoCE++
-			continue
-		}
-		if err := dec.decodeLens(data, ci.CaptureLength, ci.Length, &p); err != nil {
-			if errors.Is(err, ErrNotRoCE) {
-				st.NonRoCE++
-			} else {
-				st.Malformed++
-				r.bad = append(r.bad, FrameError{Frame: st.Frames, Err: err})
-			}
-			continue
-		}
-		st.RoCE++
-		switch p.ICRCStatus {
-		case ICRCInvalid:
-			st.BadICRC++
-		case ICRCUnchecked:
-			st.Unchecked++
-		}
-		r.sum.Add(&p, ci.Length)
+		summarizeFrame(dec, &p, data, ci.CaptureLength, ci.Length, linkType(&ci), st.Frames+1, &st, r.sum, &r.bad)
 	}
 	r.stats, r.bytes = st, nbytes
 	return r

@@ -37,21 +37,12 @@ const (
 	sumBatchSlack  = 16 << 10 // room for the frame that fills a batch
 )
 
-// sumFrame locates one frame in a sumBatch's buffer. It holds no pointers,
-// so filling a batch needs no GC write barriers.
-type sumFrame struct {
-	start, end     int
-	capLen, length int
-	other          bool // captured on an interface that is not Ethernet
-}
-
-// sumBatch is a run of consecutive frames copied out of the capture.
+// sumBatch is a run of consecutive frames copied out of the capture, the
+// seq-th, after first frames.
 type sumBatch struct {
-	seq    int
-	first  int // number of frames before this batch
-	buf    []byte
-	frames []sumFrame
-	err    error // read error after the batch's frames (io.EOF at the end)
+	batch
+	seq   int
+	first int
 }
 
 // sumResult is what decoding one batch gave.
@@ -118,7 +109,7 @@ func (c *CaptureReader) summarizePipeline(workers int, malformed func(FrameError
 	free := make(chan *sumBatch, nbuf)
 	results := make(chan *sumResult, nbuf)
 	for i := 0; i < nbuf; i++ {
-		free <- &sumBatch{buf: make([]byte, 0, sumBatchBytes+sumBatchSlack), frames: make([]sumFrame, 0, sumBatchFrames)}
+		free <- &sumBatch{batch: batch{buf: make([]byte, 0, sumBatchBytes+sumBatchSlack), frames: make([]batchFrame, 0, sumBatchFrames)}}
 	}
 	sums := make(chan *Summary, nbuf+workers)
 
@@ -181,25 +172,41 @@ func (c *CaptureReader) readBatches(work chan<- *sumBatch, free <-chan *sumBatch
 	n := 0
 	for seq := 0; ; seq++ {
 		b := <-free
-		b.seq, b.first, b.err = seq, n, nil
-		b.buf, b.frames = b.buf[:0], b.frames[:0]
-		for len(b.frames) < sumBatchFrames && len(b.buf) < sumBatchBytes {
-			data, ci, err := readFrame(c.src)
-			if err != nil {
-				b.err = err
-				break
-			}
-			start := len(b.buf)
-			b.buf = append(b.buf, data...)
-			b.frames = append(b.frames, sumFrame{start: start, end: len(b.buf), capLen: ci.CaptureLength, length: ci.Length,
-				other: linkType(&ci) != layers.LinkTypeEthernet})
-		}
+		b.seq, b.first = seq, n
+		c.fill(&b.batch, sumBatchFrames, sumBatchBytes)
 		n += len(b.frames)
 		work <- b
 		if b.err != nil {
 			return
 		}
 	}
+}
+
+// summarizeFrame decodes one frame into p and counts it in st and sum; a
+// malformed RoCE frame goes into bad as frame number n.
+func summarizeFrame(dec *Decoder, p *Packet, data []byte, capLen, length int, lt layers.LinkType, n int, st *CaptureStats, sum *Summary, bad *[]FrameError) {
+	st.Frames++
+	if lt != layers.LinkTypeEthernet {
+		st.NonRoCE++
+		return
+	}
+	if err := dec.decodeLens(data, capLen, length, p); err != nil {
+		if errors.Is(err, ErrNotRoCE) {
+			st.NonRoCE++
+		} else {
+			st.Malformed++
+			*bad = append(*bad, FrameError{Frame: n, Err: err})
+		}
+		return
+	}
+	st.RoCE++
+	switch p.ICRCStatus {
+	case ICRCInvalid:
+		st.BadICRC++
+	case ICRCUnchecked:
+		st.Unchecked++
+	}
+	sum.Add(p, length)
 }
 
 // decodeBatches decodes batches from work into results, returning each
@@ -214,32 +221,9 @@ func decodeBatches(work <-chan *sumBatch, free chan<- *sumBatch, results chan<- 
 		default:
 			r.sum = NewSummary()
 		}
-		st := &r.stats
-		st.Frames = len(b.frames)
 		for i := range b.frames {
 			f := &b.frames[i]
-			if f.other {
-				st.NonRoCE++
-				continue
-			}
-			err := dec.decodeLens(b.buf[f.start:f.end], f.capLen, f.length, &p)
-			if err != nil {
-				if errors.Is(err, ErrNotRoCE) {
-					st.NonRoCE++
-				} else {
-					st.Malformed++
-					r.bad = append(r.bad, FrameError{Frame: b.first + i + 1, Err: err})
-				}
-				continue
-			}
-			st.RoCE++
-			switch p.ICRCStatus {
-			case ICRCInvalid:
-				st.BadICRC++
-			case ICRCUnchecked:
-				st.Unchecked++
-			}
-			r.sum.Add(&p, f.length)
+			summarizeFrame(dec, &p, b.buf[f.start:f.end], f.capLen, f.length, f.linkType, b.first+i+1, &r.stats, r.sum, &r.bad)
 		}
 		if b.err == nil {
 			free <- b
