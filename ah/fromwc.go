@@ -8,6 +8,7 @@ import (
 	"syscall"
 
 	"github.com/roce-probe/roce-probe/gid"
+	"github.com/roce-probe/roce-probe/vlan"
 )
 
 // NetworkType is the kernel's enum rdma_network_type: what a received RoCE
@@ -123,7 +124,7 @@ type FromWCOptions struct {
 	// Net, when given, lets the kernel behaviour replace hop_limit with
 	// the route's hop limit as ib_resolve_unicast_gid_dmac does. Without
 	// it hop_limit stays 0xFF and a note says so.
-	Net *Net
+	Net *vlan.Namespace
 }
 
 // FromWCResult is the address handle that answers the sender of a
@@ -140,7 +141,7 @@ type FromWCResult struct {
 	// index; Attr.GRH.SGIDIndex is truncated to 8 bits as in the C struct).
 	Source *gid.Entry `json:"source,omitempty"`
 	// Route is the kernel behaviour's route to the sender (with Net).
-	Route *RouteResult `json:"route,omitempty"`
+	Route *vlan.RouteResult `json:"route"`
 	// Notes are caveats: undefined bytes used, fields the kernel replaces.
 	Notes []string `json:"notes,omitempty"`
 }

@@ -46,12 +46,15 @@ type Wire struct {
 	DMAC        vlan.MAC `json:"dmac"` // nil when the neighbour is not resolved
 	// DMACFrom says where the destination MAC comes from: "neighbour",
 	// "multicast", "link-local-gid", "local", "broadcast".
-	DMACFrom string        `json:"dmac_from"`
-	VLANs    []qos.WireTag `json:"vlans"` // outermost first
-	// VLAN and PCP are those of the innermost tag (the VLAN ID the RDMA
-	// stack associates with the GID); nil when untagged.
-	VLAN      *uint16    `json:"vlan"`
-	PCP       *uint8     `json:"pcp"`
+	DMACFrom string `json:"dmac_from"`
+	// VLAN and PCP are those of the outermost tag, the one the first
+	// switch classifies on; nil when untagged (PCP also when the driver's
+	// choice is unknown).
+	VLAN *uint16 `json:"vlan"`
+	PCP  *uint8  `json:"pcp"`
+	// VLANChain lists every tag, outermost first, each with its PCP and
+	// the VLAN device that adds it.
+	VLANChain []vlan.ChainTag `json:"vlan_chain"`
 	IPVersion int        `json:"ip_version"` // 4 or 6; 0 for RoCE v1 (a GRH, no IP header)
 	Src       netip.Addr `json:"src"`        // source IP (RoCE v1: the SGID as IPv6)
 	Dst       netip.Addr `json:"dst"`        // destination IP (RoCE v1: the DGID as IPv6)
@@ -104,8 +107,8 @@ type Resolution struct {
 	Driver   qos.Driver   `json:"driver"`
 	Path     qos.Path     `json:"path"`
 	Wire     Wire         `json:"wire"`
-	Route    *RouteResult `json:"route,omitempty"`
-	Neighbor *Neighbor    `json:"neighbor,omitempty"`
+	Route    *vlan.RouteResult `json:"route"`
+	Neighbor *vlan.Neighbor    `json:"neighbor"`
 	Warnings []Warning    `json:"warnings"`
 	// Steps explain the driver's PCP and DSCP/ECN choice (from qos/).
 	Steps []qos.Step `json:"steps,omitempty"`
@@ -125,14 +128,14 @@ type Resolution struct {
 // rest of the Resolution.
 type NeighborError struct {
 	Dst      netip.Addr
-	Route    RouteResult
-	Neighbor *Neighbor // the entry seen, nil if none
+	Route    vlan.RouteResult
+	Neighbor *vlan.Neighbor // the entry seen, nil if none
 }
 
 // Error names the next hop, its neighbour state, the route and what
 // ibv_create_ah will do.
 func (e *NeighborError) Error() string {
-	state := "no entry"
+	state := "none"
 	if e.Neighbor != nil {
 		state = e.Neighbor.State.String()
 	}
@@ -144,7 +147,7 @@ func (e *NeighborError) Error() string {
 	if e.Route.Route != nil {
 		route = "route " + e.Route.Route.String()
 	}
-	return fmt.Sprintf("ah: the MAC of next hop %s on %s is not resolved (neighbour %s; %s): ibv_create_ah will send %s requests on %s and fail with ETIMEDOUT after 1000 ms unless %s answers",
+	return fmt.Sprintf("ah: the MAC of next hop %s on %s is not resolved (neighbour entry: %s; %s): ibv_create_ah will send %s requests on %s and fail with ETIMEDOUT after 1000 ms unless %s answers",
 		e.Route.NextHop, e.Route.Dev, state, route, proto, e.Route.Dev, e.Route.NextHop)
 }
 
@@ -157,7 +160,7 @@ func (e *NeighborError) Unwrap() error { return syscall.ETIMEDOUT }
 // not safe for concurrent use.
 type Resolver struct {
 	table  Table
-	net    *Net
+	net    *vlan.Namespace
 	opts   ResolveOptions
 	links  map[string]qos.Link
 	preds  map[predKey]qos.Wire
@@ -178,7 +181,7 @@ type predKey struct {
 // NewResolver returns a Resolver for the port whose GID table is table,
 // in the network namespace net (nil: only multicast and RoCE v1
 // link-local destinations resolve).
-func NewResolver(table Table, net *Net, opts ResolveOptions) *Resolver {
+func NewResolver(table Table, net *vlan.Namespace, opts ResolveOptions) *Resolver {
 	if opts.Path == "" {
 		opts.Path = qos.PathUserAH
 	}
@@ -187,40 +190,23 @@ func NewResolver(table Table, net *Net, opts ResolveOptions) *Resolver {
 }
 
 // Resolve is NewResolver(table, net, opts).Resolve(a).
-func Resolve(a Attr, table Table, net *Net, opts ResolveOptions) (*Resolution, error) {
+func Resolve(a Attr, table Table, net *vlan.Namespace, opts ResolveOptions) (*Resolution, error) {
 	return NewResolver(table, net, opts).Resolve(a)
 }
 
-// qosLink builds the qos view of a netdev: its VLAN tags outermost first,
-// each with the VLAN device adding it and that device's egress map.
+// qosLink is the qos view of the entry's netdev: its VLAN tags outermost
+// first, each with the VLAN device adding it and that device's egress map.
+// The namespace's description is the one walk down the stack; without a
+// namespace, or for a netdev it does not have, the tags the entry knows.
 func (r *Resolver) qosLink(e gid.Entry) qos.Link {
 	if l, ok := r.links[e.Netdev]; ok {
 		return l
 	}
-	l := qos.Link{Netdev: e.Netdev, Real: e.RealNetdev, RealNumTC: -1}
-	var inner []qos.Tag
-	if r.net != nil && r.net.Links != nil {
-		cur, ok := r.net.Links.ByName(e.Netdev)
-		for depth := 0; ok && depth < 16; depth++ {
-			if cur.Kind == vlan.KindVLAN && cur.VLAN != nil {
-				inner = append(inner, qos.Tag{Tag: *cur.VLAN, Netdev: cur.Name, EgressMap: cur.EgressQoS})
-			}
-			if !cur.Kind.Stacked() || cur.ParentIndex == 0 || cur.ParentOtherNetns {
-				l.Real = cur.Name
-				break
-			}
-			cur, ok = r.net.Links.ByIndex(cur.ParentIndex)
+	l := qos.Link{Netdev: e.Netdev, Tags: e.VLANChain, Real: e.RealNetdev, RealNumTC: -1}
+	if r.net != nil {
+		if d, err := r.net.Describe(e.Netdev); err == nil {
+			l = qos.LinkOf(d)
 		}
-	}
-	if inner == nil {
-		// No link snapshot: the tags the entry knows, without egress maps.
-		for i := len(e.VLANChain) - 1; i >= 0; i-- {
-			t := e.VLANChain[i]
-			inner = append(inner, qos.Tag{Tag: t})
-		}
-	}
-	for i := len(inner) - 1; i >= 0; i-- {
-		l.Tags = append(l.Tags, inner[i])
 	}
 	r.links[e.Netdev] = l
 	return l
@@ -270,7 +256,7 @@ func (r *Resolver) Resolve(a Attr) (*Resolution, error) {
 	w.SMAC = e.MAC
 	mtu := e.MTU
 	if (len(w.SMAC) == 0 || mtu == 0) && r.net != nil {
-		if l, ok := r.net.Link(e.Netdev); ok {
+		if l, ok := r.net.ByName(e.Netdev); ok {
 			if len(w.SMAC) == 0 {
 				w.SMAC = l.MAC
 			}
@@ -302,7 +288,7 @@ func (r *Resolver) Resolve(a Attr) (*Resolution, error) {
 		w.DMAC, w.DMACFrom = linkLocalMAC(g.DGID), "link-local-gid"
 	default:
 		if r.net == nil {
-			return nil, errors.New("ah: resolving a unicast destination needs a route and neighbour snapshot (ReadNet)")
+			return nil, errors.New("ah: resolving a unicast destination needs the network namespace's routes and neighbours")
 		}
 		rr, err := r.net.RouteTo(g.DGID.Addr(), e.Netdev, e.Ifindex)
 		if err != nil {
@@ -326,7 +312,7 @@ func (r *Resolver) Resolve(a Attr) (*Resolution, error) {
 			} else {
 				w.DMAC = w.SMAC
 			}
-		case rr.Route != nil && rr.Route.Type == RouteBroadcast:
+		case rr.Route != nil && rr.Route.Type == vlan.RouteBroadcast:
 			w.DMAC, w.DMACFrom = vlan.MAC{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, "broadcast"
 		default:
 			w.DMACFrom = "neighbour"
@@ -368,19 +354,19 @@ func (r *Resolver) Resolve(a Attr) (*Resolution, error) {
 		r.preds[pk] = p
 	}
 	res.Steps = p.Steps
+	w.VLANChain = make([]vlan.ChainTag, 0, len(link.Tags))
 	if p.TagsKnown {
-		for _, t := range p.Tags {
-			w.VLANs = append(w.VLANs, qos.WireTag{Tag: t.Tag, Netdev: t.Netdev, PCP: t.PCP})
-		}
+		w.VLANChain = append(w.VLANChain, p.Tags...)
 	} else {
 		for _, t := range link.Tags {
-			w.VLANs = append(w.VLANs, qos.WireTag{Tag: t.Tag, Netdev: t.Netdev})
+			t.PCP = nil
+			w.VLANChain = append(w.VLANChain, t)
 		}
 		warn("vlan", "", "unknown", "the %s driver's VLAN tagging for this netdev is not known", driverName(r.opts.Driver))
 	}
-	if n := len(w.VLANs); n > 0 {
-		res.vals.vlan = w.VLANs[n-1].ID
-		w.VLAN, w.PCP = &res.vals.vlan, w.VLANs[n-1].PCP
+	if len(w.VLANChain) > 0 {
+		res.vals.vlan = w.VLANChain[0].ID
+		w.VLAN, w.PCP = &res.vals.vlan, w.VLANChain[0].PCP
 	}
 	if p.SLIgnored && a.SL != 0 {
 		warn("sl", itoa(a.SL), "ignored", r.slWhy)
@@ -388,7 +374,7 @@ func (r *Resolver) Resolve(a Attr) (*Resolution, error) {
 	if w.PCP != nil && !p.SLIgnored && *w.PCP != a.SL {
 		warn("sl", fmt.Sprint(a.SL), fmt.Sprintf("PCP %d", *w.PCP), "the %s driver maps sl to the PCP this way (see steps)", driverName(r.opts.Driver))
 	}
-	if len(w.VLANs) == 0 && !p.SLIgnored && a.SL != 0 {
+	if len(w.VLANChain) == 0 && !p.SLIgnored && a.SL != 0 {
 		warn("sl", fmt.Sprint(a.SL), "no tag", "the sgid's netdev %s is untagged: the sl can reach the wire only in a VLAN tag, so switches classifying on PCP see none", e.Netdev)
 	}
 	if p.DSCP != nil && p.ECN != nil {
@@ -565,17 +551,17 @@ func (res *Resolution) Frame(d Datagram) ([]byte, error) {
 	default:
 		next = 0x86DD
 	}
-	types := make([]uint16, 0, len(w.VLANs)+1)
-	for _, t := range w.VLANs {
-		proto := uint16(t.Proto)
+	types := make([]uint16, 0, len(w.VLANChain)+1)
+	for _, t := range w.VLANChain {
+		proto := uint16(t.TPID)
 		if proto == 0 {
-			proto = uint16(vlan.Proto8021Q)
+			proto = uint16(vlan.TPID8021Q)
 		}
 		types = append(types, proto)
 	}
 	types = append(types, next)
 	eth.EthernetType = layers.EthernetType(types[0])
-	for i, t := range w.VLANs {
+	for i, t := range w.VLANChain {
 		if t.PCP == nil {
 			return nil, fmt.Errorf("ah: the PCP of VLAN %d is not known for this driver: cannot build the frame", t.ID)
 		}

@@ -1,6 +1,9 @@
 package gid
 
-import "fmt"
+import (
+	"encoding/json"
+	"fmt"
+)
 
 // ChangeKind says how an actual entry differs from the prediction.
 type ChangeKind string
@@ -28,6 +31,28 @@ type Change struct {
 	Entry          Entry      `json:"entry"`           // the actual entry (the predicted one for Missing)
 	ActualIndex    int        `json:"actual_index"`    // -1 for Missing
 	PredictedIndex int        `json:"predicted_index"` // -1 for Stale and Unseen
+}
+
+type changeJSON struct {
+	Kind           ChangeKind `json:"kind"`
+	ActualIndex    *int       `json:"index"`
+	PredictedIndex *int       `json:"predicted_index"`
+	Entry          Entry      `json:"entry"`
+	Message        string     `json:"message"`
+}
+
+// MarshalJSON writes {kind, index, predicted_index, entry, message}: index
+// is null for a missing entry, predicted_index null for a stale or unseen
+// one; message is String's line.
+func (c Change) MarshalJSON() ([]byte, error) {
+	w := changeJSON{Kind: c.Kind, Entry: c.Entry, Message: c.String()}
+	if c.ActualIndex >= 0 {
+		w.ActualIndex = &c.ActualIndex
+	}
+	if c.PredictedIndex >= 0 {
+		w.PredictedIndex = &c.PredictedIndex
+	}
+	return json.Marshal(w)
 }
 
 // String describes the change in one line.

@@ -38,14 +38,14 @@ type Entry struct {
 	Netdev string     // gid_attrs/ndevs/<index>: the netdev that owns the address ("" when unreadable)
 
 	Ifindex int // the netdev's ifindex
-	// VLAN is the VLAN ID frames sent with this entry carry, derived as
-	// the kernel does (rdma_read_gid_l2_fields): the netdev's own VID if
-	// it is a VLAN device, else the VID of its first-level lower VLAN
-	// device; nil when untagged or unknown.
+	// VLAN is the ID of the outermost VLAN tag frames sent with this
+	// entry carry (the tag the first switch classifies on); nil when
+	// untagged or unknown.
 	VLAN *uint16
 	// VLANChain lists every tag down to the real netdev, outermost first
-	// (two for QinQ). Empty when untagged; nil when the netdev is unknown.
-	VLANChain  []vlan.Tag
+	// (two for QinQ), each with the VLAN device that adds it. Empty when
+	// untagged; nil when the netdev is unknown.
+	VLANChain  []vlan.ChainTag
 	RealNetdev string   // the device at the bottom of the VLAN/macvlan stack
 	MAC        vlan.MAC // the netdev's MAC: the source MAC of frames sent with this entry
 	MTU        int      // the netdev's MTU
@@ -64,24 +64,24 @@ type Entry struct {
 
 // entryJSON is Entry's wire form; pointers give null for unknown values.
 type entryJSON struct {
-	Device     string     `json:"device"`
-	Port       int        `json:"port"`
-	Index      int        `json:"index"`
-	GID        GID        `json:"gid"`
-	Type       *Type      `json:"type"`
-	Kind       *AddrKind  `json:"kind"`
-	IP         *string    `json:"ip"`
-	Netdev     *string    `json:"netdev"`
-	Ifindex    *int       `json:"ifindex"`
-	VLAN       *uint16    `json:"vlan"`
-	VLANChain  []vlan.Tag `json:"vlan_chain"`
-	RealNetdev *string    `json:"real_netdev"`
-	MAC        *string    `json:"mac"`
-	MTU        *int       `json:"mtu"`
-	State      *string    `json:"state"`
-	Netns      *string    `json:"netns"`
-	Default    bool       `json:"default"`
-	Empty      bool       `json:"empty"`
+	Device     string          `json:"device"`
+	Port       int             `json:"port"`
+	Index      int             `json:"index"`
+	GID        GID             `json:"gid"`
+	Type       *Type           `json:"type"`
+	Kind       *AddrKind       `json:"kind"`
+	IP         *string         `json:"ip"`
+	Netdev     *string         `json:"netdev"`
+	Ifindex    *int            `json:"ifindex"`
+	VLAN       *uint16         `json:"vlan"`
+	VLANChain  []vlan.ChainTag `json:"vlan_chain"`
+	RealNetdev *string         `json:"real_netdev"`
+	MAC        *string         `json:"mac"`
+	MTU        *int            `json:"mtu"`
+	State      *string         `json:"state"`
+	Netns      *string         `json:"netns"`
+	Default    bool            `json:"default"`
+	Empty      bool            `json:"empty"`
 }
 
 func strPtr(s string) *string {

@@ -8,7 +8,7 @@ import (
 // and chain, real netdev, MAC, MTU, state, namespace) and each port's
 // ActiveMTU from snap, the namespace the netdevs are looked up in. Entries
 // whose netdev snap does not have get Netns = NetnsOther.
-func Map(ports []Port, snap *vlan.Snapshot) {
+func Map(ports []Port, snap *vlan.Namespace) {
 	for pi := range ports {
 		p := &ports[pi]
 		if l, ok := snap.ByName(p.Netdev); ok && p.Netdev != "" {
@@ -22,7 +22,7 @@ func Map(ports []Port, snap *vlan.Snapshot) {
 
 // MapEntry fills e's netdev fields from snap (see Map). linkLayer is the
 // port's link layer; InfiniBand entries have no netdev and stay unmapped.
-func MapEntry(e *Entry, linkLayer string, snap *vlan.Snapshot) {
+func MapEntry(e *Entry, linkLayer string, snap *vlan.Namespace) {
 	if e.Empty || linkLayer == "InfiniBand" {
 		return
 	}
@@ -36,7 +36,11 @@ func MapEntry(e *Entry, linkLayer string, snap *vlan.Snapshot) {
 		return
 	}
 	e.Ifindex = d.Index
-	e.VLAN = d.VLANID
+	e.VLAN = nil
+	if t, ok := d.Outermost(); ok {
+		id := t.ID
+		e.VLAN = &id
+	}
 	e.VLANChain = d.Chain
 	e.RealNetdev = d.Real
 	e.MAC = d.MAC

@@ -76,7 +76,7 @@ func DefaultGID(mac []byte, devID uint16) GID {
 // The RDMA netdev must be in snaps[0]. Tables that grew through address
 // events can differ from a fresh scan in their indices; Diff reports that
 // as moved entries.
-func Predict(spec PortSpec, snaps ...*vlan.Snapshot) (Prediction, error) {
+func Predict(spec PortSpec, snaps ...*vlan.Namespace) (Prediction, error) {
 	if len(snaps) == 0 || snaps[0] == nil {
 		return Prediction{}, fmt.Errorf("gid: predicting %s port %d: no netdev snapshot", spec.Device, spec.Port)
 	}
@@ -152,7 +152,7 @@ func Predict(spec PortSpec, snaps ...*vlan.Snapshot) (Prediction, error) {
 
 // contributes is the kernel's is_eth_port_of_netdev_filter: does netdev l
 // (in snaps[si]) give IP GIDs to the port whose netdev is rdma?
-func contributes(primary *vlan.Snapshot, rdma *vlan.Link, snap *vlan.Snapshot, si int, l *vlan.Link) bool {
+func contributes(primary *vlan.Namespace, rdma *vlan.Link, snap *vlan.Namespace, si int, l *vlan.Link) bool {
 	if si > 0 {
 		// A netdev in another namespace: only a stacked device whose lower
 		// device is the RDMA netdev (a macvlan or VLAN moved into a
@@ -195,7 +195,7 @@ func sortedTypes(ts []Type) []Type {
 
 type slot struct {
 	e    Entry
-	snap *vlan.Snapshot
+	snap *vlan.Namespace
 }
 
 // table models the kernel's GID cache (cache.c) for Predict.
@@ -206,7 +206,7 @@ type table struct {
 	overflow []Entry
 }
 
-func (t *table) add(e Entry, snap *vlan.Snapshot) {
+func (t *table) add(e Entry, snap *vlan.Namespace) {
 	if e.GID.IsZero() {
 		return // ib_cache_gid_add: -EINVAL
 	}

@@ -9,19 +9,6 @@ import (
 	"github.com/roce-probe/roce-probe/vlan"
 )
 
-// Router answers route lookups. vlan.Handle implements it with the
-// kernel's routing table; SnapshotRouter with a snapshot's connected
-// routes.
-type Router interface {
-	RouteGet(dst netip.Addr) (vlan.Route, error)
-}
-
-// SnapshotRouter makes a Snapshot's ConnectedRoute a Router.
-type SnapshotRouter struct{ *vlan.Snapshot }
-
-// RouteGet implements Router with vlan.Snapshot.ConnectedRoute.
-func (s SnapshotRouter) RouteGet(dst netip.Addr) (vlan.Route, error) { return s.ConnectedRoute(dst) }
-
 // Preferences narrow Select's choice. The zero value asks for nothing
 // beyond reaching the destination.
 type Preferences struct {
@@ -67,12 +54,12 @@ type Reason struct {
 
 // Selection is Select's answer for one port.
 type Selection struct {
-	Entry    Entry       // the selected entry; valid only when Found
-	Found    bool        // false when every entry was rejected
-	Dst      GID         // the destination
-	Route    *vlan.Route // the route lookup used, nil if none was made or it failed
-	RouteErr error       // why the route lookup failed, if it did
-	Reasons  []Reason    // one per non-empty entry, index order
+	Entry    Entry             // the selected entry; valid only when Found
+	Found    bool              // false when every entry was rejected
+	Dst      GID               // the destination
+	Route    *vlan.RouteResult // the route lookup used, nil if none was made or it failed
+	RouteErr error             // why the route lookup failed, if it did
+	Reasons  []Reason          // one per non-empty entry, index order
 }
 
 // ErrNoEntry is wrapped by Select's error when no entry can reach the
@@ -84,17 +71,18 @@ var ErrNoEntry = errors.New("no usable GID entry")
 // other non-empty entry.
 //
 // For an IP destination (an IPv4-mapped or non-link-local IPv6 GID) and a
-// non-nil router, the route to dst decides the netdev, as in rdma_cm:
+// namespace ns (nil: no route lookup), the route to dst decides the
+// netdev, as in rdma_cm:
 // entries on other netdevs are rejected, and the entry whose address is
 // the route's source address ranks first. Then RoCE v2 ranks before v1
 // (unless prefs.Version says otherwise) and lower indices before higher
 // ones. Link-local GIDs are rejected for destinations that are not
-// link-local, and the other way round. Without a router nothing ties the
+// link-local, and the other way round. Without a namespace nothing ties the
 // destination to a netdev: any entry of the right family and scope is
 // usable, and Preferences (Netdev, VLAN, Subnet) must narrow the choice.
 // The error wraps ErrNoEntry when nothing is usable; the Selection still
 // carries the reasons.
-func Select(entries []Entry, dst GID, prefs Preferences, router Router) (Selection, error) {
+func Select(entries []Entry, dst GID, prefs Preferences, ns *vlan.Namespace) (Selection, error) {
 	sel := Selection{Dst: dst}
 	if err := prefs.validate(); err != nil {
 		return sel, err
@@ -108,8 +96,8 @@ func Select(entries []Entry, dst GID, prefs Preferences, router Router) (Selecti
 		wantFam = dstFam
 	}
 	dstLL := dst.Kind().LinkLocal()
-	if router != nil && !dstLL && !dst.IsMulticast() {
-		r, err := router.RouteGet(dst.Addr())
+	if ns != nil && !dstLL && !dst.IsMulticast() {
+		r, err := ns.RouteGet(dst.Addr())
 		if err != nil {
 			sel.RouteErr = err
 		} else {
@@ -224,7 +212,7 @@ func famName(f int) string {
 }
 
 // rejectReason returns why e cannot serve dst, or "".
-func rejectReason(e Entry, dst GID, dstFam, wantFam int, dstLL bool, p Preferences, r *vlan.Route) string {
+func rejectReason(e Entry, dst GID, dstFam, wantFam int, dstLL bool, p Preferences, r *vlan.RouteResult) string {
 	if why, ok := p.Exclude[e.Index]; ok {
 		return why
 	}
@@ -257,8 +245,8 @@ func rejectReason(e Entry, dst GID, dstFam, wantFam int, dstLL bool, p Preferenc
 		return fmt.Sprintf("link-local address %s: reaches only the local link, not %s", e.IP, dst.Addr())
 	case dstLL && !e.Kind.LinkLocal():
 		return fmt.Sprintf("destination %s is link-local; this %s address is not", dst.Addr(), e.Kind)
-	case r != nil && r.Netdev != "" && e.Netdev != r.Netdev:
-		return fmt.Sprintf("on %s, but the route to %s leaves through %s", e.Netdev, dst.Addr(), r.Netdev)
+	case r != nil && r.Dev != "" && e.Netdev != r.Dev:
+		return fmt.Sprintf("on %s, but the route to %s leaves through %s", e.Netdev, dst.Addr(), r.Dev)
 	case e.State == "down" || e.State == "lowerlayerdown":
 		return fmt.Sprintf("netdev %s is %s (the kernel keeps its GIDs, but frames go nowhere)", e.Netdev, e.State)
 	}
@@ -285,9 +273,9 @@ func vlanText(v *uint16) string {
 // is the route's source address (rdma_ip2gid), whose netdev is the route's
 // egress netdev, and whose type is RoCE v2 when the port supports it
 // (rdma_cm's default GID type), RoCE v1 otherwise.
-func RDMACM(entries []Entry, types []Type, r vlan.Route) (Entry, error) {
+func RDMACM(entries []Entry, types []Type, r vlan.RouteResult) (Entry, error) {
 	if !r.Src.IsValid() {
-		return Entry{}, fmt.Errorf("gid: rdma_cm: the route to %s has no source address", r.Dst)
+		return Entry{}, fmt.Errorf("gid: rdma_cm: the route to %s has no source address", r.NextHop)
 	}
 	want := TypeRoCEv1
 	for _, t := range types {
@@ -297,9 +285,9 @@ func RDMACM(entries []Entry, types []Type, r vlan.Route) (Entry, error) {
 	}
 	g := FromAddr(r.Src)
 	for _, e := range entries {
-		if !e.Empty && e.GID == g && e.Type == want && e.Netdev == r.Netdev {
+		if !e.Empty && e.GID == g && e.Type == want && e.Netdev == r.Dev {
 			return e, nil
 		}
 	}
-	return Entry{}, fmt.Errorf("gid: rdma_cm: no %s entry for source %s on %s (the route's netdev): rdma_resolve_addr/route fails", want, r.Src, r.Netdev)
+	return Entry{}, fmt.Errorf("gid: rdma_cm: no %s entry for source %s on %s (the route's netdev): rdma_resolve_addr/route fails", want, r.Src, r.Dev)
 }

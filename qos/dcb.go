@@ -12,9 +12,6 @@ import (
 // Constants from include/uapi/linux/dcbnl.h. x/sys/unix has RTM_GETDCB but
 // none of these.
 const (
-	dcbCmdIEEEGet = 21 // DCB_CMD_IEEE_GET
-	dcbCmdGDCBX   = 22 // DCB_CMD_GDCBX
-
 	dcbAttrIfname = 1  // DCB_ATTR_IFNAME
 	dcbAttrIEEE   = 13 // DCB_ATTR_IEEE
 	dcbAttrDCBX   = 14 // DCB_ATTR_DCBX
@@ -30,7 +27,7 @@ const (
 	sizeofIEEEPFC      = 136
 	sizeofIEEEETS      = 59
 	sizeofDCBApp       = 4
-	sizeofDCBMsg       = 4
+	sizeofDCBMsg       = 4 // struct dcbmsg
 	ieeePFCDelayOffset = 4
 )
 

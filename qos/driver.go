@@ -1,11 +1,7 @@
 package qos
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"strings"
 )
 
@@ -86,46 +82,33 @@ var namePrefixes = []struct {
 	{"erdma_", DriverERDMA},
 }
 
-// ErrNoDevice is returned (wrapped) when an RDMA device does not exist.
-var ErrNoDevice = errors.New("no such RDMA device")
-
-// DetectDriver finds the driver of RDMA device dev from sysfs under
-// sysfsRoot (normally "/sys"; tests pass a fixture directory). It needs
-// no privileges.
+// IdentifyDriver names the RDMA driver of device dev from what sysfs shows
+// (roce-probe's collector reads it): bound is the name of the driver bound
+// to the device's parent (/sys/class/infiniband/<dev>/device/driver, ""
+// when there is no device link), rxeParent the content of the parent
+// attribute ("" when there is none).
 //
 // Soft-RoCE has no device/ link (it is not bound to a bus device) but has
 // a "parent" attribute naming its netdev (rxe_verbs.c, parent_show);
 // hardware devices are recognised by the driver bound to their parent
 // device. Only when neither works is the device name's prefix used.
-func DetectDriver(sysfsRoot, dev string) (DriverInfo, error) {
-	if dev == "" || strings.ContainsAny(dev, "/\x00") || dev == "." || dev == ".." {
-		return DriverInfo{}, fmt.Errorf("qos: RDMA device name %q is not valid", dev)
-	}
-	base := filepath.Join(sysfsRoot, "class", "infiniband", dev)
-	if _, err := os.Stat(base); err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return DriverInfo{}, fmt.Errorf("qos: %w: %s (no %s)", ErrNoDevice, dev, base)
+func IdentifyDriver(dev, bound, rxeParent string) DriverInfo {
+	if bound != "" {
+		if d, ok := pciDrivers[bound]; ok {
+			return DriverInfo{Driver: d, Kernel: bound, Evidence: fmt.Sprintf("device/driver is %s", bound)}
 		}
-		return DriverInfo{}, fmt.Errorf("qos: %v", err)
+		return DriverInfo{Driver: Driver(bound), Kernel: bound,
+			Evidence: fmt.Sprintf("device/driver is %s, a driver roce-probe has no profile for", bound)}
 	}
-	if link, err := os.Readlink(filepath.Join(base, "device", "driver")); err == nil {
-		name := filepath.Base(link)
-		if d, ok := pciDrivers[name]; ok {
-			return DriverInfo{Driver: d, Kernel: name,
-				Evidence: fmt.Sprintf("device/driver is %s", name)}, nil
-		}
-		return DriverInfo{Driver: Driver(name), Kernel: name,
-			Evidence: fmt.Sprintf("device/driver is %s, a driver roce-probe has no profile for", name)}, nil
-	}
-	if parent, err := os.ReadFile(filepath.Join(base, "parent")); err == nil {
+	if rxeParent != "" {
 		return DriverInfo{Driver: DriverRXE, Kernel: "rdma_rxe",
-			Evidence: fmt.Sprintf("no device/ link and a parent attribute (%s): Soft-RoCE", strings.TrimSpace(string(parent)))}, nil
+			Evidence: fmt.Sprintf("no device/ link and a parent attribute (%s): Soft-RoCE", rxeParent)}
 	}
 	for _, p := range namePrefixes {
 		if strings.HasPrefix(dev, p.prefix) {
 			return DriverInfo{Driver: p.driver,
-				Evidence: fmt.Sprintf("only the device name: it starts with %q (devices can be renamed)", p.prefix)}, nil
+				Evidence: fmt.Sprintf("only the device name: it starts with %q (devices can be renamed)", p.prefix)}
 		}
 	}
-	return DriverInfo{Driver: DriverUnknown, Evidence: "no device/driver link, no parent attribute, unknown name"}, nil
+	return DriverInfo{Driver: DriverUnknown, Evidence: "no device/driver link, no parent attribute, unknown name"}
 }

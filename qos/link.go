@@ -13,23 +13,16 @@ import (
 // The vlan package describes netdevs in full; Link is the small view the
 // QoS chain needs, so qos does not depend on how that description is read.
 type Link struct {
-	Netdev string `json:"netdev"`         // the GID's netdev, e.g. "eth0.100"
-	Tags   []Tag  `json:"tags,omitempty"` // VLAN tags, outermost first; empty when untagged
-	Real   string `json:"real"`           // the real (non-VLAN) device at the bottom of the chain
+	Netdev string          // the GID's netdev, e.g. "eth0.100"
+	Tags   []vlan.ChainTag // VLAN tags, outermost first, each with its VLAN device and egress map; empty when untagged
+	Real   string          // the real (non-VLAN) device at the bottom of the chain
 
 	// RealNumTC is the real device's num_tc (traffic classes set up by
 	// mqprio or the driver's DCB code) and RealPrioTC its prio_tc_map; the
 	// kernel's iboe_tos_to_sl returns a TC instead of a PCP when num_tc is
 	// non-zero. RealNumTC < 0 means "not known".
-	RealNumTC  int       `json:"real_num_tc"`
-	RealPrioTC [16]uint8 `json:"-"`
-}
-
-// Tag is one VLAN tag and the VLAN device that adds it.
-type Tag struct {
-	vlan.Tag              // VLAN ID and protocol
-	Netdev    string      `json:"netdev"`               // the VLAN device
-	EgressMap vlan.QoSMap `json:"egress_map,omitempty"` // skb priority → PCP
+	RealNumTC  int
+	RealPrioTC [16]uint8
 }
 
 // Tagged reports whether frames sent through the link carry a VLAN tag.
@@ -41,25 +34,20 @@ func (l Link) IsVLAN() bool {
 	return len(l.Tags) > 0 && l.Tags[len(l.Tags)-1].Netdev == l.Netdev
 }
 
-// LinkFromSnapshot describes netdev name of a vlan.Snapshot as a Link:
-// every VLAN device from the netdev down to the real device, with its tag
-// and egress-qos-map, outermost tag first. RealNumTC is set to -1 (not
-// known): the real device's mqprio traffic classes are not in the snapshot.
-func LinkFromSnapshot(s *vlan.Snapshot, name string) (Link, error) {
-	d, err := s.Describe(name)
+// LinkOf is the Link of a netdev described by vlan.Namespace.Describe.
+// RealNumTC is -1 (not known): the real device's mqprio traffic classes
+// are not read.
+func LinkOf(d vlan.Description) Link {
+	return Link{Netdev: d.Name, Tags: d.Chain, Real: d.Real, RealNumTC: -1}
+}
+
+// LinkFromNamespace describes netdev name of a namespace as a Link.
+func LinkFromNamespace(n *vlan.Namespace, name string) (Link, error) {
+	d, err := n.Describe(name)
 	if err != nil {
 		return Link{}, fmt.Errorf("qos: %w", err)
 	}
-	l := Link{Netdev: name, Real: d.Real, RealNumTC: -1}
-	names := append([]string{name}, d.Lowers...)
-	for i := len(names) - 1; i >= 0; i-- { // bottom (outermost tag) first
-		x, ok := s.ByName(names[i])
-		if !ok || x.Kind != vlan.KindVLAN || x.VLAN == nil {
-			continue
-		}
-		l.Tags = append(l.Tags, Tag{Tag: *x.VLAN, Netdev: x.Name, EgressMap: x.EgressQoS})
-	}
-	return l, nil
+	return LinkOf(d), nil
 }
 
 // TOSToSL is the kernel's iboe_tos_to_sl (drivers/infiniband/core/cma.c):
@@ -81,7 +69,7 @@ func TOSToSL(l Link, tos uint8) uint8 {
 		if l.RealNumTC > 0 {
 			return l.RealPrioTC[prio&15]
 		}
-		return EgressPCP(l.Tags[len(l.Tags)-1].EgressMap, uint32(prio))
+		return EgressPCP(l.Tags[len(l.Tags)-1].EgressQoS, uint32(prio))
 	}
 	if l.RealNumTC > 0 {
 		return l.RealPrioTC[prio&15]
@@ -99,7 +87,7 @@ func TOSToSLOld(l Link, tos uint8) uint8 {
 		return l.RealPrioTC[prio&15]
 	}
 	if l.IsVLAN() {
-		return EgressPCP(l.Tags[len(l.Tags)-1].EgressMap, uint32(prio))
+		return EgressPCP(l.Tags[len(l.Tags)-1].EgressQoS, uint32(prio))
 	}
 	return 0
 }

@@ -50,21 +50,14 @@ type WireInput struct {
 	DCB          *DCB     // DCB of Link.Real; nil when not read
 }
 
-// WireTag is one VLAN tag as it leaves the host; PCP is nil when the
-// driver's choice cannot be known from here.
-type WireTag struct {
-	vlan.Tag        // VLAN ID and protocol (802.1Q or 802.1ad)
-	PCP      *uint8 `json:"pcp"`              // nil when the driver's choice is unknown
-	Netdev   string `json:"netdev,omitempty"` // the VLAN device that adds the tag
-}
-
 // Wire is a driver's prediction of the QoS fields on the wire.
 type Wire struct {
 	Driver Driver `json:"driver"`
-	// Tags are the VLAN tags, outermost first; empty means untagged.
+	// Tags are the VLAN tags, outermost first, each with the PCP the
+	// driver puts there (nil when unknown); empty means untagged.
 	// TagsKnown is false when even the presence of tags is unknown.
-	Tags      []WireTag `json:"tags"`
-	TagsKnown bool      `json:"tags_known"`
+	Tags      []vlan.ChainTag `json:"vlan_chain"`
+	TagsKnown bool            `json:"tags_known"`
 	// DSCP and ECN of the IP header; nil when unknown or not applicable
 	// (RoCE v1 has no IP header).
 	DSCP *uint8 `json:"dscp"`
@@ -123,7 +116,8 @@ func hwTags(w *Wire, in WireInput, pcp *uint8) {
 		w.Tags = nil
 	case 1:
 		t := in.Link.Tags[0]
-		w.Tags = []WireTag{{Tag: t.Tag, Netdev: t.Netdev, PCP: pcp}}
+		t.PCP = pcp
+		w.Tags = []vlan.ChainTag{t}
 	default:
 		w.TagsKnown = false
 		w.unknown("stacked VLANs on %s: hardware RoCE gets one VLAN ID per GID (rdma_read_gid_l2_fields); which tags reach the wire is unknown", in.Link.Netdev)
@@ -178,10 +172,11 @@ func predictRXE(w *Wire, in WireInput) {
 	w.step("sl", fmt.Sprintf("%d ignored", in.SL), "rxe: struct rxe_av has no SL; rxe_av_from_attr copies only dgid, flow_label, sgid_index, hop_limit, traffic_class (kernel-algorithms.md §4.2)")
 	w.step("skb priority", "0", "rxe sends with alloc_skb + ip_local_out and never sets skb->priority (only tc, netfilter or net_prio could change it)")
 	for _, t := range in.Link.Tags {
-		pcp := EgressPCP(t.EgressMap, 0)
-		w.Tags = append(w.Tags, WireTag{Tag: t.Tag, Netdev: t.Netdev, PCP: u8p(pcp)})
+		pcp := EgressPCP(t.EgressQoS, 0)
+		t.PCP = u8p(pcp)
+		w.Tags = append(w.Tags, t)
 		why := "%s has no egress-qos-map entry for skb priority 0: PCP 0"
-		if HasEgressEntry(t.EgressMap, 0) {
+		if HasEgressEntry(t.EgressQoS, 0) {
 			why = "%s egress-qos-map 0:%d (vlan_dev_get_egress_qos_mask, exact match on skb priority 0)"
 			w.step("pcp", fmt.Sprintf("%d (tag %d on %s)", pcp, t.ID, t.Netdev), why, t.Netdev, pcp)
 		} else {
@@ -219,7 +214,7 @@ func predictIRDMA(w *Wire, in WireInput) {
 	}
 	if in.Link.IsVLAN() && prio != nil {
 		t := in.Link.Tags[len(in.Link.Tags)-1]
-		p := EgressPCP(t.EgressMap, uint32(*prio))
+		p := EgressPCP(t.EgressQoS, uint32(*prio))
 		w.step("pcp", fmt.Sprint(p), "irdma_roce_get_vlan_prio: the GID's VLAN device %s maps priority %d through its egress-qos-map", t.Netdev, *prio)
 		prio = u8p(p)
 	}

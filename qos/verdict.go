@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/roce-probe/roce-probe/gid"
+	"github.com/roce-probe/roce-probe/vlan"
 )
 
 // Verdict is the outcome of Check.
@@ -42,32 +43,35 @@ type Flow struct {
 // JSON when the value is unknown or does not exist (pcp of an untagged
 // frame, dscp of RoCE v1).
 type Result struct {
-	Device       string    `json:"device"`
-	Port         int       `json:"port"`
-	Index        int       `json:"index"`
-	Netdev       string    `json:"netdev"`
-	RealNetdev   string    `json:"real_netdev"`
-	Driver       Driver    `json:"driver"`
-	GIDType      string    `json:"gid_type"`
-	Path         Path      `json:"path"`
-	SL           uint8     `json:"sl"`
-	TrafficClass uint8     `json:"traffic_class"`
-	RDMACM       bool      `json:"rdma_cm"`
-	TOS          *uint8    `json:"tos"`
-	VLAN         *uint16   `json:"vlan"` // ID of the outermost tag; null when untagged
-	PCP          *uint8    `json:"pcp"`  // PCP of the outermost tag, the one the first switch sees
-	VLANChain    []WireTag `json:"vlan_chain"`
-	DSCP         *uint8    `json:"dscp"`
-	ECN          *ECN      `json:"ecn"`
-	Trust        Trust     `json:"trust"`
-	Priority     *uint8    `json:"priority"` // the priority the receiving port classifies the frame into
-	TC           *uint8    `json:"tc"`       // that priority's traffic class (ETS prio_tc)
-	PFC          *bool     `json:"pfc"`      // PFC on that priority
-	Verdict      Verdict   `json:"verdict"`
-	Reasons      []string  `json:"reasons"`
-	Warnings     []string  `json:"warnings"`
-	Unknowns     []string  `json:"unknowns"`
-	Steps        []Step    `json:"steps"`
+	Device string `json:"device"`
+	// Predicted is true when the device is a predicted Soft-RoCE device
+	// (the host has none); set by the caller.
+	Predicted    bool            `json:"predicted"`
+	Port         int             `json:"port"`
+	Index        int             `json:"index"`
+	Netdev       string          `json:"netdev"`
+	RealNetdev   string          `json:"real_netdev"`
+	Driver       Driver          `json:"driver"`
+	GIDType      string          `json:"gid_type"`
+	Path         Path            `json:"path"`
+	SL           uint8           `json:"sl"`
+	TrafficClass uint8           `json:"traffic_class"`
+	RDMACM       bool            `json:"rdma_cm"`
+	TOS          *uint8          `json:"tos"`
+	VLAN         *uint16         `json:"vlan"` // ID of the outermost tag; null when untagged
+	PCP          *uint8          `json:"pcp"`  // PCP of the outermost tag, the one the first switch sees
+	VLANChain    []vlan.ChainTag `json:"vlan_chain"`
+	DSCP         *uint8          `json:"dscp"`
+	ECN          *ECN            `json:"ecn"`
+	Trust        Trust           `json:"trust"`
+	Priority     *uint8          `json:"priority"` // the priority the receiving port classifies the frame into
+	TC           *uint8          `json:"tc"`       // that priority's traffic class (ETS prio_tc)
+	PFC          *bool           `json:"pfc"`      // PFC on that priority
+	Verdict      Verdict         `json:"verdict"`
+	Reasons      []string        `json:"reasons"`
+	Warnings     []string        `json:"warnings"`
+	Unknowns     []string        `json:"unknowns"`
+	Steps        []Step          `json:"steps"`
 }
 
 func (r *Result) step(step, value, format string, args ...any) {
@@ -107,7 +111,7 @@ func Check(f Flow) (Result, error) {
 	r := Result{
 		Device: f.Device, Port: f.Port, Index: f.GIDIndex, Netdev: f.Link.Netdev, RealNetdev: f.Link.Real,
 		Driver: f.Driver, GIDType: f.GIDType.String(), Path: path, RDMACM: f.RDMACM,
-		Reasons: []string{}, Warnings: []string{}, Unknowns: []string{}, VLANChain: []WireTag{},
+		Reasons: []string{}, Warnings: []string{}, Unknowns: []string{}, VLANChain: []vlan.ChainTag{},
 	}
 	if f.GIDIndex >= 0 {
 		r.step("gid", fmt.Sprintf("%s port %d index %d", f.Device, f.Port, f.GIDIndex), "the source GID entry: %s on netdev %s", f.GIDType, f.Link.Netdev)
@@ -123,7 +127,7 @@ func Check(f Flow) (Result, error) {
 	if len(f.Link.Tags) > 0 {
 		var parts []string
 		for _, t := range f.Link.Tags {
-			parts = append(parts, fmt.Sprintf("%s %d (%s)", t.Proto, t.ID, t.Netdev))
+			parts = append(parts, fmt.Sprintf("%s %d (%s)", t.TPID, t.ID, t.Netdev))
 		}
 		chain = strings.Join(parts, " / ")
 	}
@@ -146,7 +150,7 @@ func Check(f Flow) (Result, error) {
 			if f.Link.RealNumTC < 0 {
 				why += fmt.Sprintf(" (assuming %s has no mqprio traffic classes; num_tc was not read)", f.Link.Real)
 			}
-			if !HasEgressEntry(t.EgressMap, uint32(prio)) {
+			if !HasEgressEntry(t.EgressQoS, uint32(prio)) {
 				r.warn("rdma_cm ToS 0x%02x gives skb priority %d, which the egress-qos-map of %s does not map: the SL (and PCP on drivers that use it) is 0; add egress-qos-map %d:<pcp>", tos, prio, t.Netdev, prio)
 			}
 		case f.Link.RealNumTC > 0:

@@ -1,6 +1,7 @@
 package vlan
 
 import (
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/netip"
@@ -42,62 +43,112 @@ func (k Kind) Stacked() bool {
 	return false
 }
 
-// Proto is a VLAN tag protocol (TPID).
-type Proto uint16
+// TPID is a VLAN tag's protocol identifier, the EtherType in front of the
+// tag: 0x8100 for an 802.1Q (customer) tag, 0x88a8 for an 802.1ad
+// (service, QinQ outer) tag. In JSON it is a number.
+type TPID uint16
 
-// VLAN protocols.
+// Tag protocol identifiers.
 const (
-	Proto8021Q  Proto = 0x8100 // 802.1Q customer tag
-	Proto8021AD Proto = 0x88a8 // 802.1ad service tag (QinQ outer tag)
+	TPID8021Q  TPID = 0x8100 // 802.1Q customer tag
+	TPID8021AD TPID = 0x88a8 // 802.1ad service tag (QinQ outer tag)
 )
 
 // String returns "802.1Q", "802.1ad" or the TPID in hex.
-func (p Proto) String() string {
+func (p TPID) String() string {
 	switch p {
-	case Proto8021Q:
+	case TPID8021Q:
 		return "802.1Q"
-	case Proto8021AD:
+	case TPID8021AD:
 		return "802.1ad"
 	}
 	return fmt.Sprintf("0x%04x", uint16(p))
 }
 
-// MarshalText implements encoding.TextMarshaler with String's form.
-func (p Proto) MarshalText() ([]byte, error) { return []byte(p.String()), nil }
-
-// UnmarshalText accepts "802.1Q", "802.1ad" (any case) or a hex TPID "0x8100".
-func (p *Proto) UnmarshalText(b []byte) error {
-	s := strings.ToLower(string(b))
-	switch s {
-	case "802.1q":
-		*p = Proto8021Q
-		return nil
-	case "802.1ad":
-		*p = Proto8021AD
-		return nil
+// ParseTPID accepts "802.1Q", "802.1ad" (any case), "8021q", "8021ad", or
+// a hex TPID such as "0x8100".
+func ParseTPID(s string) (TPID, error) {
+	switch strings.ToLower(s) {
+	case "802.1q", "8021q":
+		return TPID8021Q, nil
+	case "802.1ad", "8021ad":
+		return TPID8021AD, nil
 	}
-	if strings.HasPrefix(s, "0x") {
-		v, err := strconv.ParseUint(s[2:], 16, 16)
-		if err == nil {
-			*p = Proto(v)
-			return nil
+	if l := strings.ToLower(s); strings.HasPrefix(l, "0x") {
+		if v, err := strconv.ParseUint(l[2:], 16, 16); err == nil {
+			return TPID(v), nil
 		}
 	}
-	return fmt.Errorf("vlan: unknown VLAN protocol %q: want \"802.1Q\", \"802.1ad\" or a hex TPID such as 0x8100", string(b))
+	return 0, fmt.Errorf("vlan: unknown VLAN protocol %q: want 802.1Q, 802.1ad or a hex TPID such as 0x8100", s)
 }
 
-// Tag is one VLAN tag: the VLAN ID and the tag protocol.
+// Tag is one VLAN tag as a VLAN device adds it: the VLAN ID and the tag
+// protocol.
 type Tag struct {
-	ID    uint16 `json:"id"`
-	Proto Proto  `json:"proto"`
+	ID   uint16 `json:"id"`
+	TPID TPID   `json:"tpid"`
 }
 
 // String returns "100" for an 802.1Q tag and "802.1ad:1000" otherwise.
 func (t Tag) String() string {
-	if t.Proto == Proto8021Q || t.Proto == 0 {
+	if t.TPID == TPID8021Q || t.TPID == 0 {
 		return strconv.Itoa(int(t.ID))
 	}
-	return t.Proto.String() + ":" + strconv.Itoa(int(t.ID))
+	return t.TPID.String() + ":" + strconv.Itoa(int(t.ID))
+}
+
+// ChainTag is one tag of the chain a frame carries, in the one shape every
+// roce-probe output uses for `vlan_chain` elements: {id, tpid, pcp,
+// netdev}. PCP is nil where the priority is not known (a GID table entry
+// carries no flow); Netdev is "" (null in JSON) where no VLAN device is
+// known (a tag read from a captured frame).
+type ChainTag struct {
+	Tag
+	PCP    *uint8 `json:"pcp"`
+	Netdev string `json:"-"`
+	// EgressQoS and IngressQoS are the maps of the VLAN device that adds
+	// the tag (skb priority → PCP, PCP → skb priority); not in JSON (the
+	// snapshot's links carry them).
+	EgressQoS  QoSMap `json:"-"`
+	IngressQoS QoSMap `json:"-"`
+}
+
+type chainTagJSON struct {
+	ID     uint16  `json:"id"`
+	TPID   TPID    `json:"tpid"`
+	PCP    *uint8  `json:"pcp"`
+	Netdev *string `json:"netdev"`
+}
+
+// MarshalJSON writes {id, tpid, pcp, netdev}, null for what is not known.
+func (t ChainTag) MarshalJSON() ([]byte, error) {
+	w := chainTagJSON{ID: t.ID, TPID: t.TPID, PCP: t.PCP}
+	if t.Netdev != "" {
+		w.Netdev = &t.Netdev
+	}
+	return json.Marshal(w)
+}
+
+// UnmarshalJSON reads the form MarshalJSON writes.
+func (t *ChainTag) UnmarshalJSON(b []byte) error {
+	var w chainTagJSON
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*t = ChainTag{Tag: Tag{ID: w.ID, TPID: w.TPID}, PCP: w.PCP}
+	if w.Netdev != nil {
+		t.Netdev = *w.Netdev
+	}
+	return nil
+}
+
+// String returns the tag as Tag.String does, with "/pcp N" when the PCP
+// is known.
+func (t ChainTag) String() string {
+	if t.PCP == nil {
+		return t.Tag.String()
+	}
+	return t.Tag.String() + "/pcp " + strconv.Itoa(int(*t.PCP))
 }
 
 // MAC is a hardware address that marshals to JSON as "02:00:00:00:00:01"
@@ -157,19 +208,19 @@ type Link struct {
 	Ether bool `json:"ether"`
 	// ParentIndex is IFLA_LINK: for a stacked kind (VLAN, macvlan, ipvlan)
 	// the ifindex of the lower device; 0 for none.
-	ParentIndex int `json:"link,omitempty"`
+	ParentIndex int `json:"parent_ifindex,omitempty"`
 	// ParentOtherNetns is true when IFLA_LINK_NETNSID says the lower
 	// device lives in another network namespace (e.g. a macvlan moved
 	// into a container), so ParentIndex is not an index of this snapshot.
-	ParentOtherNetns bool `json:"link_other_netns,omitempty"`
+	ParentOtherNetns bool `json:"parent_other_netns,omitempty"`
 	// MasterIndex is the ifindex of the bond, team or bridge this link is
 	// enslaved to; 0 for none.
-	MasterIndex int `json:"master,omitempty"`
+	MasterIndex int `json:"master_ifindex,omitempty"`
 	// ActiveSlave is, for a bond with an active slave (active-backup),
 	// that slave's ifindex; 0 otherwise.
-	ActiveSlave int            `json:"active_slave,omitempty"`
-	VLAN        *Tag           `json:"vlan,omitempty"`        // the link's own tag when Kind is KindVLAN
-	EgressQoS   QoSMap         `json:"egress_qos,omitempty"`  // VLAN only: skb priority → PCP
-	IngressQoS  QoSMap         `json:"ingress_qos,omitempty"` // VLAN only: PCP → skb priority
-	Addrs       []netip.Prefix `json:"addrs,omitempty"`       // IPv4 and IPv6 addresses, in the kernel's dump order
+	ActiveSlave int            `json:"active_slave_ifindex,omitempty"`
+	Tag         *Tag           `json:"tag,omitempty"`             // the link's own tag when Kind is KindVLAN
+	EgressQoS   QoSMap         `json:"egress_qos_map,omitempty"`  // VLAN only: skb priority → PCP
+	IngressQoS  QoSMap         `json:"ingress_qos_map,omitempty"` // VLAN only: PCP → skb priority
+	Addrs       []netip.Prefix `json:"addrs,omitempty"`           // IPv4 and IPv6 addresses, in the kernel's dump order
 }

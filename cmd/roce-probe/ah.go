@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -21,43 +20,47 @@ import (
 
 	"github.com/roce-probe/roce-probe/ah"
 	"github.com/roce-probe/roce-probe/gid"
+	"github.com/roce-probe/roce-probe/internal/host"
 	"github.com/roce-probe/roce-probe/qos"
+	"github.com/roce-probe/roce-probe/vlan"
 )
 
 func init() { register(newAHCmd) }
 
-// ahJSON is the document `ah -o json` prints.
+// ahJSON is the document `ah -o json` prints. Every key is always there;
+// what does not apply or is not known is null.
 type ahJSON struct {
-	Attr     ah.Attr       `json:"attr"`
-	Source   *gid.Entry    `json:"source,omitempty"`
-	Driver   qos.Driver    `json:"driver"`
-	Path     qos.Path      `json:"path"`
-	Wire     *ah.Wire      `json:"wire"`
-	Route    any           `json:"route,omitempty"`
-	Neighbor *ah.Neighbor  `json:"neighbor,omitempty"`
-	Warnings []ah.Warning  `json:"warnings"`
-	Problems []ah.Problem  `json:"problems,omitempty"`
-	Steps    []qos.Step    `json:"steps,omitempty"`
-	Error    string        `json:"error,omitempty"`
-	Errno    string        `json:"errno,omitempty"`
-	Create   *ahCreateJSON `json:"create,omitempty"`
-	Pcap     *ahPcapJSON   `json:"pcap,omitempty"`
-	Probe    *ahProbeJSON  `json:"neighbour_probe,omitempty"`
+	Attr      ah.Attr           `json:"attr"`
+	Predicted bool              `json:"predicted"`
+	Source    *gid.Entry        `json:"source"`
+	Driver    *string           `json:"driver"`
+	Path      *string           `json:"path"`
+	Wire      *ah.Wire          `json:"wire"`
+	Route     *vlan.RouteResult `json:"route"`
+	Neighbor  *vlan.Neighbor    `json:"neighbor"`
+	Warnings  []ah.Warning      `json:"warnings"`
+	Problems  []ah.Problem      `json:"problems"`
+	Steps     []qos.Step        `json:"steps"`
+	Error     *string           `json:"error"`
+	Errno     *string           `json:"errno"`
+	Create    *ahCreateJSON     `json:"create"`
+	Pcap      *ahPcapJSON       `json:"pcap"`
+	Probe     *ahProbeJSON      `json:"neighbor_probe"`
 }
 
 type ahCreateJSON struct {
-	OK    bool   `json:"ok"`
-	Errno string `json:"errno,omitempty"`
-	Error string `json:"error,omitempty"`
-	QPN   uint32 `json:"qpn,omitempty"`
+	OK    bool    `json:"ok"`
+	Errno *string `json:"errno"`
+	Error *string `json:"error"`
+	QPN   *uint32 `json:"qpn"`
 }
 
 // ahProbeJSON reports --resolve-neighbour.
 type ahProbeJSON struct {
-	NextHop string `json:"next_hop"`
-	Dev     string `json:"dev"`
-	State   string `json:"state"`
-	Error   string `json:"error,omitempty"`
+	NextHop string  `json:"next_hop"`
+	Dev     string  `json:"dev"`
+	State   string  `json:"state"`
+	Error   *string `json:"error"`
 }
 
 type ahPcapJSON struct {
@@ -71,12 +74,15 @@ var ahFlags = []string{"dst", "gid-index", "sl", "tclass", "flow-label", "hop-li
 	"src-qpn", "dest-qpn", "qkey", "psn", "ip-id", "payload", "driver", "path", "resolve-neighbour", "create"}
 
 func newAHCmd() *cobra.Command {
-	var src gidSource
-	var netFile, gidIndex, dst, format, pcapFile, driverFlag, pathFlag, payload string
+	var src hostFlags
+	var gidIndex, dst, format, pcapFile, payload string
+	var driver qos.Driver
+	var path qos.Path
 	var a ah.Attr
 	var d ah.Datagram
 	var create, probeNeigh bool
-	var fromWC, wcFlags, behaviourFlag string
+	var fromWC, wcFlags string
+	var behaviour string
 	c := &cobra.Command{
 		Use:   "ah --dev D [--port P] (--gid-index I | --gid-index auto) --dst ADDR|GID [--sl S] [--tclass T] [--flow-label F] [--hop-limit H] [--static-rate R]",
 		Short: "Validate an address handle and show, field by field, the frame it puts on the wire",
@@ -85,17 +91,23 @@ func newAHCmd() *cobra.Command {
 flow_label, hop_limit, traffic_class), validates it with the rules RoCE drivers
 apply (EINVAL and ENODATA causes), and resolves it to the wire as the kernel and
 the device's driver do: source and destination MAC (neighbour table, multicast
-mapping, link-local GID), VLAN tags and PCP, IP version and addresses, DSCP and
-ECN, TTL / hop limit (the kernel replaces the requested one with the route's),
-flow label, UDP source port, RoCE version and path MTU. Every field the kernel
-or the driver overrides is listed as a warning.
+mapping, link-local GID), VLAN tags and PCP (vlan and pcp are the outermost
+tag's, vlan_chain lists every tag), IP version and addresses, DSCP and ECN, TTL
+/ hop limit (the kernel replaces the requested one with the route's), flow
+label, UDP source port, RoCE version and path MTU. Every field the kernel or the
+driver overrides is listed as a warning.
 
 --gid-index auto picks the entry as 'roce-probe select' does. The route and
-neighbour tables are read once over rtnetlink; no packet is sent. When the next
-hop's MAC is not in the neighbour table the output says so: ibv_create_ah would
-send ARP / neighbour discovery and fail with ETIMEDOUT if nobody answers.
+neighbour tables are read once; no packet is sent. When the next hop's MAC is
+not in the neighbour table the output says so: ibv_create_ah would send ARP /
+neighbour discovery and fail with ETIMEDOUT if nobody answers.
 --resolve-neighbour makes the kernel try (one UDP datagram to the destination's
 discard port through the sgid's netdev; no privileges) and reports the answer.
+
+--from FILE resolves against a snapshot written by 'roce-probe collect' (the
+host's GID tables, netdevs, routes, neighbours and DCB) instead of the live
+host. On a host without RDMA devices the predicted Soft-RoCE tables are used
+(said so).
 
 --pcap FILE writes the predicted UD SEND frame (opcode 0x64, with --src-qpn,
 --dest-qpn, --qkey, --psn and --payload; valid ICRC) as a capture Wireshark
@@ -107,32 +119,16 @@ buffer in front of a UD payload (80 hex digits) and the completion's flags (--wc
 tells IPv4 from IPv6 as the kernel and rdma-core do (their rules differ: see
 docs/ah.md) and prints the AH that answers the sender under both rules.
 
--o json prints one document with the keys attr, wire, warnings (and source,
-route, neighbor, problems, steps, error). Exit status 1 when the AH is invalid
+-o json prints one document (docs/json.md). Exit status 1 when the AH is invalid
 or cannot be resolved (the problems or the error say why), 2 on bad flags.
 Reading needs no privileges. See docs/ah.md.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			f, err := outputFormat(format, "table", "json")
-			if err != nil {
+			if err := src.requireDev("rxe0, mlx5_0"); err != nil {
 				return err
 			}
-			if src.dev == "" {
-				return usagef("--dev is required: name the RDMA device (e.g. rxe0, mlx5_0)")
-			}
-			fl := cmd.Flags()
 			if fromWC != "" {
-				for _, name := range ahFlags {
-					if fl.Changed(name) {
-						return usagef("--%s does not go with --from-wc: --from-wc derives the address handle from a received GRH (it takes --wc and --behaviour)", name)
-					}
-				}
-				return runFromWC(cmd, &src, f, fromWC, wcFlags, behaviourFlag)
-			}
-			for _, name := range []string{"wc", "behaviour"} {
-				if fl.Changed(name) {
-					return usagef("--%s goes with --from-wc HEX only", name)
-				}
+				return runFromWC(cmd, &src, format, fromWC, wcFlags, behaviour)
 			}
 			g, err := parseDst(dst)
 			if err != nil {
@@ -140,118 +136,62 @@ Reading needs no privileges. See docs/ah.md.`,
 			}
 			a.IsGlobal = true
 			a.GRH.DGID = g
+			a.PortNum = uint8(src.port)
 			if a.StaticRate == 1 {
 				return usagef("--static-rate 1 is not an enum ibv_rate value: want 0 (port rate) or 2..%d", ah.MaxStaticRate)
 			}
 			d.Payload = []byte(payload)
-			path := qos.PathUserAH
-			if pathFlag != "" {
-				if path, err = qos.ParsePath(pathFlag); err != nil {
-					return usagef("--path %q is not known: want user-ah, kernel-ah or connected-qp", pathFlag)
-				}
-			}
-			if gidIndex == "" {
-				return usagef("--gid-index is required: the source GID index 0..255 (see 'roce-probe gids --dev %s'), or auto", src.dev)
-			}
-			if gidIndex != "auto" {
+			auto := gidIndex == "auto"
+			if !auto {
 				v, err := parseInt("--gid-index", gidIndex, 0, 255, false, "or auto")
 				if err != nil {
 					return err
 				}
 				a.GRH.SGIDIndex = uint8(v)
 			}
-			var driver qos.Driver
-			if driverFlag != "" {
-				if driver, err = qos.ParseDriver(driverFlag); err != nil {
-					return usagef("--driver %q: %v (or omit it to detect the driver from sysfs)", driverFlag, err)
-				}
-			}
-			if probeNeigh && (netFile != "" || src.netns != "") {
-				return usagef("--resolve-neighbour works only on the live tables of the own network namespace (not with --net or --netns)")
-			}
 			if pcapFile != "" {
 				if err := checkOutputDir("--pcap", pcapFile); err != nil {
 					return err
 				}
 			}
-			var n *ah.Net
-			if netFile != "" {
-				b, err := os.ReadFile(netFile)
-				if err != nil {
-					return usagef("--net %q: %v: want an ah.Net JSON document", netFile, pathErr(err))
-				}
-				n = new(ah.Net)
-				if err := json.Unmarshal(b, n); err != nil {
-					return usagef("--net %q: %v: want an ah.Net JSON document", netFile, err)
-				}
-			}
-			t, port, err := src.loadPort()
+			v, err := src.view(host.SectionDCB)
 			if err != nil {
 				return err
 			}
-			defer t.close()
-			if port.LinkLayer == "InfiniBand" {
-				return usagef("--dev %s port %d is an InfiniBand port: roce-probe ah resolves RoCE (Ethernet) address handles", src.dev, port.Port)
-			}
-			a.PortNum = uint8(port.Port)
-			table := ah.Table{Entries: port.Entries, Len: len(port.Entries)}
-			if gidIndex == "auto" {
-				s, err := gid.Select(port.Entries, g, gid.Preferences{Exclude: staleEntries(*port, t)}, t.router)
-				if err != nil {
-					return findingError{fmt.Sprintf("--gid-index auto: %v (roce-probe select --dev %s --dst %s explains every entry)", err, src.dev, dst)}
-				}
-				a.GRH.SGIDIndex = uint8(s.Entry.Index)
-			}
-			if driverFlag == "" {
-				sysRoot := src.sysfs
-				if sysRoot == "" {
-					sysRoot = gid.DefaultSysfsRoot
-				}
-				if info, err := qos.DetectDriver(sysRoot, src.dev); err == nil {
-					driver = info.Driver
-				}
-			}
-			if n != nil {
-				if n.Links == nil {
-					n.Links = t.snap
-				}
-			} else if n, err = src.readNet(); err != nil {
+			if err := src.checkDev(v); err != nil {
 				return err
 			}
-			var dcb *qos.DCB
-			if e, ok := table.Lookup(int(a.GRH.SGIDIndex)); ok && e.RealNetdev != "" && netFile == "" && src.links == "" {
-				dcb, _ = qos.ReadDCB(e.RealNetdev)
+			notePredicted(cmd.ErrOrStderr(), v)
+			req := host.AHRequest{Device: src.dev, Attr: a, AutoIndex: auto, Driver: driver, Path: path, SrcQPN: d.SrcQPN}
+			res, rerr := v.ResolveAH(req)
+			switch {
+			case errors.Is(rerr, gid.ErrNoEntry):
+				return findingError{fmt.Sprintf("--gid-index auto: %v (roce-probe select --dev %s --dst %s explains every entry)", rerr, src.dev, dst)}
+			case errors.Is(rerr, host.ErrNoDevice), errors.Is(rerr, host.ErrNetdevAbsent):
+				return usagef("--dev %s --gid-index %s: %v", src.dev, gidIndex, rerr)
+			case res == nil:
+				return usageError{rerr}
 			}
-			opts := ah.ResolveOptions{Driver: driver, Path: path, DCB: dcb, SrcQPN: d.SrcQPN, PortMTU: port.ActiveMTU}
-			res, rerr := ah.Resolve(a, table, n, opts)
+			if res.Selection != nil {
+				a.GRH.SGIDIndex = uint8(res.Selection.Entry.Index)
+			}
 			var probe *ahProbeJSON
 			var ne *ah.NeighborError
 			if probeNeigh && errors.As(rerr, &ne) {
-				nb, perr := ah.ProbeNeighbor(res.Source.GID.Addr(), a.GRH.DGID.Addr(), ne.Route, time.Second)
+				nb, perr := host.ProbeNeighbor(res.Resolution.Source.GID.Addr(), a.GRH.DGID.Addr(), ne.Route, time.Second)
 				probe = &ahProbeJSON{NextHop: ne.Route.NextHop.String(), Dev: ne.Route.Dev, State: nb.State.String()}
 				if perr != nil {
-					probe.Error = perr.Error()
-				} else if n2, err := ah.ReadNet(""); err == nil {
-					res, rerr = ah.Resolve(a, table, n2, opts)
+					e := perr.Error()
+					probe.Error = &e
+				} else if v2, err := src.view(host.SectionDCB); err == nil {
+					req.Attr, req.AutoIndex = a, false
+					res, rerr = v2.ResolveAH(req)
 				}
 			}
-			doc := ahJSON{Attr: a, Driver: driver, Path: path, Warnings: []ah.Warning{}, Probe: probe}
-			var verr *ah.ValidationError
-			switch {
-			case errors.As(rerr, &verr):
-				doc.Problems = verr.Problems
-			case rerr != nil:
-				doc.Error = rerr.Error()
-				doc.Errno = errnoOf(rerr)
-			}
-			if res != nil {
-				doc.Source, doc.Wire, doc.Neighbor, doc.Warnings, doc.Steps = res.Source, &res.Wire, res.Neighbor, res.Warnings, res.Steps
-				if res.Route != nil {
-					doc.Route = res.Route
-				}
-			}
+			doc := ahDoc(a, res, rerr, v)
+			doc.Probe = probe
 			if pcapFile != "" {
-				if res == nil || rerr != nil {
+				if res.Resolution == nil || rerr != nil {
 					return findingError{fmt.Sprintf("--pcap %s not written: %v", pcapFile, firstErr(rerr, "the AH did not resolve"))}
 				}
 				frame, err := res.Frame(d)
@@ -267,33 +207,36 @@ Reading needs no privileges. See docs/ah.md.`,
 				h, err := ah.Create(src.dev, a, ah.CreateOptions{})
 				cj := &ahCreateJSON{OK: err == nil}
 				if err != nil {
-					cj.Error, cj.Errno = err.Error(), errnoOf(err)
+					e, en := err.Error(), errnoOf(err)
+					cj.Error, cj.Errno = &e, strPtr(en)
 				} else {
-					cj.QPN = h.QPN()
+					q := h.QPN()
+					cj.QPN = &q
 					h.Close()
 				}
 				doc.Create = cj
 			}
 			out := cmd.OutOrStdout()
-			if f == "json" {
+			if format == "json" {
 				if err := writeJSONIndent(out, doc); err != nil {
 					return err
 				}
 			} else {
 				writeAHTable(out, doc, src.dev)
 			}
+			var verr *ah.ValidationError
 			switch {
-			case verr != nil:
+			case errors.As(rerr, &verr):
 				return findingError{fmt.Sprintf("ibv_create_ah would fail: %v", verr)}
 			case rerr != nil:
 				return findingError{rerr.Error()}
 			case doc.Create != nil && !doc.Create.OK:
-				return findingError{"ibv_create_ah failed: " + doc.Create.Error}
+				return findingError{"ibv_create_ah failed: " + *doc.Create.Error}
 			}
 			return nil
 		},
 	}
-	src.addFlags(c)
+	src.add(c, hostFlagSet{dev: true, port: true, portDef: 1, devUsage: "RDMA device, e.g. rxe0 or mlx5_0 (required)"})
 	fl := c.Flags()
 	fl.StringVar(&gidIndex, "gid-index", "", "source GID index 0..255 (sgid_index), or auto (required)")
 	fl.StringVar(&dst, "dst", "", "destination: the peer's IP address or GID (required)")
@@ -302,7 +245,7 @@ Reading needs no privileges. See docs/ah.md.`,
 	intVar(fl, &a.GRH.FlowLabel, "flow-label", 0, 0, ah.MaxFlowLabel, "flow label 0..0xfffff")
 	intVar(fl, &a.GRH.HopLimit, "hop-limit", 64, 0, 255, "hop limit 0..255")
 	intVar(fl, &a.StaticRate, "static-rate", 0, 0, ah.MaxStaticRate, "static rate (enum ibv_rate): 0 or 2..24")
-	fl.StringVarP(&format, "output", "o", "table", "output format: table or json")
+	outputVar(fl, &format, "table", "json")
 	fl.StringVar(&pcapFile, "pcap", "", "write the predicted UD SEND frame to this pcap file")
 	intVar(fl, &d.SrcQPN, "src-qpn", 0, 0, 0xFFFFFF, "the sending QP's number (DETH SrcQP; rxe's UDP source port)")
 	intVar(fl, &d.DestQPN, "dest-qpn", 1, 0, 0xFFFFFF, "the destination QP (BTH DestQP) for --pcap")
@@ -310,18 +253,45 @@ Reading needs no privileges. See docs/ah.md.`,
 	intVar(fl, &d.PSN, "psn", 0, 0, 0xFFFFFF, "the PSN (BTH) for --pcap")
 	intVar(fl, &d.IPID, "ip-id", 0, 0, 0xFFFF, "the IPv4 identification for --pcap (the kernel's is not predictable)")
 	fl.StringVar(&payload, "payload", "roce-probe", "the UD payload for --pcap")
-	fl.StringVar(&driverFlag, "driver", "", "the RDMA driver's wire profile: rxe, mlx5, irdma, bnxt_re, hns, erdma (default: detected from sysfs)")
-	fl.StringVar(&pathFlag, "path", "", "how the AH reaches the driver: user-ah (default), kernel-ah or connected-qp")
-	fl.BoolVar(&probeNeigh, "resolve-neighbour", false, "when the next hop's MAC is not known, make the kernel resolve it (one UDP datagram to its discard port, as ibv_create_ah's ARP would) and wait up to 1 s")
-	fl.BoolVar(&create, "create", false, "also call ibv_create_ah on the device (needs a binary built with -tags ibverbs)")
+	driverVar(fl, &driver, "the RDMA driver's wire profile: rxe, mlx5, irdma, bnxt_re, hns or erdma (default: the driver detected from sysfs)")
+	pathVar(fl, &path, "how the AH reaches the driver: user-ah (default), kernel-ah or connected-qp")
+	fl.BoolVar(&probeNeigh, "resolve-neighbour", false, "when the next hop's MAC is not known, make the kernel resolve it (one UDP datagram to its discard port, as ibv_create_ah's ARP would) and wait up to 1 s; live own namespace only")
+	fl.BoolVar(&create, "create", false, "also call ibv_create_ah on the device (needs a binary built with -tags ibverbs; live only)")
 	fl.StringVar(&fromWC, "from-wc", "", "instead: derive the AH that answers a received datagram from its 40-byte GRH buffer (80 hex digits), as ibv_init_ah_from_wc does")
 	fl.StringVar(&wcFlags, "wc", "grh", "with --from-wc: the completion's flags, comma-separated: grh, vlan=ID, net=ipv4|ipv6|roce-v1, sl=N, src-qp=N")
-	fl.StringVar(&behaviourFlag, "behaviour", "both", "with --from-wc: kernel, rdma-core or both")
-	fl.StringVar(&netFile, "net", "", "read routes, neighbours and sysctls from this ah.Net JSON file instead of rtnetlink")
-	_ = fl.MarkHidden("net")
+	enumVar(fl, &behaviour, "behaviour", "both", "with --from-wc: kernel, rdma-core or both",
+		choice("both", "both"), choice("kernel", "kernel"), choice("rdma-core", "rdma-core"))
 	allowEmpty(c, "payload") // a SEND without payload
 	allowEmpty(c, "wc")      // a completion without flags
+	for _, name := range ahFlags {
+		c.MarkFlagsMutuallyExclusive("from-wc", name)
+	}
+	c.MarkFlagsOneRequired("gid-index", "from-wc")
+	c.MarkFlagsMutuallyExclusive("from", "resolve-neighbour")
+	c.MarkFlagsMutuallyExclusive("netns", "resolve-neighbour")
+	c.MarkFlagsMutuallyExclusive("from", "create")
 	return c
+}
+
+// ahDoc builds the `ah -o json` document from a resolution.
+func ahDoc(a ah.Attr, res *host.AHResult, rerr error, v *host.View) ahJSON {
+	doc := ahJSON{Attr: a, Predicted: v.Predicted, Warnings: []ah.Warning{}, Problems: []ah.Problem{}, Steps: []qos.Step{}}
+	var verr *ah.ValidationError
+	switch {
+	case errors.As(rerr, &verr):
+		doc.Problems = verr.Problems
+	case rerr != nil:
+		e, en := rerr.Error(), errnoOf(rerr)
+		doc.Error, doc.Errno = &e, strPtr(en)
+	}
+	if r := res.Resolution; r != nil {
+		doc.Driver, doc.Path = strPtr(string(r.Driver)), strPtr(string(r.Path))
+		doc.Source, doc.Wire, doc.Route, doc.Neighbor, doc.Warnings, doc.Steps = r.Source, &r.Wire, r.Route, r.Neighbor, r.Warnings, r.Steps
+		if doc.Steps == nil {
+			doc.Steps = []qos.Step{}
+		}
+	}
+	return doc
 }
 
 func firstErr(err error, s string) string {
@@ -399,7 +369,7 @@ func writeAHTable(out io.Writer, doc ahJSON, dev string) {
 		}
 	}
 	if w := doc.Wire; w != nil {
-		fmt.Fprintf(tw, "\nwire (driver %s, %s)\n", orDash(string(doc.Driver)), doc.Path)
+		fmt.Fprintf(tw, "\nwire (driver %s, %s)\n", ptrOr(doc.Driver, "-", str), ptrOr(doc.Path, "-", str))
 		fmt.Fprintf(tw, "  roce_version\t%d\n  netdev\t%s\n  smac\t%s\n", w.RoCEVersion, orDash(w.Netdev), orDash(w.SMAC.String()))
 		dmac := "unresolved"
 		if len(w.DMAC) > 0 {
@@ -410,11 +380,15 @@ func writeAHTable(out io.Writer, doc ahJSON, dev string) {
 			from += fmt.Sprintf(" %s %s on %s", doc.Neighbor.IP, doc.Neighbor.State, doc.Neighbor.Dev)
 		}
 		fmt.Fprintf(tw, "  dmac\t%s\t%s\n", dmac, from)
-		if len(w.VLANs) == 0 {
+		if len(w.VLANChain) == 0 {
 			fmt.Fprintf(tw, "  vlan\tnone (untagged)\n")
 		}
-		for _, t := range w.VLANs {
-			fmt.Fprintf(tw, "  vlan\t%d (%s)\tpcp %s\t%s\n", t.ID, t.Proto, ptrOr(t.PCP, "unknown", u8Text), t.Netdev)
+		for i, t := range w.VLANChain {
+			which := "outermost"
+			if i > 0 {
+				which = "inner"
+			}
+			fmt.Fprintf(tw, "  vlan\t%d (%s, %s)\tpcp %s\t%s\n", t.ID, t.TPID, which, ptrOr(t.PCP, "unknown", u8Text), t.Netdev)
 		}
 		ipv := "none (RoCE v1: GRH)"
 		if w.IPVersion != 0 {
@@ -429,8 +403,8 @@ func writeAHTable(out io.Writer, doc ahJSON, dev string) {
 		}
 		fmt.Fprintf(tw, "  mtu\t%d\n", w.MTU)
 	}
-	if doc.Error != "" {
-		fmt.Fprintf(tw, "\nerror\t%s\n", doc.Error)
+	if doc.Error != nil {
+		fmt.Fprintf(tw, "\nerror\t%s\n", *doc.Error)
 	}
 	if len(doc.Warnings) > 0 {
 		fmt.Fprintf(tw, "\nwarnings\n")
@@ -439,8 +413,8 @@ func writeAHTable(out io.Writer, doc ahJSON, dev string) {
 		}
 	}
 	if p := doc.Probe; p != nil {
-		if p.Error != "" {
-			fmt.Fprintf(tw, "\nneighbour probe\t%s\n", p.Error)
+		if p.Error != nil {
+			fmt.Fprintf(tw, "\nneighbour probe\t%s\n", *p.Error)
 		} else {
 			fmt.Fprintf(tw, "\nneighbour probe\t%s on %s answered (%s)\n", p.NextHop, p.Dev, p.State)
 		}
@@ -450,9 +424,9 @@ func writeAHTable(out io.Writer, doc ahJSON, dev string) {
 	}
 	if c := doc.Create; c != nil {
 		if c.OK {
-			fmt.Fprintf(tw, "\nibv_create_ah\tsucceeded (UD QPN %#x)\n", c.QPN)
+			fmt.Fprintf(tw, "\nibv_create_ah\tsucceeded (UD QPN %s)\n", ptrOr(c.QPN, "-", func(q uint32) string { return fmt.Sprintf("%#x", q) }))
 		} else {
-			fmt.Fprintf(tw, "\nibv_create_ah\tfailed: %s\n", c.Error)
+			fmt.Fprintf(tw, "\nibv_create_ah\tfailed: %s\n", ptrOr(c.Error, "-", str))
 		}
 	}
 	tw.Flush()
@@ -523,7 +497,7 @@ func parseWC(s string) (ah.WC, error) {
 	return wc, nil
 }
 
-func runFromWC(cmd *cobra.Command, src *gidSource, format, hexBuf, wcFlags, behaviour string) error {
+func runFromWC(cmd *cobra.Command, src *hostFlags, format, hexBuf, wcFlags, behaviour string) error {
 	h := strings.NewReplacer(" ", "", ":", "", "\n", "").Replace(hexBuf)
 	if len(h) != 80 {
 		return usagef("--from-wc has %d hex digits: want 80 (the 40-byte GRH buffer)", len(h))
@@ -536,30 +510,30 @@ func runFromWC(cmd *cobra.Command, src *gidSource, format, hexBuf, wcFlags, beha
 	if err != nil {
 		return err
 	}
-	var bs []ah.Behaviour
-	switch behaviour {
-	case "both":
-		bs = []ah.Behaviour{ah.Kernel, ah.RDMACore}
-	default:
+	bs := []ah.Behaviour{ah.Kernel, ah.RDMACore}
+	if behaviour != "both" {
 		b, err := ah.ParseBehaviour(behaviour)
 		if err != nil {
 			return usagef("--behaviour %q: want kernel, rdma-core or both", behaviour)
 		}
 		bs = []ah.Behaviour{b}
 	}
-	t, port, err := src.loadPort()
+	v, err := src.view(0)
 	if err != nil {
 		return err
 	}
-	defer t.close()
-	table := ah.Table{Entries: port.Entries, Len: len(port.Entries)}
-	var n *ah.Net
-	if src.links == "" {
-		// The kernel rule replaces hop_limit with the route's: read the routes.
-		if n, err = src.readNet(); err != nil {
-			return err
-		}
+	if err := src.checkDev(v); err != nil {
+		return err
 	}
+	notePredicted(cmd.ErrOrStderr(), v)
+	port, err := v.Port(src.dev, src.port)
+	if err != nil {
+		return usagef("--dev %q: %v", src.dev, err)
+	}
+	table := ah.Table{Entries: port.Entries, Len: len(port.Entries)}
+	// The kernel rule replaces hop_limit with the route's: the namespace's
+	// routes.
+	n := v.NS
 	var docs []ahFromWCJSON
 	failed := false
 	for _, b := range bs {

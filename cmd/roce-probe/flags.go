@@ -10,6 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/roce-probe/roce-probe/qos"
 )
 
 // Every numeric flag of every command is registered with intVar,
@@ -327,4 +329,206 @@ func subcommandNames(c *cobra.Command) string {
 		}
 	}
 	return strings.Join(names, ", ")
+}
+
+// enumValue is a pflag.Value for a flag that takes one of a fixed set of
+// names, parsed into the typed value once, while the command line is
+// parsed: --path, --driver, --sweep, --roce, --family, --behaviour and
+// every command's -o.
+type enumValue[T comparable] struct {
+	p      *T
+	name   string
+	names  []string // accepted names, the canonical one of each value first
+	values []T
+	shown  []string // the names listed in errors and help
+}
+
+// enumVar registers an enum flag. choices pairs each accepted name with
+// its value; names after the first for the same value are aliases, not
+// listed in errors.
+func enumVar[T comparable](fs *pflag.FlagSet, p *T, name string, def T, usage string, choices ...enumChoice[T]) *enumValue[T] {
+	*p = def
+	v := &enumValue[T]{p: p, name: "--" + name}
+	seen := map[T]bool{}
+	for _, c := range choices {
+		v.names = append(v.names, c.name)
+		v.values = append(v.values, c.value)
+		if !seen[c.value] {
+			seen[c.value] = true
+			v.shown = append(v.shown, c.name)
+		}
+	}
+	fs.Var(v, name, usage)
+	return v
+}
+
+// enumChoice is one accepted name of an enum flag and its value.
+type enumChoice[T comparable] struct {
+	name  string
+	value T
+}
+
+func choice[T comparable](name string, value T) enumChoice[T] { return enumChoice[T]{name, value} }
+
+func (v *enumValue[T]) Set(s string) error {
+	t := strings.TrimSpace(s)
+	for i, n := range v.names {
+		if strings.EqualFold(n, t) {
+			*v.p = v.values[i]
+			return nil
+		}
+	}
+	return usagef("%s %q is not known: want %s", v.name, s, v.want())
+}
+
+func (v *enumValue[T]) String() string {
+	for i, x := range v.values {
+		if x == *v.p {
+			return v.names[i]
+		}
+	}
+	return ""
+}
+
+func (v *enumValue[T]) Type() string { return "string" }
+func (v *enumValue[T]) want() string { return orList(v.shown) }
+
+// orList is "a, b or c".
+func orList(s []string) string {
+	switch len(s) {
+	case 0:
+		return ""
+	case 1:
+		return s[0]
+	}
+	return strings.Join(s[:len(s)-1], ", ") + " or " + s[len(s)-1]
+}
+
+// outputVar registers -o/--output as an enum of the formats a command
+// prints; the first is the default.
+func outputVar(fs *pflag.FlagSet, p *string, formats ...string) {
+	var cs []enumChoice[string]
+	for _, f := range formats {
+		cs = append(cs, choice(f, f))
+	}
+	enumVar(fs, p, "output", formats[0], "output format: "+orList(formats), cs...)
+	fs.Lookup("output").Shorthand = "o"
+}
+
+// onceValue wraps the value of every flag that takes one value: given a
+// second time, it is bad input rather than a silent override ("--sl 3 ...
+// --sl 5" would otherwise mean 5).
+type onceValue struct {
+	pflag.Value
+	name  string
+	first string
+	set   bool
+}
+
+func (o *onceValue) Set(s string) error {
+	if o.set {
+		return usagef("%s given twice (%q, then %q): give it once", o.name, o.first, s)
+	}
+	o.set, o.first = true, s
+	return o.Value.Set(s)
+}
+
+// want passes the wrapped value's allowed range through to flagWant.
+func (o *onceValue) want() string {
+	if w, ok := o.Value.(interface{ want() string }); ok {
+		return w.want()
+	}
+	return ""
+}
+
+// setOnce wraps every single-value flag of c and its subcommands in a
+// onceValue. Bool flags (given twice they still mean true) and
+// list-valued flags are left alone.
+func setOnce(c *cobra.Command) {
+	c.Flags().VisitAll(func(f *pflag.Flag) {
+		switch f.Value.Type() {
+		case "bool", "stringSlice", "stringArray", "intSlice":
+			return
+		}
+		if _, ok := f.Value.(*onceValue); ok {
+			return
+		}
+		f.Value = &onceValue{Value: f.Value, name: flagNames(f)}
+	})
+	for _, s := range c.Commands() {
+		setOnce(s)
+	}
+}
+
+// flagGroupError rewrites cobra's errors for required flags and flag
+// groups (MarkFlagRequired, MarkFlagsRequiredTogether,
+// MarkFlagsMutuallyExclusive, MarkFlagsOneRequired) into the shape of every
+// other usage error: the flags, and what is wanted. Other errors give nil.
+func flagGroupError(err error) error {
+	msg := err.Error()
+	// lists returns the flag names of each [a b] list in msg, as --a --b.
+	lists := func() [][]string {
+		var out [][]string
+		rest := msg
+		for {
+			i := strings.Index(rest, "[")
+			j := strings.Index(rest, "]")
+			if i < 0 || j < i {
+				return out
+			}
+			var l []string
+			for _, n := range strings.Fields(rest[i+1 : j]) {
+				l = append(l, "--"+n)
+			}
+			out = append(out, l)
+			rest = rest[j+1:]
+		}
+	}
+	switch {
+	case strings.HasPrefix(msg, "if any flags in the group") && strings.Contains(msg, "must all be set"):
+		if l := lists(); len(l) == 2 {
+			return usagef("%s go together: %s is missing", orAnd(l[0]), orAnd(l[1]))
+		}
+	case strings.HasPrefix(msg, "if any flags in the group") && strings.Contains(msg, "were all set"):
+		if l := lists(); len(l) == 2 {
+			return usagef("%s cannot be used together: give one of %s", orAnd(l[1]), orList(l[0]))
+		}
+	case strings.HasPrefix(msg, "at least one of the flags in the group"):
+		if l := lists(); len(l) == 1 {
+			return usagef("one of %s is required", orList(l[0]))
+		}
+	case strings.HasPrefix(msg, "required flag(s) "):
+		var names []string
+		for _, n := range strings.Split(strings.TrimSuffix(strings.TrimPrefix(msg, "required flag(s) "), " not set"), ", ") {
+			names = append(names, "--"+strings.Trim(n, `"`))
+		}
+		return usagef("%s is required (see --help)", orAnd(names))
+	}
+	return nil
+}
+
+// orAnd is "a, b and c".
+func orAnd(s []string) string {
+	switch len(s) {
+	case 0:
+		return ""
+	case 1:
+		return s[0]
+	}
+	return strings.Join(s[:len(s)-1], ", ") + " and " + s[len(s)-1]
+}
+
+// pathVar registers --path: how the address vector reaches the driver.
+func pathVar(fs *pflag.FlagSet, p *qos.Path, usage string) {
+	enumVar(fs, p, "path", "", usage, choice("user-ah", qos.PathUserAH), choice("kernel-ah", qos.PathKernelAH), choice("connected-qp", qos.PathConnectedQP))
+}
+
+// driverVar registers --driver: a driver's wire profile instead of the
+// detected driver.
+func driverVar(fs *pflag.FlagSet, p *qos.Driver, usage string) {
+	var cs []enumChoice[qos.Driver]
+	for _, d := range qos.Drivers {
+		cs = append(cs, choice(string(d), d))
+	}
+	enumVar(fs, p, "driver", qos.DriverUnknown, usage, cs...)
 }

@@ -1,31 +1,79 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
-	"github.com/roce-probe/roce-probe/gid"
 	"github.com/spf13/cobra"
+
+	"github.com/roce-probe/roce-probe/gid"
+	"github.com/roce-probe/roce-probe/internal/host"
 )
 
 func init() { register(newGidsCmd) }
 
+// gidsJSON is the document `gids -o json` prints.
+type gidsJSON struct {
+	// Predicted is true when the host has no RDMA device and the ports
+	// are the tables Soft-RoCE would get.
+	Predicted bool           `json:"predicted"`
+	Ports     []gidsPortJSON `json:"ports"`
+}
+
+// gidsPortJSON is one port: the header the table shows, its entries, and
+// the comparison with the table the kernel would build.
+type gidsPortJSON struct {
+	Device    string      `json:"device"`
+	Port      int         `json:"port"`
+	State     *string     `json:"state"`
+	PhysState *string     `json:"phys_state"`
+	LinkLayer *string     `json:"link_layer"`
+	Netdev    *string     `json:"netdev"`
+	ActiveMTU *int        `json:"active_mtu"`
+	Types     []gid.Type  `json:"types"`
+	TableLen  int         `json:"table_len"`
+	Used      int         `json:"used"`
+	Entries   []gid.Entry `json:"entries"`
+	// Matches says whether the table equals the one the kernel would build
+	// from the current netdevs (null when not compared: a predicted or
+	// InfiniBand port, or no prediction possible — DiffError says why);
+	// Diff lists the differences.
+	Matches   *bool        `json:"matches"`
+	Diff      []gid.Change `json:"diff"`
+	DiffError *string      `json:"diff_error"`
+}
+
+func strPtr(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func intPtr(v int) *int {
+	if v == 0 {
+		return nil
+	}
+	return &v
+}
+
 func newGidsCmd() *cobra.Command {
-	var src gidSource
+	var src hostFlags
 	var all bool
-	var format, saveLinks string
+	var format string
 	c := &cobra.Command{
 		Use:   "gids",
 		Short: "Show the GID tables: every entry with its netdev, VLAN, RoCE version and address",
 		Long: `gids prints one row per GID table entry of every RDMA port: index, GID, RoCE
-version, address kind, the netdev that owns the address, the VLAN ID its frames
-carry (and the whole tag chain for QinQ), the real netdev below, MAC, MTU, state
-and network namespace. Empty slots are shown with --all.
+version, address kind, the netdev that owns the address, the VLAN its frames
+carry (the outermost tag, which the first switch sees, and the whole chain for
+QinQ), the real netdev below, MAC, MTU, state and network namespace. Empty slots
+are shown with --all.
 
 Entries whose netdev is not in this network namespace are marked netns "other":
 their GID exists, but applications here cannot use it. With --netns NAME the
@@ -34,93 +82,95 @@ netdevs are looked up in that namespace instead (needs root).
 After the table, gids compares it with the table the kernel would build from the
 current netdevs and addresses and lists stale, missing and moved entries.
 
-On a machine without RDMA devices, gids says so and shows the table Soft-RoCE
+On a host without RDMA devices, gids says so and shows the table Soft-RoCE
 (rdma link add rxe0 type rxe netdev DEV) would get on each Ethernet netdev.
 
-Reads need no privileges. See docs/gids.md.`,
+--from FILE reads a snapshot written by 'roce-probe collect' (on this or any
+other machine) instead of the live host. Reads need no privileges. See
+docs/gids.md.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f, err := outputFormat(format, "table", "json")
 			if err != nil {
 				return err
 			}
-			if saveLinks != "" {
-				if err := checkOutputDir("--save-links", saveLinks); err != nil {
-					return err
-				}
-			}
-			t, err := src.load()
+			v, err := src.view(0)
 			if err != nil {
 				return err
 			}
-			defer t.close()
-			if saveLinks != "" {
-				if err := writeFileAtomic(saveLinks, t.snap); err != nil {
-					return usagef("--save-links %s: %v", saveLinks, err)
-				}
+			if err := src.checkDev(v); err != nil {
+				return err
 			}
 			out, errw := cmd.OutOrStdout(), cmd.ErrOrStderr()
-			ports := t.ports
-			predicted := false
-			if ports == nil {
-				predicted = true
-				if ports, err = predictedPorts(t.snap); err != nil {
-					return err
-				}
-				fmt.Fprintf(errw, "roce-probe: no RDMA devices on this machine (%s is missing or empty).\n", src.ibDir())
-				if len(ports) == 0 {
-					fmt.Fprintln(errw, "roce-probe: no Ethernet netdev to predict a table for either.")
-				} else {
-					fmt.Fprintln(errw, "roce-probe: showing the tables Soft-RoCE would get (rdma link add rxe_DEV type rxe netdev DEV; RoCE v2 only — a ConnectX NIC adds a RoCE v1 twin of every entry).")
-				}
-			}
-			var entries []gid.Entry
+			notePredicted(errw, v)
+			ports := src.ports(v)
+			doc := gidsJSON{Predicted: v.Predicted, Ports: make([]gidsPortJSON, 0, len(ports))}
 			for _, p := range ports {
-				for _, e := range p.Entries {
-					if all || !e.Empty {
-						entries = append(entries, e)
-					}
-				}
+				doc.Ports = append(doc.Ports, gidsPort(p, v, all))
 			}
 			if f == "json" {
-				if entries == nil {
-					entries = []gid.Entry{}
-				}
-				return writeJSONIndent(out, entries)
+				return writeJSONIndent(out, doc)
 			}
-			writeGidsTable(out, ports, all, predicted, t)
+			writeGidsTable(out, doc, all)
 			return nil
 		},
 	}
-	src.addFlags(c)
+	src.add(c, hostFlagSet{dev: true, port: true})
 	c.Flags().BoolVar(&all, "all", false, "show empty slots too")
-	c.Flags().StringVar(&saveLinks, "save-links", "", "also write the netdev snapshot used to this JSON file (for --links on another machine)")
 	c.Flags().StringVarP(&format, "output", "o", "table", "output format: table or json")
 	return c
 }
 
-func writeGidsTable(w io.Writer, ports []gid.Port, all, predicted bool, t *tables) {
-	for i, p := range ports {
+// gidsPort is one port's document: its header, its entries (empty slots
+// with all), and the diff against the kernel's fresh scan.
+func gidsPort(p gid.Port, v *host.View, all bool) gidsPortJSON {
+	j := gidsPortJSON{Device: p.Device, Port: p.Port, State: strPtr(p.State), PhysState: strPtr(p.PhysState),
+		LinkLayer: strPtr(p.LinkLayer), Netdev: strPtr(p.Netdev), ActiveMTU: intPtr(p.ActiveMTU),
+		Types: p.Types, TableLen: len(p.Entries), Entries: []gid.Entry{}}
+	if j.Types == nil {
+		j.Types = []gid.Type{}
+	}
+	for _, e := range p.Entries {
+		if !e.Empty {
+			j.Used++
+		}
+		if all || !e.Empty {
+			j.Entries = append(j.Entries, e)
+		}
+	}
+	if v.Predicted || p.LinkLayer != "Ethernet" || p.Netdev == "" {
+		return j
+	}
+	pred, err := gid.Predict(gid.SpecOf(p), v.NS)
+	if err != nil {
+		j.DiffError = strPtr(err.Error())
+		return j
+	}
+	j.Diff = gid.Diff(pred.Entries, p.Entries)
+	if j.Diff == nil {
+		j.Diff = []gid.Change{}
+	}
+	m := len(j.Diff) == 0
+	j.Matches = &m
+	return j
+}
+
+func writeGidsTable(w io.Writer, doc gidsJSON, all bool) {
+	for i, p := range doc.Ports {
 		if i > 0 {
 			fmt.Fprintln(w)
-		}
-		used := 0
-		for _, e := range p.Entries {
-			if !e.Empty {
-				used++
-			}
 		}
 		var types []string
 		for _, ty := range p.Types {
 			types = append(types, ty.String())
 		}
 		what := "port"
-		if predicted {
+		if doc.Predicted {
 			what = "predicted port"
 		}
 		fmt.Fprintf(w, "%s %s %d: state %s, %s, netdev %s, active MTU %s, types %s, %d of %d slots used\n",
-			p.Device, what, p.Port, orDash(p.State), orDash(p.LinkLayer), orDash(p.Netdev), mtuText(p.ActiveMTU),
-			orDash(strings.Join(types, "+")), used, len(p.Entries))
+			p.Device, what, p.Port, ptrOr(p.State, "-", str), ptrOr(p.LinkLayer, "-", str), ptrOr(p.Netdev, "-", str),
+			ptrOr(p.ActiveMTU, "-", strconv.Itoa), orDash(strings.Join(types, "+")), p.Used, p.TableLen)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "INDEX\tGID\tTYPE\tKIND\tNETDEV\tVLAN\tREAL\tMAC\tMTU\tSTATE\tNETNS\tDEFAULT")
 		for _, e := range p.Entries {
@@ -142,25 +192,22 @@ func writeGidsTable(w io.Writer, ports []gid.Port, all, predicted bool, t *table
 				orDash(e.Netdev), vlanChainCol(e), orDash(e.RealNetdev), orDash(e.MAC.String()), mtu, orDash(e.State), orDash(e.Netns), def)
 		}
 		tw.Flush()
-		if predicted || p.LinkLayer != "Ethernet" || p.Netdev == "" {
-			continue
-		}
-		pred, err := gid.Predict(gid.SpecOf(p), t.snap)
-		if err != nil {
-			fmt.Fprintf(w, "# no prediction: %v\n", err)
-			continue
-		}
-		changes := gid.Diff(pred.Entries, p.Entries)
-		if len(changes) == 0 {
+		switch {
+		case p.DiffError != nil:
+			fmt.Fprintf(w, "# no prediction: %s\n", *p.DiffError)
+		case p.Matches == nil:
+		case *p.Matches:
 			fmt.Fprintln(w, "# matches the table the kernel builds from the current netdevs")
-			continue
-		}
-		fmt.Fprintf(w, "# differs from the table the kernel would build from the current netdevs (%d):\n", len(changes))
-		for _, c := range changes {
-			fmt.Fprintf(w, "#   %s\n", c)
+		default:
+			fmt.Fprintf(w, "# differs from the table the kernel would build from the current netdevs (%d):\n", len(p.Diff))
+			for _, c := range p.Diff {
+				fmt.Fprintf(w, "#   %s\n", c)
+			}
 		}
 	}
 }
+
+func str(s string) string { return s }
 
 func mtuText(m int) string {
 	if m == 0 {
@@ -198,33 +245,6 @@ func checkOutputDir(flag, path string) error {
 	}
 	if !st.IsDir() {
 		return usagef("%s %q: %s is not a directory: want a file in an existing directory", flag, path, dir)
-	}
-	return nil
-}
-
-// writeFileAtomic writes v as indented JSON to a temporary file next to
-// path and renames it into place, so path is never half-written.
-func writeFileAtomic(path string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(filepath.Dir(path), ".roce-probe-*.json")
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(append(b, '\n')); err != nil {
-		f.Close()
-		os.Remove(f.Name())
-		return err
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(f.Name())
-		return err
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		os.Remove(f.Name())
-		return err
 	}
 	return nil
 }

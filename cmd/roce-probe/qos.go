@@ -1,86 +1,24 @@
 package main
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
-	"github.com/roce-probe/roce-probe/gid"
-	"github.com/roce-probe/roce-probe/qos"
-	"github.com/roce-probe/roce-probe/vlan"
 	"github.com/spf13/cobra"
+
+	"github.com/roce-probe/roce-probe/internal/host"
+	"github.com/roce-probe/roce-probe/qos"
 )
 
 func init() { register(newQoSCmd) }
 
-// qosSources are where qos and check read the system: sysfs, rtnetlink
-// links and DCB. The hidden flags point them at fixtures (tests, or a
-// system captured elsewhere).
-type qosSources struct {
-	sysfs string // sysfs root
-	links string // vlan.Snapshot JSON file instead of rtnetlink
-	dcb   string // JSON array of qos.DCB instead of RTM_GETDCB
-}
-
-func (s *qosSources) flags(c *cobra.Command) {
-	c.Flags().StringVar(&s.sysfs, "sysfs", gid.DefaultSysfsRoot, "sysfs root to read RDMA devices from")
-	c.Flags().StringVar(&s.links, "links", "", "read netdevs from this vlan.Snapshot JSON file instead of rtnetlink")
-	c.Flags().StringVar(&s.dcb, "dcb", "", "read DCB state from this JSON file (an array of DCB objects) instead of rtnetlink")
-	for _, f := range []string{"sysfs", "links", "dcb"} {
-		_ = c.Flags().MarkHidden(f)
-	}
-}
-
-func (s *qosSources) snapshot() (*vlan.Snapshot, error) {
-	if s.links != "" {
-		return readLinks(s.links)
-	}
-	h, err := vlan.Open("")
-	if err != nil {
-		return nil, err
-	}
-	defer h.Close()
-	return h.Snapshot()
-}
-
-func (s *qosSources) readDCB(netdev string) (*qos.DCB, error) {
-	if s.dcb == "" {
-		if s.links != "" {
-			// The netdevs come from a file: the running kernel's DCB
-			// state is not theirs.
-			return nil, nil
-		}
-		return qos.ReadDCB(netdev)
-	}
-	b, err := os.ReadFile(s.dcb)
-	if err != nil {
-		return nil, usagef("--dcb %q: %v: want a JSON array of DCB objects", s.dcb, pathErr(err))
-	}
-	var all []qos.DCB
-	if err := json.Unmarshal(b, &all); err != nil {
-		return nil, usagef("--dcb %s: %v: want a JSON array of DCB objects", s.dcb, err)
-	}
-	for i := range all {
-		if all[i].Netdev == netdev {
-			if err := all[i].Validate(); err != nil {
-				return nil, usagef("--dcb %s: %v", s.dcb, err)
-			}
-			return &all[i], nil
-		}
-	}
-	return &qos.DCB{Netdev: netdev, Reason: fmt.Sprintf("%s has no DCB entry in %s", netdev, s.dcb)}, nil
-}
-
 func newQoSCmd() *cobra.Command {
-	var src qosSources
-	var netdev, dev, format string
+	var src hostFlags
+	var netdev, format string
 	c := &cobra.Command{
-		Use:   "qos [--netdev N | --dev D]",
+		Use:   "qos [--netdev N | --dev D [--port P]]",
 		Short: "Show trust mode, dscp→prio, prio→tc, PFC, DCBX and VLAN QoS maps of RoCE netdevs",
 		Long: `qos shows, for a netdev (or every port of an RDMA device, or every RDMA device),
 what decides the priority of RoCE traffic: the port's DCB state read over
@@ -88,85 +26,74 @@ rtnetlink (trust mode, the APP table's dscp→prio, ETS prio→tc and bandwidth,
 PFC enable bits and delay, DCBX mode) — what 'dcb pfc show', 'dcb app show'
 and mlnx_qos print — and the egress/ingress QoS maps of every VLAN device
 above the real device. DCB is read from the real device under VLAN devices;
-a netdev without DCB support (veth, rxe's netdev) shows "no DCB".
-Needs no privileges.`,
+a netdev without DCB support (veth, rxe's netdev) shows "no DCB". On a host
+without RDMA devices, the ports are the predicted Soft-RoCE ones (said so).
+--from FILE analyses a snapshot written by 'roce-probe collect'. Needs no
+privileges.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f, err := outputFormat(format, "table", "json")
 			if err != nil {
 				return err
 			}
-			if netdev != "" && dev != "" {
-				return usagef("--netdev %q and --dev %q: give one or neither", netdev, dev)
-			}
-			snap, err := src.snapshot()
+			s, err := src.snapshot(host.SectionAll)
 			if err != nil {
 				return err
 			}
-			if netdev != "" {
-				if err := checkNetdev("--netdev", netdev, snap, src.links); err != nil {
-					return err
-				}
+			ns, err := s.Namespace(src.netns)
+			if err != nil {
+				return src.snapshotError(err)
 			}
-			if dev != "" {
-				if err := checkRDMADevice(src.sysfs, dev); err != nil {
-					return err
-				}
+			if s.DCB == nil {
+				return src.snapshotError(&host.MissingError{Section: "dcb"})
 			}
 			var reports []qos.Report
 			add := func(nd, device string, port int, info *qos.DriverInfo) error {
-				desc, err := snap.Describe(nd)
+				desc, err := ns.Describe(nd)
 				if err != nil {
 					return usageError{err}
 				}
-				d, err := src.readDCB(desc.Real)
-				if err != nil {
-					return err
-				}
-				r, err := qos.NewReport(snap, nd, d)
+				d, _ := s.DCBOf(ns.Netns, desc.Real)
+				r, err := qos.NewReport(ns, nd, d)
 				if err != nil {
 					return usageError{err}
+				}
+				if d == nil {
+					e := dcbError(s, ns.Netns, desc.Real)
+					r.DCBError = &e
 				}
 				r.Device, r.Port, r.Driver = device, port, info
 				reports = append(reports, r)
 				return nil
 			}
 			if netdev != "" {
+				if _, ok := ns.ByName(netdev); !ok {
+					return usagef("--netdev %q: no such network device in %s", netdev, ns.What())
+				}
 				if err := add(netdev, "", 0, nil); err != nil {
 					return err
 				}
 			} else {
-				sys := &gid.Sysfs{Root: src.sysfs}
-				devs := []string{dev}
-				if dev == "" {
-					if devs, err = sys.Devices(); errors.Is(err, gid.ErrNoDevices) {
-						return usagef("no RDMA devices under %s: name a netdev with --netdev", filepath.Join(src.sysfs, "class", "infiniband"))
-					} else if err != nil {
+				v, err := src.viewOf(s)
+				if err != nil {
+					return err
+				}
+				if err := src.checkDev(v); err != nil {
+					return err
+				}
+				notePredicted(cmd.ErrOrStderr(), v)
+				for _, p := range src.ports(v) {
+					if p.LinkLayer != "Ethernet" || p.Netdev == "" {
+						continue
+					}
+					info := v.Driver(p.Device)
+					if err := add(p.Netdev, p.Device, p.Port, &info); err != nil {
 						return err
 					}
 				}
-				for _, d := range devs {
-					info, err := qos.DetectDriver(src.sysfs, d)
-					if err != nil {
-						return err
-					}
-					ports, err := sys.Ports(d)
-					if err != nil {
-						return usageError{err}
-					}
-					for _, p := range ports {
-						pp, err := sys.ReadPort(d, p)
-						if err != nil {
-							return err
-						}
-						if pp.LinkLayer != "Ethernet" || pp.Netdev == "" {
-							continue
-						}
-						if err := add(pp.Netdev, d, p, &info); err != nil {
-							return err
-						}
-					}
-				}
+			}
+			if reports == nil {
+				reports = []qos.Report{}
 			}
 			if f == "json" {
 				return writeJSONIndent(cmd.OutOrStdout(), reports)
@@ -181,10 +108,24 @@ Needs no privileges.`,
 		},
 	}
 	c.Flags().StringVar(&netdev, "netdev", "", "netdev to show (DCB is read from its real device)")
-	c.Flags().StringVar(&dev, "dev", "", "RDMA device: show the netdev of each of its Ethernet ports")
+	src.add(c, hostFlagSet{dev: true, port: true, devUsage: "RDMA device: show the netdev of each of its Ethernet ports"})
 	c.Flags().StringVarP(&format, "output", "o", "table", "output format: table or json")
-	src.flags(c)
+	c.MarkFlagsMutuallyExclusive("netdev", "dev")
+	c.MarkFlagsMutuallyExclusive("netdev", "port")
 	return c
+}
+
+// dcbError says why the snapshot has no DCB state for netdev: the
+// collection error, or that nothing was read for it.
+func dcbError(s *host.Snapshot, netns, netdev string) string {
+	src := "dcb " + netdev
+	if netns != "" {
+		src = "dcb " + netns + "/" + netdev
+	}
+	for _, e := range s.ErrorsOf(src) {
+		return e.Error
+	}
+	return "not read for " + netdev
 }
 
 func printQoSReport(w io.Writer, r qos.Report) {
@@ -203,13 +144,13 @@ func printQoSReport(w io.Writer, r qos.Report) {
 	d := r.DCB
 	switch {
 	case d == nil:
-		fmt.Fprintf(tw, "  DCB:\tnot read\n")
+		fmt.Fprintf(tw, "  DCB:\tnot read: %s\n", ptrOr(r.DCBError, "", str))
 	case !d.Supported:
 		fmt.Fprintf(tw, "  DCB:\tno DCB: %s\n", d.Reason)
 	default:
-		dcbx := r.DCBX
-		if dcbx == "" {
-			dcbx = "not reported"
+		dcbx := "not reported"
+		if r.DCBX != nil {
+			dcbx = *r.DCBX
 		}
 		fmt.Fprintf(tw, "  DCBX mode:\t%s\n", dcbx)
 		fmt.Fprintf(tw, "  trust:\t%s\n", r.Trust)
@@ -278,7 +219,7 @@ func printQoSReport(w io.Writer, r qos.Report) {
 			if in == "" {
 				in = "-"
 			}
-			fmt.Fprintf(tw, "    %s\t%s %d on %s\tegress-qos-map %s\tingress-qos-map %s\n", v.Netdev, v.Proto, v.ID, v.Lower, eg, in)
+			fmt.Fprintf(tw, "    %s\t%s %d on %s\tegress-qos-map %s\tingress-qos-map %s\n", v.Netdev, v.TPID, v.ID, v.Lower, eg, in)
 		}
 	}
 	tw.Flush()

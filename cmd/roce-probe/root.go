@@ -71,6 +71,7 @@ produce. Read-only commands need no root.`,
 			}
 		}
 	}
+	setOnce(root)
 	root.SetHelpCommand(&cobra.Command{
 		Use:   "help [command]",
 		Short: "Help about any command",
@@ -100,6 +101,11 @@ func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		return exitOK
 	}
 	var ue usageError
+	if !errors.As(err, &ue) {
+		if ge := flagGroupError(err); ge != nil {
+			err = ge
+		}
+	}
 	if msg := err.Error(); !errors.As(err, &ue) && strings.HasPrefix(msg, "unknown command") {
 		// cobra's unknown command at the top level (subcommands use
 		// noArgs and subcommandArgs); its suggestions are on further lines.

@@ -7,21 +7,30 @@ import (
 	"net/netip"
 	"text/tabwriter"
 
-	"github.com/roce-probe/roce-probe/gid"
 	"github.com/spf13/cobra"
+
+	"github.com/roce-probe/roce-probe/gid"
+	"github.com/roce-probe/roce-probe/vlan"
 )
 
 func init() { register(newSelectCmd) }
 
 // selectJSON is one line of `select -o json`.
 type selectJSON struct {
-	Device  string       `json:"device"`
-	Port    int          `json:"port"`
-	Index   *int         `json:"index"`
-	GID     *gid.GID     `json:"gid"`
-	Netdev  *string      `json:"netdev"`
-	VLAN    *uint16      `json:"vlan"`
-	Reasons []gid.Reason `json:"reasons"`
+	Device    string            `json:"device"`
+	Port      int               `json:"port"`
+	Predicted bool              `json:"predicted"`
+	Index     *int              `json:"index"`
+	GID       *gid.GID          `json:"gid"`
+	Netdev    *string           `json:"netdev"`
+	VLAN      *uint16           `json:"vlan"`
+	VLANChain []vlan.ChainTag   `json:"vlan_chain"`
+	Route     *vlan.RouteResult `json:"route"`
+	RDMACM    *int              `json:"rdma_cm_index"`
+	NCCL      int               `json:"nccl_index"`
+	UCX       int               `json:"ucx_index"`
+	Perftest  int               `json:"perftest_index"`
+	Reasons   []gid.Reason      `json:"reasons"`
 }
 
 type portSelection struct {
@@ -31,7 +40,7 @@ type portSelection struct {
 }
 
 func newSelectCmd() *cobra.Command {
-	var src gidSource
+	var src hostFlags
 	var dst, roce, format, family, netdev, vlanFlag, subnet string
 	c := &cobra.Command{
 		Use:   "select --dst ADDR",
@@ -46,11 +55,14 @@ entry holding the route's source address on the route's netdev ranks first.
 Then RoCE v2 ranks before v1, then lower indices.
 
 -o json prints one JSON object per port (one line each) with the keys device,
-port, index, gid, netdev, vlan and reasons; index, gid, netdev and vlan are null
-when nothing on that port can reach the destination. -o env prints lines to
-export for NCCL and UCX. The table output also shows what NCCL, UCX and perftest
-would pick by themselves. Exit status 1 when no port can reach the destination.
-See docs/gid-selection.md.`,
+port, predicted, index, gid, netdev, vlan, vlan_chain, route, rdma_cm_index,
+nccl_index, ucx_index, perftest_index and reasons; index, gid, netdev, vlan and
+vlan_chain are null when nothing on that port can reach the destination. -o env
+prints lines to export for NCCL and UCX. The table output also shows what NCCL,
+UCX and perftest would pick by themselves. On a host without RDMA devices the
+tables Soft-RoCE would get are used (and said so). --from FILE analyses a
+snapshot written by 'roce-probe collect'. Exit status 1 when no port can reach
+the destination. See docs/gid-selection.md.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f, err := outputFormat(format, "table", "json", "env")
@@ -71,28 +83,28 @@ See docs/gid-selection.md.`,
 				return usagef("--family %q does not match --dst %q (IPv%d): a source GID reaches only destinations of its own family; omit --family or give an IPv%d destination",
 					family, dst, dstFam, prefs.Family)
 			}
-			t, err := src.load()
+			v, err := src.view(0)
 			if err != nil {
 				return err
 			}
-			defer t.close()
+			if err := src.checkDev(v); err != nil {
+				return err
+			}
 			if netdev != "" {
-				if err := checkNetdev("--netdev", netdev, t.snap, src.links); err != nil {
-					return err
+				if _, ok := v.NS.ByName(netdev); !ok {
+					return usagef("--netdev %q: no such network device in %s", netdev, v.NS.What())
 				}
 			}
-			if t.ports == nil {
-				return usagef("this machine has no RDMA devices: nothing to select from (roce-probe gids shows the table Soft-RoCE would get)")
-			}
+			notePredicted(cmd.ErrOrStderr(), v)
 			var res []portSelection
 			found := false
-			for _, p := range t.ports {
+			for _, p := range src.ports(v) {
 				if p.LinkLayer != "Ethernet" {
 					continue
 				}
 				pp := prefs
-				pp.Exclude = staleEntries(p, t)
-				s, err := gid.Select(p.Entries, d, pp, t.router)
+				pp.Exclude = v.Stale(p)
+				s, err := gid.Select(p.Entries, d, pp, v.NS)
 				if err != nil && !errors.Is(err, gid.ErrNoEntry) {
 					return usageError{err}
 				}
@@ -100,19 +112,29 @@ See docs/gid-selection.md.`,
 				res = append(res, portSelection{p, s, err})
 			}
 			if len(res) == 0 {
+				if len(v.Ports) == 0 {
+					return usagef("no RDMA port and no Ethernet netdev to predict one for: nothing to select from")
+				}
 				return usagef("no RoCE (Ethernet) port%s", devSuffix(src.dev))
 			}
 			out := cmd.OutOrStdout()
 			switch f {
 			case "json":
 				for _, r := range res {
-					j := selectJSON{Device: r.port.Device, Port: r.port.Port, Reasons: r.sel.Reasons}
+					p := r.port
+					j := selectJSON{Device: p.Device, Port: p.Port, Predicted: v.Predicted, Reasons: r.sel.Reasons, Route: r.sel.Route,
+						NCCL: gid.NCCL(p.Entries, gid.NCCLOptions{}), UCX: gid.UCX(p.Entries), Perftest: gid.Perftest(p.Entries, false)}
 					if j.Reasons == nil {
 						j.Reasons = []gid.Reason{}
 					}
 					if r.sel.Found {
 						e := r.sel.Entry
-						j.Index, j.GID, j.Netdev, j.VLAN = &e.Index, &e.GID, &e.Netdev, e.VLAN
+						j.Index, j.GID, j.Netdev, j.VLAN, j.VLANChain = &e.Index, &e.GID, strPtr(e.Netdev), e.VLAN, e.VLANChain
+					}
+					if r.sel.Route != nil {
+						if e, err := gid.RDMACM(p.Entries, p.Types, *r.sel.Route); err == nil {
+							j.RDMACM = &e.Index
+						}
 					}
 					if err := writeJSON(out, j); err != nil {
 						return err
@@ -129,12 +151,12 @@ See docs/gid-selection.md.`,
 			return nil
 		},
 	}
-	src.addFlags(c)
+	src.add(c, hostFlagSet{dev: true, port: true})
 	c.Flags().StringVar(&dst, "dst", "", "destination: the peer's IP address or GID (required)")
 	c.Flags().StringVar(&roce, "roce", "", "RoCE version: v1 or v2 (default: either, v2 preferred)")
 	c.Flags().StringVar(&family, "family", "", "address family: ipv4 or ipv6 (default: the destination's)")
 	c.Flags().StringVar(&netdev, "netdev", "", "only entries on this netdev")
-	c.Flags().StringVar(&vlanFlag, "vlan", "", "only entries whose frames carry this VLAN ID (0..4095), or \"none\" for untagged")
+	c.Flags().StringVar(&vlanFlag, "vlan", "", "only entries whose frames carry this VLAN ID in their outermost tag (0..4095), or \"none\" for untagged")
 	c.Flags().StringVar(&subnet, "subnet", "", "only entries whose address is in this prefix (e.g. 10.0.100.0/24)")
 	c.Flags().StringVarP(&format, "output", "o", "table", "output format: table, json or env")
 	return c
@@ -197,9 +219,9 @@ func writeSelectTable(w io.Writer, res []portSelection, dst gid.GID) {
 		}
 		switch {
 		case s.Route != nil:
-			rt := fmt.Sprintf("route: %s via %s", s.Route.Dst, orDash(s.Route.Netdev))
-			if s.Route.Gateway.IsValid() {
-				rt += " gateway " + s.Route.Gateway.String()
+			rt := fmt.Sprintf("route: %s via %s", dst.Addr(), orDash(s.Route.Dev))
+			if s.Route.Route != nil && s.Route.Route.Gateway.IsValid() {
+				rt += " gateway " + s.Route.Route.Gateway.String()
 			}
 			if s.Route.Src.IsValid() {
 				rt += " src " + s.Route.Src.String()
@@ -265,24 +287,6 @@ func writeSelectEnv(w io.Writer, res []portSelection, dst gid.GID) {
 	fmt.Fprintf(w, "export UCX_NET_DEVICES=%s\n", hcas)
 }
 
-// staleEntries marks the entries the current netdevs do not explain.
-func staleEntries(p gid.Port, t *tables) map[int]string {
-	if p.Netdev == "" {
-		return nil
-	}
-	pred, err := gid.Predict(gid.SpecOf(p), t.snap)
-	if err != nil {
-		return nil
-	}
-	out := map[int]string{}
-	for _, c := range gid.Diff(pred.Entries, p.Entries) {
-		if c.Kind == gid.Stale {
-			out[c.ActualIndex] = fmt.Sprintf("stale: no netdev has the address %s any more (the peer's replies would go nowhere)", c.Entry.IP)
-		}
-	}
-	return out
-}
-
 // vlanPhrase is "VLAN 100", "untagged" or "VLAN unknown".
 func vlanPhrase(e gid.Entry) string {
 	switch c := vlanCol(e); c {
@@ -293,4 +297,11 @@ func vlanPhrase(e gid.Entry) string {
 	default:
 		return "VLAN " + c
 	}
+}
+
+func devSuffix(dev string) string {
+	if dev == "" {
+		return " on any RDMA device"
+	}
+	return " on " + dev
 }

@@ -15,12 +15,12 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/roce-probe/roce-probe/ah"
 	"github.com/roce-probe/roce-probe/gid"
+	"github.com/roce-probe/roce-probe/internal/host"
 	"github.com/roce-probe/roce-probe/internal/probe"
-	"github.com/roce-probe/roce-probe/qos"
-	"github.com/roce-probe/roce-probe/vlan"
-	"github.com/spf13/cobra"
 )
 
 func init() { register(newSendCmd) }
@@ -36,7 +36,6 @@ type sendFlags struct {
 	interval, timeout time.Duration
 	sweep             string
 	output            string
-	sysfs             string
 	resolveWait       time.Duration
 }
 
@@ -84,9 +83,7 @@ default (its --rate): keep --interval at 10ms or more. Needs CAP_NET_RAW. Exit s
 	durationVar(fl, &f.timeout, "timeout", time.Second, 0, time.Hour, true, "how long to wait for each probe's reply (at most 1h)")
 	fl.StringVar(&f.sweep, "sweep", "", "try every value of dscp or pcp and print the map the path applies")
 	fl.StringVarP(&f.output, "output", "o", "table", "output format: table or json")
-	fl.StringVar(&f.sysfs, "sysfs", "", "read GID tables below this directory instead of /sys (for tests)")
 	durationVar(fl, &f.resolveWait, "resolve-timeout", 2*time.Second, 0, time.Minute, true, "how long to wait for the next hop's MAC address (at most 1m)")
-	fl.MarkHidden("sysfs")
 	return c
 }
 
@@ -143,7 +140,7 @@ func runSend(cmd *cobra.Command, f sendFlags) error {
 	if byGID {
 		// The address handle the application would create: resolved by ah/
 		// to the netdev, address and markings the RDMA stack puts on the wire.
-		var res *ah.Resolution
+		var res *host.AHResult
 		if res, err = resolveAH(f, g); err != nil {
 			return err
 		}
@@ -153,7 +150,7 @@ func runSend(cmd *cobra.Command, f sendFlags) error {
 			return usagef("--dst %s and GID index %d (%s) are of different families", dst, f.gidIndex, src)
 		}
 		var n []string
-		base, n = probe.FromWire(res.Wire, base)
+		base, n = markingsFromWire(res.Wire, base)
 		notes = append(notes, fmt.Sprintf("markings from the %s address handle (driver %s): %s", f.dev, orDash(string(res.Driver)), markingsText(&base)))
 		notes = append(notes, n...)
 		for _, w := range res.Warnings {
@@ -398,16 +395,18 @@ func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
 // checkLiveNetdev returns a usage error naming flag when this network
 // namespace has no netdev called name.
 func checkLiveNetdev(flag, name string) error {
-	h, err := vlan.Open("")
+	snap, err := host.Collect(host.Options{Sections: host.SectionNet, Tool: version()})
+	if err != nil {
+		return liveError("", err)
+	}
+	ns, err := snap.Namespace("")
 	if err != nil {
 		return err
 	}
-	defer h.Close()
-	snap, err := h.Snapshot()
-	if err != nil {
-		return err
+	if _, ok := ns.ByName(name); !ok {
+		return usagef("%s %q: no such network device in %s (see 'ip link')", flag, name, ns.What())
 	}
-	return checkNetdev(flag, name, snap, "")
+	return nil
 }
 
 // netdevError names what chose the netdev (the flag, or the GID entry) in
@@ -431,49 +430,68 @@ func rawSocketError(command string, err error) error {
 }
 
 // resolveAH resolves the address handle {sgid_index, dgid, sl,
-// traffic_class, hop_limit} on --dev/--port with ah/: the GID entry's
+// traffic_class, hop_limit} on --dev/--port of this host: the GID entry's
 // netdev and address, and the markings the device's driver applies.
-func resolveAH(f sendFlags, dst gid.GID) (*ah.Resolution, error) {
-	src := gidSource{dev: f.dev, port: f.port, sysfs: f.sysfs}
-	t, port, err := src.loadPort()
+func resolveAH(f sendFlags, dst gid.GID) (*host.AHResult, error) {
+	snap, err := host.Collect(host.Options{Tool: version()})
 	if err != nil {
-		return nil, err
+		return nil, liveError("", err)
 	}
-	defer t.close()
-	if port.LinkLayer == "InfiniBand" {
-		return nil, usagef("--dev %s port %d is an InfiniBand port: probes are RoCE v2 frames", f.dev, port.Port)
-	}
-	table := ah.Table{Entries: port.Entries, Len: len(port.Entries)}
-	e, ok := table.Lookup(f.gidIndex)
-	if !ok || e.Empty {
-		return nil, usagef("--gid-index %d: %s port %d has no GID there (see 'roce-probe gids --dev %s')", f.gidIndex, f.dev, port.Port, f.dev)
-	}
-	if e.Type != gid.TypeRoCEv2 {
-		return nil, usagef("--gid-index %d of %s port %d is a %s GID: want RoCE v2 (probes are RoCE v2 frames)", f.gidIndex, f.dev, port.Port, e.Type)
-	}
-	var driver qos.Driver
-	sysRoot := f.sysfs
-	if sysRoot == "" {
-		sysRoot = gid.DefaultSysfsRoot
-	}
-	if info, err := qos.DetectDriver(sysRoot, f.dev); err == nil {
-		driver = info.Driver
-	}
-	n, err := ah.ReadNet("")
+	v, err := snap.View("")
 	if err != nil {
-		return nil, err
+		return nil, usageError{err}
 	}
-	var dcb *qos.DCB
-	if e.RealNetdev != "" {
-		dcb, _ = qos.ReadDCB(e.RealNetdev)
+	if v.Predicted {
+		return nil, usagef("--dev %q: this host has no RDMA device: give --netdev N to probe from a netdev", f.dev)
 	}
-	a := ah.Attr{IsGlobal: true, PortNum: uint8(port.Port), SL: uint8(f.sl),
+	p, err := v.Port(f.dev, f.port)
+	if err != nil {
+		return nil, usagef("--dev %q --port %d: %v", f.dev, f.port, err)
+	}
+	if e, ok := (ah.Table{Entries: p.Entries}).Lookup(f.gidIndex); !ok || e.Empty {
+		return nil, usagef("--gid-index %d: %s port %d has no GID there (see 'roce-probe gids --dev %s')", f.gidIndex, f.dev, p.Port, f.dev)
+	} else if e.Type != gid.TypeRoCEv2 {
+		return nil, usagef("--gid-index %d of %s port %d is a %s GID: want RoCE v2 (probes are RoCE v2 frames)", f.gidIndex, f.dev, p.Port, e.Type)
+	}
+	a := ah.Attr{IsGlobal: true, PortNum: uint8(f.port), SL: uint8(f.sl),
 		GRH: ah.GlobalRoute{DGID: dst, SGIDIndex: uint8(f.gidIndex), HopLimit: uint8(f.hop), TrafficClass: uint8(f.tclass)}}
-	res, err := ah.Resolve(a, table, n, ah.ResolveOptions{Driver: driver, DCB: dcb, PortMTU: port.ActiveMTU})
-	var nerr *ah.NeighborError
-	if err != nil && !(errors.As(err, &nerr) && res != nil) {
-		// An unresolved neighbour is fine: ResolveEndpoint makes the kernel resolve it.
-		return nil, usageError{fmt.Errorf("the address handle does not resolve: %w", err)}
+	res, err := v.ResolveAH(host.AHRequest{Device: f.dev, Attr: a})
+	if err != nil {
+		var nerr *ah.NeighborError
+		if errors.As(err, &nerr) && res != nil && res.Resolution != nil {
+			// An unresolved neighbour is fine: ResolveEndpoint makes the
+			// kernel resolve it.
+			return res, nil
+		}
+		return nil, usagef("--gid-index %d: the address handle does not resolve: %v", f.gidIndex, err)
 	}
 	return res, nil
+}
+
+// markingsFromWire turns the markings an address handle puts on the wire
+// (ah.Wire) into the probe's markings: the outermost tag's PCP, DSCP, ECN,
+// TTL and UDP source port. What the driver's profile does not know keeps
+// the fallback (the flags' values), with a note saying so.
+func markingsFromWire(w ah.Wire, fallback probe.Markings) (probe.Markings, []string) {
+	m := fallback
+	var notes []string
+	m.TTL = w.TTL
+	if len(w.VLANChain) > 0 {
+		if p := w.VLANChain[0].PCP; p != nil {
+			m.PCP = *p
+		} else {
+			notes = append(notes, fmt.Sprintf("the driver's PCP is not known: probing with PCP %d (--sl)", fallback.PCP))
+		}
+	}
+	if w.DSCP != nil && w.ECN != nil {
+		m.DSCP, m.ECN = *w.DSCP, *w.ECN
+	} else {
+		notes = append(notes, fmt.Sprintf("the driver's DSCP/ECN is not known: probing with the traffic class byte as is (DSCP %d, ECN %d)", fallback.DSCP, fallback.ECN))
+	}
+	if w.UDPSport != nil {
+		m.Sport = *w.UDPSport
+	} else if w.UDPSportFrom != "" {
+		notes = append(notes, fmt.Sprintf("the UDP source port is not fixed (%s): probing with %d", w.UDPSportFrom, fallback.Sport))
+	}
+	return m, notes
 }

@@ -1,4 +1,4 @@
-package ah
+package vlan
 
 import (
 	"errors"

@@ -1,4 +1,4 @@
-package gid
+package host
 
 import (
 	"bytes"
@@ -13,19 +13,19 @@ import (
 	"sync"
 
 	"golang.org/x/sys/unix"
-)
 
-// DefaultSysfsRoot is where sysfs is mounted.
-const DefaultSysfsRoot = "/sys"
+	"github.com/roce-probe/roce-probe/gid"
+	"github.com/roce-probe/roce-probe/qos"
+)
 
 // maxRereads bounds how often an entry that changes under the reader is
 // read again before ReadPort gives up.
 const maxRereads = 8
 
-// Sysfs reads RDMA devices and GID tables below a sysfs root. The zero
+// sysfs reads RDMA devices and GID tables below a sysfs root. The zero
 // value reads /sys; tests point Root at a fixture tree with the same
 // layout (class/infiniband/<dev>/ports/<p>/...). Reads need no privileges.
-type Sysfs struct {
+type sysfs struct {
 	// Root is the sysfs mount point; "" means DefaultSysfsRoot.
 	Root string
 
@@ -34,69 +34,37 @@ type Sysfs struct {
 	readFile func(path string) ([]byte, error)
 }
 
-// Device is one RDMA device and its ports.
-type Device struct {
-	Name  string `json:"device"`
-	Ports []Port `json:"ports"`
-}
-
-// Port is one port of an RDMA device with its GID table.
-type Port struct {
-	Device    string `json:"device"`
-	Port      int    `json:"port"`
-	State     string `json:"state"`      // ports/P/state without the number: "ACTIVE", "DOWN", ...
-	PhysState string `json:"phys_state"` // ports/P/phys_state: "LinkUp", "Disabled", ...
-	LinkLayer string `json:"link_layer"` // "Ethernet" or "InfiniBand"
-	// Netdev is the RDMA device's own netdev for this port (rxe: the
-	// parent file; PCI devices: device/net/<name>, matched by dev_port).
-	Netdev string `json:"netdev"`
-	// ActiveMTU is the RoCE path MTU the port uses with Netdev's MTU
-	// (iboe_get_mtu): sysfs has no active-MTU file, so it is computed
-	// when the netdev is mapped; 0 when unknown.
-	ActiveMTU int `json:"active_mtu"`
-	// Types lists the GID types the port supports, as seen in its table
-	// (IB; or RoCE v1 and/or RoCE v2). The kernel reserves one default
-	// slot per type at the start of the table.
-	Types   []Type  `json:"types"`
-	Entries []Entry `json:"entries"` // every slot, index order, empty ones included
-}
-
-func (s *Sysfs) root() string {
+func (s *sysfs) root() string {
 	if s == nil || s.Root == "" {
-		return DefaultSysfsRoot
+		return "/sys"
 	}
 	return s.Root
 }
 
-func (s *Sysfs) ibDir() string { return filepath.Join(s.root(), "class", "infiniband") }
+func (s *sysfs) ibDir() string { return filepath.Join(s.root(), "class", "infiniband") }
 
-// ErrNoDevices is returned by Devices and ReadAll when the machine has no
-// RDMA device (no /sys/class/infiniband or an empty one).
-var ErrNoDevices = errors.New("gid: no RDMA devices (/sys/class/infiniband is missing or empty)")
-
-// Devices lists the RDMA device names, sorted.
-func (s *Sysfs) Devices() ([]string, error) {
+// devices lists the RDMA device names, sorted; none (and no error) when
+// the class directory is missing or empty.
+func (s *sysfs) devices() ([]string, error) {
 	ents, err := os.ReadDir(s.ibDir())
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, ErrNoDevices
+			return nil, nil
 		}
-		return nil, fmt.Errorf("gid: listing RDMA devices: %w", err)
+		return nil, fmt.Errorf("listing RDMA devices: %w", err)
 	}
 	var names []string
 	for _, e := range ents {
 		names = append(names, e.Name())
 	}
-	if len(names) == 0 {
-		return nil, ErrNoDevices
-	}
 	sort.Strings(names)
 	return names, nil
 }
 
-// ReadAll reads every device and port. Ports are read concurrently.
-func (s *Sysfs) ReadAll() ([]Device, error) {
-	names, err := s.Devices()
+// readAll reads every device and port (ports concurrently) and detects
+// each device's driver.
+func (s *sysfs) readAll() ([]Device, error) {
+	names, err := s.devices()
 	if err != nil {
 		return nil, err
 	}
@@ -104,11 +72,11 @@ func (s *Sysfs) ReadAll() ([]Device, error) {
 	type job struct{ d, p, port int }
 	var jobs []job
 	for i, n := range names {
-		ports, err := s.Ports(n)
+		ports, err := s.ports(n)
 		if err != nil {
 			return nil, err
 		}
-		devs[i] = Device{Name: n, Ports: make([]Port, len(ports))}
+		devs[i] = Device{Name: n, Driver: s.driver(n), Ports: make([]Port, len(ports))}
 		for j, p := range ports {
 			jobs = append(jobs, job{i, j, p})
 		}
@@ -122,7 +90,7 @@ func (s *Sysfs) ReadAll() ([]Device, error) {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			devs[j.d].Ports[j.p], errs[k] = s.ReadPort(names[j.d], j.port)
+			devs[j.d].Ports[j.p], errs[k] = s.readPort(names[j.d], j.port)
 		}()
 	}
 	wg.Wait()
@@ -132,17 +100,17 @@ func (s *Sysfs) ReadAll() ([]Device, error) {
 	return devs, nil
 }
 
-// Ports lists a device's port numbers, ascending.
-func (s *Sysfs) Ports(dev string) ([]int, error) {
+// ports lists a device's port numbers, ascending.
+func (s *sysfs) ports(dev string) ([]int, error) {
 	if err := checkName("device", dev); err != nil {
 		return nil, err
 	}
 	ents, err := os.ReadDir(filepath.Join(s.ibDir(), dev, "ports"))
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("gid: RDMA device %q not found in %s", dev, s.ibDir())
+			return nil, fmt.Errorf("RDMA device %q: no ports directory in %s", dev, filepath.Join(s.ibDir(), dev))
 		}
-		return nil, fmt.Errorf("gid: device %s: listing ports: %w", dev, err)
+		return nil, fmt.Errorf("RDMA device %s: listing ports: %w", dev, err)
 	}
 	var ports []int
 	for _, e := range ents {
@@ -158,13 +126,13 @@ func (s *Sysfs) Ports(dev string) ([]int, error) {
 
 func checkName(what, v string) error {
 	if v == "" || v == "." || v == ".." || strings.ContainsRune(v, '/') {
-		return fmt.Errorf("gid: %s name %q is not valid: want a name from /sys/class/infiniband", what, v)
+		return fmt.Errorf("%s name %q is not valid: want a name from /sys/class/infiniband", what, v)
 	}
 	return nil
 }
 
 // read returns a sysfs file's content without the trailing newline.
-func (s *Sysfs) read(path string) (string, error) {
+func (s *sysfs) read(path string) (string, error) {
 	if s.readFile != nil {
 		b, err := s.readFile(path)
 		return string(bytes.TrimRight(b, "\n")), err
@@ -194,23 +162,24 @@ func (s *Sysfs) read(path string) (string, error) {
 	return string(bytes.TrimRight(buf[:n], "\n")), nil
 }
 
-// ReadPort reads one port: state, link layer, netdev and every GID slot.
-func (s *Sysfs) ReadPort(dev string, port int) (Port, error) {
+// readPort reads one port: state, link layer, netdev and every used GID
+// slot.
+func (s *sysfs) readPort(dev string, port int) (Port, error) {
 	if err := checkName("device", dev); err != nil {
 		return Port{}, err
 	}
 	if port < 1 {
-		return Port{}, fmt.Errorf("gid: port %d is not valid: want a port number ≥ 1", port)
+		return Port{}, fmt.Errorf("port %d is not valid: want a port number ≥ 1", port)
 	}
 	devDir := filepath.Join(s.ibDir(), dev)
 	pdir := filepath.Join(devDir, "ports", strconv.Itoa(port))
-	p := Port{Device: dev, Port: port}
+	p := Port{Port: port}
 	var err error
 	if p.State, err = s.read(filepath.Join(pdir, "state")); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return Port{}, fmt.Errorf("gid: %s port %d not found in %s", dev, port, s.ibDir())
+			return Port{}, fmt.Errorf("%s port %d not found in %s", dev, port, s.ibDir())
 		}
-		return Port{}, fmt.Errorf("gid: %s port %d: %w", dev, port, err)
+		return Port{}, fmt.Errorf("%s port %d: %w", dev, port, err)
 	}
 	p.State = stripNumber(p.State)
 	p.PhysState, _ = s.read(filepath.Join(pdir, "phys_state"))
@@ -220,62 +189,30 @@ func (s *Sysfs) ReadPort(dev string, port int) (Port, error) {
 
 	n, err := s.tableLen(pdir)
 	if err != nil {
-		return Port{}, fmt.Errorf("gid: %s port %d: %w", dev, port, err)
+		return Port{}, fmt.Errorf("%s port %d: %w", dev, port, err)
 	}
+	p.TableLen = n
 	ib := p.LinkLayer == "InfiniBand"
 	var files portFiles = pathFiles{s, pdir}
 	if s.readFile == nil {
 		ff, err := openPortFiles(pdir)
 		if err != nil {
-			return Port{}, fmt.Errorf("gid: %s port %d: %w", dev, port, err)
+			return Port{}, fmt.Errorf("%s port %d: %w", dev, port, err)
 		}
 		files = ff
 	}
 	defer files.close()
-	p.Entries = make([]Entry, n)
-	seen := map[Type]bool{}
 	for i := 0; i < n; i++ {
-		e, err := s.readEntry(files, i, ib)
+		e, empty, err := s.readSlot(files, i, ib)
 		if err != nil {
-			return Port{}, fmt.Errorf("gid: %s port %d index %d: %w", dev, port, i, err)
+			return Port{}, fmt.Errorf("%s port %d index %d: %w", dev, port, i, err)
 		}
-		e.Device, e.Port, e.Index = dev, port, i
-		if !e.Empty {
-			seen[e.Type] = true
-		}
-		p.Entries[i] = e
-	}
-	for _, t := range []Type{TypeIB, TypeRoCEv1, TypeRoCEv2} {
-		if seen[t] {
-			p.Types = append(p.Types, t)
-		}
-	}
-	markDefaults(&p)
-	if p.Netdev == "" {
-		// The default GID's netdev is the RDMA netdev (or its bond).
-		for _, e := range p.Entries {
-			if e.Default && e.Netdev != "" {
-				p.Netdev = e.Netdev
-				break
-			}
+		if !empty {
+			e.Index = i
+			p.GIDs = append(p.GIDs, e)
 		}
 	}
 	return p, nil
-}
-
-// markDefaults flags the entries in the reserved default slots: one per
-// supported type at indices 0..n-1 (gid_table_reserve_default; only
-// indices below 32 can be reserved). Only default GIDs go there.
-func markDefaults(p *Port) {
-	n := len(p.Types)
-	if p.LinkLayer == "InfiniBand" {
-		return
-	}
-	for i := range p.Entries {
-		if i < n && i < 32 && !p.Entries[i].Empty {
-			p.Entries[i].Default = true
-		}
-	}
 }
 
 // stripNumber turns "4: ACTIVE" into "ACTIVE".
@@ -287,7 +224,7 @@ func stripNumber(s string) string {
 }
 
 // tableLen counts gids/<n> files (sysfs creates one per table slot).
-func (s *Sysfs) tableLen(pdir string) (int, error) {
+func (s *sysfs) tableLen(pdir string) (int, error) {
 	ents, err := os.ReadDir(filepath.Join(pdir, "gids"))
 	if err != nil {
 		return 0, fmt.Errorf("listing GID table: %w", err)
@@ -305,7 +242,7 @@ func (s *Sysfs) tableLen(pdir string) (int, error) {
 type portFiles interface {
 	// readGID reads gids/i; with again it reads the same file again
 	// (the re-read that checks the slot did not change).
-	readGID(i int, again bool) (GID, error)
+	readGID(i int, again bool) (gid.GID, error)
 	// readAttr reads gid_attrs/<kind>/i, kind "types" or "ndevs".
 	readAttr(kind string, i int) (string, error)
 	close()
@@ -313,11 +250,11 @@ type portFiles interface {
 
 // pathFiles reads by path through Sysfs.read (used with the test hook).
 type pathFiles struct {
-	s    *Sysfs
+	s    *sysfs
 	pdir string
 }
 
-func (f pathFiles) readGID(i int, _ bool) (GID, error) {
+func (f pathFiles) readGID(i int, _ bool) (gid.GID, error) {
 	return f.s.readGID(filepath.Join(f.pdir, "gids", strconv.Itoa(i)))
 }
 
@@ -395,7 +332,7 @@ func pread(fd int, b []byte) (int, error) {
 	}
 }
 
-func (f *fdFiles) readGID(i int, again bool) (GID, error) {
+func (f *fdFiles) readGID(i int, again bool) (gid.GID, error) {
 	name := strconv.Itoa(i)
 	path := func() string { return filepath.Join(f.pdir, "gids", name) }
 	if !again || f.cur < 0 || f.curIdx != i {
@@ -405,19 +342,19 @@ func (f *fdFiles) readGID(i int, again bool) (GID, error) {
 		}
 		fd, err := openat(f.gids, name)
 		if err != nil {
-			return GID{}, &fs.PathError{Op: "open", Path: path(), Err: err}
+			return gid.GID{}, &fs.PathError{Op: "open", Path: path(), Err: err}
 		}
 		f.cur, f.curIdx = fd, i
 	}
 	n, err := pread(f.cur, f.buf[:])
 	if err != nil {
-		return GID{}, &fs.PathError{Op: "read", Path: path(), Err: err}
+		return gid.GID{}, &fs.PathError{Op: "read", Path: path(), Err: err}
 	}
 	g, ok := parseSysfsGID(bytes.TrimRight(f.buf[:n], "\n"))
 	if !ok {
-		v, err := Parse(string(bytes.TrimSpace(f.buf[:n])))
+		v, err := gid.Parse(string(bytes.TrimSpace(f.buf[:n])))
 		if err != nil {
-			return GID{}, fmt.Errorf("%s: %w", path(), err)
+			return gid.GID{}, fmt.Errorf("%s: %w", path(), err)
 		}
 		g = v
 	}
@@ -439,8 +376,8 @@ func (f *fdFiles) readAttr(kind string, i int) (string, error) {
 
 // parseSysfsGID decodes the kernel's "%pI6" form: 8 groups of 4 hex
 // digits separated by colons.
-func parseSysfsGID(b []byte) (GID, bool) {
-	var g GID
+func parseSysfsGID(b []byte) (gid.GID, bool) {
+	var g gid.GID
 	if len(b) != 39 {
 		return g, false
 	}
@@ -473,26 +410,26 @@ func unhex(c byte) (byte, bool) {
 	return 0, false
 }
 
-// readEntry reads gids/i, then types/i and ndevs/i, then gids/i again; if
+// readSlot reads gids/i, then types/i and ndevs/i, then gids/i again; if
 // the GID changed, the slot was rewritten in between and everything is
 // read again, so type and netdev always belong to the GID reported.
-func (s *Sysfs) readEntry(f portFiles, i int, ib bool) (Entry, error) {
-	var last GID
+func (s *sysfs) readSlot(f portFiles, i int, ib bool) (Slot, bool, error) {
+	var last gid.GID
 	for try := 0; try < maxRereads; try++ {
 		g1, err := f.readGID(i, false)
 		if err != nil {
-			return Entry{}, err
+			return Slot{}, false, err
 		}
 		if g1.IsZero() {
 			// An empty slot: types and ndevs fail with EINVAL.
-			return Entry{Empty: true}, nil
+			return Slot{}, true, nil
 		}
-		e := Entry{GID: g1, Kind: g1.Kind(), IP: addrOf(g1)}
+		e := Slot{GID: g1}
 		ts, terr := f.readAttr("types", i)
 		nd, nerr := f.readAttr("ndevs", i)
 		g2, err := f.readGID(i, true)
 		if err != nil {
-			return Entry{}, err
+			return Slot{}, false, err
 		}
 		if g2 != g1 {
 			last = g2
@@ -502,29 +439,29 @@ func (s *Sysfs) readEntry(f portFiles, i int, ib bool) (Entry, error) {
 		// query_sysfs_gid_type treats it.
 		switch {
 		case terr != nil || ts == "IB/RoCE v1" || ts == "RoCE v1":
-			e.Type = TypeRoCEv1
+			e.Type = gid.TypeRoCEv1
 			if ib {
-				e.Type = TypeIB
+				e.Type = gid.TypeIB
 			}
 		default:
-			t, err := ParseType(ts)
+			t, err := gid.ParseType(ts)
 			if err != nil {
-				return Entry{}, fmt.Errorf("gid_attrs/types/%d: %w", i, err)
+				return Slot{}, false, fmt.Errorf("gid_attrs/types/%d: %w", i, err)
 			}
 			e.Type = t
 		}
 		if nerr == nil {
 			e.Netdev = nd
 		}
-		return e, nil
+		return e, false, nil
 	}
-	return Entry{}, fmt.Errorf("the entry changed on each of %d reads (last GID %s)", maxRereads, last)
+	return Slot{}, false, fmt.Errorf("the entry changed on each of %d reads (last GID %s)", maxRereads, last)
 }
 
 // portNetdev finds the RDMA device's own netdev for a port: Soft-RoCE's
 // parent file, else the PCI function's net/ directory (matching dev_port
 // to port-1 when the function has several netdevs).
-func (s *Sysfs) portNetdev(devDir string, port int) string {
+func (s *sysfs) portNetdev(devDir string, port int) string {
 	if v, err := s.read(filepath.Join(devDir, "parent")); err == nil && v != "" {
 		return v
 	}
@@ -545,14 +482,26 @@ func (s *Sysfs) portNetdev(devDir string, port int) string {
 	return ""
 }
 
-func (s *Sysfs) readGID(path string) (GID, error) {
+func (s *sysfs) readGID(path string) (gid.GID, error) {
 	v, err := s.read(path)
 	if err != nil {
-		return GID{}, err
+		return gid.GID{}, err
 	}
-	g, err := Parse(v)
+	g, err := gid.Parse(v)
 	if err != nil {
-		return GID{}, fmt.Errorf("%s: %w", path, err)
+		return gid.GID{}, fmt.Errorf("%s: %w", path, err)
 	}
 	return g, nil
+}
+
+// driver detects device dev's RDMA driver from the driver bound to its
+// parent device or its parent attribute (qos.IdentifyDriver).
+func (s *sysfs) driver(dev string) qos.DriverInfo {
+	base := filepath.Join(s.ibDir(), dev)
+	bound := ""
+	if link, err := os.Readlink(filepath.Join(base, "device", "driver")); err == nil {
+		bound = filepath.Base(link)
+	}
+	parent, _ := s.read(filepath.Join(base, "parent"))
+	return qos.IdentifyDriver(dev, bound, strings.TrimSpace(parent))
 }

@@ -1,4 +1,4 @@
-package ah
+package host
 
 import (
 	"encoding/binary"
@@ -10,6 +10,8 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
+
+	"github.com/roce-probe/roce-probe/vlan"
 )
 
 // ProbeNeighbor makes the kernel resolve the next hop of rr the way
@@ -19,39 +21,40 @@ import (
 // watches the neighbour table of the caller's network namespace until the
 // next hop's entry is usable or has FAILED, or until timeout (the kernel
 // gives an AH 1000 ms). A next hop that does not answer gives an error
-// wrapping syscall.ETIMEDOUT with the state seen. rr must come from a Net
-// of the caller's own namespace.
-func ProbeNeighbor(src, dst netip.Addr, rr RouteResult, timeout time.Duration) (Neighbor, error) {
+// wrapping syscall.ETIMEDOUT with the state seen. rr must come from a
+// route lookup in the caller's own namespace. It is the one live action of
+// `roce-probe ah --resolve-neighbour`.
+func ProbeNeighbor(src, dst netip.Addr, rr vlan.RouteResult, timeout time.Duration) (vlan.Neighbor, error) {
 	src, dst = src.Unmap(), dst.Unmap()
 	if rr.Local || rr.Ifindex == 0 {
-		return Neighbor{}, fmt.Errorf("ah: nothing to probe: the destination %s is local or the route has no output device", dst)
+		return vlan.Neighbor{}, fmt.Errorf("nothing to probe: the destination %s is local or the route has no output device", dst)
 	}
 	if err := sendDiscard(src, dst, rr.Ifindex); err != nil {
-		return Neighbor{}, fmt.Errorf("ah: probing the neighbour %s on %s: %w", rr.NextHop, rr.Dev, err)
+		return vlan.Neighbor{}, fmt.Errorf("probing the neighbour %s on %s: %w", rr.NextHop, rr.Dev, err)
 	}
 	fam := netlink.FAMILY_V4
 	if rr.NextHop.Is6() {
 		fam = netlink.FAMILY_V6
 	}
 	deadline := time.Now().Add(timeout)
-	var last Neighbor
+	var last vlan.Neighbor
 	for {
 		ns, err := netlink.NeighList(rr.Ifindex, fam)
 		if err != nil && !errors.Is(err, netlink.ErrDumpInterrupted) {
-			return Neighbor{}, fmt.Errorf("ah: reading the neighbour table: %w", err)
+			return vlan.Neighbor{}, fmt.Errorf("reading the neighbour table: %w", err)
 		}
 		for _, n := range ns {
 			ip, ok := netip.AddrFromSlice(n.IP)
 			if !ok || ip.Unmap() != rr.NextHop {
 				continue
 			}
-			last = Neighbor{IP: rr.NextHop, Dev: rr.Dev, Ifindex: rr.Ifindex, MAC: append([]byte(nil), n.HardwareAddr...), State: NUDState(n.State)}
+			last = vlan.Neighbor{IP: rr.NextHop, Dev: rr.Dev, Ifindex: rr.Ifindex, MAC: vlan.MAC(append([]byte(nil), n.HardwareAddr...)), State: vlan.NUDState(n.State)}
 			if last.State.Valid() && len(last.MAC) == 6 {
 				return last, nil
 			}
 		}
 		if !time.Now().Before(deadline) {
-			return last, fmt.Errorf("ah: the neighbour %s on %s did not answer within %v (state %s): %w", rr.NextHop, rr.Dev, timeout, last.State, syscall.ETIMEDOUT)
+			return last, fmt.Errorf("the neighbour %s on %s did not answer within %v (state %s): %w", rr.NextHop, rr.Dev, timeout, last.State, syscall.ETIMEDOUT)
 		}
 		time.Sleep(25 * time.Millisecond)
 	}

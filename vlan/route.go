@@ -1,4 +1,4 @@
-package ah
+package vlan
 
 import (
 	"cmp"
@@ -7,8 +7,6 @@ import (
 	"slices"
 	"strings"
 	"syscall"
-
-	"github.com/roce-probe/roce-probe/vlan"
 )
 
 // Routing table IDs (RT_TABLE_*).
@@ -149,7 +147,7 @@ func (s *NUDState) UnmarshalText(b []byte) error {
 			}
 		}
 		if !found {
-			return fmt.Errorf("ah: unknown neighbour state %q: want REACHABLE, STALE, DELAY, PROBE, INCOMPLETE, FAILED, NOARP, PERMANENT or NONE", p)
+			return fmt.Errorf("vlan: unknown neighbour state %q: want REACHABLE, STALE, DELAY, PROBE, INCOMPLETE, FAILED, NOARP, PERMANENT or NONE", p)
 		}
 	}
 	*s = v
@@ -161,29 +159,19 @@ type Neighbor struct {
 	IP      netip.Addr `json:"ip"`
 	Dev     string     `json:"dev"`
 	Ifindex int        `json:"ifindex,omitempty"`
-	MAC     vlan.MAC   `json:"mac,omitempty"`
+	MAC     MAC        `json:"mac,omitempty"`
 	State   NUDState   `json:"state"`
 }
 
-// Net is a snapshot of one network namespace's routes, neighbours and
-// links: everything Resolve needs, read once (ReadNet) so that resolving
-// many destinations costs no netlink round trip each. It is plain data and
-// can be written to and read from JSON (fixtures).
-type Net struct {
-	Netns string `json:"netns,omitempty"`
-	// Links are the namespace's netdevs with their addresses (for
-	// destinations that are local addresses: the MAC of the netdev that
-	// owns them). nil when not read.
-	Links     *vlan.Snapshot `json:"links"`
-	Routes    []Route        `json:"routes"`
-	Neighbors []Neighbor     `json:"neighbors"`
-	// DefaultTTL is net.ipv4.ip_default_ttl; 0 = unknown (64 assumed).
-	DefaultTTL int `json:"ipv4_default_ttl,omitempty"`
+// Sysctls are the namespace's sysctls that decide what the kernel writes
+// into TTL and hop-limit fields. Unknown values are absent (null).
+type Sysctls struct {
+	// IPv4DefaultTTL is net.ipv4.ip_default_ttl; nil = not read (the
+	// kernel default is 64).
+	IPv4DefaultTTL *int `json:"ipv4_default_ttl"`
 	// IPv6HopLimit is net.ipv6.conf.<netdev>.hop_limit by netdev name
-	// ("default" for new devices); missing = unknown (64 assumed).
-	IPv6HopLimit map[string]int `json:"ipv6_hop_limit,omitempty"`
-
-	idx *netIndex
+	// ("default" and "all" included); a missing netdev = not read.
+	IPv6HopLimit map[string]int `json:"ipv6_hop_limit"`
 }
 
 type neighKey struct {
@@ -196,28 +184,26 @@ type neighDevKey struct {
 	ip  netip.Addr
 }
 
-// netIndex is built once per snapshot: routes by family sorted for
+// netIndex is built once per namespace (Freeze): routes by family sorted for
 // longest-prefix match, neighbours and links by key.
 type netIndex struct {
 	routes4, routes6 []Route                  // sorted: table order, then prefix length descending, then metric
 	neigh            map[neighKey]Neighbor    // entries with an ifindex
 	neighDev         map[neighDevKey]Neighbor // entries by device name
-	localOwner       map[netip.Addr]*vlan.Link
+	localOwner       map[netip.Addr]*Link
 }
 
 var tableOrder = map[int]int{TableLocal: 0, TableMain: 1, TableDefault: 2}
 
-func (n *Net) index() *netIndex {
+func (n *Namespace) index() *netIndex {
 	if n.idx != nil {
 		return n.idx
 	}
-	x := &netIndex{neigh: make(map[neighKey]Neighbor, len(n.Neighbors)), neighDev: make(map[neighDevKey]Neighbor, len(n.Neighbors)), localOwner: map[netip.Addr]*vlan.Link{}}
-	if n.Links != nil {
-		for i := range n.Links.Links {
-			l := &n.Links.Links[i]
-			for _, a := range l.Addrs {
-				x.localOwner[a.Addr().Unmap()] = l
-			}
+	x := &netIndex{neigh: make(map[neighKey]Neighbor, len(n.Neighbors)), neighDev: make(map[neighDevKey]Neighbor, len(n.Neighbors)), localOwner: map[netip.Addr]*Link{}}
+	for i := range n.Links {
+		l := &n.Links[i]
+		for _, a := range l.Addrs {
+			x.localOwner[a.Addr().Unmap()] = l
 		}
 	}
 	for _, r := range n.Routes {
@@ -250,27 +236,18 @@ func (n *Net) index() *netIndex {
 			x.neigh[neighKey{ip: ip, ifindex: nb.Ifindex}] = nb
 		}
 	}
-	n.idx = x
 	return x
-}
-
-// Link returns the link called name.
-func (n *Net) Link(name string) (*vlan.Link, bool) {
-	if n.Links == nil {
-		return nil, false
-	}
-	return n.Links.ByName(name)
 }
 
 // LocalOwner returns the link that has the address a, if a is an address
 // of this namespace.
-func (n *Net) LocalOwner(a netip.Addr) (*vlan.Link, bool) {
+func (n *Namespace) LocalOwner(a netip.Addr) (*Link, bool) {
 	l, ok := n.index().localOwner[a.Unmap()]
 	return l, ok
 }
 
 // Neighbor returns the neighbour entry for ip on the device dev (or ifindex).
-func (n *Net) Neighbor(ip netip.Addr, dev string, ifindex int) (Neighbor, bool) {
+func (n *Namespace) Neighbor(ip netip.Addr, dev string, ifindex int) (Neighbor, bool) {
 	x := n.index()
 	ip = ip.Unmap()
 	if ifindex != 0 {
@@ -296,6 +273,10 @@ type RouteResult struct {
 	NextHop netip.Addr `json:"next_hop"`        // the gateway, or the destination itself
 	Dev     string     `json:"dev"`
 	Ifindex int        `json:"ifindex,omitempty"`
+	// Src is the source address the kernel would use: the route's
+	// preferred source, else an address of Dev (see RouteGet); invalid
+	// (null) when Dev has none of the destination's family.
+	Src netip.Addr `json:"src,omitzero"`
 	// HopLimit is what the kernel writes into grh.hop_limit
 	// (ip4_dst_hoplimit / ip6_dst_hoplimit), and HopLimitFrom says where
 	// it came from.
@@ -316,25 +297,29 @@ type RouteError struct {
 
 // Error names the destination, the netdev, why and the errno.
 func (e *RouteError) Error() string {
-	s := fmt.Sprintf("ah: no usable route to %s from %s: %s", e.Dst, e.Dev, e.Msg)
+	from := ""
+	if e.Dev != "" {
+		from = " from " + e.Dev
+	}
+	s := fmt.Sprintf("vlan: no usable route to %s%s: %s", e.Dst, from, e.Msg)
 	if e.Route != nil {
 		s += " (route: " + e.Route.String() + ")"
 	}
-	return s + " (ibv_create_ah fails with " + ErrnoName(e.Errno) + ")"
+	return s + " (ibv_create_ah fails with " + errnoName(e.Errno) + ")"
 }
 
 // Unwrap returns the errno.
 func (e *RouteError) Unwrap() error { return e.Errno }
 
-func (n *Net) defaultTTL() (int, string) {
-	if n.DefaultTTL > 0 {
-		return n.DefaultTTL, "net.ipv4.ip_default_ttl"
+func (n *Namespace) defaultTTL() (int, string) {
+	if v := n.Sysctls.IPv4DefaultTTL; v != nil && *v > 0 {
+		return *v, "net.ipv4.ip_default_ttl"
 	}
 	return 64, "net.ipv4.ip_default_ttl (not read; kernel default 64)"
 }
 
-func (n *Net) ipv6HopLimit(dev string) (int, string) {
-	if v, ok := n.IPv6HopLimit[dev]; ok && v > 0 {
+func (n *Namespace) ipv6HopLimit(dev string) (int, string) {
+	if v, ok := n.Sysctls.IPv6HopLimit[dev]; ok && v > 0 {
 		return v, "net.ipv6.conf." + dev + ".hop_limit"
 	}
 	return 64, "net.ipv6.conf." + dev + ".hop_limit (not read; kernel default 64)"
@@ -346,11 +331,11 @@ func (n *Net) ipv6HopLimit(dev string) (int, string) {
 // prefix whose next hop leaves through dev, lowest metric. IPv4 without a
 // match assumes the destination is on dev's link; IPv6 fails with
 // ENETUNREACH.
-func (n *Net) RouteTo(dst netip.Addr, dev string, ifindex int) (RouteResult, error) {
+func (n *Namespace) RouteTo(dst netip.Addr, dev string, ifindex int) (RouteResult, error) {
 	x := n.index()
 	dst = dst.Unmap()
 	if ifindex == 0 {
-		if l, ok := n.Link(dev); ok {
+		if l, ok := n.ByName(dev); ok {
 			ifindex = l.Index
 		}
 	}
@@ -439,4 +424,97 @@ func (n *Net) RouteTo(dst netip.Addr, dev string, ifindex int) (RouteResult, err
 		res.HopLimit, res.HopLimitFrom = n.ipv6HopLimit(res.Dev)
 	}
 	return res, nil
+}
+
+// errnoName names the errnos a route lookup fails with.
+func errnoName(e syscall.Errno) string {
+	switch e {
+	case syscall.EINVAL:
+		return "EINVAL"
+	case syscall.ENETUNREACH:
+		return "ENETUNREACH"
+	case syscall.EHOSTUNREACH:
+		return "EHOSTUNREACH"
+	case syscall.EACCES:
+		return "EACCES"
+	}
+	return fmt.Sprintf("errno %d", int(e))
+}
+
+// RouteGet looks up the route to dst as `ip route get DST` does (no output
+// interface given): tables local, main and default in that order (policy
+// rules are not modelled), the longest prefix, the lowest metric. The
+// source address is the route's preferred source (prefsrc) when it has
+// one, else the kernel's choice among the output device's addresses
+// (inet_select_addr for IPv4, ipv6_dev_get_saddr for IPv6) approximated
+// by: an address whose prefix contains the next hop, else the device's
+// first address of the family that is not link-local. IPv4 and IPv6
+// without any matching route fail with ENETUNREACH.
+func (n *Namespace) RouteGet(dst netip.Addr) (RouteResult, error) {
+	x := n.index()
+	dst = dst.Unmap()
+	routes := x.routes6
+	if dst.Is4() {
+		routes = x.routes4
+	}
+	for i := 0; i < len(routes); i++ {
+		r := &routes[i]
+		if !r.Dst.Contains(dst) {
+			continue
+		}
+		switch r.Type {
+		case RouteThrow:
+			for i+1 < len(routes) && routes[i+1].Table == r.Table {
+				i++
+			}
+			continue
+		case RouteBlackhole:
+			return RouteResult{}, &RouteError{Dst: dst, Errno: syscall.EINVAL, Route: r, Msg: "blackhole route"}
+		case RouteUnreachable:
+			return RouteResult{}, &RouteError{Dst: dst, Errno: syscall.EHOSTUNREACH, Route: r, Msg: "unreachable route"}
+		case RouteProhibit:
+			return RouteResult{}, &RouteError{Dst: dst, Errno: syscall.EACCES, Route: r, Msg: "prohibit route"}
+		}
+		res := RouteResult{Route: r, NextHop: dst, Dev: r.Dev, Ifindex: r.Ifindex, MTU: r.MTU, Local: r.Type == RouteLocal}
+		if r.Gateway.IsValid() && !res.Local {
+			res.NextHop = r.Gateway.Unmap()
+		}
+		if res.Dev == "" && res.Ifindex != 0 {
+			if l, ok := n.ByIndex(res.Ifindex); ok {
+				res.Dev = l.Name
+			}
+		}
+		res.Src = n.sourceAddr(r, res.Dev, res.NextHop, dst)
+		return res, nil
+	}
+	return RouteResult{}, &RouteError{Dst: dst, Errno: syscall.ENETUNREACH, Msg: "no route matches"}
+}
+
+// sourceAddr is the source address for a route through dev to nextHop:
+// see RouteGet.
+func (n *Namespace) sourceAddr(r *Route, dev string, nextHop, dst netip.Addr) netip.Addr {
+	if r.PrefSrc.IsValid() {
+		return r.PrefSrc.Unmap()
+	}
+	if r.Type == RouteLocal {
+		return dst
+	}
+	l, ok := n.ByName(dev)
+	if !ok {
+		return netip.Addr{}
+	}
+	var first netip.Addr
+	for _, p := range l.Addrs {
+		a := p.Addr().Unmap()
+		if a.Is4() != nextHop.Is4() || (a.Is6() && a.IsLinkLocalUnicast() && !nextHop.IsLinkLocalUnicast()) {
+			continue
+		}
+		if p.Masked().Contains(nextHop) {
+			return a
+		}
+		if !first.IsValid() {
+			first = a
+		}
+	}
+	return first
 }

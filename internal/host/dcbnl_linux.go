@@ -1,14 +1,25 @@
-package qos
+package host
 
 import (
 	"errors"
 	"fmt"
-	"net"
 	"syscall"
 
 	"github.com/vishvananda/netlink/nl"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
+
+	"github.com/roce-probe/roce-probe/qos"
+	"github.com/roce-probe/roce-probe/vlan"
+)
+
+// RTM_GETDCB request constants (include/uapi/linux/dcbnl.h); x/sys/unix
+// has RTM_GETDCB but none of these. qos parses the replies.
+const (
+	dcbCmdIEEEGet = 21 // DCB_CMD_IEEE_GET
+	dcbCmdGDCBX   = 22 // DCB_CMD_GDCBX
+	dcbAttrIfname = 1  // DCB_ATTR_IFNAME
+	sizeofDCBMsg  = 4
 )
 
 // dcbMsg is struct dcbmsg {u8 dcb_family; u8 cmd; u16 dcb_pad}. It goes in
@@ -32,24 +43,24 @@ func newDCBRequest(cmd uint8, ifname string) *nl.NetlinkRequest {
 	return req
 }
 
-// DCBHandle reads DCB state over rtnetlink. The zero value works in the
-// caller's network namespace; NewDCBHandleAt works in another one.
-type DCBHandle struct {
+// dcbHandle reads DCB state over rtnetlink. The zero value works in the
+// caller's network namespace; newDCBHandleAt works in another one.
+type dcbHandle struct {
 	sockets map[int]*nl.SocketHandle
 }
 
-// NewDCBHandleAt returns a handle whose requests run in network namespace
+// newDCBHandleAt returns a handle whose requests run in network namespace
 // ns. Close it when done.
-func NewDCBHandleAt(ns netns.NsHandle) (*DCBHandle, error) {
+func newDCBHandleAt(ns netns.NsHandle) (*dcbHandle, error) {
 	s, err := nl.GetNetlinkSocketAt(ns, netns.None(), unix.NETLINK_ROUTE)
 	if err != nil {
-		return nil, fmt.Errorf("qos: netlink socket in namespace: %w", err)
+		return nil, fmt.Errorf("netlink socket in the namespace: %w", err)
 	}
-	return &DCBHandle{sockets: map[int]*nl.SocketHandle{unix.NETLINK_ROUTE: {Socket: s}}}, nil
+	return &dcbHandle{sockets: map[int]*nl.SocketHandle{unix.NETLINK_ROUTE: {Socket: s}}}, nil
 }
 
 // Close releases the handle's socket.
-func (h *DCBHandle) Close() {
+func (h *dcbHandle) Close() {
 	if h == nil {
 		return
 	}
@@ -58,39 +69,24 @@ func (h *DCBHandle) Close() {
 	}
 }
 
-func (h *DCBHandle) execute(req *nl.NetlinkRequest) ([][]byte, error) {
+func (h *dcbHandle) execute(req *nl.NetlinkRequest) ([][]byte, error) {
 	if h != nil && h.sockets != nil {
 		req.Sockets = h.sockets
 	}
 	return req.Execute(unix.NETLINK_ROUTE, unix.RTM_GETDCB)
 }
 
-// ErrNoNetdev is returned (wrapped) when the netdev does not exist.
-var ErrNoNetdev = errors.New("no such netdev")
-
-// ReadDCB reads the IEEE DCB state (PFC, ETS, APP table, trust order) and
-// DCBX mode of netdev ifname in the caller's namespace. It needs no
-// privileges. See DCBHandle.ReadDCB.
-func ReadDCB(ifname string) (*DCB, error) { return (*DCBHandle)(nil).ReadDCB(ifname) }
-
-// ReadDCB reads netdev ifname's DCB state. A netdev without DCB support is
+// readDCB reads netdev ifname's DCB state. A netdev without DCB support is
 // not an error: the result has Supported false and a Reason. Only a
 // missing netdev or a failing netlink socket are errors.
 //
 // DCB is a property of the real device: for a VLAN device or a netdev
 // stacked on one, pass the real device at the bottom (Link.Real).
-func (h *DCBHandle) ReadDCB(ifname string) (*DCB, error) {
+func (h *dcbHandle) readDCB(ifname string) (*qos.DCB, error) {
 	if ifname == "" || len(ifname) >= unix.IFNAMSIZ {
-		return nil, fmt.Errorf("qos: netdev name %q is not valid: want 1..%d bytes", ifname, unix.IFNAMSIZ-1)
+		return nil, fmt.Errorf("netdev name %q is not valid: want 1..%d bytes", ifname, unix.IFNAMSIZ-1)
 	}
-	if h == nil {
-		// Without CONFIG_DCB the kernel answers EOPNOTSUPP even for a
-		// netdev that does not exist; tell the two apart first.
-		if _, err := net.InterfaceByName(ifname); err != nil {
-			return nil, fmt.Errorf("qos: %w: %s", ErrNoNetdev, ifname)
-		}
-	}
-	d := &DCB{Netdev: ifname}
+	d := &qos.DCB{Netdev: ifname}
 	msgs, err := h.execute(newDCBRequest(dcbCmdIEEEGet, ifname))
 	if err != nil {
 		switch {
@@ -98,14 +94,14 @@ func (h *DCBHandle) ReadDCB(ifname string) (*DCB, error) {
 			d.Reason = fmt.Sprintf("%s has no DCB support (RTM_GETDCB: operation not supported; the driver has no dcbnl_ops, as for veth, VLAN and bridge devices, or the kernel lacks CONFIG_DCB)", ifname)
 			return d, nil
 		case errors.Is(err, syscall.ENODEV):
-			return nil, fmt.Errorf("qos: %w: %s", ErrNoNetdev, ifname)
+			return nil, fmt.Errorf("%w: %s", vlan.ErrNoLink, ifname)
 		}
-		return nil, fmt.Errorf("qos: RTM_GETDCB DCB_CMD_IEEE_GET on %s: %w", ifname, err)
+		return nil, fmt.Errorf("RTM_GETDCB DCB_CMD_IEEE_GET on %s: %w", ifname, err)
 	}
 	d.Supported = true
 	for _, m := range msgs {
-		if err := ParseDCBReply(m, d); err != nil {
-			return nil, fmt.Errorf("qos: DCB reply for %s: %w", ifname, err)
+		if err := qos.ParseDCBReply(m, d); err != nil {
+			return nil, fmt.Errorf("DCB reply for %s: %w", ifname, err)
 		}
 	}
 	if d.DCBX == nil {
@@ -114,7 +110,7 @@ func (h *DCBHandle) ReadDCB(ifname string) (*DCB, error) {
 		// the driver does not report a DCBX mode).
 		if msgs, err := h.execute(newDCBRequest(dcbCmdGDCBX, ifname)); err == nil {
 			for _, m := range msgs {
-				_ = ParseDCBReply(m, d)
+				_ = qos.ParseDCBReply(m, d)
 			}
 		}
 	}

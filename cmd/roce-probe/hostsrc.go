@@ -1,0 +1,246 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/netip"
+	"runtime/debug"
+
+	"github.com/spf13/cobra"
+
+	"github.com/roce-probe/roce-probe/gid"
+	"github.com/roce-probe/roce-probe/internal/host"
+)
+
+// hostFlags are the flags every command that reads a host shares: where
+// the facts come from (the live host, or a snapshot file with --from), the
+// network namespace, and the RDMA device and port. Commands register the
+// ones they take with addHostFlags.
+type hostFlags struct {
+	from  string
+	netns string
+	dev   string
+	port  int
+}
+
+// hostFlagSet says which of the shared flags a command takes.
+type hostFlagSet struct {
+	dev, port bool
+	devUsage  string
+	portDef   int // default --port (0: every port)
+}
+
+func (h *hostFlags) add(c *cobra.Command, set hostFlagSet) {
+	fl := c.Flags()
+	fl.StringVar(&h.from, "from", "", "analyse this host snapshot (written by 'roce-probe collect', .gz too; - for standard input) instead of the live host: nothing is read from the live host")
+	fl.StringVar(&h.netns, "netns", "", "look netdevs, routes and neighbours up in this network namespace (a name from 'ip netns list'; live, needs root; with --from, a namespace the snapshot holds)")
+	if set.dev {
+		usage := set.devUsage
+		if usage == "" {
+			usage = "only this RDMA device (e.g. mlx5_0, rxe0)"
+		}
+		fl.StringVar(&h.dev, "dev", "", usage)
+	}
+	if set.port {
+		what := "only this port (1..255)"
+		if set.portDef != 0 {
+			what = "port of --dev (1..255)"
+		}
+		intVar(fl, &h.port, "port", set.portDef, 1, 255, what)
+	}
+}
+
+// version is the roce-probe build's version ("devel" for a source build).
+func version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "devel"
+}
+
+// snapshot returns the host's facts: the --from file, or the live host's
+// sections (Linux only). Every error is bad input or an unreadable source
+// and names the flag or the source.
+func (h *hostFlags) snapshot(sections host.Section) (*host.Snapshot, error) {
+	if h.from != "" {
+		s, err := host.Load(h.from)
+		if err != nil {
+			return nil, usagef("--from %q: %v", h.from, pathErr(err))
+		}
+		return s, nil
+	}
+	opt := host.Options{Sections: sections, Tool: version()}
+	if h.netns != "" {
+		opt.Netns = []string{h.netns}
+	}
+	s, err := host.Collect(opt)
+	if err != nil {
+		return nil, liveError(h.netns, err)
+	}
+	return s, nil
+}
+
+// liveError turns a failed live read into a usage error that says what to
+// do: another system, a missing namespace, a missing privilege.
+func liveError(netns string, err error) error {
+	switch {
+	case errors.Is(err, host.ErrNotLinux):
+		return usageError{err}
+	case errors.Is(err, host.ErrNoNetns) || errors.Is(err, host.ErrPermission):
+		return usagef("--netns %q: %v", netns, err)
+	}
+	return usageError{err}
+}
+
+// view opens the snapshot (live or --from) in --netns (the snapshot's view
+// when not given) with every GID table mapped. It needs the rdma and
+// namespaces sections (and whatever else sections asks for).
+func (h *hostFlags) view(sections host.Section) (*host.View, error) {
+	s, err := h.snapshot(sections | host.SectionRDMA | host.SectionNet)
+	if err != nil {
+		return nil, err
+	}
+	return h.viewOf(s)
+}
+
+// viewOf is view on a snapshot already read.
+func (h *hostFlags) viewOf(s *host.Snapshot) (*host.View, error) {
+	v, err := s.View(h.netns)
+	if err != nil {
+		return nil, h.snapshotError(err)
+	}
+	return v, nil
+}
+
+// snapshotError names the flag an analysis error comes from: a section
+// missing from --from's file, a namespace --netns names that it lacks.
+func (h *hostFlags) snapshotError(err error) error {
+	var me *host.MissingError
+	switch {
+	case errors.As(err, &me) && h.from != "":
+		return usagef("--from %q: %v", h.from, err)
+	case errors.Is(err, host.ErrNoNetns):
+		return usagef("--netns %q: %v", h.netns, err)
+	}
+	return usageError{err}
+}
+
+// requireDev names --dev when a command that needs it was not given it.
+func (h *hostFlags) requireDev(example string) error {
+	if h.dev == "" {
+		return usagef("--dev is required: name the RDMA device (e.g. %s)", example)
+	}
+	return nil
+}
+
+// checkDev checks --dev names a device of the view, and --port (when set)
+// one of its ports.
+func (h *hostFlags) checkDev(v *host.View) error {
+	if h.dev == "" {
+		return nil
+	}
+	port := h.port
+	if port == 0 {
+		for _, p := range v.Ports {
+			if p.Device == h.dev {
+				return nil
+			}
+		}
+		port = 1
+	}
+	if _, err := v.Port(h.dev, port); err != nil {
+		if h.port == 0 || !hasDevice(v, h.dev) {
+			return usagef("--dev %q: %v", h.dev, err)
+		}
+		return usagef("--port %d: %v", h.port, err)
+	}
+	return nil
+}
+
+func hasDevice(v *host.View, dev string) bool {
+	for _, p := range v.Ports {
+		if p.Device == dev {
+			return true
+		}
+	}
+	return false
+}
+
+// ports returns the view's ports --dev and --port select.
+func (h *hostFlags) ports(v *host.View) []gid.Port {
+	var out []gid.Port
+	for _, p := range v.Ports {
+		if (h.dev == "" || p.Device == h.dev) && (h.port == 0 || p.Port == h.port) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// notePredicted tells, on stderr, that the host has no RDMA device and the
+// tables used are the predicted Soft-RoCE ones: every command that works
+// on GID tables says which data it used.
+func notePredicted(w io.Writer, v *host.View) {
+	if !v.Predicted {
+		return
+	}
+	fmt.Fprintln(w, "roce-probe: this host has no RDMA device (/sys/class/infiniband is missing or empty).")
+	if len(v.Ports) == 0 {
+		fmt.Fprintln(w, "roce-probe: and no Ethernet netdev to predict a Soft-RoCE table for.")
+		return
+	}
+	fmt.Fprintln(w, "roce-probe: using the tables Soft-RoCE would get (rdma link add rxe_DEV type rxe netdev DEV; RoCE v2 only — a ConnectX NIC adds a RoCE v1 twin of every entry).")
+}
+
+// pathErr drops the operation and path from a *fs.PathError, for messages
+// that name the path themselves.
+func pathErr(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// parseDst accepts an IP address or a GID of a peer: not unspecified, not
+// with a zone, not a loopback address (RoCE never sends to the host
+// itself through the loopback device).
+func parseDst(s string) (gid.GID, error) {
+	if s == "" {
+		return gid.GID{}, usagef("--dst is required: give the peer's IP address or GID")
+	}
+	if a, err := netip.ParseAddr(s); err == nil && a.Zone() != "" {
+		return gid.GID{}, usagef("--dst %q has a zone: want the address without %%%s (the source GID's netdev decides the link)", s, a.Zone())
+	}
+	g, err := gid.Parse(s)
+	if err != nil {
+		return gid.GID{}, usagef("--dst %q is not an IP address or GID: want e.g. 10.0.0.2, fd00::2 or fe80:0000:0000:0000:0202:c9ff:fe00:0001", s)
+	}
+	a := g.Addr().Unmap()
+	if g.IsZero() || a.IsUnspecified() {
+		return gid.GID{}, usagef("--dst %q is the unspecified address: want the peer's IP address or GID", s)
+	}
+	if a.IsLoopback() {
+		return gid.GID{}, usagef("--dst %q is a loopback address: want the peer's address (RoCE frames to the host itself never reach the wire)", s)
+	}
+	return g, nil
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func vlanCol(e gid.Entry) string {
+	if e.VLAN != nil {
+		return fmt.Sprint(*e.VLAN)
+	}
+	if e.VLANChain != nil {
+		return "untagged"
+	}
+	return "-"
+}

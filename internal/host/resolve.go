@@ -1,0 +1,259 @@
+package host
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/roce-probe/roce-probe/ah"
+	"github.com/roce-probe/roce-probe/gid"
+	"github.com/roce-probe/roce-probe/qos"
+	"github.com/roce-probe/roce-probe/vlan"
+)
+
+// View is a snapshot opened for analysis in one network namespace: the
+// namespace and every RDMA port with its GID table mapped to that
+// namespace's netdevs. On a host without RDMA devices the ports are the
+// tables Soft-RoCE would build (Predicted), so every command answers from
+// the same data and says which.
+type View struct {
+	Snap  *Snapshot
+	NS    *vlan.Namespace
+	Ports []gid.Port
+	// Predicted is true when the host has no RDMA device and Ports are the
+	// tables `rdma link add rxe_<netdev> type rxe netdev <netdev>` would
+	// create on each Ethernet netdev (PredictedPorts).
+	Predicted bool
+}
+
+// View opens the snapshot in namespace netns ("" for its view). It needs
+// the rdma and namespaces sections.
+func (s *Snapshot) View(netns string) (*View, error) {
+	ns, err := s.Namespace(netns)
+	if err != nil {
+		return nil, err
+	}
+	ports, err := s.Ports(ns)
+	if err != nil {
+		return nil, err
+	}
+	v := &View{Snap: s, NS: ns, Ports: ports}
+	if len(s.RDMA.Devices) == 0 {
+		v.Predicted = true
+		if v.Ports, err = PredictedPorts(ns); err != nil {
+			return nil, err
+		}
+	}
+	return v, nil
+}
+
+// Devices lists the device names of the view's ports, in order.
+func (v *View) Devices() []string {
+	var out []string
+	for _, p := range v.Ports {
+		if len(out) == 0 || out[len(out)-1] != p.Device {
+			out = append(out, p.Device)
+		}
+	}
+	return out
+}
+
+// Port returns port port of device dev. Its error wraps ErrNoDevice and
+// lists what there is.
+func (v *View) Port(dev string, port int) (*gid.Port, error) {
+	var have []string
+	devFound := false
+	for i := range v.Ports {
+		p := &v.Ports[i]
+		if p.Device != dev {
+			continue
+		}
+		devFound = true
+		if p.Port == port {
+			return p, nil
+		}
+		have = append(have, fmt.Sprint(p.Port))
+	}
+	if !devFound {
+		names := v.Devices()
+		if len(names) == 0 {
+			return nil, fmt.Errorf("%w %q: the host has none, and no Ethernet netdev to predict a Soft-RoCE table for", ErrNoDevice, dev)
+		}
+		what := "want one of "
+		if v.Predicted {
+			what = "the host has none; the predicted Soft-RoCE devices are "
+		}
+		return nil, fmt.Errorf("%w %q: %s%s", ErrNoDevice, dev, what, strings.Join(names, ", "))
+	}
+	return nil, fmt.Errorf("%w: %s has no port %d: want one of %s", ErrNoDevice, dev, port, strings.Join(have, ", "))
+}
+
+// Driver returns device dev's driver; a predicted device is Soft-RoCE.
+func (v *View) Driver(dev string) qos.DriverInfo {
+	if d, ok := v.Snap.Device(dev); ok {
+		return d.Driver
+	}
+	if v.Predicted {
+		return qos.DriverInfo{Driver: qos.DriverRXE, Kernel: "rdma_rxe", Evidence: "predicted: the host has no RDMA device; this is the Soft-RoCE device rdma link add would create"}
+	}
+	return qos.DriverInfo{Driver: qos.DriverUnknown, Evidence: "not in the snapshot"}
+}
+
+// DCB returns the DCB state of the real netdev below netdev in the view's
+// namespace: nil when it was not read (no DCB section, or its read failed:
+// the snapshot's Errors say why).
+func (v *View) DCB(netdev string) *qos.DCB {
+	d, err := v.NS.Describe(netdev)
+	if err != nil {
+		return nil
+	}
+	dcb, _ := v.Snap.DCBOf(v.NS.Netns, d.Real)
+	return dcb
+}
+
+// Stale returns the entries of p whose address no netdev has any more
+// (gid.Diff against the table the kernel would build), with why: a source
+// GID that replies can never reach.
+func (v *View) Stale(p gid.Port) map[int]string {
+	if p.Netdev == "" || v.Predicted {
+		return nil
+	}
+	pred, err := gid.Predict(gid.SpecOf(p), v.NS)
+	if err != nil {
+		return nil
+	}
+	out := map[int]string{}
+	for _, c := range gid.Diff(pred.Entries, p.Entries) {
+		if c.Kind == gid.Stale {
+			out[c.ActualIndex] = fmt.Sprintf("stale: no netdev has the address %s any more (the peer's replies would go nowhere)", c.Entry.IP)
+		}
+	}
+	return out
+}
+
+// Errors of Source, for errors.Is.
+var (
+	// ErrEmptySlot: the GID index names an empty slot.
+	ErrEmptySlot = errors.New("empty GID slot")
+	// ErrNetdevAbsent: the GID entry's netdev is not in the namespace
+	// (another namespace's address, or a netdev that went away): its VLAN
+	// tags, MAC and routes cannot be known from here.
+	ErrNetdevAbsent = errors.New("the GID entry's netdev is not in this network namespace")
+)
+
+// Source is a flow's source on this host: the GID entry, its port, the
+// netdev's VLAN stack, the driver, and the DCB state of the real netdev —
+// what both the AH resolution and the QoS check start from.
+type Source struct {
+	Port   *gid.Port
+	Entry  gid.Entry
+	Desc   vlan.Description
+	Driver qos.DriverInfo
+	DCB    *qos.DCB // nil when not read
+}
+
+// Source looks up GID index index of dev port port. Its errors wrap
+// ErrNoDevice, ErrEmptySlot or ErrNetdevAbsent and name the index.
+func (v *View) Source(dev string, port, index int) (*Source, error) {
+	p, err := v.Port(dev, port)
+	if err != nil {
+		return nil, err
+	}
+	if index < 0 || index >= len(p.Entries) {
+		return nil, fmt.Errorf("GID index %d is out of range: %s port %d has GID indices 0..%d", index, dev, port, len(p.Entries)-1)
+	}
+	e := p.Entries[index]
+	if e.Empty {
+		return nil, fmt.Errorf("GID index %d: %w on %s port %d: pick a populated index ('roce-probe gids --dev %s')", index, ErrEmptySlot, dev, port, dev)
+	}
+	src := &Source{Port: p, Entry: e, Driver: v.Driver(dev)}
+	if p.LinkLayer == "InfiniBand" {
+		return src, nil
+	}
+	if e.Netdev == "" {
+		return nil, fmt.Errorf("GID index %d on %s port %d: %w: the kernel does not show its netdev here (it belongs to another network namespace)", index, dev, port, ErrNetdevAbsent)
+	}
+	d, err := v.NS.Describe(e.Netdev)
+	if err != nil {
+		if errors.Is(err, vlan.ErrNoLink) {
+			return nil, fmt.Errorf("GID index %d on %s port %d: %w: %s is not in %s (another namespace's netdev, or one that went away): its VLAN tags, MAC and routes cannot be known", index, dev, port, ErrNetdevAbsent, e.Netdev, v.NS.What())
+		}
+		return nil, fmt.Errorf("GID index %d on %s port %d: %w", index, dev, port, err)
+	}
+	src.Desc = d
+	src.DCB, _ = v.Snap.DCBOf(v.NS.Netns, d.Real)
+	return src, nil
+}
+
+// AHRequest is an address handle to resolve on this host.
+type AHRequest struct {
+	Device string
+	Attr   ah.Attr // Attr.PortNum names the port (0: 1)
+	// AutoIndex picks grh.sgid_index as `roce-probe select` does (route
+	// to the destination, RoCE v2 first, stale entries excluded) instead
+	// of using Attr.GRH.SGIDIndex.
+	AutoIndex bool
+	// Driver overrides the detected driver ("" keeps it); Path, SrcQPN
+	// go to ah.ResolveOptions.
+	Driver qos.Driver
+	Path   qos.Path
+	SrcQPN uint32
+}
+
+// AHResult is a resolved AH and what it was resolved with.
+type AHResult struct {
+	*ah.Resolution
+	Source *Source
+	// Selection is the automatic index choice (AutoIndex), nil otherwise.
+	Selection *gid.Selection
+}
+
+// ResolveAH resolves an address handle against the view: the one "what
+// does this AH put on the wire on this host" call of `ah`, `send` and
+// `check`. It fails before resolving when the device, port or entry is
+// unusable (ErrNoDevice, ErrEmptySlot, ErrNetdevAbsent, or no entry for
+// AutoIndex wrapping gid.ErrNoEntry); otherwise it returns what ah.Resolve
+// returns (a *ah.ValidationError, a route error, or a resolution with an
+// *ah.NeighborError).
+func (v *View) ResolveAH(req AHRequest) (*AHResult, error) {
+	a := req.Attr
+	if a.PortNum == 0 {
+		a.PortNum = 1
+	}
+	p, err := v.Port(req.Device, int(a.PortNum))
+	if err != nil {
+		return nil, err
+	}
+	if p.LinkLayer == "InfiniBand" {
+		return nil, fmt.Errorf("%s port %d is an InfiniBand port: roce-probe resolves RoCE (Ethernet) address handles", req.Device, p.Port)
+	}
+	out := &AHResult{}
+	if req.AutoIndex {
+		sel, err := gid.Select(p.Entries, a.GRH.DGID, gid.Preferences{Exclude: v.Stale(*p)}, v.NS)
+		if err != nil {
+			return nil, err
+		}
+		out.Selection = &sel
+		a.GRH.SGIDIndex = uint8(sel.Entry.Index)
+	}
+	table := ah.Table{Entries: p.Entries, Len: len(p.Entries)}
+	opts := ah.ResolveOptions{Driver: req.Driver, Path: req.Path, SrcQPN: req.SrcQPN, PortMTU: p.ActiveMTU}
+	if e, ok := table.Lookup(int(a.GRH.SGIDIndex)); ok && !e.Empty {
+		// An entry that exists must be usable here; an empty or missing
+		// one is the AH validation's to report (ENODATA/EINVAL).
+		src, err := v.Source(req.Device, p.Port, e.Index)
+		if err != nil {
+			return nil, err
+		}
+		out.Source = src
+		opts.DCB = src.DCB
+		if opts.Driver == "" {
+			opts.Driver = src.Driver.Driver
+		}
+	} else if opts.Driver == "" {
+		opts.Driver = v.Driver(req.Device).Driver
+	}
+	res, err := ah.Resolve(a, table, v.NS, opts)
+	out.Resolution = res
+	return out, err
+}
