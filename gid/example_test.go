@@ -17,25 +17,30 @@ func ExampleParse() {
 	// 0000:0000:0000:0000:0000:ffff:c0a8:0002
 }
 
-// Read a GID table (here a fixture tree laid out like /sys) and print the
-// entries that are in use.
-func ExampleSysfs_ReadPort() {
-	sys := &gid.Sysfs{Root: "testdata/rxe/sys"} // zero value: /sys
-	port, err := sys.ReadPort("rxe0", 1)
-	if err != nil {
-		fmt.Println(err)
-		return
+// Build a port's table from the slots sysfs shows in use (roce-probe's
+// collector reads them from /sys/class/infiniband/<dev>/ports/<p>/gids and
+// gid_attrs), then print the entries in use.
+func ExampleNewPort() {
+	used := []gid.Entry{
+		{Index: 0, GID: gid.MustParse("fe80::ff:fe00:1"), Type: gid.TypeRoCEv2, Netdev: "veth0"},
+		{Index: 1, GID: gid.MustParse("10.0.0.1"), Type: gid.TypeRoCEv2, Netdev: "veth0"},
+		{Index: 3, GID: gid.MustParse("10.0.100.1"), Type: gid.TypeRoCEv2, Netdev: "veth0.100"},
 	}
-	fmt.Println(port.Device, port.Port, port.State, "netdev", port.Netdev, "types", port.Types)
+	port := gid.NewPort(gid.Port{Device: "rxe0", Port: 1, State: "ACTIVE", LinkLayer: "Ethernet", Netdev: "veth0"}, 16, used)
+	fmt.Println(port.Device, port.Port, "types", port.Types, len(port.Entries), "slots")
 	for _, e := range port.Entries[:4] {
-		fmt.Println(e.Index, e.GID, e.Type, e.Kind, e.Netdev, e.Default)
+		if e.Empty {
+			fmt.Println(e.Index, "(empty)")
+			continue
+		}
+		fmt.Println(e.Index, e.GID, e.Type, e.Kind, e.Netdev, "default:", e.Default)
 	}
 	// Output:
-	// rxe0 1 ACTIVE netdev veth0 types [RoCE v2]
-	// 0 fe80::ff:fe00:1 RoCE v2 ipv6-link-local veth0 true
-	// 1 ::ffff:10.0.0.1 RoCE v2 ipv4 veth0 false
-	// 2 fd00::1 RoCE v2 ipv6-ula veth0 false
-	// 3 ::ffff:10.0.100.1 RoCE v2 ipv4 veth0.100 false
+	// rxe0 1 types [RoCE v2] 16 slots
+	// 0 fe80::ff:fe00:1 RoCE v2 ipv6-link-local veth0 default: true
+	// 1 ::ffff:10.0.0.1 RoCE v2 ipv4 veth0 default: false
+	// 2 (empty)
+	// 3 ::ffff:10.0.100.1 RoCE v2 ipv4 veth0.100 default: false
 }
 
 // The default GID the kernel derives from a netdev's MAC.
@@ -44,25 +49,34 @@ func ExampleDefaultGID() {
 	// Output: fe80::ff:fe00:1
 }
 
-// Pick the source GID index for a peer on VLAN 100 of the lab topology,
-// from fixture tables and a netdev snapshot; the snapshot's connected
-// routes stand in for the kernel's route lookup (vlan.Handle).
+// Pick the source GID index for a peer on VLAN 100 of the lab topology:
+// the table, the namespace it lives in (links, addresses, routes), and the
+// route to the destination decide.
 func ExampleSelect() {
-	sys := &gid.Sysfs{Root: "testdata/rxe/sys"}
-	port, _ := sys.ReadPort("rxe0", 1)
-	f, _ := os.Open("testdata/rxe/links.json")
+	f, _ := os.Open("../vlan/testdata/lab.json") // the lab's initial namespace
 	defer f.Close()
-	snap, _ := vlan.DecodeSnapshot(f)
-	ports := []gid.Port{port}
-	gid.Map(ports, snap) // VLAN, MAC, ... of every entry's netdev
-	s, err := gid.Select(ports[0].Entries, gid.MustParse("10.0.100.2"), gid.Preferences{}, gid.SnapshotRouter{Snapshot: snap})
+	ns, err := vlan.Decode(f)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println("index", s.Entry.Index, s.Entry.GID, "on", s.Entry.Netdev, "VLAN", *s.Entry.VLAN)
-	fmt.Println("NCCL would pick", gid.NCCL(port.Entries, gid.NCCLOptions{}))
+	port := gid.NewPort(gid.Port{Device: "rxe0", Port: 1, LinkLayer: "Ethernet", Netdev: "veth0"}, 8, []gid.Entry{
+		{Index: 0, GID: gid.MustParse("fe80::ff:fe00:1"), Type: gid.TypeRoCEv2, Netdev: "veth0"},
+		{Index: 1, GID: gid.MustParse("10.0.0.1"), Type: gid.TypeRoCEv2, Netdev: "veth0"},
+		{Index: 2, GID: gid.MustParse("fd00::1"), Type: gid.TypeRoCEv2, Netdev: "veth0"},
+		{Index: 3, GID: gid.MustParse("10.0.100.1"), Type: gid.TypeRoCEv2, Netdev: "veth0.100"},
+		{Index: 4, GID: gid.MustParse("fd00:100::1"), Type: gid.TypeRoCEv2, Netdev: "veth0.100"},
+	})
+	ports := []gid.Port{port}
+	gid.Map(ports, ns) // VLAN, MAC, ... of every entry's netdev
+	s, err := gid.Select(ports[0].Entries, gid.MustParse("10.0.100.2"), gid.Preferences{}, ns)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("index", s.Entry.Index, s.Entry.GID, "on", s.Entry.Netdev, "VLAN", *s.Entry.VLAN, "route via", s.Route.Dev, "src", s.Route.Src)
+	fmt.Println("NCCL would pick", gid.NCCL(ports[0].Entries, gid.NCCLOptions{}))
 	// Output:
-	// index 3 ::ffff:10.0.100.1 on veth0.100 VLAN 100
+	// index 3 ::ffff:10.0.100.1 on veth0.100 VLAN 100 route via veth0.100 src 10.0.100.1
 	// NCCL would pick 1
 }

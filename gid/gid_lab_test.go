@@ -1,6 +1,6 @@
 //go:build lab
 
-package gid
+package gid_test
 
 import (
 	"fmt"
@@ -9,42 +9,41 @@ import (
 	"testing"
 	"time"
 
+	"github.com/roce-probe/roce-probe/gid"
+	"github.com/roce-probe/roce-probe/internal/host"
 	"github.com/roce-probe/roce-probe/internal/lab"
 	"github.com/roce-probe/roce-probe/vlan"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
 
-// labTable reads rxe0 port 1 from the real sysfs and maps it with a fresh
-// snapshot of the initial namespace.
-func labTable(t *testing.T) (Port, *vlan.Snapshot) {
+// labTable reads rxe0 port 1 and the initial namespace with the collector
+// and maps the table as every command does.
+func labTable(t *testing.T) (gid.Port, *vlan.Namespace) {
 	t.Helper()
-	p, err := (&Sysfs{}).ReadPort(lab.RDMADevice, 1)
+	s, err := host.Collect(host.Options{Sections: host.SectionRDMA | host.SectionNet})
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := vlan.Open("")
+	v, err := s.View("")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer h.Close()
-	snap, err := h.Snapshot()
+	p, err := v.Port(lab.RDMADevice, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ports := []Port{p}
-	Map(ports, snap)
-	return ports[0], snap
+	return *p, v.NS
 }
 
-func diffNow(t *testing.T) ([]Change, Port) {
+func diffNow(t *testing.T) ([]gid.Change, gid.Port) {
 	t.Helper()
 	p, snap := labTable(t)
-	pred, err := Predict(SpecOf(p), snap)
+	pred, err := gid.Predict(gid.SpecOf(p), snap)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Diff(pred.Entries, p.Entries), p
+	return gid.Diff(pred.Entries, p.Entries), p
 }
 
 // The kernel's table for rxe0 equals the prediction from the netdevs,
@@ -52,10 +51,10 @@ func diffNow(t *testing.T) ([]Change, Port) {
 // the table is a fresh scan).
 func TestLabPredictionEqualsTable(t *testing.T) {
 	d, p := diffNow(t)
-	if p.Netdev != lab.HostNetdev || len(p.Types) != 1 || p.Types[0] != TypeRoCEv2 {
+	if p.Netdev != lab.HostNetdev || len(p.Types) != 1 || p.Types[0] != gid.TypeRoCEv2 {
 		t.Errorf("port: netdev %q types %v, want %s and [RoCE v2]", p.Netdev, p.Types, lab.HostNetdev)
 	}
-	if !p.Entries[0].Default || p.Entries[0].Netdev != lab.HostNetdev || p.Entries[0].GID != MustParse("fe80::ff:fe00:1") {
+	if !p.Entries[0].Default || p.Entries[0].Netdev != lab.HostNetdev || p.Entries[0].GID != gid.MustParse("fe80::ff:fe00:1") {
 		t.Errorf("index 0 = %+v, want the default GID of %s (MAC %s)", p.Entries[0], lab.HostNetdev, lab.HostMAC)
 	}
 	for _, c := range d {
@@ -71,7 +70,7 @@ func TestLabPredictionEqualsTable(t *testing.T) {
 }
 
 // sameSlots reports where two tables differ in (empty, GID, type, netdev).
-func sameSlots(a, b []Entry) []string {
+func sameSlots(a, b []gid.Entry) []string {
 	var out []string
 	if len(a) != len(b) {
 		return []string{fmt.Sprintf("%d slots vs %d", len(a), len(b))}
@@ -87,7 +86,7 @@ func sameSlots(a, b []Entry) []string {
 
 // waitTable polls until rxe0's table equals want slot for slot: GID
 // updates run on a workqueue after the address event.
-func waitTable(t *testing.T, want []Entry) Port {
+func waitTable(t *testing.T, want []gid.Entry) gid.Port {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	var last []string
@@ -104,7 +103,7 @@ func waitTable(t *testing.T, want []Entry) Port {
 	}
 }
 
-// Adding an address puts its GID in the lowest free slot (AddAddress), so
+// Adding an address puts its GID in the lowest free slot (gid.AddAddress), so
 // it differs from a fresh scan only by moved entries; removing it restores
 // the table, which then equals the fresh-scan prediction again.
 func TestLabAddressAddRemove(t *testing.T) {
@@ -116,7 +115,7 @@ func TestLabAddressAddRemove(t *testing.T) {
 	for _, p := range []netip.Prefix{netip.MustParsePrefix("10.0.200.77/24"), netip.MustParsePrefix("fd00:200::77/64")} {
 		t.Run(p.String(), func(t *testing.T) {
 			before, _ := labTable(t)
-			want, ok := AddAddress(before.Entries, before.Types, p.Addr(), n.HostNetdev)
+			want, ok := gid.AddAddress(before.Entries, before.Types, p.Addr(), n.HostNetdev)
 			if !ok {
 				t.Fatal("no free slot")
 			}
@@ -136,7 +135,7 @@ func TestLabAddressAddRemove(t *testing.T) {
 			waitTable(t, want)
 			d, _ := diffNow(t)
 			for _, c := range d {
-				if c.Kind != Moved {
+				if c.Kind != gid.Moved {
 					t.Errorf("with %s added: %s", p, c)
 				}
 			}
@@ -153,38 +152,35 @@ func TestLabAddressAddRemove(t *testing.T) {
 	}
 }
 
-// For each lab network, the entry Select picks for the peer's address is
+// For each lab network, the entry gid.Select picks for the peer's address is
 // the host address on that network's netdev, as rdma_cm would pick it
-// through the kernel's route lookup.
+// through the kernel's route lookup (here: the collected routes; the host
+// lab tests compare that lookup with the kernel's own).
 func TestLabSelectFollowsRoute(t *testing.T) {
-	p, _ := labTable(t)
-	h, err := vlan.Open("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
+	p, h := labTable(t)
 	for _, n := range lab.Nets {
 		for _, pair := range [][2]netip.Prefix{{n.PeerIPv4, n.HostIPv4}, {n.PeerIPv6, n.HostIPv6}} {
 			dst, src := pair[0].Addr(), pair[1].Addr()
-			s, err := Select(p.Entries, FromAddr(dst), Preferences{}, h)
+			s, err := gid.Select(p.Entries, gid.FromAddr(dst), gid.Preferences{}, h)
 			if err != nil {
 				t.Errorf("%s: %v", dst, err)
 				continue
 			}
 			e := s.Entry
-			if e.Netdev != n.HostNetdev || e.IP != src || e.Type != TypeRoCEv2 {
+			if e.Netdev != n.HostNetdev || e.IP != src || e.Type != gid.TypeRoCEv2 {
 				t.Errorf("%s: selected %d (%s on %s), want %s on %s", dst, e.Index, e.IP, e.Netdev, src, n.HostNetdev)
 			}
+			// vlan is the outermost tag's ID: what the first switch sees.
 			wantVLAN := -1
 			if len(n.VLANs) > 0 {
-				wantVLAN = int(n.VLANs[len(n.VLANs)-1].ID)
+				wantVLAN = int(n.VLANs[0].ID)
 			}
 			if (wantVLAN < 0) != (e.VLAN == nil) || (e.VLAN != nil && int(*e.VLAN) != wantVLAN) || len(e.VLANChain) != len(n.VLANs) {
 				t.Errorf("%s: VLAN %v chain %v, want %d and %d tags", dst, e.VLAN, e.VLANChain, wantVLAN, len(n.VLANs))
 			}
-			cm, err := RDMACM(p.Entries, p.Types, *s.Route)
+			cm, err := gid.RDMACM(p.Entries, p.Types, *s.Route)
 			if err != nil || cm.Index != e.Index {
-				t.Errorf("%s: rdma_cm model picks %d (%v), Select %d", dst, cm.Index, err, e.Index)
+				t.Errorf("%s: rdma_cm model picks %d (%v), gid.Select %d", dst, cm.Index, err, e.Index)
 			}
 		}
 	}

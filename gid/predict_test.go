@@ -57,7 +57,7 @@ func TestPredictMatchesFixtures(t *testing.T) {
 	for _, dir := range []string{"mlx5", "rxe"} {
 		t.Run(dir, func(t *testing.T) {
 			snap := loadSnap(t, dir)
-			for _, p := range readFixture(t, dir)[0].Ports {
+			for _, p := range fixturePorts(t, dir) {
 				pred, err := Predict(SpecOf(p), snap)
 				if err != nil {
 					t.Fatal(err)
@@ -72,7 +72,7 @@ func TestPredictMatchesFixtures(t *testing.T) {
 }
 
 func TestDiffChurned(t *testing.T) {
-	p := readFixture(t, "rxe-churned")[0].Ports[0]
+	p := fixturePorts(t, "rxe-churned")[0]
 	pred, err := Predict(SpecOf(p), loadSnap(t, "rxe-churned"))
 	if err != nil {
 		t.Fatal(err)
@@ -96,12 +96,12 @@ func TestDiffChurned(t *testing.T) {
 // Bonding (kernel-algorithms.md §1.3): default GIDs come from the bond's
 // MAC with the bond as netdev; an inactive slave gets no IP GIDs.
 func TestPredictBond(t *testing.T) {
-	snap := &vlan.Snapshot{Links: []vlan.Link{
+	snap := &vlan.Namespace{Links: []vlan.Link{
 		{Name: "ens1f0", Index: 2, Kind: vlan.KindPhysical, MAC: vlan.MAC{0x0c, 0x42, 0xa1, 0, 0, 1}, Ether: true, MasterIndex: 4},
 		{Name: "ens1f1", Index: 3, Kind: vlan.KindPhysical, MAC: vlan.MAC{0x0c, 0x42, 0xa1, 0, 0, 2}, Ether: true, MasterIndex: 4},
 		{Name: "bond0", Index: 4, Kind: vlan.KindBond, MAC: vlan.MAC{0x0c, 0x42, 0xa1, 0, 0, 1}, Ether: true, ActiveSlave: 2,
 			Addrs: mustPrefixes("192.168.7.1/24")},
-		{Name: "bond0.30", Index: 5, Kind: vlan.KindVLAN, VLAN: &vlan.Tag{ID: 30, Proto: vlan.Proto8021Q}, ParentIndex: 4,
+		{Name: "bond0.30", Index: 5, Kind: vlan.KindVLAN, Tag: &vlan.Tag{ID: 30, TPID: vlan.TPID8021Q}, ParentIndex: 4,
 			MAC: vlan.MAC{0x0c, 0x42, 0xa1, 0, 0, 1}, Ether: true, Addrs: mustPrefixes("192.168.30.1/24")},
 	}}
 	active, err := Predict(PortSpec{Device: "mlx5_bond_0", Port: 1, Netdev: "ens1f0", Types: []Type{TypeRoCEv1, TypeRoCEv2}, TableLen: 8}, snap)
@@ -170,7 +170,7 @@ func mustPrefixes(ss ...string) []netip.Prefix {
 // (the hole at 1 in rxe-churned), not its fresh-scan position; removing
 // it empties that slot again (kernel-algorithms.md §1.4).
 func TestAddRemoveAddress(t *testing.T) {
-	p := readFixture(t, "rxe-churned")[0].Ports[0]
+	p := fixturePorts(t, "rxe-churned")[0]
 	added, ok := AddAddress(p.Entries, p.Types, netip.MustParseAddr("10.0.200.77"), "veth0.200")
 	if !ok {
 		t.Fatal("no slot")
@@ -186,7 +186,7 @@ func TestAddRemoveAddress(t *testing.T) {
 		t.Errorf("adding the same address twice used another slot")
 	}
 	// mlx5-like: a v1 and a v2 entry, in the two lowest free slots.
-	m := readFixture(t, "mlx5")[0].Ports[0]
+	m := fixturePorts(t, "mlx5")[0]
 	madded, _ := AddAddress(m.Entries, m.Types, netip.MustParseAddr("fd00::9"), "enp1s0f0")
 	if madded[14].Type != TypeRoCEv1 || madded[15].Type != TypeRoCEv2 || madded[15].GID != MustParse("fd00::9") {
 		t.Errorf("mlx5 add: slots 14, 15 = %+v %+v", madded[14], madded[15])

@@ -11,7 +11,7 @@ import (
 
 func port(t *testing.T, dir string, n int) Port {
 	t.Helper()
-	return readFixture(t, dir)[0].Ports[n]
+	return fixturePorts(t, dir)[n]
 }
 
 func reasonOf(s Selection, idx int) Reason {
@@ -27,7 +27,7 @@ func reasonOf(s Selection, idx int) Reason {
 // (testdata/README.md) and the rules in Select's documentation.
 func TestSelectRxe(t *testing.T) {
 	p := port(t, "rxe", 0)
-	router := SnapshotRouter{loadSnap(t, "rxe")}
+	router := loadSnap(t, "rxe")
 	cases := []struct {
 		dst   string
 		prefs Preferences
@@ -89,7 +89,7 @@ func ptr(v uint16) *uint16 { return &v }
 
 func TestSelectMlx5PrefersV2AndExplains(t *testing.T) {
 	p := port(t, "mlx5", 0)
-	router := SnapshotRouter{loadSnap(t, "mlx5")}
+	router := loadSnap(t, "mlx5")
 	s, err := Select(p.Entries, MustParse("10.100.0.99"), Preferences{}, router)
 	if err != nil {
 		t.Fatal(err)
@@ -131,11 +131,11 @@ func TestSelectOtherNetns(t *testing.T) {
 
 func TestRDMACM(t *testing.T) {
 	p := port(t, "mlx5", 0)
-	e, err := RDMACM(p.Entries, p.Types, vlan.Route{Dst: netip.MustParseAddr("10.100.0.2"), Netdev: "mv0", Src: netip.MustParseAddr("10.100.0.20")})
+	e, err := RDMACM(p.Entries, p.Types, vlan.RouteResult{NextHop: netip.MustParseAddr("10.100.0.2"), Dev: "mv0", Src: netip.MustParseAddr("10.100.0.20")})
 	if err != nil || e.Index != 9 {
 		t.Errorf("RDMACM via mv0 = %d, %v; want 9 (v2 on mv0)", e.Index, err)
 	}
-	_, err = RDMACM(p.Entries, p.Types, vlan.Route{Dst: netip.MustParseAddr("172.17.0.5"), Netdev: "docker0", Src: netip.MustParseAddr("172.17.0.1")})
+	_, err = RDMACM(p.Entries, p.Types, vlan.RouteResult{NextHop: netip.MustParseAddr("172.17.0.5"), Dev: "docker0", Src: netip.MustParseAddr("172.17.0.1")})
 	if err == nil || !strings.Contains(err.Error(), "docker0") {
 		t.Errorf("RDMACM via docker0 = %v, want an error naming the netdev", err)
 	}
@@ -204,13 +204,13 @@ func TestSelectionDocTable(t *testing.T) {
 		t.Errorf("IPv6-only table, NCCL_IB_ADDR_FAMILY=AF_INET6: NCCL = %d, want 3", got)
 	}
 	for _, r := range rows {
-		var router Router
+		var router *vlan.Namespace
 		var types []Type = []Type{TypeRoCEv1, TypeRoCEv2}
 		table := r.table
 		if r.fixture != "" {
 			p := port(t, r.fixture, 0)
 			table, types = p.Entries, p.Types
-			router = SnapshotRouter{loadSnap(t, r.fixture)}
+			router = loadSnap(t, r.fixture)
 		}
 		s, err := Select(table, MustParse(r.dst), Preferences{}, router)
 		if err != nil || s.Entry.Index != r.sel {

@@ -1,6 +1,6 @@
 //go:build lab && ibverbs && cgo
 
-package gid
+package gid_test
 
 import (
 	"bytes"
@@ -10,24 +10,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/roce-probe/roce-probe/gid"
 	"github.com/roce-probe/roce-probe/internal/lab"
 	"github.com/roce-probe/roce-probe/internal/verbs"
 	"github.com/roce-probe/roce-probe/vlan"
 )
 
-// The entry Select picks for a peer address sends frames that reach the
+// The entry gid.Select picks for a peer address sends frames that reach the
 // peer with exactly the VLAN tags of that lab network (none, 100, 200, or
 // 802.1ad 1000 + 802.1Q 10) and the host address as IP source. Frames are
 // captured on veth1 in the peer namespace with lab.CapturePeer (AF_PACKET,
 // ready when it returns; the tags the kernel keeps out of band are put
 // back into the frame) and left as gid-wire-<net>.pcapng artifacts.
 func TestLabSelectedEntryTagsOnWire(t *testing.T) {
-	p, _ := labTable(t)
-	h, err := vlan.Open("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
+	p, h := labTable(t)
 	c, err := verbs.Open(lab.RDMADevice)
 	if err != nil {
 		t.Fatal(err)
@@ -43,11 +39,11 @@ func TestLabSelectedEntryTagsOnWire(t *testing.T) {
 	for _, n := range lab.Nets {
 		t.Run(n.Name, func(t *testing.T) {
 			dst := n.PeerIPv4.Addr()
-			s, err := Select(p.Entries, FromAddr(dst), Preferences{}, h)
+			s, err := gid.Select(p.Entries, gid.FromAddr(dst), gid.Preferences{}, h)
 			if err != nil {
 				t.Fatal(err)
 			}
-			ah, err := ud.CreateAH(verbs.AHAttr{IsGlobal: true, Port: 1, SGIDIndex: uint8(s.Entry.Index), DGID: FromAddr(dst), HopLimit: 64})
+			ah, err := ud.CreateAH(verbs.AHAttr{IsGlobal: true, Port: 1, SGIDIndex: uint8(s.Entry.Index), DGID: gid.FromAddr(dst), HopLimit: 64})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -88,7 +84,7 @@ func TestLabSelectedEntryTagsOnWire(t *testing.T) {
 				t.Fatalf("frame carries tags %v, want %v (selected index %d on %s; capture %s)", tags, n.VLANs, s.Entry.Index, s.Entry.Netdev, pcap)
 			}
 			for i, v := range n.VLANs {
-				if tags[i] != (vlan.Tag{ID: v.ID, Proto: vlan.Proto(v.Proto)}) {
+				if tags[i] != (vlan.Tag{ID: v.ID, TPID: vlan.TPID(v.Proto)}) {
 					t.Errorf("tag %d = %v, want %d/%#04x", i, tags[i], v.ID, v.Proto)
 				}
 			}
@@ -110,7 +106,7 @@ func parseRoCEv2(data []byte) ([]vlan.Tag, [4]byte, bool) {
 		if et != 0x8100 && et != 0x88a8 {
 			break
 		}
-		tags = append(tags, vlan.Tag{ID: binary.BigEndian.Uint16(data[off+2:]) & 0xfff, Proto: vlan.Proto(et)})
+		tags = append(tags, vlan.Tag{ID: binary.BigEndian.Uint16(data[off+2:]) & 0xfff, TPID: vlan.TPID(et)})
 		off += 4
 	}
 	var src [4]byte

@@ -1,13 +1,17 @@
-// Package vlan describes netdevs through rtnetlink: link kind (physical,
-// veth, VLAN, macvlan, bond, ...), the chain of VLAN tags down to the
-// device frames leave through (802.1Q and 802.1ad), the VLAN ID the RDMA
-// stack derives for a GID's netdev, egress and ingress QoS maps, MAC, MTU,
-// operational state, ifindex and network namespace.
+// Package vlan describes one network namespace as RoCE sees it: its
+// netdevs (kind: physical, veth, VLAN, macvlan, bond, ...; MAC, MTU,
+// operational state, ifindex, addresses), the chain of VLAN tags a frame
+// sent through each carries down to the device it leaves through (802.1Q
+// and 802.1ad, outermost first, with every VLAN device's egress and
+// ingress QoS maps), the VLAN ID the RDMA stack derives for a GID's
+// netdev, and the routes, neighbours and TTL sysctls that decide where a
+// RoCE v2 packet goes and with which TTL.
 //
-// Access to the kernel is split from the logic: Handle (a vishvananda/netlink
-// handle bound to one namespace) produces a Snapshot, a plain struct that
-// can also be decoded from JSON; everything else (Describe, IsUpper,
-// ConnectedRoute) works on snapshots, so it is tested with fixtures on
-// machines without VLAN support. Reading the caller's own namespace needs
-// no privileges; Open with a namespace name needs CAP_SYS_ADMIN.
+// A Namespace is plain data: roce-probe's collector (internal/host) reads
+// it from rtnetlink, Decode reads it from JSON. Everything here works on
+// it and never touches the kernel, so it builds and runs on any system:
+// Describe is the one walk down a stack of devices, RouteGet and RouteTo
+// the route lookups (`ip route get`, and the lookup rdma_cm and
+// ibv_create_ah make with the GID's netdev as output device), Neighbor the
+// neighbour table.
 package vlan

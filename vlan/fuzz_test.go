@@ -6,18 +6,25 @@ import (
 	"testing"
 )
 
-// Any snapshot DecodeSnapshot accepts can be described link by link
-// without panicking, and chains never exceed the depth bound.
-func FuzzDecodeSnapshot(f *testing.F) {
+// Any namespace Decode accepts can be described link by link, and routed
+// to, without panicking, and chains never exceed the depth bound.
+func FuzzDecode(f *testing.F) {
 	if b, err := os.ReadFile("testdata/lab.json"); err == nil {
 		f.Add(b)
 	}
-	f.Add([]byte(`{"links":[{"name":"a","ifindex":1,"kind":"vlan","link":1,"vlan":{"id":5,"proto":"802.1Q"}}]}`))
-	f.Add([]byte(`{"links":[{"name":"a","ifindex":1,"kind":"macvlan","link":2},{"name":"b","ifindex":2,"kind":"macvlan","link":1}]}`))
+	f.Add([]byte(`{"links":[{"name":"a","ifindex":1,"kind":"vlan","parent_ifindex":1,"tag":{"id":5,"tpid":33024}}]}`))
+	f.Add([]byte(`{"links":[{"name":"a","ifindex":1,"kind":"macvlan","parent_ifindex":2},{"name":"b","ifindex":2,"kind":"macvlan","parent_ifindex":1}]}`))
+	f.Add([]byte(`{"links":[{"name":"a","ifindex":1,"addrs":["10.0.0.1/24"]}],"routes":[{"table":254,"type":"throw","dst":"10.0.0.0/8"},{"table":254,"type":"unicast","dst":"10.0.0.0/24","dev":"a","gateway":"10.0.0.9"}]}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		s, err := DecodeSnapshot(bytes.NewReader(b))
+		s, err := Decode(bytes.NewReader(b))
 		if err != nil {
 			return
+		}
+		for _, r := range s.Routes {
+			s.RouteGet(r.Dst.Addr())
+			for _, l := range s.Links {
+				s.RouteTo(r.Dst.Addr(), l.Name, l.Index)
+			}
 		}
 		for _, l := range s.Links {
 			d, err := s.Describe(l.Name)

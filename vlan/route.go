@@ -413,6 +413,7 @@ func (n *Namespace) RouteTo(dst netip.Addr, dev string, ifindex int) (RouteResul
 			res.NextHop = found.Gateway.Unmap()
 		}
 	}
+	res.Src = n.sourceAddr(found, res.Dev, res.NextHop, dst)
 	switch {
 	case found.HopLimit > 0:
 		res.HopLimit, res.HopLimitFrom = found.HopLimit, "the route's hoplimit metric"

@@ -5,8 +5,6 @@ import (
 	"net/netip"
 	"syscall"
 	"testing"
-
-	"github.com/roce-probe/roce-probe/vlan"
 )
 
 func pfx(s string) netip.Prefix { return netip.MustParsePrefix(s) }
@@ -14,23 +12,24 @@ func ip(s string) netip.Addr    { return netip.MustParseAddr(s) }
 
 // labNet is a snapshot shaped like the lab's initial namespace (docs/lab.md)
 // plus a routed network, a route with a hoplimit metric and error routes.
-func labNet() *Net {
-	mac := func(s string) vlan.MAC {
-		var m vlan.MAC
+func labNet() *Namespace {
+	mac := func(s string) MAC {
+		var m MAC
 		if err := m.UnmarshalText([]byte(s)); err != nil {
 			panic(err)
 		}
 		return m
 	}
-	return &Net{
-		Links: &vlan.Snapshot{Links: []vlan.Link{
-			{Name: "lo", Index: 1, Kind: vlan.KindLoopback, OperState: "unknown", Addrs: []netip.Prefix{pfx("127.0.0.1/8"), pfx("::1/128")}},
-			{Name: "veth0", Index: 2, Kind: vlan.KindVeth, MAC: mac("02:00:00:00:00:01"), MTU: 1500, OperState: "up", Ether: true,
+	ttl := 64
+	return &Namespace{
+		Links: []Link{
+			{Name: "lo", Index: 1, Kind: KindLoopback, OperState: "unknown", Addrs: []netip.Prefix{pfx("127.0.0.1/8"), pfx("::1/128")}},
+			{Name: "veth0", Index: 2, Kind: KindVeth, MAC: mac("02:00:00:00:00:01"), MTU: 1500, OperState: "up", Ether: true,
 				Addrs: []netip.Prefix{pfx("10.0.0.1/24"), pfx("fd00::1/64"), pfx("fe80::ff:fe00:1/64")}},
-			{Name: "veth0.100", Index: 3, Kind: vlan.KindVLAN, ParentIndex: 2, MAC: mac("02:00:00:00:00:01"), MTU: 1500, OperState: "up", Ether: true,
-				VLAN: &vlan.Tag{ID: 100, Proto: vlan.Proto8021Q}, EgressQoS: vlan.QoSMap{0: 3, 2: 5, 4: 6, 6: 7},
+			{Name: "veth0.100", Index: 3, Kind: KindVLAN, ParentIndex: 2, MAC: mac("02:00:00:00:00:01"), MTU: 1500, OperState: "up", Ether: true,
+				Tag: &Tag{ID: 100, TPID: TPID8021Q}, EgressQoS: QoSMap{0: 3, 2: 5, 4: 6, 6: 7},
 				Addrs: []netip.Prefix{pfx("10.0.100.1/24"), pfx("fd00:100::1/64")}},
-		}},
+		},
 		Routes: []Route{
 			{Table: TableLocal, Type: RouteLocal, Dst: pfx("10.0.0.1/32"), Dev: "veth0", Ifindex: 2},
 			{Table: TableLocal, Type: RouteBroadcast, Dst: pfx("10.0.0.255/32"), Dev: "veth0", Ifindex: 2},
@@ -56,8 +55,7 @@ func labNet() *Net {
 			{IP: ip("10.0.100.2"), Dev: "veth0.100", Ifindex: 3, MAC: mac("02:00:00:00:00:02"), State: NUDPermanent},
 			{IP: ip("fd00::2"), Dev: "veth0", Ifindex: 2, MAC: mac("02:00:00:00:00:02"), State: NUDDelay},
 		},
-		DefaultTTL:   64,
-		IPv6HopLimit: map[string]int{"veth0": 64, "veth0.100": 32, "lo": 64},
+		Sysctls: Sysctls{IPv4DefaultTTL: &ttl, IPv6HopLimit: map[string]int{"veth0": 64, "veth0.100": 32, "lo": 64}},
 	}
 }
 

@@ -1,4 +1,4 @@
-package gid
+package host
 
 import (
 	"fmt"
@@ -8,21 +8,22 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/roce-probe/roce-probe/gid"
 	"github.com/roce-probe/roce-probe/vlan"
 )
 
 // writeBigFixture writes devs RDMA devices × ports ports × slots fully used
 // mlx5-like GID slots (v1+v2 pairs) below root, with each port's addresses
 // spread over its netdev and four VLAN devices, and returns the snapshot.
-func writeBigFixture(tb testing.TB, root string, devs, ports, slots int) *vlan.Snapshot {
+func writeBigFixture(tb testing.TB, root string, devs, ports, slots int) *vlan.Namespace {
 	return writeFixture(tb, root, devs, ports, slots, slots)
 }
 
 // writeFixture is writeBigFixture with only the first used slots in use
 // and the rest empty (zero GID, no types/ndevs files: EINVAL).
-func writeFixture(tb testing.TB, root string, devs, ports, slots, used int) *vlan.Snapshot {
+func writeFixture(tb testing.TB, root string, devs, ports, slots, used int) *vlan.Namespace {
 	tb.Helper()
-	snap := &vlan.Snapshot{}
+	snap := &vlan.Namespace{}
 	idx := 1
 	write := func(path, s string) {
 		if err := os.WriteFile(path, []byte(s+"\n"), 0o644); err != nil {
@@ -41,7 +42,7 @@ func writeFixture(tb testing.TB, root string, devs, ports, slots, used int) *vla
 			for v := 0; v < 4; v++ {
 				name := fmt.Sprintf("%s.%d", nd, 100+v)
 				snap.Links = append(snap.Links, vlan.Link{Name: name, Index: idx, Kind: vlan.KindVLAN, ParentIndex: base, MAC: mac, MTU: 9000,
-					OperState: "up", Ether: true, VLAN: &vlan.Tag{ID: uint16(100 + v), Proto: vlan.Proto8021Q}, EgressQoS: vlan.QoSMap{0: 3}})
+					OperState: "up", Ether: true, Tag: &vlan.Tag{ID: uint16(100 + v), TPID: vlan.TPID8021Q}, EgressQoS: vlan.QoSMap{0: 3}})
 				names = append(names, name)
 				idx++
 			}
@@ -59,15 +60,15 @@ func writeFixture(tb testing.TB, root string, devs, ports, slots, used int) *vla
 			write(filepath.Join(pd, "link_layer"), "Ethernet")
 			for i := 0; i < slots; i++ {
 				if i >= used {
-					write(filepath.Join(pd, "gids", fmt.Sprint(i)), Zero.SysfsString())
+					write(filepath.Join(pd, "gids", fmt.Sprint(i)), gid.Zero.SysfsString())
 					continue
 				}
-				var g GID
+				var g gid.GID
 				owner := nd
 				if i < 2 {
-					g = DefaultGID(mac, 0)
+					g = gid.DefaultGID(mac, 0)
 				} else {
-					g = FromAddr(netip.AddrFrom4([4]byte{10, byte(d), byte(p), byte(i / 2)}))
+					g = gid.FromAddr(netip.AddrFrom4([4]byte{10, byte(d), byte(p), byte(i / 2)}))
 					owner = names[(i/2)%4]
 				}
 				typ := "IB/RoCE v1"
@@ -85,7 +86,9 @@ func writeFixture(tb testing.TB, root string, devs, ports, slots, used int) *vla
 }
 
 // BenchmarkReadAndMap16x2x256 enumerates and maps 16 devices × 2 ports ×
-// 256 used entries (8192 entries, 24576 sysfs files). Target: ≤ 100 ms per
+// 256 used entries (8192 entries, 24576 sysfs files): the collector's
+// sysfs reader, then the tables built and mapped as every command does
+// (Snapshot.Ports). Target: ≤ 100 ms per
 // operation. Figure in docs/performance.md.
 func BenchmarkReadAndMap16x2x256(b *testing.B) {
 	benchReadAndMap(b, 256)
@@ -100,19 +103,21 @@ func BenchmarkReadAndMap16x2x256Used12(b *testing.B) {
 
 func benchReadAndMap(b *testing.B, used int) {
 	root, snap := benchFixture(b, used)
-	sys := &Sysfs{Root: root}
+	sys := &sysfs{Root: root}
 	b.ResetTimer()
 	for b.Loop() {
-		devs, err := sys.ReadAll()
+		devs, err := sys.readAll()
+		if err != nil {
+			b.Fatal(err)
+		}
+		s := &Snapshot{RDMA: &RDMA{Devices: devs}}
+		ports, err := s.Ports(snap)
 		if err != nil {
 			b.Fatal(err)
 		}
 		n := 0
-		for i := range devs {
-			Map(devs[i].Ports, snap)
-			for _, p := range devs[i].Ports {
-				n += len(p.Entries)
-			}
+		for _, p := range ports {
+			n += len(p.Entries)
 		}
 		if n != 16*2*256 {
 			b.Fatalf("%d entries", n)
@@ -128,10 +133,10 @@ var benchFixtures = struct {
 	sync.Mutex
 	dir   string
 	roots map[int]string
-	snaps map[int]*vlan.Snapshot
-}{roots: map[int]string{}, snaps: map[int]*vlan.Snapshot{}}
+	snaps map[int]*vlan.Namespace
+}{roots: map[int]string{}, snaps: map[int]*vlan.Namespace{}}
 
-func benchFixture(b *testing.B, used int) (string, *vlan.Snapshot) {
+func benchFixture(b *testing.B, used int) (string, *vlan.Namespace) {
 	f := &benchFixtures
 	f.Lock()
 	defer f.Unlock()
@@ -163,16 +168,19 @@ func TestMain(m *testing.M) {
 func TestBigFixture(t *testing.T) {
 	root := t.TempDir()
 	snap := writeBigFixture(t, root, 2, 2, 16)
-	devs, err := (&Sysfs{Root: root}).ReadAll()
+	devs, err := (&sysfs{Root: root}).readAll()
 	if err != nil {
 		t.Fatal(err)
 	}
-	Map(devs[1].Ports, snap)
-	e := devs[1].Ports[1].Entries[5]
-	if e.GID != MustParse("10.1.2.2") || e.Type != TypeRoCEv2 || e.Netdev != "ens1f1.102" || e.VLAN == nil || *e.VLAN != 102 || e.Default {
+	ports, err := (&Snapshot{RDMA: &RDMA{Devices: devs}}).Ports(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := ports[3].Entries[5] // mlx5_1 port 2
+	if e.GID != gid.MustParse("10.1.2.2") || e.Type != gid.TypeRoCEv2 || e.Netdev != "ens1f1.102" || e.VLAN == nil || *e.VLAN != 102 || e.Default {
 		t.Errorf("entry = %+v", e)
 	}
-	if !devs[1].Ports[1].Entries[1].Default || devs[1].Ports[0].Netdev != "ens1f0" {
+	if !ports[3].Entries[1].Default || ports[2].Netdev != "ens1f0" {
 		t.Errorf("defaults/netdev wrong")
 	}
 }

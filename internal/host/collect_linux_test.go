@@ -1,0 +1,141 @@
+package host
+
+import (
+	"bytes"
+	"errors"
+	"net"
+	"strings"
+	"testing"
+
+	"github.com/vishvananda/netlink"
+
+	"github.com/roce-probe/roce-probe/vlan"
+)
+
+// Collect on the own namespace needs no privileges. Every local route it
+// returns must resolve, through its own device, as a local destination;
+// every link must be there by name; the sysctls are the kernel's.
+func TestCollectOwnNamespace(t *testing.T) {
+	s, err := Collect(Options{Tool: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.RDMA == nil || s.DCB == nil || len(s.Namespaces) != 1 || s.Kernel == "" || s.Time.IsZero() {
+		t.Fatalf("snapshot = rdma %v dcb %v namespaces %d kernel %q time %v", s.RDMA, s.DCB, len(s.Namespaces), s.Kernel, s.Time)
+	}
+	n := s.Namespaces[0]
+	if n.Netns != "" || len(n.Links) == 0 {
+		t.Fatalf("namespace %q with %d links", n.Netns, len(n.Links))
+	}
+	lo, ok := n.ByName("lo")
+	if !ok || lo.Kind != "loopback" || lo.Ether || lo.Index != 1 {
+		t.Errorf("lo = %+v, %v", lo, ok)
+	}
+	locals := 0
+	for _, r := range n.Routes {
+		if r.Type != "local" || r.Table != 255 || r.Dst.Bits() != r.Dst.Addr().BitLen() {
+			continue
+		}
+		locals++
+		res, err := n.RouteTo(r.Dst.Addr(), r.Dev, r.Ifindex)
+		if err != nil || !res.Local {
+			t.Errorf("route to own address %s via %s: %+v, %v; want local", r.Dst.Addr(), r.Dev, res, err)
+		}
+	}
+	if locals == 0 {
+		t.Logf("no local routes (no interface with an address is up); %d routes read", len(n.Routes))
+	}
+	if v := n.Sysctls.IPv4DefaultTTL; v == nil || *v < 1 || *v > 255 {
+		t.Errorf("net.ipv4.ip_default_ttl = %v", v)
+	}
+	// DCB was asked for every real Ether netdev: each is there, or its
+	// failure is named in Errors.
+	for _, l := range n.Links {
+		if !hasDCB(l) {
+			continue
+		}
+		d, _ := s.DCBOf("", l.Name)
+		if d == nil && len(s.ErrorsOf("dcb "+l.Name)) == 0 {
+			t.Errorf("%s: no DCB state and no error", l.Name)
+		}
+	}
+	// What Collect returns survives the document round trip unchanged.
+	var a, b bytes.Buffer
+	if err := s.Encode(&a); err != nil {
+		t.Fatal(err)
+	}
+	back, err := Decode(bytes.NewReader(a.Bytes()))
+	if err != nil {
+		t.Fatalf("decoding a collected snapshot: %v", err)
+	}
+	if err := back.Encode(&b); err != nil {
+		t.Fatal(err)
+	}
+	if a.String() != b.String() {
+		t.Errorf("round trip differs:\n%s\n%s", a.String(), b.String())
+	}
+}
+
+func TestCollectSections(t *testing.T) {
+	s, err := Collect(Options{Sections: SectionNet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.RDMA != nil || s.DCB != nil || len(s.Namespaces) != 1 {
+		t.Errorf("net only: rdma %v dcb %v namespaces %d", s.RDMA, s.DCB, len(s.Namespaces))
+	}
+	if _, err := s.View(""); !errors.As(err, new(*MissingError)) || !strings.Contains(err.Error(), "no rdma section") {
+		t.Errorf("View without rdma = %v, want a MissingError naming rdma", err)
+	}
+	s, err = Collect(Options{Sections: SectionRDMA, SysfsRoot: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.RDMA == nil || len(s.RDMA.Devices) != 0 || s.Namespaces != nil {
+		t.Errorf("rdma only, empty sysfs: %+v", s)
+	}
+}
+
+func TestCollectMissingNamespace(t *testing.T) {
+	_, err := Collect(Options{Netns: []string{"roce-probe-no-such-netns"}})
+	if !errors.Is(err, ErrNoNetns) || !strings.Contains(err.Error(), `"roce-probe-no-such-netns"`) {
+		t.Errorf("Collect(missing netns) = %v, want ErrNoNetns naming it", err)
+	}
+}
+
+// linkFromNetlink on the structs vishvananda/netlink returns for a QinQ
+// inner VLAN with QoS maps, a macvlan in another namespace and a bond.
+func TestLinkFromNetlink(t *testing.T) {
+	v := &netlink.Vlan{
+		LinkAttrs: netlink.LinkAttrs{Name: "q1000.10", Index: 7, MTU: 1500, ParentIndex: 6, NetNsID: -1, EncapType: "ether",
+			HardwareAddr: net.HardwareAddr{2, 0, 0, 0, 0, 1}, OperState: netlink.OperUp},
+		VlanId: 10, VlanProtocol: netlink.VLAN_PROTOCOL_8021Q,
+		EgressQosMap: map[uint32]uint32{0: 2}, IngressQosMap: map[uint32]uint32{3: 3},
+	}
+	l := linkFromNetlink(v)
+	if l.Kind != vlan.KindVLAN || l.Tag == nil || *l.Tag != (vlan.Tag{ID: 10, TPID: vlan.TPID8021Q}) || l.ParentIndex != 6 || l.ParentOtherNetns ||
+		l.EgressQoS.String() != "0:2" || l.IngressQoS.String() != "3:3" || l.OperState != "up" || !l.Ether || l.MAC.String() != "02:00:00:00:00:01" {
+		t.Errorf("vlan = %+v", l)
+	}
+	ad := linkFromNetlink(&netlink.Vlan{LinkAttrs: netlink.LinkAttrs{Name: "o", Index: 6, NetNsID: -1}, VlanId: 1000, VlanProtocol: netlink.VLAN_PROTOCOL_8021AD})
+	if ad.Tag.TPID != vlan.TPID8021AD {
+		t.Errorf("802.1ad TPID = %v", ad.Tag.TPID)
+	}
+	mv := linkFromNetlink(&netlink.Macvlan{LinkAttrs: netlink.LinkAttrs{Name: "net1", Index: 3, ParentIndex: 9, NetNsID: 0}})
+	if mv.Kind != vlan.KindMacvlan || !mv.ParentOtherNetns {
+		t.Errorf("macvlan with IFLA_LINK_NETNSID: kind %s other netns %v", mv.Kind, mv.ParentOtherNetns)
+	}
+	ve := linkFromNetlink(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "veth0", Index: 2, ParentIndex: 3, NetNsID: 1}})
+	if ve.Kind != vlan.KindVeth || ve.ParentOtherNetns {
+		t.Errorf("veth: kind %s other netns %v (a veth peer is not a lower device)", ve.Kind, ve.ParentOtherNetns)
+	}
+	b := linkFromNetlink(&netlink.Bond{LinkAttrs: netlink.LinkAttrs{Name: "bond0", Index: 4, NetNsID: -1}, ActiveSlave: 2})
+	if b.Kind != vlan.KindBond || b.ActiveSlave != 2 {
+		t.Errorf("bond = %+v", b)
+	}
+	d := linkFromNetlink(&netlink.Device{LinkAttrs: netlink.LinkAttrs{Name: "enp1s0f0", Index: 2, NetNsID: -1, EncapType: "ether"}})
+	lo := linkFromNetlink(&netlink.Device{LinkAttrs: netlink.LinkAttrs{Name: "lo", Index: 1, NetNsID: -1, EncapType: "loopback"}})
+	if d.Kind != vlan.KindPhysical || lo.Kind != vlan.KindLoopback {
+		t.Errorf("device kinds: %s %s", d.Kind, lo.Kind)
+	}
+}

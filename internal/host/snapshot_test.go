@@ -1,0 +1,154 @@
+package host
+
+import (
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Every fixture is a valid snapshot that re-encodes to itself.
+func TestFixturesRoundTrip(t *testing.T) {
+	for _, name := range []string{"rxe", "rxe-churned", "mlx5", "mlx5-dscp", "mlx5-pcp"} {
+		raw, err := os.ReadFile(filepath.Join("testdata", name+".json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := Decode(bytes.NewReader(raw))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		var out bytes.Buffer
+		if err := s.Encode(&out); err != nil {
+			t.Fatal(err)
+		}
+		if out.String() != string(raw) {
+			t.Errorf("%s: re-encoding differs from the file", name)
+		}
+	}
+}
+
+// Save writes gzip for .gz and plain JSON otherwise; Load reads both.
+func TestSaveLoadGzip(t *testing.T) {
+	s := fixture(t, "rxe")
+	dir := t.TempDir()
+	for _, name := range []string{"s.json", "s.json.gz"} {
+		p := filepath.Join(dir, name)
+		if err := s.Save(p); err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := os.ReadFile(p)
+		gz := len(raw) > 2 && raw[0] == 0x1f && raw[1] == 0x8b
+		if gz != strings.HasSuffix(name, ".gz") {
+			t.Errorf("%s: gzip %v", name, gz)
+		}
+		back, err := Load(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if back.Hostname != "fixture-rxe" || len(back.RDMA.Devices) != 1 {
+			t.Errorf("%s: read back %q", name, back.Hostname)
+		}
+		if st, _ := os.Stat(p); st.Mode().Perm() != 0o644 {
+			t.Errorf("%s: mode %v, want 0644", name, st.Mode().Perm())
+		}
+	}
+	// Nothing half-written: a failing save leaves no file behind.
+	if err := s.Save(filepath.Join(dir, "missing-dir", "s.json")); err == nil {
+		t.Error("saving into a missing directory succeeded")
+	}
+	ents, _ := os.ReadDir(dir)
+	if len(ents) != 2 {
+		t.Errorf("%d files in the directory, want the 2 written", len(ents))
+	}
+}
+
+func TestDecodeErrors(t *testing.T) {
+	valid, err := os.ReadFile(filepath.Join("testdata", "rxe.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	edit := func(old, new string) string {
+		if !bytes.Contains(valid, []byte(old)) {
+			t.Fatalf("fixture has no %q", old)
+		}
+		return strings.Replace(string(valid), old, new, 1)
+	}
+	var zipped bytes.Buffer
+	zw := gzip.NewWriter(&zipped)
+	zw.Write([]byte("not json"))
+	zw.Close()
+	for _, c := range []struct {
+		in   string
+		is   error
+		want string
+	}{
+		{"", ErrNotSnapshot, "not JSON"},
+		{"{", ErrNotSnapshot, "not JSON"},
+		{"[1,2]", ErrNotSnapshot, ""},
+		{`{"links": []}`, ErrNotSnapshot, `no "format" key`},
+		{`{"format": "pcap", "version": 1}`, ErrNotSnapshot, `format "pcap"`},
+		{`{"format": "roce-probe-snapshot"}`, ErrVersion, "no version"},
+		{`{"format": "roce-probe-snapshot", "version": 2}`, ErrVersion, "version 2, this roce-probe reads version 1"},
+		{zipped.String(), ErrNotSnapshot, "not JSON"},
+		{edit(`"hostname": "fixture-rxe"`, `"hostname": "fixture-rxe", "color": "blue"`), nil, `unknown field "color"`},
+		{edit(`"gid_table_len": 16`, `"gid_table_len": 2`), nil, "GID index 2: want 0..1"},
+		{edit(`"port": 1,`, `"port": 0,`), nil, "port 0: want a port number 1..255"},
+		{edit(`"gid": "fd00::1"`, `"gid": "fd00::zz"`), nil, "fd00::zz"},
+		{edit(`"type": "RoCE v2"`, `"type": "RoCE v3"`), nil, `unknown GID type "RoCE v3"`},
+		{edit(`"name": "veth0.100"`, `"name": "veth0"`), nil, `link "veth0" appears twice`},
+		{edit(`"netns": null,
+      "netdev": "veth0"`, `"netns": "blue",
+      "netdev": "veth0"`), nil, `namespace "blue" is not in the snapshot`},
+	} {
+		_, err := Decode(strings.NewReader(c.in))
+		if err == nil || (c.is != nil && !errors.Is(err, c.is)) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Decode(%.60q) = %v, want %v containing %q", c.in, err, c.is, c.want)
+		}
+	}
+}
+
+// A damaged gzip stream is an error naming gzip, not a half snapshot.
+func TestDecodeTruncatedGzip(t *testing.T) {
+	var b bytes.Buffer
+	zw := gzip.NewWriter(&b)
+	raw, _ := os.ReadFile(filepath.Join("testdata", "rxe.json"))
+	zw.Write(raw)
+	zw.Close()
+	if _, err := Decode(bytes.NewReader(b.Bytes()[:b.Len()/2])); err == nil {
+		t.Error("a truncated gzip snapshot decoded")
+	}
+}
+
+// Decode survives any input: an error or a snapshot that validates and
+// opens.
+func FuzzDecode(f *testing.F) {
+	for _, n := range []string{"rxe", "mlx5-dscp"} {
+		if b, err := os.ReadFile(filepath.Join("testdata", n+".json")); err == nil {
+			f.Add(b)
+		}
+	}
+	f.Add([]byte(`{"format":"roce-probe-snapshot","version":1,"rdma":{"devices":[]},"namespaces":[{"links":[]}],"dcb":[]}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		s, err := Decode(bytes.NewReader(b))
+		if err != nil {
+			return
+		}
+		if err := s.Validate(); err != nil {
+			t.Fatalf("decoded but invalid: %v", err)
+		}
+		if v, err := s.View(""); err == nil {
+			for _, p := range v.Ports {
+				v.Stale(p)
+				for _, e := range p.Entries {
+					if !e.Empty {
+						v.Source(p.Device, p.Port, e.Index)
+					}
+				}
+			}
+		}
+	})
+}
