@@ -11,7 +11,8 @@ import (
 )
 
 // Facts for these tests come from gid/testdata/README.md, whose tables were
-// written by hand from kernel-algorithms.md §1.
+// written by hand from drivers/infiniband/core/roce_gid_mgmt.c, cache.c
+// and sysfs.c (Linux 6.1); that README names the functions.
 
 func loadSnap(t testing.TB, dir string) *vlan.Snapshot {
 	t.Helper()
