@@ -191,13 +191,15 @@ func (t Table) port() int {
 // whose GID table is table, and returns a *ValidationError listing every
 // problem, or nil. Pass a zero Table to check only the field ranges.
 //
-// The rules (kernel rdma_check_ah_attr, rdma_get_gid_attr,
-// rdma_resolve_ip; mlx5 provider mlx5_create_ah; kernel-algorithms.md
-// §3.6, §4.1, §7.1):
+// The rules (drivers/infiniband/core/verbs.c, rdma_check_ah_attr;
+// cache.c, rdma_get_gid_attr; addr.c, rdma_resolve_ip; Linux 6.1;
+// providers/mlx5/verbs.c, mlx5_create_ah, rdma-core v64.0; docs/ah.md):
 //   - port_num ≥ 1 and the port of the table (EINVAL);
 //   - is_global = 1 (EINVAL: a RoCE AH needs the GRH);
-//   - static_rate is an enum ibv_rate value, 0 or 2..24 (mlx5: EINVAL;
-//     rxe ignores the rate);
+//   - static_rate is an enum ibv_rate value, 0 or 2..24 (libibverbs/verbs.h,
+//     rdma-core v64.0; mlx5: EINVAL from drivers/infiniband/hw/mlx5/qp.c,
+//     mlx5r_ib_rate, which create_ib_ah calls in Linux 6.12, while 6.1 checks
+//     the rate only on the QP path, mlx5_set_path; rxe ignores the rate);
 //   - sl ≤ 15 and flow_label ≤ 0xfffff (not checked by the kernel: drivers
 //     mask or misplace the extra bits);
 //   - sgid_index < the table size (EINVAL) and names a non-empty entry

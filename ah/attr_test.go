@@ -11,8 +11,10 @@ import (
 
 // rxeTable is port 1 of an rxe device on veth0 (10.0.0.1/24, fd00::1/64):
 // index 0 the default GID, then one RoCE v2 entry per address
-// (kernel-algorithms.md §1.4: "On rxe: idx 0 = v2 default, then one entry
-// per IP"), slot 3 empty, 8 slots in all.
+// (drivers/infiniband/core/cache.c, gid_table_reserve_default and
+// ib_cache_gid_add, on a RoCE v2 only port:
+// drivers/infiniband/sw/rxe/rxe_verbs.c, rxe_port_immutable; Linux 6.1),
+// slot 3 empty, 8 slots in all.
 func rxeTable() Table {
 	e := func(i int, g string) gid.Entry {
 		return gid.Entry{Device: "rxe0", Port: 1, Index: i, GID: gid.MustParse(g), Type: gid.TypeRoCEv2, Netdev: "veth0"}
@@ -45,16 +47,19 @@ func TestValidate(t *testing.T) {
 		{"valid IPv4 multicast", func(a *Attr) { a.GRH.DGID = gid.MustParse("::ffff:239.1.1.1") }, nil},
 		{"valid IPv6 multicast", func(a *Attr) { a.GRH.SGIDIndex = 2; a.GRH.DGID = gid.MustParse("ff0e::1") }, nil},
 		{"valid all rates", func(a *Attr) { a.StaticRate = 24; a.SL = 15; a.GRH.FlowLabel = 0xFFFFF; a.GRH.TrafficClass = 0xFF }, nil},
-		// user-needs.md §5.1(a): is_global must be 1 on Ethernet.
+		// is_global must be 1 on Ethernet (providers/mlx5/verbs.c, mlx5_create_ah,
+		// rdma-core v64.0; drivers/infiniband/core/verbs.c, rdma_check_ah_attr, Linux 6.1).
 		{"is_global 0", func(a *Attr) { a.IsGlobal = false }, []want{{"is_global", "EINVAL"}}},
-		// §5.1(b): uninitialised static_rate → EINVAL; 1 is not an enum ibv_rate value.
+		// Uninitialised static_rate → EINVAL (drivers/infiniband/hw/mlx5/qp.c,
+		// mlx5r_ib_rate, Linux 6.12); 1 is not an enum ibv_rate value
+		// (libibverbs/verbs.h, rdma-core v64.0).
 		{"static_rate 1", func(a *Attr) { a.StaticRate = 1 }, []want{{"static_rate", "EINVAL"}}},
 		{"static_rate garbage", func(a *Attr) { a.StaticRate = 0xBE }, []want{{"static_rate", "EINVAL"}}},
 		{"port 0", func(a *Attr) { a.PortNum = 0 }, []want{{"port_num", "EINVAL"}}},
 		{"other port", func(a *Attr) { a.PortNum = 2 }, []want{{"port_num", "EINVAL"}}},
 		{"sl 16", func(a *Attr) { a.SL = 16 }, []want{{"sl", ""}}},
 		{"flow label 21 bits", func(a *Attr) { a.GRH.FlowLabel = 0x100000 }, []want{{"grh.flow_label", ""}}},
-		// kernel-algorithms.md §1.5: rdma_get_gid_attr: idx out of range → -EINVAL, empty → -ENODATA.
+		// drivers/infiniband/core/cache.c, rdma_get_gid_attr (Linux 6.1): idx out of range → -EINVAL, empty → -ENODATA.
 		{"sgid beyond table", func(a *Attr) { a.GRH.SGIDIndex = 8 }, []want{{"grh.sgid_index", "EINVAL"}}},
 		{"sgid empty", func(a *Attr) { a.GRH.SGIDIndex = 3 }, []want{{"grh.sgid_index", "ENODATA"}}},
 		{"sgid not given is empty", func(a *Attr) { a.GRH.SGIDIndex = 7 }, []want{{"grh.sgid_index", "ENODATA"}}},

@@ -75,7 +75,9 @@ type WC struct {
 // Behaviour selects whose ibv_init_ah_from_wc FromWC reproduces.
 type Behaviour int
 
-// Behaviours (kernel-algorithms.md §3.3–3.5).
+// Behaviours (drivers/infiniband/core/verbs.c, ib_init_ah_attr_from_wc,
+// Linux 6.1; libibverbs/verbs.c, ibv_init_ah_from_wc, rdma-core v64.0;
+// docs/ah.md compares them).
 const (
 	// Kernel is ib_init_ah_attr_from_wc (drivers/infiniband/core/verbs.c):
 	// what kernel ULPs get. network_hdr_type when given, else the checksum

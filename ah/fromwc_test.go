@@ -11,8 +11,9 @@ import (
 )
 
 // Test buffers. IPv4 headers whose checksums are independent known
-// answers: hdrRef is the IPv4 header of kernel-algorithms.md §5.3 vector 1
-// (192.168.0.2 → 192.168.0.3, TTL 64, checksum 0xf8da); hdrTOS and
+// answers: hdrRef is the IPv4 header of the first ICRC vector of
+// roce/icrc_test.go (192.168.0.2 → 192.168.0.3, TTL 64, checksum 0xf8da;
+// from ruiqurm/dtld-rdma-driver, test_computing_icrc); hdrTOS and
 // hdrCarry were computed with RFC 1071 (Python, outside this code base).
 // hdrCarry's correct checksum is 0xfeff, but rdma-core's
 // ipv4_calc_hdr_csum, which folds the carry only once, computes 0xffff on
@@ -61,7 +62,7 @@ func u16p(v uint16) *uint16 { return &v }
 func ntp(t NetworkType) *NetworkType { return &t }
 
 // wcTable is the receiver's table: rxe-like, plus a VLAN 100 entry, a RoCE
-// v1 entry and the addresses of the reference vectors.
+// v1 entry and the addresses of the ICRC vectors (roce/icrc_test.go).
 func wcTable() Table {
 	e := func(i int, g string, t gid.Type, dev string, vlanID *uint16) gid.Entry {
 		return gid.Entry{Device: "dev0", Port: 1, Index: i, GID: gid.MustParse(g), Type: t, Netdev: dev, VLAN: vlanID}
@@ -85,15 +86,18 @@ func TestHeaderVersion(t *testing.T) {
 		kernel, core int
 		coreErr      error
 	}{
-		// §3.1: rxe zeroes bytes 0..19: version nibble 0, byte 20 = 0x45 → IPv4 without checksum test.
+		// rxe zeroes bytes 0..19 (drivers/infiniband/sw/rxe/rxe_resp.c, execute; Linux 6.1):
+		// version nibble 0, byte 20 = 0x45 → IPv4 without checksum test.
 		{"rxe IPv4, zero head", ipv4Buf(nil, hdrRef), 4, 4, nil},
-		// §3.2: version 6 in bytes 0..3, IHL 5, valid checksum → IPv4.
+		// Version 6 in bytes 0..3, IHL 5, valid checksum → IPv4 (drivers/infiniband/core/verbs.c,
+		// ib_get_rdma_header_version, Linux 6.1; libibverbs/verbs.c, get_grh_header_version, rdma-core v64.0).
 		{"IPv4 behind stale IPv6 bytes, valid checksum", ipv4Buf(staleV6, hdrTOS), 4, 4, nil},
 		// Checksum wrong → IPv6.
 		{"IPv4 behind stale IPv6 bytes, bad checksum", ipv4Buf(staleV6, append(append([]byte{}, hdrTOS[:10]...), append([]byte{0x14, 0x14}, hdrTOS[12:]...)...)), 6, 6, nil},
-		// §3.4: rdma-core folds the carry once: a valid header whose sum carries twice is taken for IPv6.
+		// rdma-core folds the carry once (libibverbs/verbs.c, ipv4_calc_hdr_csum, rdma-core v64.0):
+		// a valid header whose sum carries twice is taken for IPv6.
 		{"carry folded once", ipv4Buf(staleV6, hdrCarry), 4, 6, nil},
-		// §3.2: IHL ≠ 5 → IPv6 without a checksum test.
+		// IHL ≠ 5 → IPv6 without a checksum test (ib_get_rdma_header_version, get_grh_header_version).
 		{"ihl 6", ipv4Buf(staleV6, append([]byte{0x46}, hdrTOS[1:]...)), 6, 6, nil},
 		// A real IPv6 header: its bytes 20..39 are address bytes (fd00::… has 0x00 at byte 20 → IHL 0).
 		{"IPv6", ipv6Buf(0x68, 0x12345, 17, 64, "fd00::2", "fd00::1"), 6, 6, nil},
@@ -189,19 +193,20 @@ func TestFromWC(t *testing.T) {
 			kernel: want{err: syscall.ENOENT}, core: want{err: syscall.EINVAL},
 		},
 		{
-			// §3.5: kernel -EPROTOTYPE; rdma-core success with is_global = 0.
+			// Kernel -EPROTOTYPE (ib_init_ah_attr_from_wc); rdma-core success with is_global = 0
+			// (ibv_init_ah_from_wc).
 			name: "missing GRH flag", wc: WC{SrcQP: 0x11}, buf: ipv4Buf(nil, hdrTOS),
 			kernel: want{err: syscall.EPROTOTYPE},
 			core:   want{global: false},
 		},
 		{
-			// §5.3 vector 1's header: 192.168.0.2 → 192.168.0.3 (entry 5), TTL 64, TOS 0.
-			name: "reference vector 1", wc: grhWC, buf: ipv4Buf(nil, hdrRef),
+			// ICRC vector 1's header (hdrRef): 192.168.0.2 → 192.168.0.3 (entry 5), TTL 64, TOS 0.
+			name: "ICRC vector 1", wc: grhWC, buf: ipv4Buf(nil, hdrRef),
 			kernel: want{dgid: "::ffff:192.168.0.2", sgidIdx: 5, hop: 0xFF, global: true, netType: NetworkIPv4},
 			core:   want{dgid: "::ffff:192.168.0.2", sgidIdx: 5, hop: 64, global: true, netType: NetworkIPv4},
 		},
 		{
-			// §5.3 vector 2's header: 127.0.0.3 → 127.0.0.2, not in the table.
+			// ICRC vector 2's header (hdrRef2): 127.0.0.3 → 127.0.0.2, not in the table.
 			name: "destination not in table", wc: grhWC, buf: ipv4Buf(nil, hdrRef2),
 			kernel: want{err: syscall.ENOENT}, core: want{err: syscall.ENOENT},
 		},

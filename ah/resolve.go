@@ -449,7 +449,12 @@ func driverName(d qos.Driver) string {
 	return string(d)
 }
 
-// udpSport fills the UDP source port rule of the driver (kernel-algorithms.md §2.6).
+// udpSport fills the UDP source port rule of the driver: rxe
+// (drivers/infiniband/sw/rxe/rxe_qp.c, rxe_qp_init_req, and rxe_verbs.c,
+// rxe_modify_qp), mlx5 kernel AH (drivers/infiniband/hw/mlx5/ah.c,
+// mlx5_ah_get_udp_sport), Linux 6.1; mlx5 and hns user AHs
+// (providers/mlx5/verbs.c, mlx5_ah_set_udp_sport;
+// providers/hns/hns_roce_u_verbs.c, get_ah_udp_sport), rdma-core v64.0.
 func (r *Resolver) udpSport(res *Resolution, fl uint32, warn func(field, req, wire, why string, args ...any)) {
 	w := &res.Wire
 	fold := func(why string) {

@@ -61,15 +61,18 @@ func TestResolveRXE(t *testing.T) {
 		mtu       int
 		warnField []string
 	}{
-		// kernel-algorithms.md §4.3: a requested hop limit of 8 goes out as 64; §4.1: TOS = the
-		// whole traffic_class byte; §2.6: rxe's UD source port from the QPN (17 → 0xDF94);
-		// §4.2: the SL is ignored and an untagged frame has no PCP.
+		// Linux 6.1's rxe as the lab saw it (docs/lab.md): a requested hop limit of 8 goes out as 64
+		// (drivers/infiniband/core/verbs.c, ib_resolve_unicast_gid_dmac); TOS = the whole
+		// traffic_class byte (drivers/infiniband/sw/rxe/rxe_net.c, prepare_ipv4_hdr); rxe's UD
+		// source port from the QPN, 17 → 0xDF94 (rxe_qp.c, rxe_qp_init_req); the SL is ignored
+		// (rxe_av.c, rxe_av_from_attr) and an untagged frame has no PCP.
 		{name: "IPv4 untagged", a: attrTo(1, "::ffff:10.0.0.2"), dmac: "02:00:00:00:00:02", from: "neighbour", ipv: 4, ttl: 64, mtu: 1024,
 			warnField: []string{"grh.hop_limit", "sl", "grh.flow_label"}},
-		// §4.2: PCP = the egress-qos-map entry for skb priority 0 (0:3 on veth0.100), whatever the SL.
+		// PCP = the egress-qos-map entry for skb priority 0 (0:3 on veth0.100), whatever the SL:
+		// rxe_net.c, rxe_init_packet never sets skb->priority.
 		{name: "IPv4 VLAN 100", a: attrTo(3, "::ffff:10.0.100.2"), dmac: "02:00:00:00:00:02", from: "neighbour", vlanID: u16p(100), pcp: u8(3), ipv: 4, ttl: 64, mtu: 1024,
 			warnField: []string{"grh.hop_limit", "sl", "grh.flow_label"}},
-		// §4.1: IPv6 with flow label 0 on the wire.
+		// IPv6 with flow label 0 on the wire (rxe_net.c, prepare_ipv6_hdr).
 		{name: "IPv6 untagged", a: attrTo(2, "fd00::2"), dmac: "02:00:00:00:00:02", from: "neighbour", ipv: 6, ttl: 64, fl: u32(0), mtu: 1024,
 			warnField: []string{"grh.hop_limit", "sl", "grh.flow_label", "grh.flow_label"}},
 		{name: "IPv6 VLAN 100 hop limit of veth0.100", a: attrTo(4, "fd00:100::2"), from: "neighbour", vlanID: u16p(100), pcp: u8(3), ipv: 6, ttl: 32, fl: u32(0), mtu: 1024,
@@ -131,11 +134,13 @@ func TestResolveMLX5(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := r.Wire
-	// §7.1: PCP = sl & 7; user AH: traffic class unchanged; §2.5: flow label 0x12345 → 0xE341.
+	// PCP = sl & 7; user AH: traffic class unchanged (providers/mlx5/verbs.c, mlx5_create_ah,
+	// rdma-core v64.0); flow label 0x12345 → 0xE341 (libibverbs/verbs.h, ibv_flow_label_to_udp_sport).
 	if !eqU8(w.PCP, u8(5)) || *w.TOS != 0x6A || w.UDPSport == nil || *w.UDPSport != 0xE341 {
 		t.Errorf("pcp %v tos %v sport %v, want 5 0x6a 0xe341", ptrStr(w.PCP), ptrStr(w.TOS), ptrStr(w.UDPSport))
 	}
-	// Kernel AH: traffic_class | 0x02 for RoCE v2 (§7.1): 0x68 → 0x6A.
+	// Kernel AH: traffic_class | 0x02 for RoCE v2 (drivers/infiniband/hw/mlx5/ah.c, create_ib_ah;
+	// Linux 6.1): 0x68 → 0x6A.
 	a.GRH.TrafficClass = 0x68
 	r, err = Resolve(a, labTable(), labNet(), ResolveOptions{Driver: qos.DriverMLX5, Path: qos.PathKernelAH})
 	if err != nil {

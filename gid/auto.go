@@ -2,12 +2,15 @@ package gid
 
 import "net/netip"
 
-// The automatic GID choices of NCCL, UCX and perftest, written from the
-// descriptions in ecosystem.md §6.5 and §7 (NCCL v2.30.7, UCX HEAD
-// 2026-08, perftest HEAD 2026-07), so roce-probe can show what those tools
-// will pick on a table and where it differs from Select. Each takes a
-// port's full table in index order, empty slots included, as sysfs shows
-// it. They model the tools; they are not the tools.
+// The automatic GID choices of NCCL, UCX and perftest, written from their
+// source: NCCL v2.30.7 src/transport/net_ib/connect.cc (ncclIbGetGidIndex,
+// ncclUpdateGidIndex), UCX master 9466d104a3 (2026-08-21)
+// src/uct/ib/base/ib_device.c (uct_ib_device_select_gid) and perftest
+// master 00b55b6 (2026-07-27) src/perftest_communication.c
+// (get_best_gid_index, compute_gid_score), so roce-probe can show what
+// those tools will pick on a table and where it differs from Select. Each
+// takes a port's full table in index order, empty slots included, as sysfs
+// shows it. They model the tools; they are not the tools.
 
 // autoFamily is the family test NCCL and UCX use: IPv4-mapped
 // (::ffff:a.b.c.d) or the RoCE v1 IPv4 multicast form ff0e::ffff:a.b.c.d

@@ -58,7 +58,9 @@ func DefaultGID(mac []byte, devID uint16) GID {
 }
 
 // Predict builds the GID table the kernel creates for a port when it scans
-// the netdevs of snaps (roce_rescan_device, kernel-algorithms.md §1):
+// the netdevs of snaps (drivers/infiniband/core/roce_gid_mgmt.c,
+// rdma_roce_rescan_device and enum_all_gids_of_dev_cb; slots from
+// drivers/infiniband/core/cache.c, ib_cache_gid_add and find_gid; Linux 6.1):
 //
 //   - one reserved default slot per supported type at indices 0..n-1,
 //     holding the default GID made from the RDMA netdev's MAC (from the
@@ -245,7 +247,9 @@ func (t *table) add(e Entry, snap *vlan.Namespace) {
 }
 
 // AddAddress returns the table after the kernel handles a new address on
-// netdev (inet/inet6 NETDEV_UP → GID_ADD, kernel-algorithms.md §1.3, §1.4):
+// netdev (inet/inet6 NETDEV_UP → GID_ADD: drivers/infiniband/core/roce_gid_mgmt.c,
+// addr_event; slots from drivers/infiniband/core/cache.c, ib_cache_gid_add
+// and find_gid; Linux 6.1):
 // for each supported type, unless an entry with the same GID, type and
 // netdev exists, the GID goes into the lowest free slot outside the
 // reserved default slots. Entries added this way land wherever a hole is,

@@ -8,7 +8,8 @@ import (
 	"github.com/roce-probe/roce-probe/vlan"
 )
 
-// Known answer from kernel-algorithms.md §1.2 (addrconf_ifid_eui48): MAC
+// Known answer from include/net/addrconf.h, addrconf_ifid_eui48, as
+// drivers/infiniband/core/cache.c, make_default_gid uses it (Linux 6.1): MAC
 // 02:00:00:00:00:01 → fe80::ff:fe00:1 (U/L bit flipped), and with a
 // dev_id the ff:fe is replaced and the U/L bit kept.
 func TestDefaultGID(t *testing.T) {
@@ -30,7 +31,7 @@ func TestDefaultGID(t *testing.T) {
 }
 
 func TestRoCEMTU(t *testing.T) {
-	// iboe_get_mtu (kernel-algorithms.md §2.4): mtu - 96 rounded down to an IB MTU.
+	// include/rdma/ib_addr.h, iboe_get_mtu (Linux 6.1): mtu - 96 rounded down to an IB MTU.
 	for mtu, want := range map[int]int{1500: 1024, 9000: 4096, 4200: 4096, 4191: 2048, 1120: 1024, 1119: 512, 1024: 512, 351: 0, 352: 256} {
 		if got := RoCEMTU(mtu); got != want {
 			t.Errorf("RoCEMTU(%d) = %d, want %d", mtu, got, want)
@@ -93,8 +94,10 @@ func TestDiffChurned(t *testing.T) {
 	}
 }
 
-// Bonding (kernel-algorithms.md §1.3): default GIDs come from the bond's
-// MAC with the bond as netdev; an inactive slave gets no IP GIDs.
+// Bonding (drivers/infiniband/core/roce_gid_mgmt.c,
+// is_ndev_for_default_gid_filter and is_eth_port_of_netdev_filter; Linux
+// 6.1): default GIDs come from the bond's MAC with the bond as netdev; an
+// inactive slave gets no IP GIDs.
 func TestPredictBond(t *testing.T) {
 	snap := &vlan.Namespace{Links: []vlan.Link{
 		{Name: "ens1f0", Index: 2, Kind: vlan.KindPhysical, MAC: vlan.MAC{0x0c, 0x42, 0xa1, 0, 0, 1}, Ether: true, MasterIndex: 4},
@@ -168,7 +171,8 @@ func mustPrefixes(ss ...string) []netip.Prefix {
 
 // An address added after the table was built takes the lowest free slot
 // (the hole at 1 in rxe-churned), not its fresh-scan position; removing
-// it empties that slot again (kernel-algorithms.md §1.4).
+// it empties that slot again (drivers/infiniband/core/cache.c,
+// ib_cache_gid_add and find_gid; Linux 6.1).
 func TestAddRemoveAddress(t *testing.T) {
 	p := fixturePorts(t, "rxe-churned")[0]
 	added, ok := AddAddress(p.Entries, p.Types, netip.MustParseAddr("10.0.200.77"), "veth0.200")

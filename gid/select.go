@@ -269,7 +269,8 @@ func vlanText(v *uint16) string {
 
 // RDMACM returns the entry the kernel's rdma_cm uses as source GID for an
 // IP destination reached through route r on a port supporting types
-// (kernel-algorithms.md §2.4): the first entry, in index order, whose GID
+// (drivers/infiniband/core/cma.c, cma_validate_port, cma_resolve_iboe_route
+// and cma_add_one; Linux 6.1): the first entry, in index order, whose GID
 // is the route's source address (rdma_ip2gid), whose netdev is the route's
 // egress netdev, and whose type is RoCE v2 when the port supports it
 // (rdma_cm's default GID type), RoCE v1 otherwise.

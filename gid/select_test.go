@@ -142,9 +142,11 @@ func TestRDMACM(t *testing.T) {
 }
 
 // The four automatic choices on the same tables (docs/gid-selection.md).
-// Expected indices were worked out by hand from ecosystem.md §6.5 and §7.
+// Expected indices were worked out by hand from the tools' source: NCCL's
+// ncclIbGetGidIndex, UCX's uct_ib_device_select_gid, perftest's
+// get_best_gid_index (versions in docs/sources.md).
 func TestAutoSelectionComparison(t *testing.T) {
-	thor := []Entry{ // an IPv6-only table (Broadcom Thor-2 case in user-needs.md §1.1 d)
+	thor := []Entry{ // an IPv6-only table (the Broadcom Thor-2 case of uccl-project/uccl PR #803)
 		{Index: 0, GID: MustParse("fe80::1"), Type: TypeRoCEv1},
 		{Index: 1, GID: MustParse("fe80::1"), Type: TypeRoCEv2},
 		{Index: 2, GID: MustParse("fd93::7"), Type: TypeRoCEv1},

@@ -12,8 +12,9 @@ func labVLAN100() Link {
 }
 
 func TestTOSToSLWholeRange(t *testing.T) {
-	// Expected: rt_tos2priority by the reference table, then the lab
-	// egress map {0:3 2:5 4:6 6:7} (kernel-algorithms.md §2.3).
+	// Expected: rt_tos2priority by refTOS2Prio (tos_test.go), then the lab
+	// egress map {0:3 2:5 4:6 6:7} as drivers/infiniband/core/cma.c,
+	// iboe_tos_to_sl and get_vlan_ndev_tc apply it (Linux 6.1).
 	labPCP := map[uint8]uint8{0: 3, 2: 5, 4: 6, 6: 7}
 	vlan := labVLAN100()
 	untagged := Link{Netdev: "veth0", Real: "veth0"}

@@ -8,7 +8,9 @@ import (
 )
 
 // Path is how an address vector reaches the driver. mlx5 treats the
-// traffic class differently on each (kernel-algorithms.md §7.1–7.2).
+// traffic class differently on each (drivers/infiniband/hw/mlx5/ah.c,
+// create_ib_ah, and qp.c, mlx5_set_path (Linux 6.1); providers/mlx5/verbs.c,
+// mlx5_create_ah (rdma-core v64.0)).
 type Path string
 
 // Paths.
@@ -136,7 +138,7 @@ func ipFields(w *Wire, in WireInput, tos uint8, why string) {
 
 func predictMLX5(w *Wire, in WireInput) {
 	pcp := in.SL & 7
-	why := "mlx5: Ethernet priority = sl & 7 (kernel AH create_ib_ah, user AH mlx5_create_ah, QP path mlx5_set_path; kernel-algorithms.md §7.1)"
+	why := "mlx5: Ethernet priority = sl & 7 (kernel AH: drivers/infiniband/hw/mlx5/ah.c, create_ib_ah; QP path: qp.c, mlx5_set_path; Linux 6.1; user AH: providers/mlx5/verbs.c, mlx5_create_ah; rdma-core v64.0)"
 	if in.SL > 7 {
 		why += fmt.Sprintf("; sl %d loses its top bit", in.SL)
 	}
@@ -169,7 +171,7 @@ func predictMLX5(w *Wire, in WireInput) {
 
 func predictRXE(w *Wire, in WireInput) {
 	w.SLIgnored = true
-	w.step("sl", fmt.Sprintf("%d ignored", in.SL), "rxe: struct rxe_av has no SL; rxe_av_from_attr copies only dgid, flow_label, sgid_index, hop_limit, traffic_class (kernel-algorithms.md §4.2)")
+	w.step("sl", fmt.Sprintf("%d ignored", in.SL), "rxe: struct rxe_av has no SL; rxe_av_from_attr copies only dgid, flow_label, sgid_index, hop_limit, traffic_class (drivers/infiniband/sw/rxe/rxe_av.c; Linux 6.1)")
 	w.step("skb priority", "0", "rxe sends with alloc_skb + ip_local_out and never sets skb->priority (only tc, netfilter or net_prio could change it)")
 	for _, t := range in.Link.Tags {
 		pcp := EgressPCP(t.EgressQoS, 0)
@@ -275,7 +277,7 @@ func predictHNS(w *Wire, in WireInput) {
 		return
 	}
 	w.DSCP = u8p(DSCP(in.TrafficClass))
-	w.step("ip tos", fmt.Sprintf("DSCP %d, ECN set by hardware", DSCP(in.TrafficClass)), "hns converts traffic_class to a DSCP (traffic_class >> 2) for RoCE v2 GIDs (get_tclass; kernel-algorithms.md §7.2); the ECN bits are not passed")
+	w.step("ip tos", fmt.Sprintf("DSCP %d, ECN set by hardware", DSCP(in.TrafficClass)), "hns converts traffic_class to a DSCP (traffic_class >> 2) for RoCE v2 GIDs (providers/hns/hns_roce_u_verbs.c, get_tclass; rdma-core v64.0); the ECN bits are not passed")
 	w.unknown("hns ECN bits (hardware)")
 }
 

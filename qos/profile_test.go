@@ -12,7 +12,8 @@ func mlx5Link() Link {
 }
 
 func TestPredictMLX5(t *testing.T) {
-	// kernel-algorithms.md §7.1–7.2.
+	// drivers/infiniband/hw/mlx5/ah.c, create_ib_ah, and qp.c, mlx5_set_path
+	// (Linux 6.1); providers/mlx5/verbs.c, mlx5_create_ah (rdma-core v64.0).
 	for sl := uint8(0); sl < 16; sl++ {
 		for _, p := range []Path{PathUserAH, PathKernelAH, PathConnectedQP} {
 			w := Predict(DriverMLX5, WireInput{Path: p, SL: sl, TrafficClass: 104, GIDType: gid.TypeRoCEv2, Link: mlx5Link()})
@@ -60,8 +61,10 @@ func TestPredictMLX5(t *testing.T) {
 }
 
 func TestPredictRXE(t *testing.T) {
-	// kernel-algorithms.md §4.1–4.2: sl ignored, skb priority 0 → egress
-	// map entry for 0 on every VLAN device; the whole tclass byte in IP.
+	// drivers/infiniband/sw/rxe/rxe_av.c, rxe_av_from_attr, and rxe_net.c,
+	// rxe_init_packet, prepare_ipv4_hdr and prepare_ipv6_hdr (Linux 6.1): sl
+	// ignored, skb priority 0 → egress map entry for 0 on every VLAN device;
+	// the whole tclass byte in IP.
 	qinq := Link{Netdev: "q1000.10", Real: "veth0", Tags: []Tag{
 		{Netdev: "q1000", Tag: vlan.Tag{ID: 1000, Proto: 0x88a8}, EgressMap: map[uint32]uint32{0: 6}},
 		{Netdev: "q1000.10", Tag: vlan.Tag{ID: 10, Proto: 0x8100}, EgressMap: map[uint32]uint32{0: 2}},
@@ -129,7 +132,8 @@ func TestPredictUnknowns(t *testing.T) {
 			}
 		}
 	}
-	// hns: DSCP = tclass >> 2 for RoCE v2 (§7.2); bnxt_re: sl not passed for AHs.
+	// hns: DSCP = tclass >> 2 for RoCE v2 (providers/hns/hns_roce_u_verbs.c,
+	// get_tclass; rdma-core v64.0); bnxt_re: sl not passed for AHs.
 	if w := Predict(DriverHNS, in); w.DSCP == nil || *w.DSCP != 26 || w.ECN != nil {
 		t.Errorf("hns: DSCP %v ECN %v", w.DSCP, w.ECN)
 	}

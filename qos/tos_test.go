@@ -2,9 +2,12 @@ package qos
 
 import "testing"
 
-// The expected priorities come from kernel-algorithms.md §2.1: "in effect
-// the priority depends only on tos & 0x18": 0x00→0, 0x08→2, 0x10→6, 0x18→4;
-// the old table differs only in entry 1 (tos & 0x1E == 0x02 → FILLER, 1).
+// The expected priorities were worked out by hand from include/net/route.h,
+// rt_tos2priority, and net/ipv4/route.c, ip_tos2prio (Linux 6.1): the index
+// (tos & 0x1E) >> 1 into {0,0,0,0,2,2,2,2,6,6,6,6,4,4,4,4} makes the
+// priority depend only on tos & 0x18: 0x00→0, 0x08→2, 0x10→6, 0x18→4; older
+// kernels' ip_tos2prio had ECN_OR_COST(FILLER) in entry 1 (tos & 0x1E ==
+// 0x02 → FILLER, 1).
 var refTOS2Prio = map[uint8]uint8{0x00: 0, 0x08: 2, 0x10: 6, 0x18: 4}
 
 func TestTOSToPriorityWholeRange(t *testing.T) {
@@ -28,10 +31,11 @@ func TestTOSToPriorityWholeRange(t *testing.T) {
 }
 
 func TestTOSToPriorityReferenceExamples(t *testing.T) {
-	// kernel-algorithms.md §2.1 and ecosystem.md §7.3 ("ToS 106 → skb priority 2").
+	// Worked out by hand from net/ipv4/route.c, ip_tos2prio (Linux 6.1).
 	for _, c := range []struct{ tos, prio uint8 }{
 		{0x68, 2}, {0x6A, 2}, {106, 2}, {0xB8, 4}, {0x60, 0}, {0xE0, 0},
-		// Mellanox manual: ToS 0/8/24/16 → sk_prio 0/2/4/6 (user-needs.md §2.1b).
+		// Intel Ethernet 800 Series Linux Flow Control Configuration Guide for
+		// RDMA (document 635330), "Step 2": ToS 0/8/24/16 → sk_prio 0/2/4/6.
 		{0, 0}, {8, 2}, {24, 4}, {16, 6},
 	} {
 		if got := TOSToPriority(c.tos); got != c.prio {
@@ -65,7 +69,9 @@ func TestDSCPAndECNWholeRange(t *testing.T) {
 }
 
 func TestTrafficClassKnownValues(t *testing.T) {
-	// user-needs.md §3.1c: 106 = 0x6a = DSCP 26 (AF31) + ECT(0); 104 = DSCP 26, Not-ECT.
+	// RFC 2474 (DSCP: the top 6 bits), RFC 2597 (AF31 = 26), RFC 3168 §5
+	// (ECN: the low 2 bits, 10 = ECT(0)): 106 = 0x6a = DSCP 26 (AF31) +
+	// ECT(0); 104 = DSCP 26, Not-ECT.
 	if DSCP(106) != 26 || ECNOf(106) != ECT0 {
 		t.Errorf("106 → DSCP %d %v, want 26 ECT(0)", DSCP(106), ECNOf(106))
 	}
@@ -100,7 +106,8 @@ func TestEgressPCPExactMatch(t *testing.T) {
 		}
 	}
 	// Same hash bucket (skprio & 0xF) but not the same priority: exact
-	// match means no PCP (kernel-algorithms.md §2.2).
+	// match means no PCP (include/linux/if_vlan.h,
+	// vlan_dev_get_egress_qos_mask; Linux 6.1).
 	for _, p := range []uint32{16, 32, 0x10000, 0xFFFFFFF0, 0xFFFFFFFF} {
 		if got := EgressPCP(m, p); got != 0 {
 			t.Errorf("EgressPCP(lab map, %d) = %d, want 0 (no exact entry)", p, got)

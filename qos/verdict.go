@@ -138,9 +138,9 @@ func Check(f Flow) (Result, error) {
 		tos := f.TOS
 		r.TOS = &tos
 		prio := TOSToPriority(tos)
-		r.step("skb priority", fmt.Sprint(prio), "rdma_cm: rt_tos2priority(ToS 0x%02x) = ip_tos2prio[(tos & 0x1E) >> 1]; only 0, 2, 4, 6 are possible (kernel-algorithms.md §2.1)", tos)
+		r.step("skb priority", fmt.Sprint(prio), "rdma_cm: rt_tos2priority(ToS 0x%02x) = ip_tos2prio[(tos & 0x1E) >> 1]; only 0, 2, 4, 6 are possible (include/net/route.h, net/ipv4/route.c; Linux 6.1)", tos)
 		sl = TOSToSL(f.Link, tos)
-		why := "iboe_tos_to_sl (cma.c, §2.3)"
+		why := "iboe_tos_to_sl (drivers/infiniband/core/cma.c; Linux 6.1)"
 		switch {
 		case len(f.Link.Tags) > 0 && f.Link.RealNumTC > 0:
 			why += fmt.Sprintf(": %s has %d traffic classes, so the SL is its prio_tc_map[%d], a TC number", f.Link.Real, f.Link.RealNumTC, prio)

@@ -147,3 +147,68 @@ func TestCheckBadInput(t *testing.T) {
 		t.Errorf("IB GID: %v %v", r.Verdict, err)
 	}
 }
+
+// The steps name the primary source of the rules they cite (the kernel or
+// rdma-core file and the version read), never a document outside this
+// repository. The expected sources are written here by hand; docs/sources.md
+// lists them.
+func TestStepsNameSources(t *testing.T) {
+	why := func(steps []Step, name string) string {
+		for _, s := range steps {
+			if s.Step == name {
+				return s.Why
+			}
+		}
+		return ""
+	}
+	in := WireInput{Path: PathUserAH, SL: 3, TrafficClass: 106, GIDType: gid.TypeRoCEv2}
+	rxeIn, mlx5In := in, in
+	rxeIn.Link, mlx5In.Link = labVLAN100(), mlx5Link()
+	cm, err := Check(Flow{GIDIndex: 3, GIDType: gid.TypeRoCEv2, Driver: DriverMLX5, Link: mlx5Link(), DCB: roceDCB(false), RDMACM: true, TOS: 106})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		what  string
+		steps []Step
+		step  string
+		want  []string
+	}{
+		{"rxe", Predict(DriverRXE, rxeIn).Steps, "sl", []string{"rxe_av_from_attr", "drivers/infiniband/sw/rxe/rxe_av.c", "Linux 6.1"}},
+		{"mlx5", Predict(DriverMLX5, mlx5In).Steps, "priority", []string{"drivers/infiniband/hw/mlx5/ah.c, create_ib_ah", "qp.c, mlx5_set_path", "Linux 6.1", "providers/mlx5/verbs.c, mlx5_create_ah", "rdma-core v64.0"}},
+		{"hns", Predict(DriverHNS, mlx5In).Steps, "ip tos", []string{"providers/hns/hns_roce_u_verbs.c, get_tclass", "rdma-core v64.0"}},
+		{"rdma_cm", cm.Steps, "skb priority", []string{"include/net/route.h", "net/ipv4/route.c", "Linux 6.1"}},
+		{"rdma_cm", cm.Steps, "sl", []string{"iboe_tos_to_sl", "drivers/infiniband/core/cma.c", "Linux 6.1"}},
+	} {
+		w := why(c.steps, c.step)
+		for _, s := range c.want {
+			if !strings.Contains(w, s) {
+				t.Errorf("%s step %q: why %q does not name %q", c.what, c.step, w, s)
+			}
+		}
+	}
+	// No step of any driver, path or GID type cites a document that is not in
+	// this repository.
+	for _, d := range []Driver{DriverMLX5, DriverRXE, DriverBNXTRE, DriverIRDMA, DriverHNS, DriverERDMA, DriverUnknown} {
+		for _, p := range []Path{PathUserAH, PathKernelAH, PathConnectedQP} {
+			for _, g := range []gid.Type{gid.TypeRoCEv1, gid.TypeRoCEv2} {
+				for _, rdmacm := range []bool{false, true} {
+					r, err := Check(Flow{GIDIndex: 3, GIDType: g, Driver: d, Path: p, Link: labVLAN100(), DCB: roceDCB(true), RDMACM: rdmacm, TOS: 106, SL: 3, TrafficClass: 106})
+					if err != nil {
+						t.Fatalf("%s %s %v rdma_cm %v: %v", d, p, g, rdmacm, err)
+					}
+					for _, s := range r.Steps {
+						for _, f := range strings.Fields(s.Why) {
+							if strings.Contains(f, ".md") && !strings.HasPrefix(strings.TrimLeft(f, "(`'\""), "docs/") {
+								t.Errorf("%s %s %v rdma_cm %v: step %q cites %q, not a document of this repository: %s", d, p, g, rdmacm, s.Step, f, s.Why)
+							}
+						}
+						if strings.Contains(s.Why, "§") {
+							t.Errorf("%s %s %v rdma_cm %v: step %q cites a section without its document: %s", d, p, g, rdmacm, s.Step, s.Why)
+						}
+					}
+				}
+			}
+		}
+	}
+}

@@ -2,7 +2,9 @@ package roce
 
 import "testing"
 
-// Vectors: kernel-algorithms.md §2.5 and §2.6.
+// Vectors computed by hand from include/rdma/ib_verbs.h, rdma_calc_flow_label
+// and rdma_flow_label_to_udp_sport, and from drivers/infiniband/sw/rxe/rxe_qp.c,
+// rxe_qp_init_req (hash_32 of include/linux/hash.h) (Linux 6.1).
 func TestFlowLabelVectors(t *testing.T) {
 	for _, v := range []struct {
 		l, r, fl uint32

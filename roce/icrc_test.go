@@ -18,9 +18,10 @@ func unhex(t testing.TB, s string) []byte {
 	return b
 }
 
-// Known-answer vectors: kernel-algorithms.md §5.3 (from an independent Rust
-// RoCE implementation's unit tests). Bytes start at the IPv4 header and end
-// with the ICRC trailer as it is on the wire.
+// Known-answer vectors from an independent Rust RoCE implementation's unit
+// test: ruiqurm/dtld-rdma-driver src/device/software/packet_processor.rs,
+// test_computing_icrc (commit 584a12c). Bytes start at the IPv4 header and
+// end with the ICRC trailer as it is on the wire.
 var icrcVectors = []struct {
 	name, pkt, trailer string
 }{
@@ -96,7 +97,7 @@ func TestICRCNotRoCE(t *testing.T) {
 
 // The three ways of computing the ICRC (masking byte by byte, masking a
 // copied prefix, masking a padded copy of the whole packet) agree with the
-// reference vectors and with each other on frames of every encapsulation
+// known-answer vectors and with each other on frames of every encapsulation
 // and length, across icrcCopy's size limit.
 func TestICRCPathsMatch(t *testing.T) {
 	var scratch [prefixLen]byte

@@ -9,8 +9,10 @@ import (
 )
 
 // Extended transport headers against byte layouts written out by hand from
-// kernel-algorithms.md §6.2 (big-endian fields, 24-bit QPNs after a
-// reserved byte), not from this package: SerializeTo must write exactly
+// drivers/infiniband/sw/rxe/rxe_hdr.h, struct rxe_deth, rxe_reth, rxe_aeth,
+// rxe_immdt, rxe_ieth, rxe_atmeth, rxe_atmack and rxe_rdeth (Linux 6.1;
+// big-endian fields, 24-bit QPNs after a reserved byte; XRCETH the same way,
+// 4 bytes as include/rdma/ib_pack.h, IB_EXT_XRC_BYTES), not from this package: SerializeTo must write exactly
 // these bytes and DecodeFromBytes must read them back into the fields.
 func TestExtHeaderLayouts(t *testing.T) {
 	type layer interface {
@@ -26,7 +28,7 @@ func TestExtHeaderLayouts(t *testing.T) {
 		{"DETH", &DETH{QKey: 0x80010000, Reserved: 0x5a, SrcQP: 0x00abcdef}, func() layer { return &DETH{} },
 			"80 01 00 00 | 5a | ab cd ef"},
 		{"RETH", &RETH{VA: 0x00007f7e91000000, RKey: 0x01709a33, DMALen: 128}, func() layer { return &RETH{} },
-			"00 00 7f 7e 91 00 00 00 | 01 70 9a 33 | 00 00 00 80"}, // reference §5.3 vector
+			"00 00 7f 7e 91 00 00 00 | 01 70 9a 33 | 00 00 00 80"}, // the RETH of icrcVectors[0]
 		{"AETH", &AETH{Syndrome: 0x1F, MSN: 0x123456}, func() layer { return &AETH{} },
 			"1f | 12 34 56"},
 		{"ImmDt", &ImmDt{Immediate: 0xdeadbeef}, func() layer { return &ImmDt{} },

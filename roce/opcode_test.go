@@ -9,7 +9,9 @@ import (
 
 // The headers after the BTH of a sample of opcodes, written out by hand
 // from the InfiniBand transport header rules the kernel encodes in
-// drivers/infiniband/sw/rxe/rxe_opcode.c (and the reference §6.2/§6.3):
+// drivers/infiniband/sw/rxe/rxe_opcode.c, rxe_opcode[] (Linux 6.1; FLUSH from
+// Linux 6.12; XRC from the rxe XRC patches posted to linux-rdma, not merged
+// as of 6.12) and include/rdma/ib_pack.h:
 // RETH on the first/only packet of RDMA WRITE and on READ requests, AETH on
 // ACKs and on the first/last/only READ responses, ImmDt and IETH last,
 // RDETH then DETH on RD, DETH on UD, XRCETH first on XRC, FETH then RETH

@@ -67,7 +67,7 @@ func TestRXECaptureDecodes(t *testing.T) {
 		}
 		// The kernel chose the UDP source port from the source QPN 0x11
 		// (tshark: udp.srcport 57236, deth.srcqp 0x11): a real-kernel check
-		// of RXESourcePort, independent of the reference's vector.
+		// of RXESourcePort, independent of TestFlowLabelVectors.
 		if p.SrcQP != 0x11 || p.SrcPort != 57236 || RXESourcePort(p.SrcQP) != p.SrcPort {
 			t.Errorf("frame %d: SrcQP %#x UDP source port %d, RXESourcePort gives %d; want 0x11, 57236 (0xdf94)", n+1, p.SrcQP, p.SrcPort, RXESourcePort(p.SrcQP))
 		}

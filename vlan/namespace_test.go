@@ -73,9 +73,10 @@ func TestDescribe(t *testing.T) {
 	}
 }
 
-// rdma_read_gid_l2_fields (kernel-algorithms.md §1.5): a macvlan on a VLAN
-// device uses the VLAN's ID; a macvlan on a macvlan on a VLAN does not
-// (only the first-level lower device counts), though its frames are tagged.
+// drivers/infiniband/core/cache.c, rdma_read_gid_l2_fields and
+// get_lower_dev_vlan (Linux 6.1): a macvlan on a VLAN device uses the
+// VLAN's ID; a macvlan on a macvlan on a VLAN does not (only the
+// first-level lower device counts), though its frames are tagged.
 func TestMacvlanVLANID(t *testing.T) {
 	s := &Namespace{Links: []Link{
 		{Name: "eth0", Index: 2, Kind: KindPhysical},

@@ -44,7 +44,8 @@ func TestAHJSONKeys(t *testing.T) {
 		}
 	}
 	// The lab topology's VLAN 100 (egress-qos-map 0:3), rxe: PCP 3 whatever the SL;
-	// TTL 64 instead of the requested 8; QPN 17 → UDP source port 0xDF94 (kernel-algorithms.md §2.6).
+	// TTL 64 instead of the requested 8 (docs/lab.md); QPN 17 → UDP source port 0xDF94
+	// (drivers/infiniband/sw/rxe/rxe_qp.c, rxe_qp_init_req; Linux 6.1).
 	want := map[string]any{"smac": "02:00:00:00:00:01", "dmac": "02:00:00:00:00:02", "vlan": 100.0, "pcp": 3.0, "ip_version": 4.0,
 		"src": "10.0.100.1", "dst": "10.0.100.2", "dscp": 26.0, "ecn": 2.0, "ttl": 64.0, "udp_sport": float64(0xDF94), "roce_version": 2.0, "mtu": 1024.0}
 	for k, v := range want {

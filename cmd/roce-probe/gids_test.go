@@ -6,8 +6,8 @@ import (
 	"testing"
 )
 
-// Fixture trees and snapshots of gid/testdata (facts from
-// kernel-algorithms.md §1, see gid/testdata/README.md).
+// Fixture trees and snapshots of gid/testdata (facts and their kernel
+// sources in gid/testdata/README.md).
 func fixtureArgs(name string) []string {
 	return []string{"--sysfs", "../../gid/testdata/" + name + "/sys", "--links", "../../gid/testdata/" + name + "/links.json"}
 }
@@ -109,7 +109,8 @@ func TestGidsNoDevice(t *testing.T) {
 		t.Errorf("stderr %q does not say there is no RDMA device", stderr)
 	}
 	// enp1s0f0 as rxe would see it: default GID, 192.168.1.10, then the
-	// VLAN and macvlan addresses (kernel-algorithms.md §1.3, §1.4).
+	// VLAN and macvlan addresses (drivers/infiniband/core/roce_gid_mgmt.c,
+	// is_eth_port_of_netdev_filter; cache.c, ib_cache_gid_add; Linux 6.1).
 	for _, want := range []string{
 		"rxe_enp1s0f0 predicted port 1",
 		"0      fe80::e42:a1ff:fe00:10",

@@ -403,7 +403,8 @@ func TestListenAllNetdevs(t *testing.T) {
 // lab's table) in a namespace whose veth0 has GID index 1's address: the
 // probe leaves from veth0 with 10.0.0.1 and with rxe's markings as ah/
 // predicts them: the traffic class byte as is, and the route's hop limit
-// (64) instead of the AH's 8 (kernel-algorithms.md §3.6, §4.3).
+// (64) instead of the AH's 8 (drivers/infiniband/core/verbs.c,
+// ib_resolve_unicast_gid_dmac, Linux 6.1; seen in the lab, docs/lab.md).
 func TestSendFromGIDFixture(t *testing.T) {
 	netnstest.RequireRoot(t)
 	nsS, nsL := netnstest.New(t, "s"), netnstest.New(t, "l")

@@ -12,7 +12,8 @@ import (
 )
 
 // Facts for these tests come from testdata/README.md, whose tables were
-// written by hand from the kernel's GID table rules (docs/sources.md).
+// written by hand from drivers/infiniband/core/roce_gid_mgmt.c, cache.c
+// and sysfs.c (Linux 6.1); that README names the functions.
 
 // fixture loads the snapshot document testdata/<name>.json.
 func fixture(t testing.TB, name string) *Snapshot {

@@ -97,7 +97,10 @@ func TestRXEPortActive(t *testing.T) {
 // (veth0's VLAN uppers too, QinQ included) has its link-local GID and one
 // GID per address (IPv4 as ::ffff:a.b.c.d), owned by the netdev that has
 // the address; every entry is "RoCE v2" (rxe implements only v2). No other
-// entries. Source: kernel-algorithms.md §1.3/1.4 (roce_gid_mgmt.c, cache.c).
+// entries. Source: drivers/infiniband/core/roce_gid_mgmt.c,
+// enum_all_gids_of_dev_cb and is_eth_port_of_netdev_filter; cache.c,
+// ib_cache_gid_add and find_gid; drivers/infiniband/sw/rxe/rxe_verbs.c,
+// rxe_port_immutable (Linux 6.1).
 func TestRXEGIDTable(t *testing.T) {
 	ll := eui64LinkLocal(t, HostMAC)
 	if ll.String() != "fe80::ff:fe00:1" {

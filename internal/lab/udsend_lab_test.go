@@ -23,7 +23,8 @@ import (
 
 // What the UD SEND test asks rxe for. The hop limit is deliberately not
 // the route's: the kernel replaces it with the route's hop limit for a
-// unicast destination (kernel-algorithms.md §3.6, §4.3).
+// unicast destination (drivers/infiniband/core/verbs.c,
+// ib_resolve_unicast_gid_dmac, Linux 6.1; docs/lab.md).
 const (
 	udQKey         = 0x1234abcd
 	udRemoteQPN    = 0x00abcd
@@ -289,7 +290,9 @@ func checkRoCEDecode(t *testing.T, data []byte, n Net, src, dst netip.Addr, hop 
 		t.Errorf("roce: DSCP %d ECN %d TTL %d, want DSCP %d ECN %d TTL %d", p.DSCP(), p.ECN(), p.TTL, udTrafficClass>>2, udTrafficClass&3, hop)
 	}
 	// rxe picks a UD QP's source port at creation from its QPN, and the
-	// AH's flow label (0 here) does not change it (kernel-algorithms.md §2.6).
+	// AH's flow label (0 here) does not change it (drivers/infiniband/sw/rxe/rxe_qp.c,
+	// rxe_qp_init_req; only rxe_verbs.c, rxe_modify_qp with IB_QP_AV, which UD
+	// QPs never get, would; Linux 6.1).
 	if p.SrcPort != roce.RXESourcePort(srcQPN) {
 		t.Errorf("roce: UDP source port %#04x, want %#04x (rxe: from QPN %#x)", p.SrcPort, roce.RXESourcePort(srcQPN), srcQPN)
 	}

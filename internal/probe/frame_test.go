@@ -31,7 +31,8 @@ func testFrame(tags []roce.VLANTag, v6 bool) Frame {
 }
 
 // The header bytes a RoCE v2 UD SEND_ONLY must carry, checked at the
-// offsets of kernel-algorithms.md §6 rather than through ParseFrame.
+// offsets of drivers/infiniband/sw/rxe/rxe_hdr.h and include/rdma/ib_pack.h
+// (Linux 6.1) rather than through ParseFrame.
 func TestBuildLayout(t *testing.T) {
 	f := testFrame([]roce.VLANTag{{TPID: 0x8100, ID: 100, PCP: 3}}, false)
 	b, err := f.Build()
