@@ -55,9 +55,9 @@ type Wire struct {
 	// VLANChain lists every tag, outermost first, each with its PCP and
 	// the VLAN device that adds it.
 	VLANChain []vlan.ChainTag `json:"vlan_chain"`
-	IPVersion int        `json:"ip_version"` // 4 or 6; 0 for RoCE v1 (a GRH, no IP header)
-	Src       netip.Addr `json:"src"`        // source IP (RoCE v1: the SGID as IPv6)
-	Dst       netip.Addr `json:"dst"`        // destination IP (RoCE v1: the DGID as IPv6)
+	IPVersion int             `json:"ip_version"` // 4 or 6; 0 for RoCE v1 (a GRH, no IP header)
+	Src       netip.Addr      `json:"src"`        // source IP (RoCE v1: the SGID as IPv6)
+	Dst       netip.Addr      `json:"dst"`        // destination IP (RoCE v1: the DGID as IPv6)
 	// TOS is the IPv4 TOS / IPv6 traffic class / GRH TClass byte; DSCP
 	// and ECN are its parts. nil when the driver's choice is unknown.
 	TOS  *uint8 `json:"tos"`
@@ -102,14 +102,14 @@ func orDash(s string) string {
 
 // Resolution is an AH resolved to the wire.
 type Resolution struct {
-	Attr     Attr         `json:"attr"`
-	Source   *gid.Entry   `json:"source"` // the sgid entry (points into the Table given)
-	Driver   qos.Driver   `json:"driver"`
-	Path     qos.Path     `json:"path"`
-	Wire     Wire         `json:"wire"`
+	Attr     Attr              `json:"attr"`
+	Source   *gid.Entry        `json:"source"` // the sgid entry (points into the Table given)
+	Driver   qos.Driver        `json:"driver"`
+	Path     qos.Path          `json:"path"`
+	Wire     Wire              `json:"wire"`
 	Route    *vlan.RouteResult `json:"route"`
 	Neighbor *vlan.Neighbor    `json:"neighbor"`
-	Warnings []Warning    `json:"warnings"`
+	Warnings []Warning         `json:"warnings"`
 	// Steps explain the driver's PCP and DSCP/ECN choice (from qos/).
 	Steps []qos.Step `json:"steps,omitempty"`
 
