@@ -257,6 +257,43 @@ func TestResolveErrors(t *testing.T) {
 	}
 }
 
+// An sgid entry whose netdev the namespace does not have (a netdev of
+// another namespace, or one that went away) cannot be resolved there: its
+// VLAN tags, MAC and routes are unknown, so Resolve says so (wrapping
+// vlan.ErrNoLink) instead of predicting an untagged frame without a
+// source MAC — for unicast and multicast destinations alike (issue 12:
+// "a GID entry whose netdev is absent is reported as such, never as
+// untagged"). The same holds for an entry whose netdev the kernel hides
+// (gid_attrs/ndevs fails: Netdev ""). Without a namespace the entry's own
+// fields are all there is, as documented for NewResolver.
+func TestResolveNetdevNotInNamespace(t *testing.T) {
+	tab := labTable()
+	tab.Entries = append(tab.Entries,
+		gid.Entry{Device: "rxe0", Port: 1, Index: 20, GID: gid.MustParse("::ffff:10.0.44.1"), Type: gid.TypeRoCEv2, Netdev: "veth0.300", Netns: gid.NetnsOther},
+		gid.Entry{Device: "rxe0", Port: 1, Index: 21, GID: gid.MustParse("::ffff:10.0.45.1"), Type: gid.TypeRoCEv2, Netns: gid.NetnsOther})
+	for _, c := range []struct {
+		sgid     uint8
+		dst, msg string
+	}{
+		{20, "::ffff:10.0.44.2", `"veth0.300"`},
+		{20, "::ffff:239.1.1.1", `"veth0.300"`},
+		{21, "::ffff:10.0.45.2", "GID index 21"},
+		{21, "::ffff:239.1.1.1", "GID index 21"},
+	} {
+		r, err := Resolve(attrTo(c.sgid, c.dst), tab, labNet(t), ResolveOptions{Driver: qos.DriverRXE})
+		if !errors.Is(err, vlan.ErrNoLink) || !strings.Contains(err.Error(), c.msg) {
+			t.Errorf("sgid %d → %s: %v, want vlan.ErrNoLink naming %s", c.sgid, c.dst, err, c.msg)
+		}
+		if r != nil {
+			t.Errorf("sgid %d → %s: a resolution (vlan %v, chain %v) for a netdev that is not there", c.sgid, c.dst, ptrStr(r.Wire.VLAN), r.Wire.VLANChain)
+		}
+	}
+	// No namespace: multicast resolves from the entry alone.
+	if _, err := Resolve(attrTo(3, "::ffff:239.1.1.1"), labTable(), nil, ResolveOptions{Driver: qos.DriverRXE}); err != nil {
+		t.Errorf("multicast without a namespace: %v", err)
+	}
+}
+
 // The frame decodes as a UD SEND_ONLY with the resolved fields and a valid ICRC.
 func TestResolutionFrame(t *testing.T) {
 	for _, c := range []struct {
