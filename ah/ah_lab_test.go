@@ -1,6 +1,6 @@
 //go:build lab && ibverbs && cgo
 
-package ah
+package ah_test
 
 import (
 	"bytes"
@@ -18,7 +18,9 @@ import (
 	"github.com/gopacket/gopacket/afpacket"
 	"github.com/vishvananda/netlink"
 
+	"github.com/roce-probe/roce-probe/ah"
 	"github.com/roce-probe/roce-probe/gid"
+	"github.com/roce-probe/roce-probe/internal/host"
 	"github.com/roce-probe/roce-probe/internal/lab"
 	"github.com/roce-probe/roce-probe/internal/verbs"
 	"github.com/roce-probe/roce-probe/qos"
@@ -32,20 +34,52 @@ const (
 	labDstQP = 0x00beef
 )
 
-// hostTable reads rxe0 port 1's GID table from sysfs and maps it to the
-// netdevs of snap.
-func hostTable(t *testing.T, n *Net) Table {
+// hostView collects the lab host's RDMA devices and network namespace as
+// `roce-probe collect` does and opens the snapshot in that namespace.
+func hostView(t *testing.T) *host.View {
 	t.Helper()
-	p, err := (&gid.Sysfs{}).ReadPort(lab.RDMADevice, 1)
+	s, err := host.Collect(host.Options{Sections: host.SectionRDMA | host.SectionNet})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ports := []gid.Port{p}
-	gid.Map(ports, n.Links)
-	return Table{Entries: ports[0].Entries, Len: len(ports[0].Entries)}
+	v, err := s.View("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }
 
-func findEntry(t *testing.T, tab Table, a netip.Addr, netdev string) gid.Entry {
+// netns collects the routes, neighbours, links and sysctls of the named
+// network namespace ("" for the host's).
+func netns(t *testing.T, name string) *vlan.Namespace {
+	t.Helper()
+	opt := host.Options{Sections: host.SectionNet}
+	if name != "" {
+		opt.Netns = []string{name}
+	}
+	s, err := host.Collect(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := s.Namespace(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// hostTable is rxe0 port 1's GID table as the view maps it to its
+// namespace's netdevs.
+func hostTable(t *testing.T, v *host.View) ah.Table {
+	t.Helper()
+	p, err := v.Port(lab.RDMADevice, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ah.Table{Entries: p.Entries, Len: len(p.Entries)}
+}
+
+func findEntry(t *testing.T, tab ah.Table, a netip.Addr, netdev string) gid.Entry {
 	t.Helper()
 	g := gid.FromAddr(a)
 	for _, e := range tab.Entries {
@@ -188,10 +222,11 @@ func (s *labSend) send(t *testing.T, h *verbs.AH, payload []byte) (lab.Frame, ui
 // For every lab network (untagged, VLAN 100 with an egress-qos-map, VLAN
 // 200 without, QinQ), IPv4 and IPv6, three traffic classes and two hop
 // limits: the frame rxe puts on the wire for a UD SEND through a real
-// ibv_create_ah equals, byte for byte, the frame Resolve predicts from the
-// sysfs GID table and one netlink snapshot (the IPv4 ID, which the kernel
-// chooses per destination, is copied from the capture; rxe's UDP source
-// port is predicted from the QPN).
+// ibv_create_ah equals, byte for byte, the frame ah.Resolve predicts from a
+// host snapshot's GID table and namespace (host.Collect; the IPv4 ID, which
+// the kernel chooses per destination, is copied from the capture; rxe's
+// UDP source port is predicted from the QPN). On QinQ the frame's tags are
+// Wire.VLANChain in order, outermost first.
 func TestLabResolveMatchesRXE(t *testing.T) {
 	sender := labSender(t, labPSN, "ah-resolve.pcapng")
 	ud := sender.ud
@@ -204,29 +239,22 @@ func TestLabResolveMatchesRXE(t *testing.T) {
 						src, dst = n.HostIPv6.Addr(), n.PeerIPv6.Addr()
 					}
 					t.Run(fmt.Sprintf("%s/%s/tc%#02x/hop%d", n.Name, fam, tc, hop), func(t *testing.T) {
-						net0, err := ReadNet("")
-						if err != nil {
-							t.Fatal(err)
-						}
-						tab := hostTable(t, net0)
+						tab := hostTable(t, hostView(t))
 						e := findEntry(t, tab, src, n.HostNetdev)
-						a := Attr{IsGlobal: true, PortNum: 1, SL: 5, GRH: GlobalRoute{DGID: gid.FromAddr(dst), SGIDIndex: uint8(e.Index), HopLimit: hop, TrafficClass: tc, FlowLabel: 0x12345}}
-						h, err := ud.CreateAH(verbsAttr(a)) // resolves the peer's MAC in the kernel
+						a := ah.Attr{IsGlobal: true, PortNum: 1, SL: 5, GRH: ah.GlobalRoute{DGID: gid.FromAddr(dst), SGIDIndex: uint8(e.Index), HopLimit: hop, TrafficClass: tc, FlowLabel: 0x12345}}
+						h, err := ud.CreateAH(ah.VerbsAttr(a)) // resolves the peer's MAC in the kernel
 						if err != nil {
 							t.Fatal(err)
 						}
 						defer h.Close()
-						snap, err := ReadNet("") // now with the neighbour entry
-						if err != nil {
-							t.Fatal(err)
-						}
-						res, err := Resolve(a, tab, snap, ResolveOptions{Driver: qos.DriverRXE, SrcQPN: ud.QPN()})
+						snap := netns(t, "") // now with the neighbour entry
+						res, err := ah.Resolve(a, tab, snap, ah.ResolveOptions{Driver: qos.DriverRXE, SrcQPN: ud.QPN()})
 						if err != nil {
 							t.Fatal(err)
 						}
 						payload := []byte(fmt.Sprintf("roce-probe ah lab %s %s %d %d", n.Name, fam, tc, hop))
 						f, psn := sender.send(t, h, payload)
-						want, err := res.Frame(Datagram{SrcQPN: ud.QPN(), DestQPN: labDstQP, QKey: labQKey, PSN: psn, Payload: payload, IPID: ipv4ID(f.Data)})
+						want, err := res.Frame(ah.Datagram{SrcQPN: ud.QPN(), DestQPN: labDstQP, QKey: labQKey, PSN: psn, Payload: payload, IPID: ipv4ID(f.Data)})
 						if err != nil {
 							t.Fatal(err)
 						}
@@ -241,10 +269,10 @@ func TestLabResolveMatchesRXE(t *testing.T) {
 	}
 }
 
-// A UD SEND that roce/ builds (through Resolve and Frame, from the peer's
+// A UD SEND that roce/ builds (through ah.Resolve and Frame, from the peer's
 // side: peer table, peer netdevs) and that is sent raw on veth1 is accepted
 // by rxe: it completes a receive on a real UD QP with the payload, and
-// FromWC on that completion (both behaviours) names the peer's address and
+// ah.FromWC on that completion (both behaviours) names the peer's address and
 // the host GID it was sent to. An AH created from that answer reaches the
 // peer.
 func TestLabRawSendFromPeerAndFromWC(t *testing.T) {
@@ -258,15 +286,9 @@ func TestLabRawSendFromPeerAndFromWC(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ud.Close()
-	host, err := ReadNet("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tab := hostTable(t, host)
-	peer, err := ReadNet(lab.PeerNetns)
-	if err != nil {
-		t.Fatal(err)
-	}
+	hv := hostView(t)
+	tab := hostTable(t, hv)
+	peer := netns(t, lab.PeerNetns)
 	hostMAC := mustMAC(lab.HostMAC)
 	for _, n := range lab.Nets {
 		for _, fam := range []string{"ipv4", "ipv6"} {
@@ -278,17 +300,17 @@ func TestLabRawSendFromPeerAndFromWC(t *testing.T) {
 				hostEntry := findEntry(t, tab, dst, n.HostNetdev)
 				// The peer's "GID table": one entry for its address, mapped to its netdev.
 				pe := gid.Entry{Device: "peer", Port: 1, Index: 0, GID: gid.FromAddr(src), Type: gid.TypeRoCEv2, Netdev: n.PeerNetdev}
-				gid.MapEntry(&pe, "Ethernet", peer.Links)
+				gid.MapEntry(&pe, "Ethernet", peer)
 				p := *peer
-				p.idx = nil
-				p.Neighbors = append(append([]Neighbor(nil), peer.Neighbors...), Neighbor{IP: dst, Dev: n.PeerNetdev, Ifindex: pe.Ifindex, MAC: hostMAC, State: NUDPermanent})
-				a := Attr{IsGlobal: true, PortNum: 1, GRH: GlobalRoute{DGID: gid.FromAddr(dst), HopLimit: 64, TrafficClass: 0x68}}
-				res, err := Resolve(a, Table{Entries: []gid.Entry{pe}}, &p, ResolveOptions{Driver: qos.DriverRXE, SrcQPN: 0x123})
+				p.Neighbors = append(append([]vlan.Neighbor(nil), peer.Neighbors...), vlan.Neighbor{IP: dst, Dev: n.PeerNetdev, Ifindex: pe.Ifindex, MAC: hostMAC, State: vlan.NUDPermanent})
+				p.Freeze()
+				a := ah.Attr{IsGlobal: true, PortNum: 1, GRH: ah.GlobalRoute{DGID: gid.FromAddr(dst), HopLimit: 64, TrafficClass: 0x68}}
+				res, err := ah.Resolve(a, ah.Table{Entries: []gid.Entry{pe}}, &p, ah.ResolveOptions{Driver: qos.DriverRXE, SrcQPN: 0x123})
 				if err != nil {
 					t.Fatal(err)
 				}
 				payload := []byte("raw UD SEND from the peer, " + n.Name + " " + fam)
-				frame, err := res.Frame(Datagram{SrcQPN: 0x123, DestQPN: ud.QPN(), QKey: labQKey, PSN: 7, Payload: payload, IPID: 0x77})
+				frame, err := res.Frame(ah.Datagram{SrcQPN: 0x123, DestQPN: ud.QPN(), QKey: labQKey, PSN: 7, Payload: payload, IPID: 0x77})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -302,10 +324,10 @@ func TestLabRawSendFromPeerAndFromWC(t *testing.T) {
 				if wc.Status != verbs.WCSuccess || wc.SrcQP != 0x123 || !bytes.Equal(wc.Payload, payload) {
 					t.Fatalf("completion status %d (%s) src_qp %#x payload %q", wc.Status, wc.StatusText, wc.SrcQP, wc.Payload)
 				}
-				in := WC{Status: wc.Status, GRH: wc.Flags&verbs.WCGRH != 0, SrcQP: wc.SrcQP, SL: wc.SL}
-				for _, b := range []Behaviour{Kernel, RDMACore} {
-					r, err := FromWC(in, wc.GRH, tab, FromWCOptions{Behaviour: b, Net: host})
-					if n.VLANs != nil && b == Kernel {
+				in := ah.WC{Status: wc.Status, GRH: wc.Flags&verbs.WCGRH != 0, SrcQP: wc.SrcQP, SL: wc.SL}
+				for _, b := range []ah.Behaviour{ah.Kernel, ah.RDMACore} {
+					r, err := ah.FromWC(in, wc.GRH, tab, ah.FromWCOptions{Behaviour: b, Net: hv.NS})
+					if n.VLANs != nil && b == ah.Kernel {
 						// libibverbs completions carry no VLAN: the kernel's
 						// VLAN filter finds no untagged entry for a VLAN address.
 						if !errors.Is(err, syscall.ENOENT) {
@@ -319,15 +341,15 @@ func TestLabRawSendFromPeerAndFromWC(t *testing.T) {
 					if r.Attr.GRH.DGID != gid.FromAddr(src) || int(r.Attr.GRH.SGIDIndex) != hostEntry.Index || !r.Attr.IsGlobal {
 						t.Errorf("%s: answer dgid %s sgid_index %d, want %s and %d (%s)", b, r.Attr.GRH.DGID, r.Attr.GRH.SGIDIndex, src, hostEntry.Index, r.Detection)
 					}
-					if b == RDMACore && (r.Attr.GRH.HopLimit != 64 || r.Attr.GRH.TrafficClass != 0x68) {
+					if b == ah.RDMACore && (r.Attr.GRH.HopLimit != 64 || r.Attr.GRH.TrafficClass != 0x68) {
 						t.Errorf("rdma-core: hop %d tc %#x, want 64 and 0x68 from the packet", r.Attr.GRH.HopLimit, r.Attr.GRH.TrafficClass)
 					}
-					if b == Kernel && (r.Route == nil || int(r.Attr.GRH.HopLimit) != r.Route.HopLimit || r.Route.HopLimit != 64) {
+					if b == ah.Kernel && (r.Route == nil || int(r.Attr.GRH.HopLimit) != r.Route.HopLimit || r.Route.HopLimit != 64) {
 						t.Errorf("kernel: hop %d, want the route's hop limit 64 (0xFF replaced): %+v", r.Attr.GRH.HopLimit, r.Route)
 					}
 				}
 				// Answer the peer with the rdma-core AH.
-				r, err := FromWC(in, wc.GRH, tab, FromWCOptions{Behaviour: RDMACore})
+				r, err := ah.FromWC(in, wc.GRH, tab, ah.FromWCOptions{Behaviour: ah.RDMACore})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -336,7 +358,7 @@ func TestLabRawSendFromPeerAndFromWC(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer capt.Stop()
-				h, err := ud.CreateAH(verbsAttr(r.Attr))
+				h, err := ud.CreateAH(ah.VerbsAttr(r.Attr))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -365,14 +387,11 @@ func TestLabRawSendFromPeerAndFromWC(t *testing.T) {
 
 // ibv_create_ah's errnos on rxe, as docs/ah.md states them.
 func TestLabCreateErrors(t *testing.T) {
-	host, err := ReadNet("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tab := hostTable(t, host)
+	hv := hostView(t)
+	tab := hostTable(t, hv)
 	base := lab.Nets[0]
 	e := findEntry(t, tab, base.HostIPv4.Addr(), base.HostNetdev)
-	good := Attr{IsGlobal: true, PortNum: 1, GRH: GlobalRoute{DGID: gid.FromAddr(base.PeerIPv4.Addr()), SGIDIndex: uint8(e.Index), HopLimit: 64}}
+	good := ah.Attr{IsGlobal: true, PortNum: 1, GRH: ah.GlobalRoute{DGID: gid.FromAddr(base.PeerIPv4.Addr()), SGIDIndex: uint8(e.Index), HopLimit: 64}}
 	empty := -1
 	for i := 0; i < 256 && i < tab.Size(); i++ {
 		if x, _ := tab.Lookup(i); x.Empty {
@@ -382,14 +401,14 @@ func TestLabCreateErrors(t *testing.T) {
 	}
 	cases := []struct {
 		name   string
-		mutate func(*Attr)
+		mutate func(*ah.Attr)
 		errno  syscall.Errno
 	}{
-		{"is_global 0", func(a *Attr) { a.IsGlobal = false }, syscall.EINVAL},
-		{"empty sgid_index", func(a *Attr) { a.GRH.SGIDIndex = uint8(empty) }, syscall.ENODATA},
-		{"IPv6 dgid from an IPv4 sgid", func(a *Attr) { a.GRH.DGID = gid.FromAddr(base.PeerIPv6.Addr()) }, syscall.EINVAL},
+		{"is_global 0", func(a *ah.Attr) { a.IsGlobal = false }, syscall.EINVAL},
+		{"empty sgid_index", func(a *ah.Attr) { a.GRH.SGIDIndex = uint8(empty) }, syscall.ENODATA},
+		{"IPv6 dgid from an IPv4 sgid", func(a *ah.Attr) { a.GRH.DGID = gid.FromAddr(base.PeerIPv6.Addr()) }, syscall.EINVAL},
 		// Nobody has 10.0.0.99: ARP gets no answer.
-		{"no neighbour", func(a *Attr) { a.GRH.DGID = gid.FromAddr(netip.MustParseAddr("10.0.0.99")) }, syscall.ETIMEDOUT},
+		{"no neighbour", func(a *ah.Attr) { a.GRH.DGID = gid.FromAddr(netip.MustParseAddr("10.0.0.99")) }, syscall.ETIMEDOUT},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -398,18 +417,18 @@ func TestLabCreateErrors(t *testing.T) {
 			}
 			a := good
 			c.mutate(&a)
-			h, err := Create(lab.RDMADevice, a, CreateOptions{})
+			h, err := ah.Create(lab.RDMADevice, a, ah.CreateOptions{})
 			if err == nil {
 				h.Close()
 				t.Fatalf("ibv_create_ah succeeded")
 			}
 			if !errors.Is(err, c.errno) {
-				t.Errorf("ibv_create_ah: %v, want %s", err, ErrnoName(c.errno))
+				t.Errorf("ibv_create_ah: %v, want %s", err, ah.ErrnoName(c.errno))
 			}
 			// The prediction agrees.
-			_, perr := Resolve(a, tab, host, ResolveOptions{Driver: qos.DriverRXE})
+			_, perr := ah.Resolve(a, tab, hv.NS, ah.ResolveOptions{Driver: qos.DriverRXE})
 			if !errors.Is(perr, c.errno) {
-				t.Errorf("Resolve: %v, want %s", perr, ErrnoName(c.errno))
+				t.Errorf("ah.Resolve: %v, want %s", perr, ah.ErrnoName(c.errno))
 			}
 		})
 	}
@@ -447,11 +466,11 @@ func TestLabProbeNeighbor(t *testing.T) {
 		{netip.MustParseAddr("10.0.0.98"), base.HostIPv4.Addr(), syscall.ETIMEDOUT},
 	} {
 		t.Run(c.dst.String(), func(t *testing.T) {
-			n, err := ReadNet("")
-			if err != nil {
-				t.Fatal(err)
+			n := netns(t, "")
+			l, ok := n.ByName(base.HostNetdev)
+			if !ok {
+				t.Fatalf("no %s in the host's namespace", base.HostNetdev)
 			}
-			l, _ := n.Link(base.HostNetdev)
 			// Forget what the kernel knows about the destination.
 			_ = netlinkNeighDel(l.Index, c.dst)
 			rr, err := n.RouteTo(c.dst, base.HostNetdev, l.Index)
@@ -464,7 +483,7 @@ func TestLabProbeNeighbor(t *testing.T) {
 			if c.errno != nil {
 				timeout = 1500 * time.Millisecond
 			}
-			nb, err := ProbeNeighbor(c.src, c.dst, rr, timeout)
+			nb, err := host.ProbeNeighbor(c.src, c.dst, rr, timeout)
 			if c.errno != nil {
 				if !errors.Is(err, c.errno) {
 					t.Fatalf("ProbeNeighbor: %v, want %v", err, c.errno)
@@ -522,11 +541,7 @@ func TestLabResolveSpecialDestinations(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			n0, err := ReadNet("")
-			if err != nil {
-				t.Fatal(err)
-			}
-			tab := hostTable(t, n0)
+			tab := hostTable(t, hostView(t))
 			idx := -1
 			for _, e := range tab.Entries {
 				if !e.Empty && e.GID == c.src && e.Netdev == base.HostNetdev {
@@ -536,17 +551,14 @@ func TestLabResolveSpecialDestinations(t *testing.T) {
 			if idx < 0 {
 				t.Fatalf("no entry %s on %s", c.src, base.HostNetdev)
 			}
-			a := Attr{IsGlobal: true, PortNum: 1, GRH: GlobalRoute{DGID: c.dst, SGIDIndex: uint8(idx), HopLimit: 8, TrafficClass: 0x6A}}
-			h, err := ud.CreateAH(verbsAttr(a))
+			a := ah.Attr{IsGlobal: true, PortNum: 1, GRH: ah.GlobalRoute{DGID: c.dst, SGIDIndex: uint8(idx), HopLimit: 8, TrafficClass: 0x6A}}
+			h, err := ud.CreateAH(ah.VerbsAttr(a))
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer h.Close()
-			n1, err := ReadNet("")
-			if err != nil {
-				t.Fatal(err)
-			}
-			res, err := Resolve(a, tab, n1, ResolveOptions{Driver: qos.DriverRXE, SrcQPN: ud.QPN()})
+			n1 := netns(t, "")
+			res, err := ah.Resolve(a, tab, n1, ah.ResolveOptions{Driver: qos.DriverRXE, SrcQPN: ud.QPN()})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -567,7 +579,7 @@ func TestLabResolveSpecialDestinations(t *testing.T) {
 				t.Errorf("BTH DestQP %#x on the wire, want one of %#x", p.BTH.DestQP, c.destQPs)
 			}
 			t.Logf("%s: BTH DestQP on the wire %#x (asked for %#x), TTL %d", c.name, p.BTH.DestQP, labDstQP, p.TTL)
-			want, err := res.Frame(Datagram{SrcQPN: ud.QPN(), DestQPN: p.BTH.DestQP, QKey: labQKey, PSN: psn, Payload: payload, IPID: ipv4ID(f.Data)})
+			want, err := res.Frame(ah.Datagram{SrcQPN: ud.QPN(), DestQPN: p.BTH.DestQP, QKey: labQKey, PSN: psn, Payload: payload, IPID: ipv4ID(f.Data)})
 			if err != nil {
 				t.Fatal(err)
 			}

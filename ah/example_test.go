@@ -33,10 +33,16 @@ func ExampleAttr_Validate() {
 }
 
 func ExampleResolve() {
-	net := &ah.Net{
-		Routes:    []ah.Route{{Table: ah.TableMain, Type: ah.RouteUnicast, Dst: netip.MustParsePrefix("10.0.0.0/24"), Dev: "veth0"}},
-		Neighbors: []ah.Neighbor{{IP: netip.MustParseAddr("10.0.0.2"), Dev: "veth0", MAC: vlan.MAC{2, 0, 0, 0, 0, 2}, State: ah.NUDReachable}},
+	// The sender's network namespace as roce-probe's collector records it
+	// (a host snapshot's namespace, or vlan.Decode of its JSON): veth0, its
+	// connected route and the peer's neighbour entry.
+	net := &vlan.Namespace{
+		Links: []vlan.Link{{Name: "veth0", Index: 2, Kind: vlan.KindVeth, MAC: vlan.MAC{2, 0, 0, 0, 0, 1}, MTU: 1500, OperState: "up", Ether: true,
+			Addrs: []netip.Prefix{netip.MustParsePrefix("10.0.0.1/24")}}},
+		Routes:    []vlan.Route{{Table: vlan.TableMain, Type: vlan.RouteUnicast, Dst: netip.MustParsePrefix("10.0.0.0/24"), Dev: "veth0", Ifindex: 2}},
+		Neighbors: []vlan.Neighbor{{IP: netip.MustParseAddr("10.0.0.2"), Dev: "veth0", Ifindex: 2, MAC: vlan.MAC{2, 0, 0, 0, 0, 2}, State: vlan.NUDReachable}},
 	}
+	net.Freeze() // complete: build the lookup tables once
 	a := ah.Attr{IsGlobal: true, PortNum: 1, SL: 3, GRH: ah.GlobalRoute{DGID: gid.MustParse("10.0.0.2"), SGIDIndex: 1, HopLimit: 8, TrafficClass: 0x6A}}
 	r, err := ah.Resolve(a, table(), net, ah.ResolveOptions{Driver: qos.DriverRXE, SrcQPN: 17})
 	if err != nil {

@@ -222,9 +222,22 @@ func v4mapped(b []byte) gid.GID {
 	return gid.FromAddr(a)
 }
 
-// entryVLAN is rdma_read_gid_l2_fields' VLAN ID of an entry: 0xffff when
-// its netdev adds no tag.
+// entryVLAN is rdma_read_gid_l2_fields' VLAN ID of an entry
+// (drivers/infiniband/core/cache.c, Linux 6.1), the one the kernel's GID
+// filter (find_gid_filter) compares with a completion's VLAN: the VLAN ID
+// of the entry's netdev when it is a VLAN device, else that of its
+// first-level lower device when that is one (get_lower_dev_vlan), else
+// 0xffff. That is the innermost tag of the entry's chain — for QinQ the
+// inner tag, which rxe reports in the completion (vlan_dev_vlan_id of the
+// receiving netdev) — not Entry.VLAN, the outermost tag the first switch
+// sees. The chain's innermost tag differs from the kernel's answer only
+// for a device stacked on a non-VLAN device stacked on a VLAN (an ipvlan
+// on a macvlan on a VLAN: the kernel says 0xffff). An entry without a
+// chain (its netdev unknown, or built by hand) falls back to Entry.VLAN.
 func entryVLAN(e gid.Entry) uint16 {
+	if n := len(e.VLANChain); n > 0 {
+		return e.VLANChain[n-1].ID
+	}
 	if e.VLAN == nil {
 		return 0xffff
 	}
@@ -447,9 +460,10 @@ func notInTable(g gid.GID, t gid.Type, vlanID uint16, table Table, b Behaviour) 
 	return fmt.Errorf("ah: the datagram's destination %s is not in the port's GID table (%s)%s: %w: %w", what, how, hint, ErrNotInTable, errno)
 }
 
+// vlanString names the VLAN the kernel's GID filter sees for e.
 func vlanString(e gid.Entry) string {
-	if e.VLAN == nil {
-		return "untagged"
+	if v := entryVLAN(e); v != 0xffff {
+		return fmt.Sprint(v)
 	}
-	return fmt.Sprint(*e.VLAN)
+	return "untagged"
 }

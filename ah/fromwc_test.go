@@ -3,11 +3,13 @@ package ah
 import (
 	"encoding/hex"
 	"errors"
+	"net/netip"
 	"strings"
 	"syscall"
 	"testing"
 
 	"github.com/roce-probe/roce-probe/gid"
+	"github.com/roce-probe/roce-probe/vlan"
 )
 
 // Test buffers. IPv4 headers whose checksums are independent known
@@ -282,5 +284,73 @@ func TestFromWCNotInTableSaysWhy(t *testing.T) {
 	_, err := FromWC(WC{GRH: true}, ipv4Buf(nil, mustHex("45 00 00 3c 00 00 40 00 40 11 00 00 0a 00 64 02 0a 00 64 01")), wcTable(), FromWCOptions{})
 	if !errors.Is(err, ErrNotInTable) || !strings.Contains(err.Error(), "entry 3") || !strings.Contains(err.Error(), "VLAN 100") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// The kernel's GID filter for a completion (find_gid_filter,
+// drivers/infiniband/core/cache.c) compares the completion's VLAN ID with
+// rdma_read_gid_l2_fields' VLAN ID of each entry: the ID of the entry's
+// netdev when it is a VLAN device, else that of its first-level lower
+// device when that is one (get_lower_dev_vlan), else 0xffff. For the lab's
+// QinQ netdev veth0.q1000.10 that is the inner tag, 10 — what rxe puts in
+// the completion of a frame received there (rxe_resp.c do_complete:
+// vlan_dev_vlan_id(skb->dev)) — not the outermost tag 1000 that
+// gid.Entry.VLAN names. A macvlan on veth0.100 gets its lower device's 100.
+func TestFromWCKernelVLANFilter(t *testing.T) {
+	ns := labNet(t)
+	ns.Links = append(ns.Links, vlan.Link{Name: "mv0", Index: 8, Kind: vlan.KindMacvlan, ParentIndex: 4, MAC: macOf("02:00:00:00:00:05"), MTU: 1500, OperState: "up", Ether: true,
+		Addrs: []netip.Prefix{pfx("10.0.100.5/24")}})
+	ns.Freeze()
+	var entries []gid.Entry
+	for i, x := range []struct{ addr, netdev string }{
+		{"10.0.0.1", "veth0"}, {"10.0.100.1", "veth0.100"}, {"10.10.10.1", "veth0.q1000.10"}, {"10.0.100.5", "mv0"},
+	} {
+		e := gid.Entry{Device: "rxe0", Port: 1, Index: i, GID: gid.FromAddr(ip(x.addr)), Type: gid.TypeRoCEv2, Netdev: x.netdev}
+		gid.MapEntry(&e, "Ethernet", ns) // as a host snapshot's view maps every table
+		entries = append(entries, e)
+	}
+	tab := Table{Len: 4, Entries: entries}
+	if e := entries[2]; e.VLAN == nil || *e.VLAN != 1000 {
+		t.Fatalf("the QinQ entry's VLAN is %v: this test assumes gid.Entry.VLAN is the outermost tag (1000)", ptrStr(e.VLAN))
+	}
+	hdr := func(src, dst string) [40]byte { // zero head + IPv4 header, TTL 64, UDP
+		s, d := ip(src).As4(), ip(dst).As4()
+		return ipv4Buf(nil, append(mustHex("45 00 00 3c 00 00 40 00 40 11 00 00"), append(s[:], d[:]...)...))
+	}
+	for _, c := range []struct {
+		name     string
+		vlan     *uint16
+		src, dst string
+		index    int // -1: ENOENT
+	}{
+		{"QinQ, inner VLAN 10", u16p(10), "10.10.10.2", "10.10.10.1", 2},
+		{"QinQ, outer VLAN 1000", u16p(1000), "10.10.10.2", "10.10.10.1", -1},
+		{"QinQ, untagged", nil, "10.10.10.2", "10.10.10.1", -1},
+		{"VLAN 100", u16p(100), "10.0.100.2", "10.0.100.1", 1},
+		{"macvlan on VLAN 100", u16p(100), "10.0.100.2", "10.0.100.5", 3},
+		{"macvlan on VLAN 100, untagged", nil, "10.0.100.2", "10.0.100.5", -1},
+		{"untagged", nil, "10.0.0.2", "10.0.0.1", 0},
+		{"untagged address, VLAN 10", u16p(10), "10.0.0.2", "10.0.0.1", -1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r, err := FromWC(WC{GRH: true, VLAN: c.vlan, NetworkHdrType: ntp(NetworkIPv4)}, hdr(c.src, c.dst), tab, FromWCOptions{Behaviour: Kernel})
+			if c.index < 0 {
+				if !errors.Is(err, syscall.ENOENT) {
+					t.Fatalf("err = %v, want ENOENT", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if int(r.Attr.GRH.SGIDIndex) != c.index || r.Attr.GRH.DGID != gid.FromAddr(ip(c.src)) {
+				t.Errorf("sgid_index %d dgid %s, want %d %s", r.Attr.GRH.SGIDIndex, r.Attr.GRH.DGID, c.index, c.src)
+			}
+		})
+	}
+	// The error for a VLAN mismatch names the VLAN the filter compared.
+	_, err := FromWC(WC{GRH: true, VLAN: u16p(1000), NetworkHdrType: ntp(NetworkIPv4)}, hdr("10.10.10.2", "10.10.10.1"), tab, FromWCOptions{Behaviour: Kernel})
+	if err == nil || !strings.Contains(err.Error(), "entry 2") || !strings.Contains(err.Error(), "VLAN 10)") {
+		t.Errorf("err = %v, want one naming entry 2 and its VLAN 10", err)
 	}
 }

@@ -197,19 +197,26 @@ func Resolve(a Attr, table Table, net *vlan.Namespace, opts ResolveOptions) (*Re
 // qosLink is the qos view of the entry's netdev: its VLAN tags outermost
 // first, each with the VLAN device adding it and that device's egress map.
 // The namespace's description is the one walk down the stack; without a
-// namespace, or for a netdev it does not have, the tags the entry knows.
-func (r *Resolver) qosLink(e gid.Entry) qos.Link {
+// namespace, the tags the entry knows. With a namespace that does not have
+// the entry's netdev (or an entry whose netdev the kernel hides) the tags,
+// MAC and routes are unknown: the error wraps vlan.ErrNoLink.
+func (r *Resolver) qosLink(e gid.Entry) (qos.Link, error) {
 	if l, ok := r.links[e.Netdev]; ok {
-		return l
+		return l, nil
 	}
 	l := qos.Link{Netdev: e.Netdev, Tags: e.VLANChain, Real: e.RealNetdev, RealNumTC: -1}
 	if r.net != nil {
-		if d, err := r.net.Describe(e.Netdev); err == nil {
-			l = qos.LinkOf(d)
+		if e.Netdev == "" {
+			return qos.Link{}, fmt.Errorf("ah: GID index %d: the kernel shows no netdev for it (a netdev of another network namespace): its VLAN tags, MAC and routes cannot be known from %s: %w", e.Index, r.net.What(), vlan.ErrNoLink)
 		}
+		d, err := r.net.Describe(e.Netdev)
+		if err != nil {
+			return qos.Link{}, fmt.Errorf("ah: GID index %d: its VLAN tags, MAC and routes cannot be known: %w", e.Index, err)
+		}
+		l = qos.LinkOf(d)
 	}
 	r.links[e.Netdev] = l
-	return l
+	return l, nil
 }
 
 // ipMulticastMAC is ip_eth_mc_map / ipv6_eth_mc_map, which
@@ -230,10 +237,11 @@ func linkLocalMAC(g gid.GID) vlan.MAC {
 }
 
 // Resolve validates a and predicts the frame it puts on the wire. It
-// returns a *ValidationError for an invalid a, a *RouteError when no
-// route to the destination can be used, and — together with a Resolution
-// whose DMAC is nil — a *NeighborError when the next hop's MAC is not in
-// the neighbour table.
+// returns a *ValidationError for an invalid a, an error wrapping
+// vlan.ErrNoLink when the namespace does not have the sgid entry's netdev,
+// a *vlan.RouteError when no route to the destination can be used, and —
+// together with a Resolution whose DMAC is nil — a *NeighborError when the
+// next hop's MAC is not in the neighbour table.
 func (r *Resolver) Resolve(a Attr) (*Resolution, error) {
 	if err := a.Validate(r.table); err != nil {
 		return nil, err
@@ -243,6 +251,10 @@ func (r *Resolver) Resolve(a Attr) (*Resolution, error) {
 	}
 	ep := r.table.entry(int(a.GRH.SGIDIndex))
 	e := *ep
+	link, err := r.qosLink(e)
+	if err != nil {
+		return nil, err
+	}
 	g := a.GRH
 	res := &Resolution{Attr: a, Source: ep, Driver: r.opts.Driver, Path: r.opts.Path, Warnings: make([]Warning, 0, 3)}
 	w := &res.Wire
@@ -346,7 +358,6 @@ func (r *Resolver) Resolve(a Attr) (*Resolution, error) {
 	}
 
 	// Driver profile: VLAN tag PCPs, DSCP and ECN.
-	link := r.qosLink(e)
 	pk := predKey{e.Netdev, e.Type, a.SL, g.TrafficClass}
 	p, ok := r.preds[pk]
 	if !ok {

@@ -2,6 +2,9 @@ package ah
 
 import (
 	"errors"
+	"fmt"
+	"net/netip"
+	"os"
 	"strings"
 	"syscall"
 	"testing"
@@ -20,17 +23,46 @@ func macOf(s string) vlan.MAC {
 	return m
 }
 
+func pfx(s string) netip.Prefix { return netip.MustParsePrefix(s) }
+func ip(s string) netip.Addr    { return netip.MustParseAddr(s) }
+
+// labNet is testdata/rxe-net.json (see its README): the host side of the
+// lab topology (internal/lab/topology.go) with the kernel's routes for its
+// addresses, plus a routed network with a hoplimit metric, neighbours in
+// several states and a per-netdev IPv6 hop limit. Each call decodes a
+// fresh copy, frozen: a caller that changes it must Freeze it again.
+func labNet(t testing.TB) *vlan.Namespace {
+	t.Helper()
+	f, err := os.Open("testdata/rxe-net.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	n, err := vlan.Decode(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
 // labTable is rxe0's table in the lab topology (docs/lab.md), mapped to
-// labNet's netdevs, plus a RoCE v1 entry as mlx5 would have it.
+// labNet's netdevs (ifindex, MAC, MTU, VLAN chain outermost first, VLAN =
+// the outermost tag's ID), plus a RoCE v1 entry as mlx5 would have it.
 func labTable() Table {
 	e := func(i int, g string, t gid.Type, dev string, vid *uint16) gid.Entry {
 		ent := gid.Entry{Device: "rxe0", Port: 1, Index: i, GID: gid.MustParse(g), Type: t, Netdev: dev,
-			VLAN: vid, MAC: macOf("02:00:00:00:00:01"), MTU: 1500, Ifindex: 2, RealNetdev: "veth0"}
+			VLAN: vid, VLANChain: []vlan.ChainTag{}, MAC: macOf("02:00:00:00:00:01"), MTU: 1500, Ifindex: 2, RealNetdev: "veth0"}
 		if vid != nil {
-			ent.Ifindex = 3
-			ent.VLANChain = []vlan.Tag{{ID: *vid, Proto: vlan.Proto8021Q}}
+			ent.Ifindex = 4
+			ent.VLANChain = []vlan.ChainTag{{Tag: vlan.Tag{ID: *vid, TPID: vlan.TPID8021Q}, Netdev: dev}}
 		}
 		return ent
+	}
+	qinq := e(10, "::ffff:10.10.10.1", gid.TypeRoCEv2, "veth0.q1000.10", u16p(1000))
+	qinq.Ifindex = 7
+	qinq.VLANChain = []vlan.ChainTag{
+		{Tag: vlan.Tag{ID: 1000, TPID: vlan.TPID8021AD}, Netdev: "veth0.q1000"},
+		{Tag: vlan.Tag{ID: 10, TPID: vlan.TPID8021Q}, Netdev: "veth0.q1000.10"},
 	}
 	return Table{Len: 1024, Entries: []gid.Entry{
 		e(0, "fe80::ff:fe00:1", gid.TypeRoCEv2, "veth0", nil),
@@ -39,6 +71,7 @@ func labTable() Table {
 		e(3, "::ffff:10.0.100.1", gid.TypeRoCEv2, "veth0.100", u16p(100)),
 		e(4, "fd00:100::1", gid.TypeRoCEv2, "veth0.100", u16p(100)),
 		e(5, "fe80::ff:fe00:1", gid.TypeRoCEv1, "veth0", nil),
+		qinq,
 	}}
 }
 
@@ -59,6 +92,7 @@ func TestResolveRXE(t *testing.T) {
 		ttl       uint8
 		fl        *uint32
 		mtu       int
+		chain     []string // Wire.VLANChain, outermost first: tag/pcp N netdev
 		warnField []string
 	}{
 		// Linux 6.1's rxe as the lab saw it (docs/lab.md): a requested hop limit of 8 goes out as 64
@@ -71,12 +105,17 @@ func TestResolveRXE(t *testing.T) {
 		// PCP = the egress-qos-map entry for skb priority 0 (0:3 on veth0.100), whatever the SL:
 		// rxe_net.c, rxe_init_packet never sets skb->priority.
 		{name: "IPv4 VLAN 100", a: attrTo(3, "::ffff:10.0.100.2"), dmac: "02:00:00:00:00:02", from: "neighbour", vlanID: u16p(100), pcp: u8(3), ipv: 4, ttl: 64, mtu: 1024,
-			warnField: []string{"grh.hop_limit", "sl", "grh.flow_label"}},
+			chain: []string{"100/pcp 3 veth0.100"}, warnField: []string{"grh.hop_limit", "sl", "grh.flow_label"}},
+		// QinQ (the lab's veth0.q1000.10): each VLAN device tags with its own egress map's
+		// entry for skb priority 0 (vlan_dev_hard_start_xmit): veth0.q1000.10 maps 0:2,
+		// veth0.q1000 has no map (PCP 0). vlan and pcp are the OUTERMOST tag's: 1000 / 0.
+		{name: "IPv4 QinQ", a: attrTo(10, "::ffff:10.10.10.2"), dmac: "02:00:00:00:00:02", from: "neighbour", vlanID: u16p(1000), pcp: u8(0), ipv: 4, ttl: 64, mtu: 1024,
+			chain: []string{"802.1ad:1000/pcp 0 veth0.q1000", "10/pcp 2 veth0.q1000.10"}, warnField: []string{"grh.hop_limit", "sl", "grh.flow_label"}},
 		// IPv6 with flow label 0 on the wire (rxe_net.c, prepare_ipv6_hdr).
 		{name: "IPv6 untagged", a: attrTo(2, "fd00::2"), dmac: "02:00:00:00:00:02", from: "neighbour", ipv: 6, ttl: 64, fl: u32(0), mtu: 1024,
 			warnField: []string{"grh.hop_limit", "sl", "grh.flow_label", "grh.flow_label"}},
 		{name: "IPv6 VLAN 100 hop limit of veth0.100", a: attrTo(4, "fd00:100::2"), from: "neighbour", vlanID: u16p(100), pcp: u8(3), ipv: 6, ttl: 32, fl: u32(0), mtu: 1024,
-			warnField: []string{"grh.hop_limit", "sl", "grh.flow_label", "grh.flow_label"}},
+			chain: []string{"100/pcp 3 veth0.100"}, warnField: []string{"grh.hop_limit", "sl", "grh.flow_label", "grh.flow_label"}},
 		// ib_resolve_eth_dmac: multicast → ip_eth_mc_map, no route lookup, hop limit kept.
 		{name: "IPv4 multicast", a: attrTo(1, "::ffff:239.129.1.2"), dmac: "01:00:5e:01:01:02", from: "multicast", ipv: 4, ttl: 8, mtu: 1024,
 			warnField: []string{"sl", "grh.flow_label"}},
@@ -91,9 +130,7 @@ func TestResolveRXE(t *testing.T) {
 			if c.dmac == "" {
 				c.dmac = "02:00:00:00:00:02"
 			}
-			n := labNet()
-			n.Neighbors = append(n.Neighbors, Neighbor{IP: ip("fd00:100::2"), Dev: "veth0.100", Ifindex: 3, MAC: macOf("02:00:00:00:00:02"), State: NUDReachable})
-			r, err := Resolve(c.a, labTable(), n, rxe)
+			r, err := Resolve(c.a, labTable(), labNet(t), rxe)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -103,6 +140,13 @@ func TestResolveRXE(t *testing.T) {
 			}
 			if !eqU16(w.VLAN, c.vlanID) || !eqU8(w.PCP, c.pcp) {
 				t.Errorf("vlan %v pcp %v, want %v %v", ptrStr(w.VLAN), ptrStr(w.PCP), ptrStr(c.vlanID), ptrStr(c.pcp))
+			}
+			chain := []string{}
+			for _, tg := range w.VLANChain {
+				chain = append(chain, fmt.Sprintf("%s %s", tg, tg.Netdev))
+			}
+			if w.VLANChain == nil || !equalStrings(chain, c.chain) {
+				t.Errorf("vlan_chain %q, want %q (outermost first; [] when untagged)", chain, c.chain)
 			}
 			if w.IPVersion != c.ipv || w.RoCEVersion != 2 || w.TTL != c.ttl || w.MTU != c.mtu {
 				t.Errorf("ip v%d roce v%d ttl %d mtu %d, want v%d v2 ttl %d mtu %d", w.IPVersion, w.RoCEVersion, w.TTL, w.MTU, c.ipv, c.ttl, c.mtu)
@@ -129,7 +173,7 @@ func TestResolveRXE(t *testing.T) {
 
 func TestResolveMLX5(t *testing.T) {
 	a := attrTo(3, "::ffff:10.0.100.2")
-	r, err := Resolve(a, labTable(), labNet(), ResolveOptions{Driver: qos.DriverMLX5})
+	r, err := Resolve(a, labTable(), labNet(t), ResolveOptions{Driver: qos.DriverMLX5})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +186,7 @@ func TestResolveMLX5(t *testing.T) {
 	// Kernel AH: traffic_class | 0x02 for RoCE v2 (drivers/infiniband/hw/mlx5/ah.c, create_ib_ah;
 	// Linux 6.1): 0x68 → 0x6A.
 	a.GRH.TrafficClass = 0x68
-	r, err = Resolve(a, labTable(), labNet(), ResolveOptions{Driver: qos.DriverMLX5, Path: qos.PathKernelAH})
+	r, err = Resolve(a, labTable(), labNet(t), ResolveOptions{Driver: qos.DriverMLX5, Path: qos.PathKernelAH})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +195,7 @@ func TestResolveMLX5(t *testing.T) {
 	}
 	// No flow label: the user AH's port is random.
 	a.GRH.FlowLabel = 0
-	r, err = Resolve(a, labTable(), labNet(), ResolveOptions{Driver: qos.DriverMLX5})
+	r, err = Resolve(a, labTable(), labNet(t), ResolveOptions{Driver: qos.DriverMLX5})
 	if err != nil || r.Wire.UDPSport != nil || !hasWarning(r, "udp_sport") {
 		t.Errorf("mlx5 without flow label: sport %v, err %v, warnings %v", ptrStr(r.Wire.UDPSport), err, r.Warnings)
 	}
@@ -162,7 +206,7 @@ func TestResolveRoCEv1LinkLocal(t *testing.T) {
 	// fe80::ff:fe00:2 → 00:00:00 + 00:00:02 → 02:00:00:00:00:02. Hop
 	// limit kept (no route lookup for link-local + RoCE v1).
 	a := attrTo(5, "fe80::ff:fe00:2")
-	r, err := Resolve(a, labTable(), labNet(), ResolveOptions{Driver: qos.DriverMLX5})
+	r, err := Resolve(a, labTable(), labNet(t), ResolveOptions{Driver: qos.DriverMLX5})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,10 +224,10 @@ func TestResolveNeighbourNotResolved(t *testing.T) {
 		dst   string
 		state string
 	}{
-		{"::ffff:10.0.0.3", "FAILED"},
-		{"::ffff:10.0.0.4", "no entry"},
+		{"::ffff:10.0.0.3", "neighbour entry: FAILED"},
+		{"::ffff:10.0.0.4", "neighbour entry: none"},
 	} {
-		r, err := Resolve(attrTo(1, c.dst), labTable(), labNet(), ResolveOptions{Driver: qos.DriverRXE})
+		r, err := Resolve(attrTo(1, c.dst), labTable(), labNet(t), ResolveOptions{Driver: qos.DriverRXE})
 		var ne *NeighborError
 		if !errors.As(err, &ne) || !errors.Is(err, syscall.ETIMEDOUT) {
 			t.Fatalf("%s: err %v, want a NeighborError (ETIMEDOUT)", c.dst, err)
@@ -205,16 +249,53 @@ func TestResolveNeighbourNotResolved(t *testing.T) {
 func TestResolveErrors(t *testing.T) {
 	// Invalid attributes come back as the ValidationError.
 	a := attrTo(1, "fd00::2")
-	if _, err := Resolve(a, labTable(), labNet(), ResolveOptions{}); !errors.Is(err, syscall.EINVAL) {
+	if _, err := Resolve(a, labTable(), labNet(t), ResolveOptions{}); !errors.Is(err, syscall.EINVAL) {
 		t.Errorf("family mismatch: %v", err)
 	}
 	// IPv6 with no route through the sgid's netdev: ENETUNREACH.
-	if _, err := Resolve(attrTo(4, "fd00::2"), labTable(), labNet(), ResolveOptions{}); !errors.Is(err, syscall.ENETUNREACH) {
+	if _, err := Resolve(attrTo(4, "fd00::2"), labTable(), labNet(t), ResolveOptions{}); !errors.Is(err, syscall.ENETUNREACH) {
 		t.Errorf("IPv6 through veth0.100 to fd00::2: %v", err)
 	}
-	// Unicast needs a snapshot.
+	// Unicast needs the namespace's routes and neighbours.
 	if _, err := Resolve(attrTo(1, "::ffff:10.0.0.2"), labTable(), nil, ResolveOptions{}); err == nil {
-		t.Error("unicast without a Net succeeded")
+		t.Error("unicast without a namespace succeeded")
+	}
+}
+
+// An sgid entry whose netdev the namespace does not have (a netdev of
+// another namespace, or one that went away) cannot be resolved there: its
+// VLAN tags, MAC and routes are unknown, so Resolve says so (wrapping
+// vlan.ErrNoLink) instead of predicting an untagged frame without a
+// source MAC — for unicast and multicast destinations alike (issue 12:
+// "a GID entry whose netdev is absent is reported as such, never as
+// untagged"). The same holds for an entry whose netdev the kernel hides
+// (gid_attrs/ndevs fails: Netdev ""). Without a namespace the entry's own
+// fields are all there is, as documented for NewResolver.
+func TestResolveNetdevNotInNamespace(t *testing.T) {
+	tab := labTable()
+	tab.Entries = append(tab.Entries,
+		gid.Entry{Device: "rxe0", Port: 1, Index: 20, GID: gid.MustParse("::ffff:10.0.44.1"), Type: gid.TypeRoCEv2, Netdev: "veth0.300", Netns: gid.NetnsOther},
+		gid.Entry{Device: "rxe0", Port: 1, Index: 21, GID: gid.MustParse("::ffff:10.0.45.1"), Type: gid.TypeRoCEv2, Netns: gid.NetnsOther})
+	for _, c := range []struct {
+		sgid     uint8
+		dst, msg string
+	}{
+		{20, "::ffff:10.0.44.2", `"veth0.300"`},
+		{20, "::ffff:239.1.1.1", `"veth0.300"`},
+		{21, "::ffff:10.0.45.2", "GID index 21"},
+		{21, "::ffff:239.1.1.1", "GID index 21"},
+	} {
+		r, err := Resolve(attrTo(c.sgid, c.dst), tab, labNet(t), ResolveOptions{Driver: qos.DriverRXE})
+		if !errors.Is(err, vlan.ErrNoLink) || !strings.Contains(err.Error(), c.msg) {
+			t.Errorf("sgid %d → %s: %v, want vlan.ErrNoLink naming %s", c.sgid, c.dst, err, c.msg)
+		}
+		if r != nil {
+			t.Errorf("sgid %d → %s: a resolution (vlan %v, chain %v) for a netdev that is not there", c.sgid, c.dst, ptrStr(r.Wire.VLAN), r.Wire.VLANChain)
+		}
+	}
+	// No namespace: multicast resolves from the entry alone.
+	if _, err := Resolve(attrTo(3, "::ffff:239.1.1.1"), labTable(), nil, ResolveOptions{Driver: qos.DriverRXE}); err != nil {
+		t.Errorf("multicast without a namespace: %v", err)
 	}
 }
 
@@ -226,9 +307,10 @@ func TestResolutionFrame(t *testing.T) {
 	}{
 		{"IPv4 VLAN 100", attrTo(3, "::ffff:10.0.100.2")},
 		{"IPv6 untagged", attrTo(2, "fd00::2")},
+		{"IPv4 QinQ", attrTo(10, "::ffff:10.10.10.2")},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			r, err := Resolve(c.a, labTable(), labNet(), ResolveOptions{Driver: qos.DriverRXE, SrcQPN: 0x11})
+			r, err := Resolve(c.a, labTable(), labNet(t), ResolveOptions{Driver: qos.DriverRXE, SrcQPN: 0x11})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -248,8 +330,18 @@ func TestResolutionFrame(t *testing.T) {
 				p.PayloadLen != len(payload) || p.PadLen != 1 || p.ICRCStatus != roce.ICRCValid {
 				t.Errorf("decoded %+v", p)
 			}
-			if w.VLAN != nil && (p.NumVLANs != 1 || p.VLANs[0].ID != *w.VLAN || p.VLANs[0].PCP != *w.PCP) {
-				t.Errorf("vlans %+v, want %d pcp %d", p.VLANs[:p.NumVLANs], *w.VLAN, *w.PCP)
+			// The frame's first tag is the outermost one: Wire.VLAN and PCP;
+			// then every tag of Wire.VLANChain in order, with its TPID.
+			if w.VLAN != nil && (p.NumVLANs < 1 || p.VLANs[0].ID != *w.VLAN || p.VLANs[0].PCP != *w.PCP) {
+				t.Errorf("vlans %+v, want the first %d pcp %d", p.VLANs[:p.NumVLANs], *w.VLAN, *w.PCP)
+			}
+			if p.NumVLANs != len(w.VLANChain) {
+				t.Fatalf("%d tags in the frame, want %d: %+v", p.NumVLANs, len(w.VLANChain), w.VLANChain)
+			}
+			for i, tg := range w.VLANChain {
+				if got := p.VLANs[i]; got.ID != tg.ID || got.TPID != uint16(tg.TPID) || got.PCP != *tg.PCP {
+					t.Errorf("tag %d in the frame: %+v, want %s with TPID %#04x", i, got, tg, uint16(tg.TPID))
+				}
 			}
 		})
 	}

@@ -8,7 +8,17 @@ import (
 
 func labVLAN100() Link {
 	return Link{Netdev: "veth0.100", Real: "veth0", RealNumTC: 0,
-		Tags: []Tag{{Netdev: "veth0.100", Tag: vlan.Tag{ID: 100, Proto: 0x8100}, EgressMap: map[uint32]uint32{0: 3, 2: 5, 4: 6, 6: 7}}}}
+		Tags: []vlan.ChainTag{{Netdev: "veth0.100", Tag: vlan.Tag{ID: 100, TPID: vlan.TPID8021Q}, EgressQoS: map[uint32]uint32{0: 3, 2: 5, 4: 6, 6: 7}}}}
+}
+
+// labQinQ is the lab's QinQ netdev (internal/lab/topology.go): an 802.1ad
+// tag 1000 added by veth0.q1000 (no egress map), then an 802.1Q tag 10
+// added by veth0.q1000.10 (egress map 0:2), outermost first.
+func labQinQ() Link {
+	return Link{Netdev: "veth0.q1000.10", Real: "veth0", RealNumTC: 0, Tags: []vlan.ChainTag{
+		{Netdev: "veth0.q1000", Tag: vlan.Tag{ID: 1000, TPID: vlan.TPID8021AD}},
+		{Netdev: "veth0.q1000.10", Tag: vlan.Tag{ID: 10, TPID: vlan.TPID8021Q}, EgressQoS: map[uint32]uint32{0: 2}},
+	}}
 }
 
 func TestTOSToSLWholeRange(t *testing.T) {

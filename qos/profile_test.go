@@ -1,14 +1,14 @@
 package qos
 
 import (
-	"github.com/roce-probe/roce-probe/vlan"
 	"testing"
 
 	"github.com/roce-probe/roce-probe/gid"
+	"github.com/roce-probe/roce-probe/vlan"
 )
 
 func mlx5Link() Link {
-	return Link{Netdev: "ens1f0.10", Real: "ens1f0", Tags: []Tag{{Netdev: "ens1f0.10", Tag: vlan.Tag{ID: 10, Proto: 0x8100}}}}
+	return Link{Netdev: "ens1f0.10", Real: "ens1f0", Tags: []vlan.ChainTag{{Netdev: "ens1f0.10", Tag: vlan.Tag{ID: 10, TPID: vlan.TPID8021Q}}}}
 }
 
 func TestPredictMLX5(t *testing.T) {
@@ -65,9 +65,9 @@ func TestPredictRXE(t *testing.T) {
 	// rxe_init_packet, prepare_ipv4_hdr and prepare_ipv6_hdr (Linux 6.1): sl
 	// ignored, skb priority 0 → egress map entry for 0 on every VLAN device;
 	// the whole tclass byte in IP.
-	qinq := Link{Netdev: "q1000.10", Real: "veth0", Tags: []Tag{
-		{Netdev: "q1000", Tag: vlan.Tag{ID: 1000, Proto: 0x88a8}, EgressMap: map[uint32]uint32{0: 6}},
-		{Netdev: "q1000.10", Tag: vlan.Tag{ID: 10, Proto: 0x8100}, EgressMap: map[uint32]uint32{0: 2}},
+	qinq := Link{Netdev: "q1000.10", Real: "veth0", Tags: []vlan.ChainTag{
+		{Netdev: "q1000", Tag: vlan.Tag{ID: 1000, TPID: vlan.TPID8021AD}, EgressQoS: map[uint32]uint32{0: 6}},
+		{Netdev: "q1000.10", Tag: vlan.Tag{ID: 10, TPID: vlan.TPID8021Q}, EgressQoS: map[uint32]uint32{0: 2}},
 	}}
 	for sl := uint8(0); sl < 16; sl++ {
 		for tc := 0; tc < 256; tc++ {
@@ -81,7 +81,7 @@ func TestPredictRXE(t *testing.T) {
 	if len(w.Tags) != 2 || w.Tags[0].ID != 1000 || *w.Tags[0].PCP != 6 || w.Tags[1].ID != 10 || *w.Tags[1].PCP != 2 {
 		t.Errorf("QinQ: %+v", w.Tags)
 	}
-	w = Predict(DriverRXE, WireInput{GIDType: gid.TypeRoCEv2, Link: Link{Netdev: "veth0.200", Real: "veth0", Tags: []Tag{{Netdev: "veth0.200", Tag: vlan.Tag{ID: 200, Proto: 0x8100}}}}})
+	w = Predict(DriverRXE, WireInput{GIDType: gid.TypeRoCEv2, Link: Link{Netdev: "veth0.200", Real: "veth0", Tags: []vlan.ChainTag{{Netdev: "veth0.200", Tag: vlan.Tag{ID: 200, TPID: vlan.TPID8021Q}}}}})
 	if *w.Tags[0].PCP != 0 {
 		t.Errorf("VLAN without a map: PCP %d, want 0", *w.Tags[0].PCP)
 	}
@@ -102,12 +102,12 @@ func TestPredictIRDMA(t *testing.T) {
 	dcb := &DCB{Supported: true, Apps: []App{{AppSelDSCP, 4, 26}}}
 	// The VLAN device then maps that priority through its egress map:
 	// 4 → 5; without an entry the PCP would be 0.
-	link := Link{Netdev: "ens2.5", Real: "ens2", Tags: []Tag{{Netdev: "ens2.5", Tag: vlan.Tag{ID: 5, Proto: 0x8100}, EgressMap: map[uint32]uint32{4: 5}}}}
+	link := Link{Netdev: "ens2.5", Real: "ens2", Tags: []vlan.ChainTag{{Netdev: "ens2.5", Tag: vlan.Tag{ID: 5, TPID: vlan.TPID8021Q}, EgressQoS: map[uint32]uint32{4: 5}}}}
 	w := Predict(DriverIRDMA, WireInput{Path: PathConnectedQP, TrafficClass: 104, GIDType: gid.TypeRoCEv2, Link: link, DCB: dcb})
 	if *w.Tags[0].PCP != 5 {
 		t.Errorf("DSCP mode: PCP %d, want 5", *w.Tags[0].PCP)
 	}
-	link.Tags[0].EgressMap = nil
+	link.Tags[0].EgressQoS = nil
 	w = Predict(DriverIRDMA, WireInput{Path: PathConnectedQP, TrafficClass: 104, GIDType: gid.TypeRoCEv2, Link: link, DCB: dcb})
 	if *w.Tags[0].PCP != 0 {
 		t.Errorf("DSCP mode, no egress map: PCP %d, want 0", *w.Tags[0].PCP)

@@ -1,42 +1,63 @@
 //go:build lab
 
-package qos
+package qos_test
 
 import (
 	"testing"
 
+	"github.com/roce-probe/roce-probe/internal/host"
 	"github.com/roce-probe/roce-probe/internal/lab"
-	"github.com/roce-probe/roce-probe/vlan"
+	"github.com/roce-probe/roce-probe/qos"
 )
 
+// labSnapshot collects the lab host's namespaces and DCB (no RDMA section:
+// these tests need none).
+func labSnapshot(t *testing.T) *host.Snapshot {
+	t.Helper()
+	s, err := host.Collect(host.Options{Sections: host.SectionNet | host.SectionDCB})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 // veth and VLAN devices have no dcbnl_ops: RTM_GETDCB answers EOPNOTSUPP,
-// which ReadDCB reports as "no DCB", not as an error.
+// which the collector records as "no DCB" with a reason, not as an error.
+// DCB is read on the real device: every lab netdev's is veth0's.
 func TestLabNoDCB(t *testing.T) {
+	s := labSnapshot(t)
+	if errs := s.ErrorsOf("dcb " + lab.HostNetdev); len(errs) != 0 {
+		t.Errorf("collecting the DCB of %s: %v", lab.HostNetdev, errs)
+	}
+	ns, err := s.Namespace("")
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, n := range lab.Nets {
-		d, err := ReadDCB(n.HostNetdev)
+		l, err := qos.LinkFromNamespace(ns, n.HostNetdev)
 		if err != nil {
-			t.Errorf("ReadDCB(%s): %v", n.HostNetdev, err)
+			t.Errorf("%s: %v", n.HostNetdev, err)
 			continue
 		}
-		if d.Supported || d.Reason == "" || d.Trust() != TrustUnknown {
-			t.Errorf("ReadDCB(%s) = %+v, want no DCB with a reason", n.HostNetdev, d)
+		d, err := s.DCBOf("", l.Real)
+		if err != nil || d == nil {
+			t.Errorf("DCB of %s (below %s): %+v, %v; want it read", l.Real, n.HostNetdev, d, err)
+			continue
+		}
+		if d.Netdev != lab.HostNetdev || d.Supported || d.Reason == "" || d.Trust() != qos.TrustUnknown {
+			t.Errorf("DCB of %s = %+v, want %s without DCB, with a reason", n.HostNetdev, d, lab.HostNetdev)
 		}
 	}
 }
 
 // The live lab netdevs give the Links the topology describes.
-func TestLabLinkFromSnapshot(t *testing.T) {
-	h, err := vlan.Open("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	snap, err := h.Snapshot()
+func TestLabLinkFromNamespace(t *testing.T) {
+	ns, err := labSnapshot(t).Namespace("")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, n := range lab.Nets {
-		l, err := LinkFromSnapshot(snap, n.HostNetdev)
+		l, err := qos.LinkFromNamespace(ns, n.HostNetdev)
 		if err != nil {
 			t.Errorf("%s: %v", n.HostNetdev, err)
 			continue
@@ -46,14 +67,14 @@ func TestLabLinkFromSnapshot(t *testing.T) {
 			continue
 		}
 		for i, v := range n.VLANs {
-			if l.Tags[i].ID != v.ID || uint16(l.Tags[i].Proto) != v.Proto {
+			if l.Tags[i].ID != v.ID || uint16(l.Tags[i].TPID) != v.Proto || l.Tags[i].Netdev != v.HostNetdev {
 				t.Errorf("%s tag %d: %+v, want %+v", n.HostNetdev, i, l.Tags[i], v)
 			}
 		}
 		if len(l.Tags) > 0 {
 			inner := l.Tags[len(l.Tags)-1]
 			for prio, pcp := range n.EgressQoS {
-				if got := EgressPCP(inner.EgressMap, prio); uint32(got) != pcp {
+				if got := qos.EgressPCP(inner.EgressQoS, prio); uint32(got) != pcp {
 					t.Errorf("%s egress %d: %d, want %d", inner.Netdev, prio, got, pcp)
 				}
 			}

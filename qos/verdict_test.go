@@ -107,10 +107,36 @@ func TestCheckRXELabNoDCB(t *testing.T) {
 	}
 	b, _ := json.Marshal(r)
 	for _, key := range []string{`"device":"rxe0"`, `"port":1`, `"index":2`, `"netdev":"veth0.100"`, `"driver":"rxe"`, `"vlan":100`, `"pcp":3`,
-		`"vlan_chain":[{"id":100,"proto":"802.1Q","pcp":3`, `"dscp":26`, `"ecn":"Not-ECT"`, `"trust":"unknown"`, `"priority":null`, `"tc":null`, `"pfc":null`, `"verdict":"unknown"`, `"warnings":[`, `"steps":[{"step":`} {
+		`"vlan_chain":[{"id":100,"tpid":33024,"pcp":3,"netdev":"veth0.100"}]`, `"dscp":26`, `"ecn":"Not-ECT"`, `"trust":"unknown"`, `"priority":null`, `"tc":null`, `"pfc":null`, `"verdict":"unknown"`, `"warnings":[`, `"steps":[{"step":`} {
 		if !strings.Contains(string(b), key) {
 			t.Errorf("JSON lacks %s: %s", key, b)
 		}
+	}
+}
+
+// On a QinQ netdev the frame's PCP and VLAN are the outermost tag's: the
+// first switch classifies on the 802.1ad tag and never sees the inner one.
+// rxe sends with skb priority 0 and each VLAN device inserts its own tag
+// with the PCP of its own egress map (vlan_dev_hard_start_xmit,
+// vlan_dev_get_egress_qos_mask): in the lab (internal/lab/topology.go)
+// veth0.q1000.10 maps 0:2 and veth0.q1000 has no map, so the wire carries
+// outer 1000 / PCP 0 and inner 10 / PCP 2. With PFC on priority 2 only,
+// PCP trust makes the flow lossy: the inner tag's PCP would wrongly say
+// lossless.
+func TestCheckQinQOutermostTag(t *testing.T) {
+	dcb := roceDCB(false)
+	dcb.PFC.Enabled = 1 << 2
+	r, err := Check(Flow{Device: "rxe0", Port: 1, GIDIndex: 10, GIDType: gid.TypeRoCEv2, Driver: DriverRXE, Link: labQinQ(), DCB: dcb, TrafficClass: 106})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.VLAN == nil || *r.VLAN != 1000 || r.PCP == nil || *r.PCP != 0 || r.Priority == nil || *r.Priority != 0 || r.Verdict != Lossy {
+		t.Fatalf("vlan %v pcp %v priority %v verdict %s, want 1000 0 0 lossy: %+v", r.VLAN, r.PCP, r.Priority, r.Verdict, r)
+	}
+	b, _ := json.Marshal(r)
+	want := `"vlan":1000,"pcp":0,"vlan_chain":[{"id":1000,"tpid":34984,"pcp":0,"netdev":"veth0.q1000"},{"id":10,"tpid":33024,"pcp":2,"netdev":"veth0.q1000.10"}]`
+	if !strings.Contains(string(b), want) {
+		t.Errorf("JSON lacks %s: %s", want, b)
 	}
 }
 
@@ -128,7 +154,7 @@ func TestCheckRDMACM(t *testing.T) {
 		t.Fatalf("%+v", r)
 	}
 	// ToS 0x60 gives priority 0; a map without an entry for 0 warns.
-	link.Tags[0].EgressMap = map[uint32]uint32{2: 5}
+	link.Tags[0].EgressQoS = map[uint32]uint32{2: 5}
 	r, _ = Check(Flow{GIDIndex: 3, GIDType: gid.TypeRoCEv2, Driver: DriverMLX5, Link: link, DCB: dcb, RDMACM: true, TOS: 0x60})
 	if r.SL != 0 || !hasWarning(r, "does not map") {
 		t.Errorf("sl %d warnings %v", r.SL, r.Warnings)
