@@ -224,32 +224,28 @@ func v4mapped(b []byte) gid.GID {
 
 // entryVLAN is rdma_read_gid_l2_fields' VLAN ID of an entry
 // (drivers/infiniband/core/cache.c, Linux 6.1), the one the kernel's GID
-// filter (find_gid_filter) compares with a completion's VLAN: the VLAN ID
-// of the entry's netdev when it is a VLAN device, else that of its
-// first-level lower device when that is one (get_lower_dev_vlan), else
-// 0xffff. That is the innermost tag of the entry's chain — for QinQ the
-// inner tag, which rxe reports in the completion (vlan_dev_vlan_id of the
-// receiving netdev) — not Entry.VLAN, the outermost tag the first switch
-// sees. The chain's innermost tag differs from the kernel's answer only
-// for a device stacked on a non-VLAN device stacked on a VLAN (an ipvlan
-// on a macvlan on a VLAN: the kernel says 0xffff). An entry without a
-// chain (its netdev unknown, or built by hand) falls back to Entry.VLAN.
+// filter (find_gid_filter) compares with a completion's VLAN: Entry.L2VLAN
+// (the inner tag for QinQ, which rxe reports in the completion), else
+// 0xffff for an entry mapped to its netdev (gid.Map sets Ifindex). An
+// entry built by hand (no ifindex) falls back to its chain's innermost tag,
+// then to Entry.VLAN.
 func entryVLAN(e gid.Entry) uint16 {
-	if n := len(e.VLANChain); n > 0 {
-		return e.VLANChain[n-1].ID
-	}
-	if e.VLAN == nil {
+	switch {
+	case e.L2VLAN != nil:
+		return *e.L2VLAN
+	case e.Ifindex != 0:
 		return 0xffff
+	case e.VLANChain != nil:
+		if n := len(e.VLANChain); n > 0 {
+			return e.VLANChain[n-1].ID
+		}
+		return 0xffff
+	case e.VLAN != nil:
+		return *e.VLAN
 	}
-	return *e.VLAN
+	return 0xffff
 }
 
-// FromWC derives the address handle that answers the sender of a received
-// datagram, from its work completion and the 40-byte GRH buffer in front
-// of the payload, as ib_init_ah_attr_from_wc (Kernel) or
-// ibv_init_ah_from_wc (RDMACore) does on a RoCE port whose GID table is
-// table. Errors wrap the errno the C function returns (EPROTOTYPE,
-// ENOENT, EINVAL, EPROTONOSUPPORT).
 func FromWC(wc WC, grh [40]byte, table Table, opt FromWCOptions) (FromWCResult, error) {
 	var r FromWCResult
 	if wc.Status != 0 {

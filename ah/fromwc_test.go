@@ -299,17 +299,22 @@ func TestFromWCNotInTableSaysWhy(t *testing.T) {
 func TestFromWCKernelVLANFilter(t *testing.T) {
 	ns := labNet(t)
 	ns.Links = append(ns.Links, vlan.Link{Name: "mv0", Index: 8, Kind: vlan.KindMacvlan, ParentIndex: 4, MAC: macOf("02:00:00:00:00:05"), MTU: 1500, OperState: "up", Ether: true,
-		Addrs: []netip.Prefix{pfx("10.0.100.5/24")}})
+		Addrs: []netip.Prefix{pfx("10.0.100.5/24")}},
+		// An ipvlan on the macvlan: its frames carry VLAN 100, but the
+		// kernel's rule looks only one device down (get_lower_dev_vlan:
+		// the macvlan, not a VLAN device) and gives it no VLAN ID.
+		vlan.Link{Name: "ipv0", Index: 9, Kind: vlan.KindIPvlan, ParentIndex: 8, MAC: macOf("02:00:00:00:00:05"), MTU: 1500, OperState: "up", Ether: true,
+			Addrs: []netip.Prefix{pfx("10.0.100.6/24")}})
 	ns.Freeze()
 	var entries []gid.Entry
 	for i, x := range []struct{ addr, netdev string }{
-		{"10.0.0.1", "veth0"}, {"10.0.100.1", "veth0.100"}, {"10.10.10.1", "veth0.q1000.10"}, {"10.0.100.5", "mv0"},
+		{"10.0.0.1", "veth0"}, {"10.0.100.1", "veth0.100"}, {"10.10.10.1", "veth0.q1000.10"}, {"10.0.100.5", "mv0"}, {"10.0.100.6", "ipv0"},
 	} {
 		e := gid.Entry{Device: "rxe0", Port: 1, Index: i, GID: gid.FromAddr(ip(x.addr)), Type: gid.TypeRoCEv2, Netdev: x.netdev}
 		gid.MapEntry(&e, "Ethernet", ns) // as a host snapshot's view maps every table
 		entries = append(entries, e)
 	}
-	tab := Table{Len: 4, Entries: entries}
+	tab := Table{Len: 5, Entries: entries}
 	if e := entries[2]; e.VLAN == nil || *e.VLAN != 1000 {
 		t.Fatalf("the QinQ entry's VLAN is %v: this test assumes gid.Entry.VLAN is the outermost tag (1000)", ptrStr(e.VLAN))
 	}
@@ -330,6 +335,8 @@ func TestFromWCKernelVLANFilter(t *testing.T) {
 		{"macvlan on VLAN 100", u16p(100), "10.0.100.2", "10.0.100.5", 3},
 		{"macvlan on VLAN 100, untagged", nil, "10.0.100.2", "10.0.100.5", -1},
 		{"untagged", nil, "10.0.0.2", "10.0.0.1", 0},
+		{"ipvlan on macvlan on VLAN 100, untagged completion", nil, "10.0.100.2", "10.0.100.6", 4},
+		{"ipvlan on macvlan on VLAN 100, VLAN 100 completion", u16p(100), "10.0.100.2", "10.0.100.6", -1},
 		{"untagged address, VLAN 10", u16p(10), "10.0.0.2", "10.0.0.1", -1},
 	} {
 		t.Run(c.name, func(t *testing.T) {

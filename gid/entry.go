@@ -45,7 +45,15 @@ type Entry struct {
 	// VLANChain lists every tag down to the real netdev, outermost first
 	// (two for QinQ), each with the VLAN device that adds it. Empty when
 	// untagged; nil when the netdev is unknown.
-	VLANChain  []vlan.ChainTag
+	VLANChain []vlan.ChainTag
+	// L2VLAN is the VLAN ID the kernel itself associates with the entry
+	// (rdma_read_gid_l2_fields, drivers/infiniband/core/cache.c): the
+	// netdev's own VID if it is a VLAN device, else the VID of its
+	// first-level lower VLAN device; nil otherwise. It is the inner tag for
+	// QinQ, and what the kernel's GID lookups by VLAN (find_gid_filter)
+	// compare. Not in the JSON form (vlan and vlan_chain say what the wire
+	// carries).
+	L2VLAN     *uint16
 	RealNetdev string   // the device at the bottom of the VLAN/macvlan stack
 	MAC        vlan.MAC // the netdev's MAC: the source MAC of frames sent with this entry
 	MTU        int      // the netdev's MTU

@@ -42,6 +42,7 @@ func MapEntry(e *Entry, linkLayer string, snap *vlan.Namespace) {
 		e.VLAN = &id
 	}
 	e.VLANChain = d.Chain
+	e.L2VLAN = d.L2VLANID
 	e.RealNetdev = d.Real
 	e.MAC = d.MAC
 	e.MTU = d.MTU
