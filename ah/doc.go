@@ -19,8 +19,9 @@
 // # Resolution to the wire
 //
 // Resolve (or a Resolver, for many AHs) turns an Attr, the port's GID
-// table as gid/ reads it, and a Net — one rtnetlink snapshot of routes,
-// neighbours, links and hop-limit sysctls (ReadNet) — into a Resolution:
+// table (gid.Port entries, mapped), and the network namespace it lives in
+// (a vlan.Namespace: links, routes, neighbours, hop-limit sysctls; read
+// once by roce-probe's host snapshot) into a Resolution:
 // source and destination MAC (neighbour table; ip_eth_mc_map for
 // multicast; the MAC inside a link-local GID for RoCE v1), the VLAN tags
 // with their PCP, IP version and addresses, DSCP and ECN, TTL / hop limit

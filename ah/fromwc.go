@@ -123,7 +123,8 @@ type FromWCOptions struct {
 	// Port is the port number the completion came from; 0 takes the
 	// table's port.
 	Port int
-	// Net, when given, lets the kernel behaviour replace hop_limit with
+	// Net, the table's network namespace, when given, lets the kernel
+	// behaviour replace hop_limit with
 	// the route's hop limit as ib_resolve_unicast_gid_dmac does. Without
 	// it hop_limit stays 0xFF and a note says so.
 	Net *vlan.Namespace

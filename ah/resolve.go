@@ -21,7 +21,7 @@ import (
 // profile in qos/ decides PCP, DSCP/ECN and the UDP source port), how the
 // AH reaches the driver, its DCB settings and the sending QP.
 type ResolveOptions struct {
-	// Driver is the RDMA device's driver (qos.DetectDriver). Unknown
+	// Driver is the RDMA device's driver (qos.IdentifyDriver). Unknown
 	// drivers give unknown PCP and UDP source port.
 	Driver qos.Driver
 	// Path is how the address vector reaches the driver; "" means

@@ -24,7 +24,7 @@ const (
 //
 // Device, Port, Index, GID, Type, Netdev, Default and Empty come from the
 // table itself (sysfs); Kind and IP are derived from the GID; the other
-// fields describe the netdev (from a vlan.Snapshot) and are zero when the
+// fields describe the netdev (from a vlan.Namespace) and are zero when the
 // netdev is unknown. The JSON form has exactly the keys of
 // `roce-probe gids -o json`, with null for unknown values.
 type Entry struct {

@@ -1,7 +1,8 @@
 // Package qos turns an RDMA flow's service level, traffic class or ToS into
-// what goes on the wire (VLAN PCP, DSCP, ECN) for each driver, reads DCB
-// state (PFC, ETS, APP table and trust) over rtnetlink, and gives a
-// lossless-or-not verdict with every reason.
+// what goes on the wire (VLAN PCP, DSCP, ECN) for each driver, decodes DCB
+// state (PFC, ETS, APP table and trust: the RTM_GETDCB replies
+// roce-probe's host snapshot reads), and gives a lossless-or-not verdict
+// with every reason.
 //
 // The chain, each step with its kernel source:
 //
@@ -14,9 +15,10 @@
 //
 // Pure translations (TOSToPriority, EgressPCP, TOSToSL, DSCP, ECNOf) follow
 // the kernel exactly; drivers whose behaviour is not in kernel or rdma-core
-// source report "unknown" rather than a guess. ReadDCB needs no
-// privileges; a netdev without DCB support (veth, VLAN devices, rxe's
-// netdev) is reported with Supported false, never as an error.
+// source report "unknown" rather than a guess. A netdev without DCB
+// support (veth, VLAN devices, rxe's netdev) is a DCB with Supported
+// false, never an error. The package reads nothing from the kernel and
+// builds on every system.
 //
 // docs/qos.md explains the chain, every verdict rule and warning.
 package qos

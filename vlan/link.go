@@ -194,7 +194,7 @@ func (q QoSMap) String() string {
 	return strings.Join(parts, " ")
 }
 
-// Link is one netdev as rtnetlink describes it: plain data, so a Snapshot
+// Link is one netdev as rtnetlink describes it: plain data, so a Namespace
 // can be read from the kernel or from a JSON fixture.
 type Link struct {
 	Name      string `json:"name"`

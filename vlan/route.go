@@ -32,7 +32,7 @@ const (
 	RouteThrow       RouteType = "throw"
 )
 
-// Route is one route of a Net snapshot (RTM_NEWROUTE), plain data.
+// Route is one route of a Namespace (RTM_NEWROUTE), plain data.
 type Route struct {
 	Table    int          `json:"table"`              // TableLocal, TableMain, ...
 	Type     RouteType    `json:"type"`               // "unicast", "local", ...
