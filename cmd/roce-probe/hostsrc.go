@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"net/netip"
 	"runtime/debug"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -135,28 +136,41 @@ func (h *hostFlags) requireDev(example string) error {
 	return nil
 }
 
-// checkDev checks --dev names a device of the view, and --port (when set)
-// one of its ports.
+// checkDev checks --dev names a device of the view, and --port (when
+// given, or a command's default) a port of it; --port alone must name a
+// port some device has, or the command would silently show nothing.
 func (h *hostFlags) checkDev(v *host.View) error {
-	if h.dev == "" {
+	if h.dev != "" && !hasDevice(v, h.dev) {
+		devs := strings.Join(v.Devices(), ", ")
+		switch {
+		case len(v.Ports) == 0:
+			return usagef("--dev %q: no such RDMA device: the host has none, and no Ethernet netdev to predict a Soft-RoCE table for", h.dev)
+		case v.Predicted:
+			return usagef("--dev %q: no such RDMA device: the host has none; the predicted Soft-RoCE devices are %s", h.dev, devs)
+		}
+		return usagef("--dev %q: no such RDMA device: want one of %s", h.dev, devs)
+	}
+	if h.port == 0 {
 		return nil
 	}
-	port := h.port
-	if port == 0 {
-		for _, p := range v.Ports {
-			if p.Device == h.dev {
-				return nil
-			}
+	var have []string
+	for _, p := range v.Ports {
+		if h.dev != "" && p.Device != h.dev {
+			continue
 		}
-		port = 1
-	}
-	if _, err := v.Port(h.dev, port); err != nil {
-		if h.port == 0 || !hasDevice(v, h.dev) {
-			return usagef("--dev %q: %v", h.dev, err)
+		if p.Port == h.port {
+			return nil
 		}
-		return usagef("--port %d: %v", h.port, err)
+		have = append(have, fmt.Sprintf("%s port %d", p.Device, p.Port))
 	}
-	return nil
+	on := "any RDMA device"
+	if h.dev != "" {
+		on = h.dev
+	}
+	if len(have) == 0 {
+		return usagef("--port %d: no such port on %s: the host has no RDMA device and no Ethernet netdev to predict a Soft-RoCE table for", h.port, on)
+	}
+	return usagef("--port %d: no such port on %s: want one of %s", h.port, on, strings.Join(have, ", "))
 }
 
 func hasDevice(v *host.View, dev string) bool {
