@@ -24,6 +24,7 @@ type hostFlags struct {
 	netns string
 	dev   string
 	port  int
+	cmd   *cobra.Command // whose standard input --from - reads
 }
 
 // hostFlagSet says which of the shared flags a command takes.
@@ -34,6 +35,7 @@ type hostFlagSet struct {
 }
 
 func (h *hostFlags) add(c *cobra.Command, set hostFlagSet) {
+	h.cmd = c
 	fl := c.Flags()
 	fl.StringVar(&h.from, "from", "", "analyse this host snapshot (written by 'roce-probe collect', .gz too; - for standard input) instead of the live host: nothing is read from the live host")
 	fl.StringVar(&h.netns, "netns", "", "look netdevs, routes and neighbours up in this network namespace (a name from 'ip netns list'; live, needs root; with --from, a namespace the snapshot holds)")
@@ -66,7 +68,15 @@ func version() string {
 // and names the flag or the source.
 func (h *hostFlags) snapshot(sections host.Section) (*host.Snapshot, error) {
 	if h.from != "" {
-		s, err := host.Load(h.from)
+		var s *host.Snapshot
+		var err error
+		if h.from == "-" {
+			// The command's standard input (run's stdin), not the
+			// process's: the same as decode -.
+			s, err = host.Decode(h.cmd.InOrStdin())
+		} else {
+			s, err = host.Load(h.from)
+		}
 		if err != nil {
 			return nil, usagef("--from %q: %v", h.from, pathErr(err))
 		}
