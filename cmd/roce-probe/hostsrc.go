@@ -113,7 +113,16 @@ func (h *hostFlags) view(sections host.Section) (*host.View, error) {
 	if err != nil {
 		return nil, err
 	}
-	return h.viewOf(s)
+	v, err := h.viewOf(s)
+	if err != nil {
+		return nil, err
+	}
+	if sections&host.SectionDCB != 0 && s.DCB == nil {
+		// Without the section every netdev's DCB would look "not read",
+		// and the answer would differ from the live one.
+		return nil, h.snapshotError(&host.MissingError{Section: "dcb"})
+	}
+	return v, nil
 }
 
 // viewOf is view on a snapshot already read.
