@@ -77,8 +77,15 @@ func (h *hostFlags) snapshot(sections host.Section) (*host.Snapshot, error) {
 		} else {
 			s, err = host.Load(h.from)
 		}
-		if err != nil {
-			return nil, usagef("--from %q: %v", h.from, pathErr(err))
+		var pe *fs.PathError
+		switch {
+		case errors.As(err, &pe):
+			// Unreadable: say what the file should be.
+			return nil, usagef("--from %q: %v: want a host snapshot written by 'roce-probe collect -o FILE'", h.from, pe.Err)
+		case err != nil:
+			// Not a snapshot, unknown version, bad value: the decoder's
+			// error names what is wrong and what is wanted.
+			return nil, usagef("--from %q: %v", h.from, err)
 		}
 		return s, nil
 	}
