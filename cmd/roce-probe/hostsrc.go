@@ -13,6 +13,7 @@ import (
 
 	"github.com/roce-probe/roce-probe/gid"
 	"github.com/roce-probe/roce-probe/internal/host"
+	"github.com/roce-probe/roce-probe/vlan"
 )
 
 // hostFlags are the flags every command that reads a host shares: where
@@ -217,6 +218,27 @@ func (h *hostFlags) ports(v *host.View) []gid.Port {
 		}
 	}
 	return out
+}
+
+// noSuchNetdev is the error of a netdev flag (--netdev) naming a netdev
+// ns does not have: live, where to look; from a snapshot, what it has.
+func (h *hostFlags) noSuchNetdev(flag, name string, ns *vlan.Namespace) error {
+	if h.from == "" {
+		see := "ip link"
+		if ns.Netns != "" {
+			see = "ip -n " + ns.Netns + " link"
+		}
+		return usagef("%s %q: no such network device in %s (see '%s')", flag, name, ns.What(), see)
+	}
+	where := "the collector's network namespace"
+	if ns.Netns != "" {
+		where = "network namespace " + ns.Netns
+	}
+	var names []string
+	for _, l := range ns.Links {
+		names = append(names, l.Name)
+	}
+	return usagef("%s %q: no such network device in %s of the snapshot: want one of %s", flag, name, where, strings.Join(names, ", "))
 }
 
 // notePredicted tells, on stderr, that the host has no RDMA device and the

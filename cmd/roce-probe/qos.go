@@ -68,7 +68,7 @@ privileges.`,
 			}
 			if netdev != "" {
 				if _, ok := ns.ByName(netdev); !ok {
-					return usagef("--netdev %q: no such network device in %s", netdev, ns.What())
+					return src.noSuchNetdev("--netdev", netdev, ns)
 				}
 				if err := add(netdev, "", 0, nil); err != nil {
 					return err
