@@ -501,7 +501,9 @@ func flagGroupError(err error) error {
 		}
 	case strings.HasPrefix(msg, "if any flags in the group") && strings.Contains(msg, "were all set"):
 		if l := lists(); len(l) == 2 {
-			return usagef("%s cannot be used together: give one of %s", orAnd(l[1]), orList(l[0]))
+			// Mutually exclusive flags may all be left out (qos with
+			// neither --netdev nor --dev shows every port): at most one.
+			return usagef("%s cannot be used together: give at most one of %s", orAnd(l[1]), orList(l[0]))
 		}
 	case strings.HasPrefix(msg, "at least one of the flags in the group"):
 		if l := lists(); len(l) == 1 {
