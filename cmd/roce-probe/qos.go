@@ -125,7 +125,8 @@ func dcbError(s *host.Snapshot, netns, netdev string) string {
 	for _, e := range s.ErrorsOf(src) {
 		return e.Error
 	}
-	return "not read for " + netdev
+	// Printed after "not read: " (and as dcb_error): not "not read" again.
+	return "no DCB state was recorded for " + netdev
 }
 
 func printQoSReport(w io.Writer, r qos.Report) {
