@@ -444,6 +444,10 @@ func resolveAH(f sendFlags, dst gid.GID) (*host.AHResult, error) {
 	if v.Predicted {
 		return nil, usagef("--dev %q: this host has no RDMA device: give --netdev N to probe from a netdev", f.dev)
 	}
+	// The --dev and --port errors of every command.
+	if err := (&hostFlags{dev: f.dev, port: f.port}).checkDev(v); err != nil {
+		return nil, err
+	}
 	p, err := v.Port(f.dev, f.port)
 	if err != nil {
 		return nil, usagef("--dev %q --port %d: %v", f.dev, f.port, err)
