@@ -56,6 +56,12 @@ func (h *hostFlags) add(c *cobra.Command, set hostFlagSet) {
 	}
 }
 
+// liveSysfs is where live reads find sysfs ("" is /sys). Only tests set
+// it: to a fixture tree (internal/host/testdata/*/sys), so that send
+// --dev can be tried against a GID table on a machine without an RDMA
+// device, with the live netdevs of a test namespace.
+var liveSysfs string
+
 // version is the roce-probe build's version ("devel" for a source build).
 func version() string {
 	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
@@ -90,7 +96,7 @@ func (h *hostFlags) snapshot(sections host.Section) (*host.Snapshot, error) {
 		}
 		return s, nil
 	}
-	opt := host.Options{Sections: sections, Tool: version()}
+	opt := host.Options{Sections: sections, Tool: version(), SysfsRoot: liveSysfs}
 	if h.netns != "" {
 		opt.Netns = []string{h.netns}
 	}

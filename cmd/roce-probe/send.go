@@ -433,7 +433,7 @@ func rawSocketError(command string, err error) error {
 // traffic_class, hop_limit} on --dev/--port of this host: the GID entry's
 // netdev and address, and the markings the device's driver applies.
 func resolveAH(f sendFlags, dst gid.GID) (*host.AHResult, error) {
-	snap, err := host.Collect(host.Options{Tool: version()})
+	snap, err := host.Collect(host.Options{Tool: version(), SysfsRoot: liveSysfs})
 	if err != nil {
 		return nil, liveError("", err)
 	}
