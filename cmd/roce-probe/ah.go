@@ -130,6 +130,13 @@ Reading needs no privileges. See docs/ah.md.`,
 			if fromWC != "" {
 				return runFromWC(cmd, &src, format, fromWC, wcFlags, behaviour)
 			}
+			// No flag group says "only with": without --from-wc these
+			// would be silently ignored.
+			for _, name := range []string{"wc", "behaviour"} {
+				if cmd.Flags().Changed(name) {
+					return usagef("--%s goes with --from-wc HEX only: it describes the completion --from-wc explains", name)
+				}
+			}
 			g, err := parseDst(dst)
 			if err != nil {
 				return err

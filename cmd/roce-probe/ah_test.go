@@ -11,19 +11,38 @@ import (
 	"github.com/roce-probe/roce-probe/internal/testenv"
 )
 
-func ahArgs(extra ...string) []string {
-	return append([]string{"ah", "--dev", "rxe0", "--sysfs", "../../gid/testdata/rxe/sys", "--links", "../../gid/testdata/rxe/links.json",
-		"--net", "../../ah/testdata/rxe-net.json"}, extra...)
+// ahArgs runs ah on rxe0 of the rxe snapshot with the lab's neighbour
+// table (rxeWithNeighbours).
+func ahArgs(t *testing.T, extra ...string) []string {
+	t.Helper()
+	return append([]string{"ah", "--dev", "rxe0", "--from", rxeWithNeighbours(t)}, extra...)
 }
 
 func TestAHJSONKeys(t *testing.T) {
-	out, stderr, code := runCLI(t, "", ahArgs("--gid-index", "3", "--dst", "10.0.100.2", "--sl", "5", "--tclass", "0x6a", "--hop-limit", "8", "--src-qpn", "17", "-o", "json")...)
+	out, stderr, code := runCLI(t, "", ahArgs(t, "--gid-index", "3", "--dst", "10.0.100.2", "--sl", "5", "--tclass", "0x6a", "--hop-limit", "8", "--src-qpn", "17", "-o", "json")...)
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	var doc map[string]any
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatalf("%v: %s", err, out)
+	}
+	// Every key is always there; what does not apply is null.
+	keys := []string{"attr", "predicted", "source", "driver", "path", "wire", "route", "neighbor", "warnings", "problems", "steps",
+		"error", "errno", "create", "pcap", "neighbor_probe"}
+	if !sameKeys(doc, keys) {
+		t.Errorf("keys %v, want exactly %v", keysOf(doc), keys)
+	}
+	for _, k := range []string{"error", "errno", "create", "pcap", "neighbor_probe"} {
+		if doc[k] != nil {
+			t.Errorf("%s = %v, want null", k, doc[k])
+		}
+	}
+	if doc["predicted"] != false || doc["driver"] != "rxe" || doc["path"] != "user-ah" {
+		t.Errorf("predicted %v driver %v path %v", doc["predicted"], doc["driver"], doc["path"])
+	}
+	if nb, _ := doc["neighbor"].(map[string]any); nb == nil || nb["ip"] != "10.0.100.2" || nb["state"] != "REACHABLE" {
+		t.Errorf("neighbor = %v", doc["neighbor"])
 	}
 	attr := doc["attr"].(map[string]any)
 	for _, k := range []string{"is_global", "port_num", "sl", "static_rate", "grh"} {
@@ -38,20 +57,25 @@ func TestAHJSONKeys(t *testing.T) {
 		}
 	}
 	wire := doc["wire"].(map[string]any)
-	for _, k := range []string{"smac", "dmac", "vlan", "pcp", "ip_version", "src", "dst", "dscp", "ecn", "ttl", "flow_label", "udp_sport", "roce_version", "mtu"} {
+	for _, k := range []string{"smac", "dmac", "vlan", "pcp", "vlan_chain", "ip_version", "src", "dst", "dscp", "ecn", "ttl", "flow_label", "udp_sport", "roce_version", "mtu"} {
 		if _, ok := wire[k]; !ok {
 			t.Errorf("wire lacks %q", k)
 		}
 	}
 	// The lab topology's VLAN 100 (egress-qos-map 0:3), rxe: PCP 3 whatever the SL;
-	// TTL 64 instead of the requested 8 (docs/lab.md); QPN 17 → UDP source port 0xDF94
-	// (drivers/infiniband/sw/rxe/rxe_qp.c, rxe_qp_init_req; Linux 6.1).
+	// TTL 64 instead of the requested 8 (drivers/infiniband/core/verbs.c
+	// ib_resolve_unicast_gid_dmac; the lab kernel does it: TestLabAHCommand);
+	// QPN 17 → UDP source port 0xDF94, as rxe0 sent it from src-qp 0x11 in
+	// the real capture roce/testdata/rxe-ud-send.pcapng (Example_decode: 57236).
 	want := map[string]any{"smac": "02:00:00:00:00:01", "dmac": "02:00:00:00:00:02", "vlan": 100.0, "pcp": 3.0, "ip_version": 4.0,
 		"src": "10.0.100.1", "dst": "10.0.100.2", "dscp": 26.0, "ecn": 2.0, "ttl": 64.0, "udp_sport": float64(0xDF94), "roce_version": 2.0, "mtu": 1024.0}
 	for k, v := range want {
 		if wire[k] != v {
 			t.Errorf("wire.%s = %v, want %v", k, wire[k], v)
 		}
+	}
+	if !jsonIs(wire["vlan_chain"], `[{"id":100,"tpid":33024,"pcp":3,"netdev":"veth0.100"}]`) {
+		t.Errorf("wire.vlan_chain = %v", wire["vlan_chain"])
 	}
 	if wire["flow_label"] != nil {
 		t.Errorf("wire.flow_label = %v, want null for IPv4", wire["flow_label"])
@@ -67,7 +91,7 @@ func TestAHJSONKeys(t *testing.T) {
 }
 
 func TestAHTable(t *testing.T) {
-	out, stderr, code := runCLI(t, "", ahArgs("--gid-index", "2", "--dst", "fd00::2", "--flow-label", "0xabcde", "--tclass", "184")...)
+	out, stderr, code := runCLI(t, "", ahArgs(t, "--gid-index", "2", "--dst", "fd00::2", "--flow-label", "0xabcde", "--tclass", "184")...)
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -94,13 +118,15 @@ func TestAHBadFlags(t *testing.T) {
 		{[]string{"--gid-index", "1", "--dst", "10.0.0.2", "--sl", "-1"}, `--sl -1 is out of range: want 0..15`},
 		{[]string{"--gid-index", "1", "--dst", "10.0.0.2", "--psn", "99999999999999999999999"}, `--psn 99999999999999999999999 is out of range: want 0..0xffffff`},
 		{[]string{"--gid-index", "1"}, "--dst is required"},
-		{[]string{"--dst", "10.0.0.2"}, "--gid-index is required"},
-		{[]string{"--gid-index", "1", "--dst", "10.0.0.2", "-o", "xml"}, "-o \"xml\""},
+		{[]string{"--dst", "10.0.0.2"}, "one of --gid-index or --from-wc is required"},
+		{[]string{"--gid-index", "1", "--dst", "10.0.0.2", "-o", "xml"}, `-o "xml" is not known: want table or json`},
 		// A misspelt driver used to be taken for a driver without a profile
 		// (every field "unknown", exit 1); it is bad input.
-		{[]string{"--gid-index", "1", "--dst", "10.0.0.2", "--driver", "mxl5"}, `--driver "mxl5": qos: driver "mxl5" has no wire profile: want one of rxe, mlx5, irdma, bnxt_re, hns, erdma`},
+		{[]string{"--gid-index", "1", "--dst", "10.0.0.2", "--driver", "mxl5"}, `--driver "mxl5" is not known: want rxe, mlx5, irdma, bnxt_re, hns or erdma`},
+		{[]string{"--gid-index", "1", "--dst", "10.0.0.2", "--driver", "mlx5", "--driver", "rxe"}, `--driver given twice ("mlx5", then "rxe")`},
+		{[]string{"--gid-index", "1", "--dst", "::1"}, `--dst "::1" is a loopback address`},
 	} {
-		_, stderr, code := runCLI(t, "", ahArgs(c.args...)...)
+		_, stderr, code := runCLI(t, "", ahArgs(t, c.args...)...)
 		if code != exitUsage || !strings.Contains(stderr, c.want) {
 			t.Errorf("%v: exit %d, stderr %q; want exit 2 and %q", c.args, code, stderr, c.want)
 		}
@@ -123,7 +149,7 @@ func TestAHFindings(t *testing.T) {
 		{"family mismatch", []string{"--gid-index", "1", "--dst", "fd00::2"}, []string{"grh.dgid", "EINVAL"}},
 		{"neighbour FAILED", []string{"--gid-index", "1", "--dst", "10.0.0.3"}, []string{"FAILED", "ETIMEDOUT", "10.0.0.0/24 dev veth0"}},
 	} {
-		out, stderr, code := runCLI(t, "", ahArgs(c.args...)...)
+		out, stderr, code := runCLI(t, "", ahArgs(t, c.args...)...)
 		if code != exitFinding {
 			t.Errorf("%s: exit %d, want 1 (%s)", c.name, code, stderr)
 		}
@@ -136,7 +162,7 @@ func TestAHFindings(t *testing.T) {
 }
 
 func TestAHAutoIndex(t *testing.T) {
-	out, stderr, code := runCLI(t, "", ahArgs("--gid-index", "auto", "--dst", "10.0.200.2", "-o", "json")...)
+	out, stderr, code := runCLI(t, "", ahArgs(t, "--gid-index", "auto", "--dst", "10.0.200.2", "-o", "json")...)
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -156,7 +182,7 @@ func TestAHAutoIndex(t *testing.T) {
 // predicted fields and a valid ICRC.
 func TestAHPcapInTshark(t *testing.T) {
 	pcap := filepath.Join(t.TempDir(), "ah.pcap")
-	_, stderr, code := runCLI(t, "", ahArgs("--gid-index", "3", "--dst", "10.0.100.2", "--tclass", "0x6a", "--src-qpn", "0x11",
+	_, stderr, code := runCLI(t, "", ahArgs(t, "--gid-index", "3", "--dst", "10.0.100.2", "--tclass", "0x6a", "--src-qpn", "0x11",
 		"--dest-qpn", "0xbeef", "--qkey", "0x5ca1ab1e", "--psn", "0x123", "--payload", "hello", "--pcap", pcap)...)
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
@@ -179,10 +205,50 @@ func TestAHPcapInTshark(t *testing.T) {
 	}
 }
 
+// --resolve-neighbour and --create act on the live host's own namespace:
+// with a snapshot (or another namespace) they would mix two hosts' facts.
 func TestAHResolveNeighbourNeedsLiveTables(t *testing.T) {
-	_, stderr, code := runCLI(t, "", ahArgs("--gid-index", "1", "--dst", "10.0.0.3", "--resolve-neighbour")...)
-	if code != exitUsage || !strings.Contains(stderr, "--resolve-neighbour works only on the live tables") {
-		t.Fatalf("exit %d: %s", code, stderr)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{ahArgs(t, "--gid-index", "1", "--dst", "10.0.0.3", "--resolve-neighbour"), "--from and --resolve-neighbour cannot be used together"},
+		{ahArgs(t, "--gid-index", "1", "--dst", "10.0.0.3", "--create"), "--create and --from cannot be used together"},
+		{[]string{"ah", "--dev", "rxe0", "--netns", "x", "--gid-index", "1", "--dst", "10.0.0.3", "--resolve-neighbour"}, "--netns and --resolve-neighbour cannot be used together"},
+	} {
+		out, stderr, code := runCLI(t, "", c.args...)
+		if code != exitUsage || !strings.Contains(stderr, c.want) || out != "" {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", c.args, code, stderr, c.want)
+		}
+	}
+}
+
+// QinQ (index 10: 10.10.10.1 on veth0.q1000.10): the frame's first tag is
+// 802.1ad 1000 from veth0.q1000 (no egress map: PCP 0), the second 802.1Q
+// 10 from veth0.q1000.10 (egress-qos-map 0:2: PCP 2); rxe sends with skb
+// priority 0. wire.vlan and wire.pcp are the outermost tag's, as in the
+// real capture roce/testdata/rxe-ud-send.pcapng (frame 7: "vlan 1000 pcp 0
+// vlan 10 pcp 2", see Example_decode).
+func TestAHQinQOutermost(t *testing.T) {
+	out, stderr, code := runCLI(t, "", ahArgs(t, "--gid-index", "10", "--dst", "10.10.10.2", "-o", "json")...)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s\n%s", code, stderr, out)
+	}
+	var doc struct {
+		Wire map[string]any `json:"wire"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Wire["vlan"] != 1000.0 || doc.Wire["pcp"] != 0.0 || doc.Wire["netdev"] != "veth0.q1000.10" ||
+		!jsonIs(doc.Wire["vlan_chain"], `[{"id":1000,"tpid":34984,"pcp":0,"netdev":"veth0.q1000"},{"id":10,"tpid":33024,"pcp":2,"netdev":"veth0.q1000.10"}]`) {
+		t.Errorf("wire vlan %v pcp %v netdev %v vlan_chain %v", doc.Wire["vlan"], doc.Wire["pcp"], doc.Wire["netdev"], doc.Wire["vlan_chain"])
+	}
+	out, _, _ = runCLI(t, "", ahArgs(t, "--gid-index", "10", "--dst", "10.10.10.2")...)
+	for _, want := range []string{"vlan          1000 (802.1ad, outermost)  pcp 0  veth0.q1000", "vlan          10 (802.1Q, inner)         pcp 2  veth0.q1000.10"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
 	}
 }
 
@@ -190,9 +256,10 @@ func TestAHResolveNeighbourNeedsLiveTables(t *testing.T) {
 // checked with RFC 1071 behind stale IPv6 bytes; the header whose sum
 // carries twice, which rdma-core's single fold takes for IPv6).
 func TestAHFromWC(t *testing.T) {
-	fixture := []string{"ah", "--dev", "rxe0", "--sysfs", "../../gid/testdata/rxe/sys", "--links", "../../gid/testdata/rxe/links.json"}
+	base := append([]string{"ah", "--dev", "rxe0"}, fromArgs("rxe")...)
+	base = base[:len(base):len(base)] // each append below a copy
 	stale := "6b81234500201140fd00" + "00000000000000000000"
-	out, stderr, code := runCLI(t, "", append(fixture, "--from-wc", stale+"4568003c12344000401114130a0000020a000001", "-o", "json")...)
+	out, stderr, code := runCLI(t, "", append(base, "--from-wc", stale+"4568003c12344000401114130a0000020a000001", "-o", "json")...)
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -208,6 +275,11 @@ func TestAHFromWC(t *testing.T) {
 					FlowLabel    int    `json:"flow_label"`
 				} `json:"grh"`
 			} `json:"attr"`
+			Route *struct {
+				Dev          string `json:"dev"`
+				HopLimit     int    `json:"hop_limit"`
+				HopLimitFrom string `json:"hop_limit_from"`
+			} `json:"route"`
 			Error string `json:"error"`
 		} `json:"from_wc"`
 	}
@@ -215,19 +287,24 @@ func TestAHFromWC(t *testing.T) {
 		t.Fatalf("%v: %s", err, out)
 	}
 	k, r := doc.FromWC[0], doc.FromWC[1]
-	if k.Behaviour != "kernel" || k.Attr.GRH.DGID != "::ffff:10.0.0.2" || k.Attr.GRH.SGIDIndex != 1 || k.Attr.GRH.HopLimit != 255 || k.Attr.GRH.TrafficClass != 0xB8 {
-		t.Errorf("kernel: %+v", k)
+	// The kernel starts from hop_limit 0xFF and replaces it with the hop
+	// limit of the route back to the sender: the snapshot has veth0's
+	// connected route 10.0.0.0/24 (no hoplimit metric), so
+	// net.ipv4.ip_default_ttl, 64.
+	if k.Behaviour != "kernel" || k.Attr.GRH.DGID != "::ffff:10.0.0.2" || k.Attr.GRH.SGIDIndex != 1 || k.Attr.GRH.HopLimit != 64 || k.Attr.GRH.TrafficClass != 0xB8 ||
+		k.Route == nil || k.Route.Dev != "veth0" || k.Route.HopLimit != 64 || k.Route.HopLimitFrom != "net.ipv4.ip_default_ttl" {
+		t.Errorf("kernel: %+v route %+v", k, k.Route)
 	}
 	if r.Behaviour != "rdma-core" || r.Attr.GRH.DGID != "::ffff:10.0.0.2" || r.Attr.GRH.HopLimit != 64 || r.Attr.GRH.TrafficClass != 0x68 || r.Attr.GRH.FlowLabel != 0x12345 {
 		t.Errorf("rdma-core: %+v", r)
 	}
 	// The double-carry header: rdma-core misreads it and finds no entry (exit 1).
-	out, _, code = runCLI(t, "", append(fixture, "--from-wc", stale+"4568003cb9fb40004011feffc0a8fffec0a8fffd", "--behaviour", "rdma-core")...)
+	out, _, code = runCLI(t, "", append(base, "--from-wc", stale+"4568003cb9fb40004011feffc0a8fffec0a8fffd", "--behaviour", "rdma-core")...)
 	if code != exitFinding || !strings.Contains(out, "carry folded once") || !strings.Contains(out, "not in the port's GID table") {
 		t.Errorf("exit %d:\n%s", code, out)
 	}
 	for _, bad := range [][]string{{"--from-wc", "abc"}, {"--from-wc", strings.Repeat("zz", 40)}, {"--from-wc", strings.Repeat("00", 40), "--wc", "grh,bogus"}, {"--from-wc", strings.Repeat("00", 40), "--behaviour", "bsd"}} {
-		if _, stderr, code := runCLI(t, "", append(fixture, bad...)...); code != exitUsage {
+		if _, stderr, code := runCLI(t, "", append(base, bad...)...); code != exitUsage {
 			t.Errorf("%v: exit %d (%s), want 2", bad, code, stderr)
 		}
 	}

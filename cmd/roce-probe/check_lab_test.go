@@ -81,23 +81,6 @@ func parseRoCE(f []byte, marker []byte) (wireFrame, bool) {
 	return w, true
 }
 
-// gidIndex returns the RoCE v2 GID index of addr on rxe0 port 1.
-func gidIndex(t *testing.T, addr netip.Addr) int {
-	t.Helper()
-	p, err := (&gid.Sysfs{}).ReadPort(lab.RDMADevice, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := gid.FromAddr(addr)
-	for _, e := range p.Entries {
-		if !e.Empty && e.Type == gid.TypeRoCEv2 && e.GID == want {
-			return e.Index
-		}
-	}
-	t.Fatalf("no RoCE v2 GID for %v on %s port 1", addr, lab.RDMADevice)
-	return -1
-}
-
 // For rxe over VLAN devices with and without egress maps (and untagged,
 // and QinQ), the PCPs, DSCP and ECN that `roce-probe check` predicts are
 // the ones the peer captures for a UD SEND with the same GID index, sl and
@@ -127,7 +110,7 @@ func TestLabCheckPredictsWire(t *testing.T) {
 	values := []struct{ sl, tc uint8 }{{0, 0}, {5, 104}, {3, 106}, {7, 0xB9}, {15, 0x03}, {1, 0xFE}}
 	for _, n := range lab.Nets {
 		for _, fam := range []struct{ src, dst netip.Addr }{{n.HostIPv4.Addr(), n.PeerIPv4.Addr()}, {n.HostIPv6.Addr(), n.PeerIPv6.Addr()}} {
-			idx := gidIndex(t, fam.src)
+			idx := gidIndexOf(t, fam.src, n.HostNetdev)
 			for _, v := range values {
 				p := probe{net: n, index: idx, dst: fam.dst, sl: v.sl, tc: v.tc, marker: []byte(fmt.Sprintf("roce-probe-qos-%v-%d-%d", fam.dst, v.sl, v.tc))}
 				out, stderr, code := runCLI(t, "", "check", "-o", "json", "--dev", lab.RDMADevice, "--gid-index", fmt.Sprint(idx),
@@ -176,7 +159,7 @@ func TestLabCheckPredictsWire(t *testing.T) {
 		}
 		for i, tg := range got.tags {
 			want := pr.VLANChain[i]
-			if want.PCP == nil || int(tg.pcp) != *want.PCP || int(tg.id) != want.ID {
+			if want.PCP == nil || int(tg.pcp) != *want.PCP || int(tg.id) != want.ID || int(tg.tpid) != want.TPID {
 				t.Errorf("%s tag %d: captured VLAN %d PCP %d, check predicted %+v", name, i, tg.id, tg.pcp, want)
 			}
 		}
@@ -261,7 +244,7 @@ func derefS(p *string) any {
 func chainString(r checkJSON) string {
 	var parts []string
 	for _, t := range r.VLANChain {
-		parts = append(parts, fmt.Sprintf("%s %d pcp %v", t.Proto, t.ID, deref(t.PCP)))
+		parts = append(parts, fmt.Sprintf("%#x %d pcp %v", t.TPID, t.ID, deref(t.PCP)))
 	}
 	return "[" + strings.Join(parts, ", ") + "]"
 }

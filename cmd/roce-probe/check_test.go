@@ -2,24 +2,13 @@ package main
 
 import (
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
 
-// Fixtures: the GID tables of gid/testdata (mlx5_0: index 3 RoCE v2 on
-// enp1s0f0, index 5 RoCE v2 on enp1s0f0.100 with egress-qos-map 0:3;
-// rxe0: the lab topology) and DCB states in testdata/.
-const (
-	mlx5Sysfs = "../../gid/testdata/mlx5/sys"
-	mlx5Links = "../../gid/testdata/mlx5/links.json"
-	rxeSysfs  = "../../gid/testdata/rxe/sys"
-	rxeLinks  = "../../gid/testdata/rxe/links.json"
-)
-
 type checkJSON struct {
 	Device    string `json:"device"`
+	Predicted bool   `json:"predicted"`
 	Port      int    `json:"port"`
 	Index     int    `json:"index"`
 	Netdev    string `json:"netdev"`
@@ -27,9 +16,10 @@ type checkJSON struct {
 	VLAN      *int   `json:"vlan"`
 	PCP       *int   `json:"pcp"`
 	VLANChain []struct {
-		ID    int    `json:"id"`
-		Proto string `json:"proto"`
-		PCP   *int   `json:"pcp"`
+		ID     int     `json:"id"`
+		TPID   int     `json:"tpid"`
+		PCP    *int    `json:"pcp"`
+		Netdev *string `json:"netdev"`
 	} `json:"vlan_chain"`
 	DSCP     *int     `json:"dscp"`
 	ECN      *string  `json:"ecn"`
@@ -56,26 +46,32 @@ func runCheck(t *testing.T, args ...string) (checkJSON, string, int) {
 	return r, stderr, code
 }
 
+// mlx5_0 index 5: 10.100.0.10 on enp1s0f0.100 (802.1Q 100, egress-qos-map
+// 0:3), the port in DSCP trust with DSCP 26 → priority 3 → TC 1 and PFC
+// on priority 3 (mlx5-dscp). mlx5 puts sl & 7 in the PCP (3) and the
+// traffic class byte 106 on the wire as is: DSCP 26, ECT(0).
 func TestCheckMLX5Lossless(t *testing.T) {
-	r, stderr, code := runCheck(t, "--sysfs", mlx5Sysfs, "--links", mlx5Links, "--dcb", "testdata/dcb-mlx5-dscp.json",
-		"--dev", "mlx5_0", "--gid-index", "5", "--tclass", "106", "--sl", "3")
+	r, stderr, code := runCheck(t, append(fromArgs("mlx5-dscp"), "--dev", "mlx5_0", "--gid-index", "5", "--tclass", "106", "--sl", "3")...)
 	if code != exitOK {
 		t.Fatalf("exit %d, want 0: %s %+v", code, stderr, r)
 	}
-	if r.Device != "mlx5_0" || r.Port != 1 || r.Index != 5 || r.Netdev != "enp1s0f0.100" || r.Driver != "mlx5" ||
+	if r.Device != "mlx5_0" || r.Predicted || r.Port != 1 || r.Index != 5 || r.Netdev != "enp1s0f0.100" || r.Driver != "mlx5" ||
 		*r.VLAN != 100 || *r.PCP != 3 || *r.DSCP != 26 || *r.ECN != "ECT(0)" || r.Trust != "dscp" ||
 		*r.Priority != 3 || *r.TC != 1 || !*r.PFC || r.Verdict != "lossless" || len(r.Warnings) != 0 || len(r.Steps) == 0 {
 		t.Errorf("%+v", r)
 	}
-	if len(r.VLANChain) != 1 || r.VLANChain[0].ID != 100 || r.VLANChain[0].Proto != "802.1Q" || *r.VLANChain[0].PCP != 3 {
+	if len(r.VLANChain) != 1 || r.VLANChain[0].ID != 100 || r.VLANChain[0].TPID != 0x8100 || *r.VLANChain[0].PCP != 3 ||
+		r.VLANChain[0].Netdev == nil || *r.VLANChain[0].Netdev != "enp1s0f0.100" {
 		t.Errorf("vlan_chain %+v", r.VLANChain)
+	}
+	if stderr != "" {
+		t.Errorf("stderr %q, want nothing", stderr)
 	}
 }
 
 func TestCheckMLX5UntaggedPCPTrust(t *testing.T) {
-	r, _, code := runCheck(t, "--sysfs", mlx5Sysfs, "--links", mlx5Links, "--dcb", "testdata/dcb-mlx5-pcp.json",
-		"--dev", "mlx5_0", "--gid-index", "3", "--tclass", "104", "--sl", "3")
-	if code != exitFinding || r.Verdict != "lossy" || r.VLAN != nil || r.PCP != nil || r.Trust != "pcp" || *r.Priority != 0 || *r.PFC {
+	r, _, code := runCheck(t, append(fromArgs("mlx5-pcp"), "--dev", "mlx5_0", "--gid-index", "3", "--tclass", "104", "--sl", "3")...)
+	if code != exitFinding || r.Verdict != "lossy" || r.VLAN != nil || r.PCP != nil || len(r.VLANChain) != 0 || r.Trust != "pcp" || *r.Priority != 0 || *r.PFC {
 		t.Fatalf("exit %d: %+v", code, r)
 	}
 	joined := strings.Join(r.Warnings, "\n")
@@ -89,8 +85,7 @@ func TestCheckMLX5UntaggedPCPTrust(t *testing.T) {
 func TestCheckRDMACMWithoutEgressEntry(t *testing.T) {
 	// ToS 106 → skb priority 2; enp1s0f0.100 maps only 0:3, so the SL and
 	// mlx5's PCP are 0 — but the port trusts DSCP 26 → 3, which has PFC.
-	r, _, code := runCheck(t, "--sysfs", mlx5Sysfs, "--links", mlx5Links, "--dcb", "testdata/dcb-mlx5-dscp.json",
-		"--dev", "mlx5_0", "--gid-index", "5", "--tos", "106", "--rdma-cm")
+	r, _, code := runCheck(t, append(fromArgs("mlx5-dscp"), "--dev", "mlx5_0", "--gid-index", "5", "--tos", "106", "--rdma-cm")...)
 	if code != exitOK || r.Verdict != "lossless" || *r.PCP != 0 || *r.Priority != 3 {
 		t.Fatalf("exit %d: %+v", code, r)
 	}
@@ -99,63 +94,79 @@ func TestCheckRDMACMWithoutEgressEntry(t *testing.T) {
 	}
 }
 
+// rxe0 index 10: 10.10.10.1 on veth0.q1000.10, 802.1ad 1000 (veth0.q1000,
+// no egress map: PCP 0) outside 802.1Q 10 (egress-qos-map 0:2: PCP 2).
+// rxe never sets skb->priority, so each tag carries its map's entry for
+// priority 0. vlan and pcp are the outermost tag's: 1000 and 0.
 func TestCheckRXENoDCB(t *testing.T) {
-	r, _, code := runCheck(t, "--sysfs", rxeSysfs, "--links", rxeLinks, "--dev", "rxe0", "--gid-index", "10", "--tclass", "106", "--sl", "4")
+	r, _, code := runCheck(t, append(fromArgs("rxe"), "--dev", "rxe0", "--gid-index", "10", "--tclass", "106", "--sl", "4")...)
 	if code != exitFinding || r.Verdict != "unknown" || r.Driver != "rxe" || *r.VLAN != 1000 || *r.PCP != 0 ||
-		len(r.VLANChain) != 2 || *r.VLANChain[1].PCP != 2 || r.VLANChain[0].Proto != "802.1ad" || *r.DSCP != 26 || r.Trust != "unknown" {
+		len(r.VLANChain) != 2 || *r.VLANChain[0].PCP != 0 || *r.VLANChain[1].PCP != 2 || r.VLANChain[0].TPID != 0x88a8 ||
+		r.VLANChain[1].TPID != 0x8100 || r.VLANChain[0].ID != 1000 || r.VLANChain[1].ID != 10 ||
+		*r.VLANChain[0].Netdev != "veth0.q1000" || *r.VLANChain[1].Netdev != "veth0.q1000.10" || *r.DSCP != 26 || r.Trust != "unknown" {
 		t.Fatalf("exit %d: %+v", code, r)
 	}
 	if !strings.Contains(strings.Join(r.Warnings, "\n"), "sl 4 is ignored by rxe") {
 		t.Errorf("warnings %v", r.Warnings)
 	}
 	// The table form carries the same verdict.
-	out, _, code := runCLI(t, "", "check", "--sysfs", rxeSysfs, "--links", rxeLinks, "--dev", "rxe0", "--gid-index", "3", "--tclass", "104", "--sl", "0")
-	if code != exitFinding || !strings.Contains(out, "verdict:  UNKNOWN") || !strings.Contains(out, "802.1Q 100 pcp 3") {
+	out, _, code := runCLI(t, "", append(append([]string{"check"}, fromArgs("rxe")...), "--dev", "rxe0", "--gid-index", "3", "--tclass", "104", "--sl", "0")...)
+	if code != exitFinding || !strings.Contains(out, "verdict:  UNKNOWN") || !strings.Contains(out, "802.1Q 100 pcp 3") ||
+		!strings.Contains(out, "no DCB on veth0") {
 		t.Errorf("table output (exit %d):\n%s", code, out)
 	}
 }
 
 func TestCheckBadInput(t *testing.T) {
-	base := []string{"check", "--sysfs", mlx5Sysfs, "--links", mlx5Links, "--dcb", "testdata/dcb-mlx5-dscp.json"}
+	base := append([]string{"check"}, fromArgs("mlx5-dscp")...)
 	for _, c := range []struct {
 		args []string
-		want string
+		want []string
 	}{
-		{[]string{"--dev", "mlx5_0", "--gid-index", "5", "--tclass", "106", "--sl", "16"}, "--sl 16 is out of range: want 0..15"},
-		{[]string{"--dev", "mlx5_0", "--gid-index", "5", "--tclass", "256", "--sl", "3"}, "--tclass 256 is out of range: want 0..255"},
-		{[]string{"--dev", "mlx5_0", "--gid-index", "5", "--tos", "300", "--rdma-cm"}, "--tos 300 is out of range: want 0..255"},
-		{[]string{"--dev", "nope0", "--gid-index", "5", "--tclass", "106", "--sl", "3"}, `--dev "nope0": no such RDMA device: want one of mlx5_0`},
-		{[]string{"--dev", "mlx5_0", "--gid-index", "14", "--tclass", "106", "--sl", "3"}, "--gid-index 14 is an empty GID slot"},
-		{[]string{"--dev", "mlx5_0", "--gid-index", "99", "--tclass", "106", "--sl", "3"}, "--gid-index 99 is out of range: mlx5_0 port 1 has GID indices 0..15"},
-		{[]string{"--dev", "mlx5_0", "--port", "7", "--gid-index", "1", "--tclass", "106", "--sl", "3"}, "--port 7: no such port on mlx5_0: want one of mlx5_0 port 1, mlx5_0 port 2"},
-		{[]string{"--dev", "mlx5_0", "--gid-index", "5", "--tos", "106"}, "--tos is for rdma_cm flows"},
-		{[]string{"--dev", "mlx5_0", "--gid-index", "5", "--tclass", "106"}, "give --tclass T --sl S"},
-		{[]string{"--dev", "mlx5_0", "--gid-index", "5", "--tclass", "106", "--sl", "3", "--rdma-cm"}, "--rdma-cm takes --tos"},
-		{[]string{"--dev", "mlx5_0", "--tclass", "106", "--sl", "3"}, "--gid-index is required"},
-		{[]string{"--gid-index", "5", "--tclass", "106", "--sl", "3"}, "--dev is required"},
-		{[]string{"--dev", "mlx5_0", "--gid-index", "5", "--tclass", "106", "--sl", "3", "--dcb", "testdata/no-such.json"}, `--dcb "testdata/no-such.json": no such file or directory`},
-		{[]string{"--dev", "mlx5_0", "--gid-index", "5", "--tclass", "106", "--sl", "3", "--path", "bogus"}, `--path "bogus" is not known`},
-		{[]string{"--dev", "mlx5_0", "--gid-index", "5", "--tclass", "106", "--sl", "3", "-o", "yaml"}, `-o "yaml" is not a known output format`},
+		{[]string{"--dev", "mlx5_0", "--gid-index", "5", "--tclass", "106", "--sl", "16"}, []string{"--sl 16 is out of range: want 0..15"}},
+		{[]string{"--dev", "mlx5_0", "--gid-index", "5", "--tclass", "256", "--sl", "3"}, []string{"--tclass 256 is out of range: want 0..255"}},
+		{[]string{"--dev", "mlx5_0", "--gid-index", "5", "--tos", "300", "--rdma-cm"}, []string{"--tos 300 is out of range: want 0..255"}},
+		{[]string{"--dev", "nope0", "--gid-index", "5", "--tclass", "106", "--sl", "3"}, []string{`--dev "nope0": no such RDMA device: want one of mlx5_0`}},
+		{[]string{"--dev", "mlx5_0", "--gid-index", "14", "--tclass", "106", "--sl", "3"}, []string{"--gid-index 14", "empty GID slot"}},
+		{[]string{"--dev", "mlx5_0", "--gid-index", "99", "--tclass", "106", "--sl", "3"}, []string{"--gid-index 99", "is out of range: mlx5_0 port 1 has GID indices 0..15"}},
+		{[]string{"--dev", "mlx5_0", "--port", "7", "--gid-index", "1", "--tclass", "106", "--sl", "3"}, []string{"--port 7: no such port on mlx5_0: want one of mlx5_0 port 1, mlx5_0 port 2"}},
+		// The flag groups: --tos only with --rdma-cm, --tclass and --sl
+		// together, --rdma-cm only with --tos, one of the two ways.
+		{[]string{"--dev", "mlx5_0", "--gid-index", "5", "--tos", "106"}, []string{"--rdma-cm and --tos go together: --rdma-cm is missing"}},
+		{[]string{"--dev", "mlx5_0", "--gid-index", "5", "--tclass", "106"}, []string{"--tclass and --sl go together: --sl is missing"}},
+		{[]string{"--dev", "mlx5_0", "--gid-index", "5", "--sl", "3"}, []string{"--tclass and --sl go together: --tclass is missing"}},
+		{[]string{"--dev", "mlx5_0", "--gid-index", "5", "--tclass", "106", "--sl", "3", "--rdma-cm"}, []string{"--rdma-cm", "--tos"}},
+		{[]string{"--dev", "mlx5_0", "--gid-index", "5", "--tclass", "106", "--sl", "3", "--tos", "106", "--rdma-cm"}, []string{"--rdma-cm and --sl cannot be used together", "at most one of --rdma-cm or --sl"}},
+		{[]string{"--dev", "mlx5_0", "--gid-index", "5"}, []string{"one of --tclass or --rdma-cm is required"}},
+		{[]string{"--dev", "mlx5_0", "--tclass", "106", "--sl", "3"}, []string{"--gid-index is required"}},
+		{[]string{"--gid-index", "5", "--tclass", "106", "--sl", "3"}, []string{"--dev is required"}},
+		{[]string{"--dev", "mlx5_0", "--gid-index", "5", "--tclass", "106", "--sl", "3", "--path", "bogus"}, []string{`--path "bogus" is not known`}},
+		{[]string{"--dev", "mlx5_0", "--gid-index", "5", "--tclass", "106", "--sl", "3", "-o", "yaml"}, []string{`-o "yaml" is not known: want table or json`}},
+		{[]string{"--dev", "mlx5_0", "--gid-index", "5", "--tclass", "106", "--sl", "3", "--sl", "4"}, []string{`--sl given twice ("3", then "4")`}},
 	} {
-		out, stderr, code := runCLI(t, "", append(base, c.args...)...)
-		if code != exitUsage || !strings.Contains(stderr, c.want) || out != "" {
-			t.Errorf("%v: exit %d, stderr %q, stdout %q; want exit 2 naming %q", c.args, code, stderr, out, c.want)
+		out, stderr, code := runCLI(t, "", append(append([]string{}, base...), c.args...)...)
+		for _, w := range c.want {
+			if code != exitUsage || !strings.Contains(stderr, w) || out != "" {
+				t.Errorf("%v: exit %d, stderr %q, stdout %q; want exit 2 naming %q", c.args, code, stderr, out, w)
+			}
 		}
+	}
+	_, stderr, code := runCLI(t, "", "check", "--from", "testdata/no-such.json", "--dev", "mlx5_0", "--gid-index", "5", "--tclass", "106", "--sl", "3")
+	if code != exitUsage || !strings.Contains(stderr, `--from "testdata/no-such.json": no such file or directory`) {
+		t.Errorf("missing --from file: exit %d, stderr %q", code, stderr)
 	}
 }
 
-// A --dcb file with values the kernel never reports (APP priority 11, a
-// traffic class 9) used to be followed through to "priority 11 … pfc off";
-// it is bad input.
+// A snapshot whose DCB state has values the kernel never reports (APP
+// priority 11: priorities are 3 bits) used to be followed through to
+// "priority 11 … pfc off"; it is bad input.
 func TestCheckBadDCBFile(t *testing.T) {
-	f := filepath.Join(t.TempDir(), "dcb.json")
-	if err := os.WriteFile(f, []byte(`[{"netdev":"enp1s0f0","supported":true,"pfc":{"pfc_cap":8,"pfc_en":8},
-		"app":[{"selector":5,"priority":11,"protocol":26}]}]`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	out, stderr, code := runCLI(t, "", "check", "--sysfs", mlx5Sysfs, "--links", mlx5Links, "--dcb", f,
-		"--dev", "mlx5_0", "--gid-index", "5", "--tclass", "106", "--sl", "3")
-	if code != exitUsage || out != "" || !strings.Contains(stderr, "app[0].priority 11 is out of range: want 0..7") {
-		t.Errorf("exit %d, stderr %q, stdout %q; want exit 2 naming app[0].priority 11 and 0..7", code, stderr, out)
+	f := snapshotVariant(t, "mlx5-dscp", func(doc map[string]any) {
+		dcb := doc["dcb"].([]any)[0].(map[string]any)
+		dcb["app"] = []any{map[string]any{"selector": 5, "priority": 11, "protocol": 26}}
+	})
+	out, stderr, code := runCLI(t, "", "check", "--from", f, "--dev", "mlx5_0", "--gid-index", "5", "--tclass", "106", "--sl", "3")
+	if code != exitUsage || out != "" || !strings.Contains(stderr, "--from") || !strings.Contains(stderr, "app[0].priority 11 is out of range: want 0..7") {
+		t.Errorf("exit %d, stderr %q, stdout %q; want exit 2 naming --from, app[0].priority 11 and 0..7", code, stderr, out)
 	}
 }

@@ -42,7 +42,7 @@ need no privileges otherwise. The format is in docs/snapshot.md.`,
 					return err
 				}
 			}
-			opt := host.Options{AllNetns: allNetns, Tool: version()}
+			opt := host.Options{AllNetns: allNetns, Tool: version(), SysfsRoot: liveSysfs}
 			if netns != "" {
 				opt.Netns = []string{netns}
 			}

@@ -347,8 +347,16 @@ type enumValue[T comparable] struct {
 // its value; names after the first for the same value are aliases, not
 // listed in errors.
 func enumVar[T comparable](fs *pflag.FlagSet, p *T, name string, def T, usage string, choices ...enumChoice[T]) *enumValue[T] {
+	v := newEnum(p, "--"+name, def, choices...)
+	fs.Var(v, name, usage)
+	return v
+}
+
+// newEnum is the value enumVar registers; shown is the flag's name in
+// errors.
+func newEnum[T comparable](p *T, shown string, def T, choices ...enumChoice[T]) *enumValue[T] {
 	*p = def
-	v := &enumValue[T]{p: p, name: "--" + name}
+	v := &enumValue[T]{p: p, name: shown}
 	seen := map[T]bool{}
 	for _, c := range choices {
 		v.names = append(v.names, c.name)
@@ -358,7 +366,6 @@ func enumVar[T comparable](fs *pflag.FlagSet, p *T, name string, def T, usage st
 			v.shown = append(v.shown, c.name)
 		}
 	}
-	fs.Var(v, name, usage)
 	return v
 }
 
@@ -405,14 +412,17 @@ func orList(s []string) string {
 }
 
 // outputVar registers -o/--output as an enum of the formats a command
-// prints; the first is the default.
+// prints; the first is the default. Its errors name it -o, as it is
+// usually written.
 func outputVar(fs *pflag.FlagSet, p *string, formats ...string) {
 	var cs []enumChoice[string]
 	for _, f := range formats {
 		cs = append(cs, choice(f, f))
 	}
-	enumVar(fs, p, "output", formats[0], "output format: "+orList(formats), cs...)
-	fs.Lookup("output").Shorthand = "o"
+	// The shorthand must be given when the flag is registered: pflag
+	// indexes shorthands then (setting Flag.Shorthand afterwards leaves
+	// -o unknown).
+	fs.VarP(newEnum(p, "-o", formats[0], cs...), "output", "o", "output format: "+orList(formats))
 }
 
 // onceValue wraps the value of every flag that takes one value: given a
@@ -491,7 +501,9 @@ func flagGroupError(err error) error {
 		}
 	case strings.HasPrefix(msg, "if any flags in the group") && strings.Contains(msg, "were all set"):
 		if l := lists(); len(l) == 2 {
-			return usagef("%s cannot be used together: give one of %s", orAnd(l[1]), orList(l[0]))
+			// Mutually exclusive flags may all be left out (qos with
+			// neither --netdev nor --dev shows every port): at most one.
+			return usagef("%s cannot be used together: give at most one of %s", orAnd(l[1]), orList(l[0]))
 		}
 	case strings.HasPrefix(msg, "at least one of the flags in the group"):
 		if l := lists(); len(l) == 1 {

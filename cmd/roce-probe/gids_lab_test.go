@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/roce-probe/roce-probe/gid"
+	"github.com/roce-probe/roce-probe/internal/host"
 	"github.com/roce-probe/roce-probe/internal/lab"
 	"github.com/roce-probe/roce-probe/internal/verbs"
 	"github.com/roce-probe/roce-probe/vlan"
@@ -49,17 +50,31 @@ func ipLinkShow(t *testing.T, dev string) ipLink {
 
 // `roce-probe gids -o json` equals the table libibverbs reports
 // (ibv_query_gid_ex: GID, type, netdev ifindex) entry for entry, and each
-// entry's VLAN ID, MAC, MTU and state, and its netdev's egress map, equal
-// what `ip -d -j link show` reports.
+// entry's MAC, MTU and state, every tag of its VLAN chain (outermost
+// first: each VLAN device's ID and protocol) and its netdev's egress map,
+// equal what `ip -d -j link show` reports.
 func TestLabGidsJSONEqualsKernel(t *testing.T) {
 	out, stderr, code := runCLI(t, "", "gids", "--dev", lab.RDMADevice, "-o", "json", "--all")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	var rows []gid.Entry
-	if err := json.Unmarshal([]byte(out), &rows); err != nil {
+	var doc struct {
+		Predicted bool `json:"predicted"`
+		Ports     []struct {
+			Device   string      `json:"device"`
+			Port     int         `json:"port"`
+			TableLen int         `json:"table_len"`
+			Used     int         `json:"used"`
+			Entries  []gid.Entry `json:"entries"`
+		} `json:"ports"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatal(err)
 	}
+	if doc.Predicted || len(doc.Ports) != 1 || doc.Ports[0].Device != lab.RDMADevice || doc.Ports[0].Port != 1 {
+		t.Fatalf("predicted %v, ports %+v; want %s port 1 only", doc.Predicted, doc.Ports, lab.RDMADevice)
+	}
+	rows := doc.Ports[0].Entries
 	c, err := verbs.Open(lab.RDMADevice)
 	if err != nil {
 		t.Fatal(err)
@@ -69,18 +84,14 @@ func TestLabGidsJSONEqualsKernel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rows) != pa.GIDTableLen {
-		t.Fatalf("%d rows with --all, want gid_tbl_len %d", len(rows), pa.GIDTableLen)
+	if len(rows) != pa.GIDTableLen || doc.Ports[0].TableLen != pa.GIDTableLen {
+		t.Fatalf("%d rows with --all, table_len %d; want gid_tbl_len %d", len(rows), doc.Ports[0].TableLen, pa.GIDTableLen)
 	}
-	h, err := vlan.Open("")
+	snap, err := host.Collect(host.Options{Sections: host.SectionNet})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer h.Close()
-	snap, err := h.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
+	ns := snap.Namespaces[0]
 	used := 0
 	for i, r := range rows {
 		ve, err := c.QueryGID(1, i)
@@ -100,37 +111,44 @@ func TestLabGidsJSONEqualsKernel(t *testing.T) {
 		if ip.Ifindex != r.Ifindex || ip.MTU != r.MTU || ip.Address != r.MAC.String() || strings.ToLower(ip.Operstate) != r.State {
 			t.Errorf("row %d (%s): ifindex %d mtu %d mac %s state %s; ip: %d %d %s %s", i, r.Netdev, r.Ifindex, r.MTU, r.MAC, r.State, ip.Ifindex, ip.MTU, ip.Address, ip.Operstate)
 		}
-		if ip.Linkinfo.InfoKind == "vlan" {
-			if r.VLAN == nil || ip.Linkinfo.InfoData.ID == nil || int(*r.VLAN) != *ip.Linkinfo.InfoData.ID {
-				t.Errorf("row %d (%s): vlan %v, ip says %v", i, r.Netdev, r.VLAN, ip.Linkinfo.InfoData.ID)
+		if ip.Linkinfo.InfoKind != "vlan" {
+			if r.VLAN != nil || len(r.VLANChain) != 0 {
+				t.Errorf("row %d (%s, kind %s): vlan %v chain %v, want none", i, r.Netdev, ip.Linkinfo.InfoKind, r.VLAN, r.VLANChain)
 			}
-			last := r.VLANChain[len(r.VLANChain)-1]
-			if !strings.EqualFold(last.Proto.String(), ip.Linkinfo.InfoData.Protocol) {
-				t.Errorf("row %d (%s): innermost tag proto %s, ip says %s", i, r.Netdev, last.Proto, ip.Linkinfo.InfoData.Protocol)
+			continue
+		}
+		// vlan is the outermost tag; the chain ends with the netdev's own.
+		if len(r.VLANChain) == 0 || r.VLAN == nil || *r.VLAN != r.VLANChain[0].ID || r.VLANChain[len(r.VLANChain)-1].Netdev != r.Netdev {
+			t.Errorf("row %d (%s): vlan %v chain %v", i, r.Netdev, r.VLAN, r.VLANChain)
+			continue
+		}
+		for j, tag := range r.VLANChain {
+			tip := ipLinkShow(t, tag.Netdev)
+			if tip.Linkinfo.InfoKind != "vlan" || tip.Linkinfo.InfoData.ID == nil || int(tag.ID) != *tip.Linkinfo.InfoData.ID ||
+				!strings.EqualFold(tag.TPID.String(), tip.Linkinfo.InfoData.Protocol) {
+				t.Errorf("row %d (%s) tag %d: %s %d on %s; ip says %s %v", i, r.Netdev, j, tag.TPID, tag.ID, tag.Netdev, tip.Linkinfo.InfoData.Protocol, tip.Linkinfo.InfoData.ID)
 			}
-			d, err := snap.Describe(r.Netdev)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want := vlan.QoSMap{}
-			for _, m := range ip.Linkinfo.InfoData.EgressQoS {
-				want[uint32(m.From)] = uint32(m.To)
-			}
-			if d.EgressQoS.String() != want.String() {
-				t.Errorf("%s: egress map %q, ip says %q", r.Netdev, d.EgressQoS, want)
-			}
-		} else if r.VLAN != nil {
-			t.Errorf("row %d (%s, kind %s): vlan %d, want none", i, r.Netdev, ip.Linkinfo.InfoKind, *r.VLAN)
+		}
+		l, ok := ns.ByName(r.Netdev)
+		if !ok {
+			t.Fatalf("%s not in the collected namespace", r.Netdev)
+		}
+		want := vlan.QoSMap{}
+		for _, m := range ip.Linkinfo.InfoData.EgressQoS {
+			want[uint32(m.From)] = uint32(m.To)
+		}
+		if l.EgressQoS.String() != want.String() {
+			t.Errorf("%s: egress map %q, ip says %q", r.Netdev, l.EgressQoS, want)
 		}
 	}
 	// The lab's host addresses all have entries (lab.Up waits for them).
-	if used < 2*len(lab.Nets)+1 {
-		t.Errorf("%d entries in use, want at least %d", used, 2*len(lab.Nets)+1)
+	if used < 2*len(lab.Nets)+1 || doc.Ports[0].Used != used {
+		t.Errorf("%d entries in use (used %d), want at least %d", used, doc.Ports[0].Used, 2*len(lab.Nets)+1)
 	}
 }
 
 // `select -o json` for each lab peer names the host address on that
-// network's netdev and its VLAN.
+// network's netdev, its outermost VLAN tag and the whole chain.
 func TestLabSelectJSON(t *testing.T) {
 	for _, n := range lab.Nets {
 		out, stderr, code := runCLI(t, "", "select", "--dst", n.PeerIPv4.Addr().String(), "--dev", lab.RDMADevice, "-o", "json")
@@ -138,19 +156,30 @@ func TestLabSelectJSON(t *testing.T) {
 			t.Fatalf("%s: exit %d: %s", n.Name, code, stderr)
 		}
 		var r struct {
-			Index  *int     `json:"index"`
-			GID    *gid.GID `json:"gid"`
-			Netdev *string  `json:"netdev"`
-			VLAN   *uint16  `json:"vlan"`
+			Predicted bool            `json:"predicted"`
+			Index     *int            `json:"index"`
+			GID       *gid.GID        `json:"gid"`
+			Netdev    *string         `json:"netdev"`
+			VLAN      *uint16         `json:"vlan"`
+			VLANChain []vlan.ChainTag `json:"vlan_chain"`
 		}
 		if err := json.Unmarshal([]byte(out), &r); err != nil {
 			t.Fatal(err)
 		}
-		if r.GID == nil || r.GID.Addr() != n.HostIPv4.Addr() || r.Netdev == nil || *r.Netdev != n.HostNetdev {
+		if r.Predicted || r.GID == nil || r.GID.Addr() != n.HostIPv4.Addr() || r.Netdev == nil || *r.Netdev != n.HostNetdev {
 			t.Errorf("%s: %s", n.Name, out)
 		}
-		if len(n.VLANs) == 0 && r.VLAN != nil || len(n.VLANs) > 0 && (r.VLAN == nil || *r.VLAN != n.VLANs[len(n.VLANs)-1].ID) {
-			t.Errorf("%s: vlan %v, want %v", n.Name, r.VLAN, n.VLANs)
+		if len(n.VLANs) == 0 && r.VLAN != nil || len(n.VLANs) > 0 && (r.VLAN == nil || *r.VLAN != n.VLANs[0].ID) {
+			t.Errorf("%s: vlan %v, want the outermost of %v", n.Name, r.VLAN, n.VLANs)
+		}
+		if len(r.VLANChain) != len(n.VLANs) {
+			t.Errorf("%s: vlan_chain %v, want %v", n.Name, r.VLANChain, n.VLANs)
+			continue
+		}
+		for i, v := range n.VLANs {
+			if c := r.VLANChain[i]; c.ID != v.ID || uint16(c.TPID) != uint16(v.Proto) || c.Netdev != v.HostNetdev {
+				t.Errorf("%s: vlan_chain[%d] = %v, want %+v", n.Name, i, c, v)
+			}
 		}
 	}
 }

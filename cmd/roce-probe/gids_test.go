@@ -6,61 +6,98 @@ import (
 	"testing"
 )
 
-// Fixture trees and snapshots of gid/testdata (facts and their kernel
-// sources in gid/testdata/README.md).
-func fixtureArgs(name string) []string {
-	return []string{"--sysfs", "../../gid/testdata/" + name + "/sys", "--links", "../../gid/testdata/" + name + "/links.json"}
-}
-
+// gids -o json is one document: predicted, and per port the header the
+// table shows, the entries and the comparison with a fresh scan.
 func TestGidsJSONKeys(t *testing.T) {
-	out, stderr, code := runCLI(t, "", append([]string{"gids", "-o", "json"}, fixtureArgs("rxe")...)...)
+	out, stderr, code := runCLI(t, "", append([]string{"gids", "-o", "json"}, fromArgs("rxe")...)...)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	var rows []map[string]any
-	if err := json.Unmarshal([]byte(out), &rows); err != nil {
+	if stderr != "" {
+		t.Errorf("stderr %q, want nothing (the snapshot has an RDMA device)", stderr)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatal(err)
 	}
+	if len(doc) != 2 || doc["predicted"] != false {
+		t.Errorf("document %v, want exactly predicted (false) and ports", keysOf(doc))
+	}
+	ports, _ := doc["ports"].([]any)
+	if len(ports) != 1 {
+		t.Fatalf("%d ports, want rxe0's one", len(ports))
+	}
+	p := ports[0].(map[string]any)
+	portKeys := []string{"device", "port", "state", "phys_state", "link_layer", "netdev", "active_mtu", "types", "table_len",
+		"used", "entries", "matches", "diff", "diff_error"}
+	if !sameKeys(p, portKeys) {
+		t.Errorf("port keys %v, want exactly %v", keysOf(p), portKeys)
+	}
+	// rxe0 port 1 on veth0 (MTU 1500): rxe's active MTU is the largest IB
+	// MTU that fits (1024); 16 slots, 13 used; the table is a fresh scan
+	// (internal/host/testdata/README.md), so it matches.
+	types, _ := json.Marshal(p["types"])
+	if p["device"] != "rxe0" || p["port"] != 1.0 || p["state"] != "ACTIVE" || p["phys_state"] != "LinkUp" || p["link_layer"] != "Ethernet" ||
+		p["netdev"] != "veth0" || p["active_mtu"] != 1024.0 || string(types) != `["RoCE v2"]` || p["table_len"] != 16.0 || p["used"] != 13.0 ||
+		p["matches"] != true || p["diff_error"] != nil {
+		t.Errorf("port header %v", p)
+	}
+	if d, ok := p["diff"].([]any); !ok || len(d) != 0 {
+		t.Errorf("diff %v, want [] (compared, no difference)", p["diff"])
+	}
+	rows := entriesOf(t, p)
 	if len(rows) != 13 {
-		t.Fatalf("%d rows, want the 13 non-empty entries", len(rows))
+		t.Fatalf("%d entries, want the 13 non-empty ones", len(rows))
 	}
 	keys := []string{"device", "port", "index", "gid", "type", "kind", "ip", "netdev", "ifindex", "vlan", "vlan_chain",
 		"real_netdev", "mac", "mtu", "state", "netns", "default", "empty"}
 	for _, r := range rows {
-		if len(r) != len(keys) {
-			t.Errorf("row has %d keys, want exactly %v: %v", len(r), keys, r)
-		}
-		for _, k := range keys {
-			if _, ok := r[k]; !ok {
-				t.Errorf("row lacks key %q: %v", k, r)
-			}
+		if !sameKeys(r, keys) {
+			t.Errorf("entry keys %v, want exactly %v", keysOf(r), keys)
 		}
 	}
+	// Index 10 is 10.10.10.1 on veth0.q1000.10: 802.1ad 1000 outside,
+	// 802.1Q 10 inside. vlan is the OUTERMOST tag (what the first switch
+	// classifies on); vlan_chain lists both, outermost first, with their
+	// TPIDs (0x88a8 = 34984, 0x8100 = 33024) and VLAN devices; the PCP
+	// depends on the sender's skb priority, so gids does not know it.
 	q := rows[10]
-	chain, _ := json.Marshal(q["vlan_chain"])
-	if q["netdev"] != "veth0.q1000.10" || q["vlan"] != float64(10) || string(chain) != `[{"id":1000,"proto":"802.1ad"},{"id":10,"proto":"802.1Q"}]` ||
-		q["type"] != "RoCE v2" || q["real_netdev"] != "veth0" {
-		t.Errorf("QinQ row = %v", q)
+	if q["netdev"] != "veth0.q1000.10" || q["vlan"] != 1000.0 || q["type"] != "RoCE v2" || q["real_netdev"] != "veth0" ||
+		!jsonIs(q["vlan_chain"], `[{"id":1000,"tpid":34984,"pcp":null,"netdev":"veth0.q1000"},{"id":10,"tpid":33024,"pcp":null,"netdev":"veth0.q1000.10"}]`) {
+		t.Errorf("QinQ entry = %v", q)
 	}
-	if rows[0]["default"] != true || rows[0]["vlan"] != nil {
-		t.Errorf("row 0 = %v, want the untagged default GID", rows[0])
+	// Untagged: vlan null, vlan_chain an empty list (known: no tag).
+	if rows[0]["default"] != true || rows[0]["vlan"] != nil || !jsonIs(rows[0]["vlan_chain"], "[]") {
+		t.Errorf("entry 0 = %v, want the untagged default GID", rows[0])
 	}
-	out, _, _ = runCLI(t, "", append([]string{"gids", "-o", "json", "--all"}, fixtureArgs("rxe")...)...)
-	json.Unmarshal([]byte(out), &rows)
-	if len(rows) != 16 || rows[15]["empty"] != true || rows[15]["type"] != nil {
-		t.Errorf("--all: %d rows, last %v", len(rows), rows[len(rows)-1])
+	out, _, _ = runCLI(t, "", append([]string{"gids", "-o", "json", "--all"}, fromArgs("rxe")...)...)
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	p = doc["ports"].([]any)[0].(map[string]any)
+	rows = entriesOf(t, p)
+	// Empty slot: type and everything else unknown is null.
+	last := rows[len(rows)-1]
+	if len(rows) != 16 || last["empty"] != true || last["type"] != nil || last["vlan_chain"] != nil || last["netdev"] != nil ||
+		p["table_len"] != 16.0 || p["used"] != 13.0 {
+		t.Errorf("--all: %d entries, last %v, table_len %v used %v", len(rows), last, p["table_len"], p["used"])
 	}
 }
 
 func TestGidsTableShowsDiff(t *testing.T) {
-	out, _, code := runCLI(t, "", append([]string{"gids"}, fixtureArgs("rxe-churned")...)...)
+	out, _, code := runCLI(t, "", append([]string{"gids"}, fromArgs("rxe-churned")...)...)
 	if code != 0 {
 		t.Fatalf("exit %d", code)
 	}
 	for _, want := range []string{
 		"rxe0 port 1: state ACTIVE, Ethernet, netdev veth0, active MTU 1024, types RoCE v2, 13 of 16 slots used",
 		"moved: ::ffff:10.0.0.1 RoCE v2 on veth0 is at index 13, a fresh scan puts it at 1",
-		"10 (802.1ad:1000 10)",
+		"stale: index 14 ::ffff:10.0.0.5 RoCE v2 on veth0 is not explained by any netdev address",
+		"missing: fd00:1010::1 RoCE v2 on veth0.q1000.10 (predicted index 11) is not in the table",
+		// Index 5's ndevs read fails, as for a netdev of another namespace.
+		"unseen: index 5 fe80::ff:fe00:1 RoCE v2 on -: its netdev is not in this namespace",
+		// The QinQ entries' VLAN column: the outermost tag, then the chain.
+		"1000 (802.1ad:1000 10)",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
@@ -69,48 +106,98 @@ func TestGidsTableShowsDiff(t *testing.T) {
 	if strings.Contains(out, "(empty)") {
 		t.Errorf("empty slots shown without --all")
 	}
-	out, _, _ = runCLI(t, "", append([]string{"gids"}, fixtureArgs("rxe")...)...)
+	out, _, _ = runCLI(t, "", append([]string{"gids"}, fromArgs("rxe")...)...)
 	if !strings.Contains(out, "# matches the table the kernel builds") {
 		t.Errorf("fresh table: no match line:\n%s", out)
+	}
+
+	// The same diff in JSON: kind, index, predicted_index (null when it
+	// does not apply), entry, message.
+	out, _, _ = runCLI(t, "", append([]string{"gids", "-o", "json"}, fromArgs("rxe-churned")...)...)
+	var doc struct {
+		Ports []struct {
+			Matches *bool            `json:"matches"`
+			Diff    []map[string]any `json:"diff"`
+		} `json:"ports"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil || len(doc.Ports) != 1 {
+		t.Fatalf("%v: %s", err, out)
+	}
+	p := doc.Ports[0]
+	if p.Matches == nil || *p.Matches {
+		t.Errorf("matches %v, want false", p.Matches)
+	}
+	var kinds []string
+	for _, c := range p.Diff {
+		if !sameKeys(c, []string{"kind", "index", "predicted_index", "entry", "message"}) {
+			t.Errorf("diff item keys %v", keysOf(c))
+		}
+		kinds = append(kinds, c["kind"].(string))
+		switch c["kind"] {
+		case "moved":
+			if c["index"] != 13.0 || c["predicted_index"] != 1.0 {
+				t.Errorf("moved: %v", c)
+			}
+		case "stale":
+			if c["index"] != 14.0 || c["predicted_index"] != nil {
+				t.Errorf("stale: %v, want index 14 and predicted_index null", c)
+			}
+		}
+	}
+	if strings.Join(kinds, ",") != "unseen,moved,stale,missing,missing" {
+		t.Errorf("diff kinds %v", kinds)
 	}
 }
 
 func TestGidsFilters(t *testing.T) {
-	out, _, code := runCLI(t, "", append([]string{"gids", "--dev", "mlx5_0", "--port", "2", "-o", "json"}, fixtureArgs("mlx5")...)...)
-	var rows []map[string]any
-	if code != 0 || json.Unmarshal([]byte(out), &rows) != nil || len(rows) != 2 || rows[0]["port"] != float64(2) {
-		t.Errorf("--dev mlx5_0 --port 2: exit %d, rows %v", code, rows)
+	out, _, code := runCLI(t, "", append([]string{"gids", "--dev", "mlx5_0", "--port", "2", "-o", "json"}, fromArgs("mlx5")...)...)
+	var doc struct {
+		Ports []struct {
+			Device  string           `json:"device"`
+			Port    int              `json:"port"`
+			State   string           `json:"state"`
+			Entries []map[string]any `json:"entries"`
+		} `json:"ports"`
+	}
+	// internal/host/testdata/README.md: port 2 is DOWN on enp1s0f1 and
+	// holds only its two default GIDs.
+	if code != 0 || json.Unmarshal([]byte(out), &doc) != nil || len(doc.Ports) != 1 || doc.Ports[0].Port != 2 ||
+		doc.Ports[0].State != "DOWN" || len(doc.Ports[0].Entries) != 2 || doc.Ports[0].Entries[0]["port"] != 2.0 {
+		t.Errorf("--dev mlx5_0 --port 2: exit %d, %+v", code, doc)
 	}
 	for _, c := range []struct {
 		args []string
 		want string
 	}{
 		{[]string{"--dev", "mlx5_9"}, `--dev "mlx5_9": no such RDMA device: want one of mlx5_0`},
-		// gid/testdata/README.md: mlx5_0 has ports 1 and 2.
+		// mlx5_0 has ports 1 and 2.
 		{[]string{"--port", "3"}, "--port 3: no such port on any RDMA device: want one of mlx5_0 port 1, mlx5_0 port 2"},
 		{[]string{"--dev", "mlx5_0", "--port", "3"}, "--port 3: no such port on mlx5_0: want one of mlx5_0 port 1, mlx5_0 port 2"},
 		{[]string{"--port", "-1"}, "--port -1 is out of range"},
 		{[]string{"-o", "xml"}, `-o "xml" is not a known output format`},
 	} {
-		_, stderr, code := runCLI(t, "", append(append([]string{"gids"}, c.args...), fixtureArgs("mlx5")...)...)
-		if code != exitUsage || !strings.Contains(stderr, c.want) {
-			t.Errorf("gids %v: exit %d, stderr %q; want 2 and %q", c.args, code, stderr, c.want)
+		out, stderr, code := runCLI(t, "", append(append([]string{"gids"}, c.args...), fromArgs("mlx5")...)...)
+		if code != exitUsage || !strings.Contains(stderr, c.want) || out != "" {
+			t.Errorf("gids %v: exit %d, stderr %q, stdout %q; want 2 and %q", c.args, code, stderr, out, c.want)
 		}
 	}
 }
 
-// No RDMA device: gids says so and shows the predicted table.
+// No RDMA device: gids says so and shows the predicted tables, marked
+// predicted.
 func TestGidsNoDevice(t *testing.T) {
-	out, stderr, code := runCLI(t, "", "gids", "--sysfs", t.TempDir(), "--links", "../../gid/testdata/mlx5/links.json")
+	snap := withoutRDMADevices(t, "mlx5")
+	out, stderr, code := runCLI(t, "", "gids", "--from", snap)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	if !strings.Contains(stderr, "no RDMA devices on this machine") {
-		t.Errorf("stderr %q does not say there is no RDMA device", stderr)
+	if !strings.Contains(stderr, "this host has no RDMA device") || !strings.Contains(stderr, "Soft-RoCE") {
+		t.Errorf("stderr %q does not say there is no RDMA device and which tables are shown", stderr)
 	}
 	// enp1s0f0 as rxe would see it: default GID, 192.168.1.10, then the
-	// VLAN and macvlan addresses (drivers/infiniband/core/roce_gid_mgmt.c,
-	// is_eth_port_of_netdev_filter; cache.c, ib_cache_gid_add; Linux 6.1).
+	// VLAN and macvlan addresses (the kernel's order: netdevs in ifindex
+	// order, IPv4 before IPv6; internal/host/testdata/README.md). RoCE v2
+	// only: rxe has no RoCE v1.
 	for _, want := range []string{
 		"rxe_enp1s0f0 predicted port 1",
 		"0      fe80::e42:a1ff:fe00:10",
@@ -122,31 +209,74 @@ func TestGidsNoDevice(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
-	if strings.Contains(out, "docker0") || strings.Contains(out, "rxe_mv0") {
-		t.Errorf("bridge or macvlan treated as an RDMA netdev:\n%s", out)
+	if strings.Contains(out, "docker0") || strings.Contains(out, "rxe_mv0") || strings.Contains(out, "rxe_enp1s0f0.100") || strings.Contains(out, "RoCE v1") {
+		t.Errorf("bridge, macvlan or VLAN treated as an RDMA netdev, or a RoCE v1 entry predicted:\n%s", out)
+	}
+	out, _, code = runCLI(t, "", "gids", "--from", snap, "-o", "json")
+	var doc struct {
+		Predicted *bool `json:"predicted"`
+		Ports     []struct {
+			Device  string  `json:"device"`
+			Matches *bool   `json:"matches"`
+			State   *string `json:"state"`
+		} `json:"ports"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil || code != 0 {
+		t.Fatalf("exit %d, %v: %s", code, err, out)
+	}
+	// A predicted table is not compared with itself (matches null), and
+	// has no port state (no device to ask).
+	if doc.Predicted == nil || !*doc.Predicted || len(doc.Ports) != 2 || doc.Ports[0].Device != "rxe_enp1s0f0" ||
+		doc.Ports[0].Matches != nil || doc.Ports[0].State != nil {
+		t.Errorf("predicted document %s", out)
 	}
 }
 
 func TestGidsUnknownNetns(t *testing.T) {
-	_, stderr, code := runCLI(t, "", "gids", "--netns", "roce-probe-no-such-netns", "--sysfs", "../../gid/testdata/rxe/sys")
-	if code != exitUsage || !strings.Contains(stderr, `network namespace "roce-probe-no-such-netns" not found`) {
-		t.Errorf("exit %d, stderr %q", code, stderr)
+	_, stderr, code := runCLI(t, "", "gids", "--netns", "roce-probe-no-such-netns")
+	if code != exitUsage || !strings.Contains(stderr, `--netns "roce-probe-no-such-netns"`) || !strings.Contains(stderr, "no such network namespace") ||
+		!strings.Contains(stderr, "ip netns list") {
+		t.Errorf("live: exit %d, stderr %q", code, stderr)
+	}
+	// From a snapshot: the namespaces it holds.
+	_, stderr, code = runCLI(t, "", append([]string{"gids", "--netns", "blue"}, fromArgs("rxe")...)...)
+	if code != exitUsage || !strings.Contains(stderr, `--netns "blue"`) || !strings.Contains(stderr, "no such network namespace") ||
+		!strings.Contains(stderr, "in the snapshot") {
+		t.Errorf("--from: exit %d, stderr %q", code, stderr)
 	}
 }
 
-// --save-links writes the snapshot that --links reads back: the same table.
-func TestGidsSaveLinksRoundTrip(t *testing.T) {
-	path := t.TempDir() + "/links.json"
-	out1, _, code := runCLI(t, "", append([]string{"gids", "-o", "json", "--save-links", path}, fixtureArgs("mlx5")...)...)
-	if code != 0 {
-		t.Fatalf("exit %d", code)
+// entriesOf returns the entries of a decoded gids port.
+func entriesOf(t *testing.T, p map[string]any) []map[string]any {
+	t.Helper()
+	es, ok := p["entries"].([]any)
+	if !ok {
+		t.Fatalf("entries is %T, want a list", p["entries"])
 	}
-	out2, stderr, code := runCLI(t, "", "gids", "-o", "json", "--sysfs", "../../gid/testdata/mlx5/sys", "--links", path)
-	if code != 0 || out1 != out2 {
-		t.Errorf("exit %d %s; tables differ:\n%s\n%s", code, stderr, out1, out2)
+	var rows []map[string]any
+	for _, e := range es {
+		rows = append(rows, e.(map[string]any))
 	}
-	_, stderr, code = runCLI(t, "", append([]string{"gids", "--save-links", "/nonexistent-dir/x.json"}, fixtureArgs("mlx5")...)...)
-	if code != exitUsage || !strings.Contains(stderr, `--save-links "/nonexistent-dir/x.json": directory /nonexistent-dir: no such file or directory`) {
-		t.Errorf("bad path: exit %d %q", code, stderr)
+	return rows
+}
+
+// sameKeys says whether m has exactly keys.
+func sameKeys(m map[string]any, keys []string) bool {
+	if len(m) != len(keys) {
+		return false
 	}
+	for _, k := range keys {
+		if _, ok := m[k]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+func keysOf(m map[string]any) []string {
+	var ks []string
+	for k := range m {
+		ks = append(ks, k)
+	}
+	return ks
 }

@@ -7,11 +7,13 @@ import (
 	"io/fs"
 	"net/netip"
 	"runtime/debug"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/roce-probe/roce-probe/gid"
 	"github.com/roce-probe/roce-probe/internal/host"
+	"github.com/roce-probe/roce-probe/vlan"
 )
 
 // hostFlags are the flags every command that reads a host shares: where
@@ -23,6 +25,7 @@ type hostFlags struct {
 	netns string
 	dev   string
 	port  int
+	cmd   *cobra.Command // whose standard input --from - reads
 }
 
 // hostFlagSet says which of the shared flags a command takes.
@@ -33,6 +36,7 @@ type hostFlagSet struct {
 }
 
 func (h *hostFlags) add(c *cobra.Command, set hostFlagSet) {
+	h.cmd = c
 	fl := c.Flags()
 	fl.StringVar(&h.from, "from", "", "analyse this host snapshot (written by 'roce-probe collect', .gz too; - for standard input) instead of the live host: nothing is read from the live host")
 	fl.StringVar(&h.netns, "netns", "", "look netdevs, routes and neighbours up in this network namespace (a name from 'ip netns list'; live, needs root; with --from, a namespace the snapshot holds)")
@@ -52,6 +56,12 @@ func (h *hostFlags) add(c *cobra.Command, set hostFlagSet) {
 	}
 }
 
+// liveSysfs is where live reads find sysfs ("" is /sys). Only tests set
+// it: to a fixture tree (internal/host/testdata/*/sys), so that send
+// --dev can be tried against a GID table on a machine without an RDMA
+// device, with the live netdevs of a test namespace.
+var liveSysfs string
+
 // version is the roce-probe build's version ("devel" for a source build).
 func version() string {
 	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
@@ -65,13 +75,28 @@ func version() string {
 // and names the flag or the source.
 func (h *hostFlags) snapshot(sections host.Section) (*host.Snapshot, error) {
 	if h.from != "" {
-		s, err := host.Load(h.from)
-		if err != nil {
-			return nil, usagef("--from %q: %v", h.from, pathErr(err))
+		var s *host.Snapshot
+		var err error
+		if h.from == "-" {
+			// The command's standard input (run's stdin), not the
+			// process's: the same as decode -.
+			s, err = host.Decode(h.cmd.InOrStdin())
+		} else {
+			s, err = host.Load(h.from)
+		}
+		var pe *fs.PathError
+		switch {
+		case errors.As(err, &pe):
+			// Unreadable: say what the file should be.
+			return nil, usagef("--from %q: %v: want a host snapshot written by 'roce-probe collect -o FILE'", h.from, pe.Err)
+		case err != nil:
+			// Not a snapshot, unknown version, bad value: the decoder's
+			// error names what is wrong and what is wanted.
+			return nil, usagef("--from %q: %v", h.from, err)
 		}
 		return s, nil
 	}
-	opt := host.Options{Sections: sections, Tool: version()}
+	opt := host.Options{Sections: sections, Tool: version(), SysfsRoot: liveSysfs}
 	if h.netns != "" {
 		opt.Netns = []string{h.netns}
 	}
@@ -102,7 +127,16 @@ func (h *hostFlags) view(sections host.Section) (*host.View, error) {
 	if err != nil {
 		return nil, err
 	}
-	return h.viewOf(s)
+	v, err := h.viewOf(s)
+	if err != nil {
+		return nil, err
+	}
+	if sections&host.SectionDCB != 0 && s.DCB == nil {
+		// Without the section every netdev's DCB would look "not read",
+		// and the answer would differ from the live one.
+		return nil, h.snapshotError(&host.MissingError{Section: "dcb"})
+	}
+	return v, nil
 }
 
 // viewOf is view on a snapshot already read.
@@ -135,28 +169,41 @@ func (h *hostFlags) requireDev(example string) error {
 	return nil
 }
 
-// checkDev checks --dev names a device of the view, and --port (when set)
-// one of its ports.
+// checkDev checks --dev names a device of the view, and --port (when
+// given, or a command's default) a port of it; --port alone must name a
+// port some device has, or the command would silently show nothing.
 func (h *hostFlags) checkDev(v *host.View) error {
-	if h.dev == "" {
+	if h.dev != "" && !hasDevice(v, h.dev) {
+		devs := strings.Join(v.Devices(), ", ")
+		switch {
+		case len(v.Ports) == 0:
+			return usagef("--dev %q: no such RDMA device: the host has none, and no Ethernet netdev to predict a Soft-RoCE table for", h.dev)
+		case v.Predicted:
+			return usagef("--dev %q: no such RDMA device: the host has none; the predicted Soft-RoCE devices are %s", h.dev, devs)
+		}
+		return usagef("--dev %q: no such RDMA device: want one of %s", h.dev, devs)
+	}
+	if h.port == 0 {
 		return nil
 	}
-	port := h.port
-	if port == 0 {
-		for _, p := range v.Ports {
-			if p.Device == h.dev {
-				return nil
-			}
+	var have []string
+	for _, p := range v.Ports {
+		if h.dev != "" && p.Device != h.dev {
+			continue
 		}
-		port = 1
-	}
-	if _, err := v.Port(h.dev, port); err != nil {
-		if h.port == 0 || !hasDevice(v, h.dev) {
-			return usagef("--dev %q: %v", h.dev, err)
+		if p.Port == h.port {
+			return nil
 		}
-		return usagef("--port %d: %v", h.port, err)
+		have = append(have, fmt.Sprintf("%s port %d", p.Device, p.Port))
 	}
-	return nil
+	on := "any RDMA device"
+	if h.dev != "" {
+		on = h.dev
+	}
+	if len(have) == 0 {
+		return usagef("--port %d: no such port on %s: the host has no RDMA device and no Ethernet netdev to predict a Soft-RoCE table for", h.port, on)
+	}
+	return usagef("--port %d: no such port on %s: want one of %s", h.port, on, strings.Join(have, ", "))
 }
 
 func hasDevice(v *host.View, dev string) bool {
@@ -177,6 +224,27 @@ func (h *hostFlags) ports(v *host.View) []gid.Port {
 		}
 	}
 	return out
+}
+
+// noSuchNetdev is the error of a netdev flag (--netdev) naming a netdev
+// ns does not have: live, where to look; from a snapshot, what it has.
+func (h *hostFlags) noSuchNetdev(flag, name string, ns *vlan.Namespace) error {
+	if h.from == "" {
+		see := "ip link"
+		if ns.Netns != "" {
+			see = "ip -n " + ns.Netns + " link"
+		}
+		return usagef("%s %q: no such network device in %s (see '%s')", flag, name, ns.What(), see)
+	}
+	where := "the collector's network namespace"
+	if ns.Netns != "" {
+		where = "network namespace " + ns.Netns
+	}
+	var names []string
+	for _, l := range ns.Links {
+		names = append(names, l.Name)
+	}
+	return usagef("%s %q: no such network device in %s of the snapshot: want one of %s", flag, name, where, strings.Join(names, ", "))
 }
 
 // notePredicted tells, on stderr, that the host has no RDMA device and the

@@ -313,6 +313,9 @@ func TestSendSweepThroughRemarkingSwitch(t *testing.T) {
 }
 
 func TestSendUsageErrors(t *testing.T) {
+	// A sysfs without RDMA devices, whatever this machine has.
+	defer func(old string) { liveSysfs = old }(liveSysfs)
+	liveSysfs = t.TempDir()
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -332,7 +335,10 @@ func TestSendUsageErrors(t *testing.T) {
 		{[]string{"send", "--dst", "10.0.0.1", "--netdev", "lo", "--sweep", "ecn"}, `--sweep "ecn" is not known: want dscp or pcp`},
 		{[]string{"send", "--dst", "10.0.0.1", "--netdev", "lo", "-o", "yaml"}, `-o "yaml"`},
 		{[]string{"send", "--dst", "10.0.0.1", "--netdev", "no-such-netdev0"}, `--netdev "no-such-netdev0": no such network device`},
-		{[]string{"send", "--dst", "10.0.0.1", "--dev", "no-such-rdma0", "--gid-index", "0", "--sysfs", "/nonexistent"}, `--dev "no-such-rdma0": no such RDMA device: this machine has none`},
+		// send probes from a real device: the predicted Soft-RoCE tables
+		// other commands fall back to cannot send.
+		{[]string{"send", "--dst", "10.0.0.1", "--dev", "no-such-rdma0", "--gid-index", "0"}, `--dev "no-such-rdma0": this host has no RDMA device: give --netdev N`},
+		{[]string{"send", "--dst", "::1", "--netdev", "lo"}, `--dst "::1" is a loopback address`},
 		{[]string{"listen", "--rate", "0"}, "--rate 0 is out of range"},
 		{[]string{"listen", "--rate", "NaN"}, "--rate NaN is out of range"},
 		{[]string{"listen", "--rate", "+Inf"}, "--rate +Inf is out of range"},
@@ -399,24 +405,29 @@ func TestListenAllNetdevs(t *testing.T) {
 	}
 }
 
-// --dev/--gid-index with a Soft-RoCE sysfs fixture (gid/testdata/rxe, the
-// lab's table) in a namespace whose veth0 has GID index 1's address: the
-// probe leaves from veth0 with 10.0.0.1 and with rxe's markings as ah/
-// predicts them: the traffic class byte as is, and the route's hop limit
-// (64) instead of the AH's 8 (drivers/infiniband/core/verbs.c,
-// ib_resolve_unicast_gid_dmac, Linux 6.1; seen in the lab, docs/lab.md).
+// --dev/--gid-index with a Soft-RoCE sysfs fixture (internal/host/testdata/rxe,
+// the lab's table, read as the live sysfs) in a namespace whose veth0 has
+// GID index 1's address: the probe leaves from veth0 with 10.0.0.1 and
+// with rxe's markings as ah/ predicts them: the traffic class byte as is
+// (drivers/infiniband/sw/rxe/rxe_net.c prepare_ipv4_hdr; the real capture
+// roce/testdata/rxe-ud-send.pcapng carries traffic_class 0x6a as DSCP 26
+// ECN 2), and the route's hop limit (64) instead of the AH's 8
+// (drivers/infiniband/core/verbs.c ib_resolve_unicast_gid_dmac; the lab
+// kernel does it: TestLabAHCommand).
 func TestSendFromGIDFixture(t *testing.T) {
 	netnstest.RequireRoot(t)
 	nsS, nsL := netnstest.New(t, "s"), netnstest.New(t, "l")
 	netnstest.Veth(t, nsS, "veth0", "02:00:00:00:00:01", nsL, "veth1", "02:00:00:00:00:02")
 	netnstest.Run(t, "ip", "-n", nsS, "addr", "add", "10.0.0.1/24", "dev", "veth0")
 	netnstest.Run(t, "ip", "-n", nsL, "addr", "add", "10.0.0.2/24", "dev", "veth1")
-	sysfs, err := filepath.Abs("../../gid/testdata/rxe/sys")
+	sysfs, err := filepath.Abs(hostTestdata + "rxe/sys")
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer func(old string) { liveSysfs = old }(liveSysfs)
+	liveSysfs = sysfs
 	wait := startListener(t, nsL, 3*time.Second, "--netdev", "veth1")
-	r := runIn(t, nsS, "send", "--dev", "rxe0", "--gid-index", "1", "--sysfs", sysfs, "--dst", "10.0.0.2",
+	r := runIn(t, nsS, "send", "--dev", "rxe0", "--gid-index", "1", "--dst", "10.0.0.2",
 		"--tclass", "106", "--hop-limit", "8", "--count", "1", "--timeout", "1s")
 	wait()
 	t.Logf("\n%s%s", r.stdout, r.stderr)
@@ -433,7 +444,7 @@ func TestSendFromGIDFixture(t *testing.T) {
 		}
 	}
 	// A GID index that is empty in the table is a usage error.
-	r = runIn(t, nsS, "send", "--dev", "rxe0", "--gid-index", "14", "--sysfs", sysfs, "--dst", "10.0.0.2")
+	r = runIn(t, nsS, "send", "--dev", "rxe0", "--gid-index", "14", "--dst", "10.0.0.2")
 	if r.code != exitUsage || !strings.Contains(r.stderr, "--gid-index 14") {
 		t.Errorf("empty GID index: exit %d, stderr %q", r.code, r.stderr)
 	}

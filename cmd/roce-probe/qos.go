@@ -68,7 +68,7 @@ privileges.`,
 			}
 			if netdev != "" {
 				if _, ok := ns.ByName(netdev); !ok {
-					return usagef("--netdev %q: no such network device in %s", netdev, ns.What())
+					return src.noSuchNetdev("--netdev", netdev, ns)
 				}
 				if err := add(netdev, "", 0, nil); err != nil {
 					return err
@@ -125,7 +125,8 @@ func dcbError(s *host.Snapshot, netns, netdev string) string {
 	for _, e := range s.ErrorsOf(src) {
 		return e.Error
 	}
-	return "not read for " + netdev
+	// Printed after "not read: " (and as dcb_error): not "not read" again.
+	return "no DCB state was recorded for " + netdev
 }
 
 func printQoSReport(w io.Writer, r qos.Report) {

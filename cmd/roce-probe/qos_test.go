@@ -7,7 +7,7 @@ import (
 )
 
 func TestQoSNetdevJSON(t *testing.T) {
-	out, stderr, code := runCLI(t, "", "qos", "--links", mlx5Links, "--dcb", "testdata/dcb-mlx5-dscp.json", "--netdev", "enp1s0f0.100", "-o", "json")
+	out, stderr, code := runCLI(t, "", append([]string{"qos", "--netdev", "enp1s0f0.100", "-o", "json"}, fromArgs("mlx5-dscp")...)...)
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -18,55 +18,81 @@ func TestQoSNetdevJSON(t *testing.T) {
 		DSCPPrio map[string][]int         `json:"dscp_prio"`
 		PrioTC   []int                    `json:"prio_tc"`
 		PFC      []int                    `json:"pfc_enabled"`
-		DCBX     string                   `json:"dcbx"`
+		DCBX     *string                  `json:"dcbx"`
+		DCBError *string                  `json:"dcb_error"`
 		VLANs    []map[string]any         `json:"vlans"`
 		DCB      struct{ Supported bool } `json:"dcb"`
 	}
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
+	// DCBX 9 = DCB_CAP_DCBX_HOST | DCB_CAP_DCBX_VER_IEEE (include/uapi/linux/dcbnl.h).
 	if len(r) != 1 || r[0].Netdev != "enp1s0f0.100" || r[0].Real != "enp1s0f0" || r[0].Trust != "dscp" || r[0].DSCPPrio["26"][0] != 3 ||
-		r[0].PrioTC[3] != 1 || len(r[0].PFC) != 1 || r[0].PFC[0] != 3 || r[0].DCBX != "host,ieee" || !r[0].DCB.Supported {
+		r[0].PrioTC[3] != 1 || len(r[0].PFC) != 1 || r[0].PFC[0] != 3 || r[0].DCBX == nil || *r[0].DCBX != "host,ieee" || !r[0].DCB.Supported ||
+		r[0].DCBError != nil {
 		t.Fatalf("%+v", r)
 	}
-	if len(r[0].VLANs) != 1 || r[0].VLANs[0]["netdev"] != "enp1s0f0.100" || r[0].VLANs[0]["egress_qos"].(map[string]any)["0"] != float64(3) {
+	if len(r[0].VLANs) != 1 || r[0].VLANs[0]["netdev"] != "enp1s0f0.100" || r[0].VLANs[0]["egress_qos"].(map[string]any)["0"] != float64(3) ||
+		r[0].VLANs[0]["tpid"] != float64(0x8100) {
 		t.Errorf("vlans %+v", r[0].VLANs)
+	}
+	if !strings.Contains(out, `"dcb_error": null`) {
+		t.Errorf("dcb_error is not there as null:\n%s", out)
 	}
 }
 
 func TestQoSDeviceTable(t *testing.T) {
-	out, stderr, code := runCLI(t, "", "qos", "--sysfs", mlx5Sysfs, "--links", mlx5Links, "--dcb", "testdata/dcb-mlx5-dscp.json", "--dev", "mlx5_0")
+	out, stderr, code := runCLI(t, "", append([]string{"qos", "--dev", "mlx5_0"}, fromArgs("mlx5-dscp")...)...)
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	for _, want := range []string{"mlx5_0 port 1: enp1s0f0, driver mlx5", "trust:", "dscp", "26:3", "prio-pfc:", "3:on", "delay 4096", "enp1s0f0.100", "egress-qos-map 0:3", "pfc requests:", "3:12", "3:34"} {
+	for _, want := range []string{"mlx5_0 port 1: enp1s0f0, driver mlx5", "trust:", "dscp", "26:3", "prio-pfc:", "3:on", "delay 4096", "enp1s0f0.100", "egress-qos-map 0:3", "pfc requests:", "3:12", "3:34",
+		// Port 2's netdev has no DCB state in the snapshot.
+		"mlx5_0 port 2: enp1s0f1, driver mlx5"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
+	if strings.Contains(out, "not read: not read") {
+		t.Errorf("stutter in the DCB line:\n%s", out)
+	}
 }
 
+// A netdev without DCB support (veth: no dcbnl_ops, the kernel answers
+// RTM_GETDCB with EOPNOTSUPP, as recorded in the rxe snapshot) is not an
+// error: qos says "no DCB" and why, exit 0; dcbx is null (unknown), not "".
 func TestQoSNoDCBIsNotAnError(t *testing.T) {
-	// lo has no dcbnl_ops: the real kernel answers EOPNOTSUPP.
-	out, stderr, code := runCLI(t, "", "qos", "--netdev", "lo")
-	if code != exitOK || !strings.Contains(out, "no DCB") {
+	out, stderr, code := runCLI(t, "", append([]string{"qos", "--netdev", "veth0.100"}, fromArgs("rxe")...)...)
+	if code != exitOK || !strings.Contains(out, "no DCB: veth0 has no DCB support") || !strings.Contains(out, "veth0.100 (real device veth0)") {
 		t.Errorf("exit %d, stdout %q, stderr %q", code, out, stderr)
+	}
+	out, _, code = runCLI(t, "", append([]string{"qos", "--netdev", "veth0", "-o", "json"}, fromArgs("rxe")...)...)
+	var r []map[string]any
+	if err := json.Unmarshal([]byte(out), &r); err != nil || code != exitOK || len(r) != 1 {
+		t.Fatalf("exit %d, %v: %s", code, err, out)
+	}
+	if v, ok := r[0]["dcbx"]; !ok || v != nil || r[0]["trust"] != "unknown" || r[0]["dcb_error"] != nil {
+		t.Errorf("dcbx %v (present %v), trust %v, dcb_error %v; want null, unknown, null", v, ok, r[0]["trust"], r[0]["dcb_error"])
 	}
 }
 
 func TestQoSBadInput(t *testing.T) {
 	for _, c := range []struct {
 		args []string
-		want string
+		want []string
 	}{
-		{[]string{"qos", "--netdev", "x", "--dev", "y"}, "give one or neither"},
-		{[]string{"qos", "--netdev", "no-such-netdev0"}, `--netdev "no-such-netdev0": no such network device`},
-		{[]string{"qos", "--sysfs", mlx5Sysfs, "--links", mlx5Links, "--dev", "nope0"}, `--dev "nope0": no such RDMA device: want one of mlx5_0`},
-		{[]string{"qos", "-o", "xml"}, `-o "xml" is not a known output format`},
+		// Neither flag is fine (every port): at most one of them.
+		{[]string{"qos", "--netdev", "x", "--dev", "y"}, []string{"--dev and --netdev cannot be used together", "at most one of --netdev or --dev"}},
+		{[]string{"qos", "--netdev", "x", "--port", "1"}, []string{"--netdev and --port cannot be used together"}},
+		{append([]string{"qos", "--netdev", "no-such-netdev0"}, fromArgs("mlx5")...), []string{`--netdev "no-such-netdev0": no such network device`}},
+		{append([]string{"qos", "--dev", "nope0"}, fromArgs("mlx5")...), []string{`--dev "nope0": no such RDMA device: want one of mlx5_0`}},
+		{[]string{"qos", "-o", "xml"}, []string{`-o "xml" is not a known output format`}},
 	} {
-		_, stderr, code := runCLI(t, "", c.args...)
-		if code != exitUsage || !strings.Contains(stderr, c.want) {
-			t.Errorf("%v: exit %d, stderr %q; want 2 naming %q", c.args, code, stderr, c.want)
+		out, stderr, code := runCLI(t, "", c.args...)
+		for _, w := range c.want {
+			if code != exitUsage || !strings.Contains(stderr, w) || out != "" {
+				t.Errorf("%v: exit %d, stderr %q, stdout %q; want 2 naming %q", c.args, code, stderr, out, w)
+			}
 		}
 	}
 }

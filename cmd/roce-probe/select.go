@@ -92,7 +92,7 @@ the destination. See docs/gid-selection.md.`,
 			}
 			if netdev != "" {
 				if _, ok := v.NS.ByName(netdev); !ok {
-					return usagef("--netdev %q: no such network device in %s", netdev, v.NS.What())
+					return src.noSuchNetdev("--netdev", netdev, v.NS)
 				}
 			}
 			notePredicted(cmd.ErrOrStderr(), v)

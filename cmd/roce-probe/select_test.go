@@ -7,7 +7,7 @@ import (
 )
 
 func TestSelectJSON(t *testing.T) {
-	out, stderr, code := runCLI(t, "", append([]string{"select", "--dst", "10.0.100.2", "-o", "json"}, fixtureArgs("rxe")...)...)
+	out, stderr, code := runCLI(t, "", append([]string{"select", "--dst", "10.0.100.2", "-o", "json"}, fromArgs("rxe")...)...)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -15,27 +15,53 @@ func TestSelectJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatal(err)
 	}
-	if len(r) != 7 || r["device"] != "rxe0" || r["port"] != float64(1) || r["index"] != float64(3) ||
-		r["gid"] != "::ffff:10.0.100.1" || r["netdev"] != "veth0.100" || r["vlan"] != float64(100) {
+	keys := []string{"device", "port", "predicted", "index", "gid", "netdev", "vlan", "vlan_chain", "route", "rdma_cm_index",
+		"nccl_index", "ucx_index", "perftest_index", "reasons"}
+	if !sameKeys(r, keys) {
+		t.Errorf("keys %v, want exactly %v", keysOf(r), keys)
+	}
+	// 10.0.100.2 is on veth0.100's connected route: index 3 holds
+	// 10.0.100.1 on veth0.100 (802.1Q 100), the route's source address, so
+	// rdma_cm picks it too.
+	if r["device"] != "rxe0" || r["port"] != 1.0 || r["predicted"] != false || r["index"] != 3.0 || r["gid"] != "::ffff:10.0.100.1" ||
+		r["netdev"] != "veth0.100" || r["vlan"] != 100.0 || !jsonIs(r["vlan_chain"], `[{"id":100,"tpid":33024,"pcp":null,"netdev":"veth0.100"}]`) ||
+		r["rdma_cm_index"] != 3.0 {
 		t.Errorf("select = %v", r)
+	}
+	route, _ := r["route"].(map[string]any)
+	if route == nil || route["dev"] != "veth0.100" || route["src"] != "10.0.100.1" || route["next_hop"] != "10.0.100.2" {
+		t.Errorf("route = %v", r["route"])
 	}
 	reasons := r["reasons"].([]any)
 	if len(reasons) != 13 {
 		t.Errorf("%d reasons, want 13", len(reasons))
 	}
 	first := reasons[0].(map[string]any)
-	if len(first) != 3 || first["index"] != float64(0) || first["verdict"] != "rejected" || first["reason"] == "" {
+	if len(first) != 3 || first["index"] != 0.0 || first["verdict"] != "rejected" || first["reason"] == "" {
 		t.Errorf("reason 0 = %v", first)
+	}
+
+	// QinQ: vlan is the outermost tag (802.1ad 1000), the chain has both.
+	out, stderr, code = runCLI(t, "", append([]string{"select", "--dst", "10.10.10.2", "-o", "json"}, fromArgs("rxe")...)...)
+	if code != 0 {
+		t.Fatalf("QinQ: exit %d: %s", code, stderr)
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r["index"] != 10.0 || r["netdev"] != "veth0.q1000.10" || r["vlan"] != 1000.0 ||
+		!jsonIs(r["vlan_chain"], `[{"id":1000,"tpid":34984,"pcp":null,"netdev":"veth0.q1000"},{"id":10,"tpid":33024,"pcp":null,"netdev":"veth0.q1000.10"}]`) {
+		t.Errorf("QinQ select = %v", r)
 	}
 }
 
 func TestSelectEnvAndTable(t *testing.T) {
-	out, _, code := runCLI(t, "", append([]string{"select", "--dst", "10.0.0.2", "-o", "env"}, fixtureArgs("rxe-churned")...)...)
+	out, _, code := runCLI(t, "", append([]string{"select", "--dst", "10.0.0.2", "-o", "env"}, fromArgs("rxe-churned")...)...)
 	if code != 0 || !strings.Contains(out, "export NCCL_IB_GID_INDEX=13\n") || !strings.Contains(out, "export UCX_IB_GID_INDEX=13\n") ||
 		!strings.Contains(out, "export NCCL_IB_HCA==rxe0:1\n") {
 		t.Errorf("env output (exit %d):\n%s", code, out)
 	}
-	out, _, _ = runCLI(t, "", append([]string{"select", "--dst", "10.0.0.2"}, fixtureArgs("rxe-churned")...)...)
+	out, _, _ = runCLI(t, "", append([]string{"select", "--dst", "10.0.0.2"}, fromArgs("rxe-churned")...)...)
 	for _, want := range []string{
 		"rxe0 port 1: use GID index 13 (RoCE v2 ::ffff:10.0.0.1 on veth0, untagged) to reach 10.0.0.2",
 		"rdma_cm would use index 13",
@@ -49,8 +75,9 @@ func TestSelectEnvAndTable(t *testing.T) {
 }
 
 func TestSelectNothingReachable(t *testing.T) {
-	out, stderr, code := runCLI(t, "", append([]string{"select", "--dst", "10.0.100.2", "--roce", "v1", "-o", "json"}, fixtureArgs("rxe")...)...)
-	if code != exitFinding || !strings.Contains(stderr, "no GID entry can reach 10.0.100.2") || !strings.Contains(out, `"index":null`) {
+	out, stderr, code := runCLI(t, "", append([]string{"select", "--dst", "10.0.100.2", "--roce", "v1", "-o", "json"}, fromArgs("rxe")...)...)
+	if code != exitFinding || !strings.Contains(stderr, "no GID entry can reach 10.0.100.2") || !strings.Contains(out, `"index":null`) ||
+		!strings.Contains(out, `"vlan_chain":null`) {
 		t.Errorf("exit %d, stderr %q, out %s", code, stderr, out)
 	}
 }
@@ -63,19 +90,19 @@ func TestSelectBadInput(t *testing.T) {
 		{[]string{}, "--dst is required"},
 		{[]string{"--dst", "10.0.0.300"}, `--dst "10.0.0.300" is not an IP address or GID`},
 		{[]string{"--dst", "fe80::1%eth0"}, "has a zone"},
+		// RoCE never sends to the host itself through the loopback.
+		{[]string{"--dst", "::1"}, `--dst "::1" is a loopback address`},
+		{[]string{"--dst", "127.0.0.1"}, `--dst "127.0.0.1" is a loopback address`},
+		{[]string{"--dst", "::ffff:127.0.0.2"}, `--dst "::ffff:127.0.0.2" is a loopback address`},
 		{[]string{"--dst", "10.0.0.2", "--roce", "v3"}, `--roce "v3" is not a RoCE version: want v1 or v2`},
 		{[]string{"--dst", "10.0.0.2", "--vlan", "4096"}, `--vlan 4096 is out of range: want 0..4095 or "none"`},
 		{[]string{"--dst", "10.0.0.2", "--subnet", "10.0.0.0/33"}, "--subnet"},
 		{[]string{"--dst", "10.0.0.2", "--family", "ipx"}, `--family "ipx"`},
 		{[]string{"--dst", "10.0.0.2", "-o", "yaml"}, `-o "yaml"`},
 	} {
-		_, stderr, code := runCLI(t, "", append(append([]string{"select"}, c.args...), fixtureArgs("rxe")...)...)
-		if code != exitUsage || !strings.Contains(stderr, c.want) {
-			t.Errorf("select %v: exit %d, stderr %q; want 2 and %q", c.args, code, stderr, c.want)
+		out, stderr, code := runCLI(t, "", append(append([]string{"select"}, c.args...), fromArgs("rxe")...)...)
+		if code != exitUsage || !strings.Contains(stderr, c.want) || out != "" {
+			t.Errorf("select %v: exit %d, stderr %q, stdout %q; want 2 and %q", c.args, code, stderr, out, c.want)
 		}
-	}
-	_, stderr, code := runCLI(t, "", "select", "--dst", "10.0.0.2", "--sysfs", t.TempDir(), "--links", "../../gid/testdata/rxe/links.json")
-	if code != exitUsage || !strings.Contains(stderr, "no RDMA devices") {
-		t.Errorf("no devices: exit %d, %q", code, stderr)
 	}
 }

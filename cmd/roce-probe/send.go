@@ -433,7 +433,7 @@ func rawSocketError(command string, err error) error {
 // traffic_class, hop_limit} on --dev/--port of this host: the GID entry's
 // netdev and address, and the markings the device's driver applies.
 func resolveAH(f sendFlags, dst gid.GID) (*host.AHResult, error) {
-	snap, err := host.Collect(host.Options{Tool: version()})
+	snap, err := host.Collect(host.Options{Tool: version(), SysfsRoot: liveSysfs})
 	if err != nil {
 		return nil, liveError("", err)
 	}
@@ -443,6 +443,10 @@ func resolveAH(f sendFlags, dst gid.GID) (*host.AHResult, error) {
 	}
 	if v.Predicted {
 		return nil, usagef("--dev %q: this host has no RDMA device: give --netdev N to probe from a netdev", f.dev)
+	}
+	// The --dev and --port errors of every command.
+	if err := (&hostFlags{dev: f.dev, port: f.port}).checkDev(v); err != nil {
+		return nil, err
 	}
 	p, err := v.Port(f.dev, f.port)
 	if err != nil {
