@@ -485,7 +485,7 @@ func (r *Resolver) udpSport(res *Resolution, fl uint32, warn func(field, req, wi
 			warn("grh.flow_label", hex32(fl), "", "rxe ignores the AH's flow label for the UDP source port of UD QPs (it never gets IB_QP_AV)")
 		}
 		if r.opts.SrcQPN == 0 {
-			warn("udp_sport", "", "unknown", "rxe derives it from the sending QP's number: give the QPN (ResolveOptions.SrcQPN, --src-qpn)")
+			warn("udp_sport", "", "unknown", "rxe derives it from the sending QP's number, which was not given")
 		}
 	case qos.DriverMLX5:
 		if fl != 0 {

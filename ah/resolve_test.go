@@ -382,3 +382,36 @@ func contains(s, sub string) bool { return strings.Contains(s, sub) }
 
 func u8(v uint8) *uint8    { return &v }
 func u32(v uint32) *uint32 { return &v }
+
+// The library's warnings speak of the AH and the host, not of a command's
+// flags or Go field names: `send` printed "give the QPN
+// (ResolveOptions.SrcQPN, --src-qpn)", a flag send does not have.
+func TestWarningsNameNoFlags(t *testing.T) {
+	ns := labNet(t)
+	tab := labTable()
+	n := 0
+	for _, e := range tab.Entries {
+		if e.Empty || e.Type != gid.TypeRoCEv2 {
+			continue
+		}
+		idx := uint8(e.Index)
+		dst := gid.MustParse("10.0.0.2")
+		if !e.GID.IsIPv4Mapped() {
+			dst = gid.MustParse("fd00::2")
+		}
+		a := Attr{IsGlobal: true, PortNum: 1, SL: 5, GRH: GlobalRoute{DGID: dst, SGIDIndex: idx, HopLimit: 8, FlowLabel: 7}}
+		res, _ := Resolve(a, tab, ns, ResolveOptions{Driver: qos.DriverRXE})
+		if res == nil {
+			continue
+		}
+		n += len(res.Warnings)
+		for _, w := range res.Warnings {
+			if strings.Contains(w.Reason, "--") || strings.Contains(w.Reason, "ResolveOptions") || strings.Contains(w.Reason, "Datagram.") {
+				t.Errorf("index %d: warning %q names a flag or a Go field", idx, w)
+			}
+		}
+	}
+	if n < 4 {
+		t.Fatalf("only %d warnings: the test must see the usual ones (sl, hop limit, flow label, udp_sport)", n)
+	}
+}

@@ -197,6 +197,11 @@ Reading needs no privileges. See docs/ah.md.`,
 			}
 			doc := ahDoc(a, res, rerr, v)
 			doc.Probe = probe
+			for i, w := range doc.Warnings {
+				if w.Field == "udp_sport" && doc.Driver != nil && *doc.Driver == string(qos.DriverRXE) && !cmd.Flags().Changed("src-qpn") {
+					doc.Warnings[i].Reason += ": give it with --src-qpn"
+				}
+			}
 			if pcapFile != "" {
 				if res.Resolution == nil || rerr != nil {
 					return findingError{fmt.Sprintf("--pcap %s not written: %v", pcapFile, firstErr(rerr, "the AH did not resolve"))}

@@ -17,7 +17,7 @@ import (
 // flow_label is 20 bits (0..0xfffff), sgid_index is a uint8_t (0..255),
 // port_num counts from 1 in a uint8_t (1..255), QPNs are 24 bits
 // (0..0xffffff), the Q_Key 32 bits; an 802.1Q VLAN ID is 12 bits
-// (0..4095) and the PCP that carries the SL of a probe 3 bits (0..7); a UDP
+// (0..4095) and the SL of a probe is the IBA's 4 bits too (0..15); a UDP
 // port is 16 bits. enum ibv_rate has no value 1 (0 is the port's rate).
 // The fixtures' devices and ports are those internal/host/testdata/README.md
 // lists (mlx5_0 with ports 1 and 2). Commands' other limits (send --count
@@ -123,7 +123,7 @@ func TestBadInput(t *testing.T) {
 		{twice(append([]string{"gids"}, mlx5...), "--port", "1", "--port", "2"), []string{"--port given twice", `"1"`, `"2"`}, ""},
 		{with(append([]string{"gids"}, mlx5...), "--all=maybe"), []string{`--all "maybe"`, "true or false"}, ""},
 		{[]string{"gids", "--netns", "roce-probe-no-such-netns"}, []string{`--netns "roce-probe-no-such-netns"`, "ip netns list"}, ""},
-		{with(append([]string{"gids"}, mlx5...), "-o", "yaml"), []string{`-o "yaml"`, "table, json"}, ""},
+		{with(append([]string{"gids"}, mlx5...), "-o", "yaml"), []string{`-o "yaml"`, "want table or json"}, ""},
 		{twice(append([]string{"gids"}, mlx5...), "-o", "json", "-o", "table"), []string{"-o/--output given twice"}, ""},
 
 		// --from: a file that is not a snapshot this roce-probe reads.
@@ -150,9 +150,9 @@ func TestBadInput(t *testing.T) {
 		{twice(selectCmd, "--dst", "10.0.0.3"), []string{"--dst given twice", `"10.0.0.2"`, `"10.0.0.3"`}, ""},
 		{with(selectCmd, "--roce", "v3"), []string{`--roce "v3"`, "v1 or v2"}, ""},
 		{with(selectCmd, "--family", "ipx"), []string{`--family "ipx"`, "ipv4 or ipv6"}, ""},
-		{with(selectCmd, "--family", "ipv6"), []string{`--family "ipv6"`, `--dst "10.0.0.2"`, "IPv4"}, ""},
+		{with(selectCmd, "--family", "ipv6"), []string{`--family ipv6`, `--dst "10.0.0.2"`, "IPv4"}, ""},
 		{with(selectCmd, "--port", "x"), []string{`--port "x"`, "1..255"}, ""},
-		{with(selectCmd, "-o", "yaml"), []string{`-o "yaml"`, "table, json, env"}, ""},
+		{with(selectCmd, "-o", "yaml"), []string{`-o "yaml"`, "want table, json or env"}, ""},
 
 		// ah
 		{with(ahCmd, "--sl", "x"), []string{`--sl "x"`, "0..15"}, ""},
@@ -191,12 +191,12 @@ func TestBadInput(t *testing.T) {
 		{[]string{"decode"}, []string{"FILE", "pcap or pcapng", "- for standard input"}, ""},
 		{[]string{"decode", "a.pcap", "b.pcap"}, []string{"one FILE", `"a.pcap"`}, ""},
 		{[]string{"decode", "/nonexistent-dir/x.pcap"}, []string{`FILE "/nonexistent-dir/x.pcap"`, "no such file", "pcap or pcapng"}, ""},
-		{[]string{"decode", "-o", "yaml", "x.pcap"}, []string{`-o "yaml"`, "table, json"}, ""},
+		{[]string{"decode", "-o", "yaml", "x.pcap"}, []string{`-o "yaml"`, "want table or json"}, ""},
 		{[]string{"decode", "--summary=maybe", "x.pcap"}, []string{`--summary "maybe"`, "true or false"}, ""},
 
 		// send: every value is checked before the netdev is looked at.
 		{with(send, "--tclass", "x"), []string{`--tclass "x"`, "0..255"}, ""},
-		{with(send, "--sl", "8"), []string{"--sl 8", "0..7"}, ""},
+		{with(send, "--sl", "16"), []string{"--sl 16", "0..15"}, ""},
 		{with(send, "--hop-limit", "0"), []string{"--hop-limit 0", "1..255"}, ""},
 		{with(send, "--count", "x"), []string{`--count "x"`, "1..100000"}, ""},
 		{with(send, "--count", "0"), []string{"--count 0", "1..100000"}, ""},
@@ -206,8 +206,8 @@ func TestBadInput(t *testing.T) {
 		{with(send, "--resolve-timeout", "2m"), []string{"--resolve-timeout 2m", "at most 1m"}, ""},
 		{with(send, "--sport", "65536"), []string{"--sport 65536", "0..65535"}, ""},
 		{with(send, "--sweep", "ecn"), []string{`--sweep "ecn"`, "dscp or pcp"}, ""},
-		{with(send, "--port", "2"), []string{"--port", "--dev and --gid-index"}, ""},
-		{with(send, "-o", "yaml"), []string{`-o "yaml"`, "table, json"}, ""},
+		{with(send, "--port", "2"), []string{"--netdev and --port cannot be used together"}, ""},
+		{with(send, "-o", "yaml"), []string{`-o "yaml"`, "want table or json"}, ""},
 		{send, []string{`--netdev "no-such-netdev0"`, "no such network device"}, ""},
 		{[]string{"send", "--dst", "x", "--netdev", "lo"}, []string{`--dst "x"`, "IP address or GID"}, ""},
 		{[]string{"send", "--dst", "224.0.0.1", "--netdev", "lo"}, []string{`--dst "224.0.0.1"`, "unicast"}, ""},
@@ -218,8 +218,8 @@ func TestBadInput(t *testing.T) {
 		{[]string{"send", "--dst", "192.0.2.2", "--dev", "nope0", "--gid-index", "1"}, []string{`--dev "nope0"`, "no RDMA device", "--netdev"}, noRDMASys},
 		{twice(send, "--count", "1", "--count", "2"), []string{"--count given twice"}, ""},
 		{[]string{"send", "--dst", "::1", "--netdev", "lo"}, []string{`--dst "::1"`, "loopback"}, ""},
-		{[]string{"send", "--dst", "192.0.2.2", "--dev", "mlx5_0"}, []string{`--dev "mlx5_0"`, "needs --gid-index"}, ""},
-		{[]string{"send", "--dst", "192.0.2.2", "--gid-index", "3"}, []string{"--gid-index 3", "needs --dev"}, ""},
+		{[]string{"send", "--dst", "192.0.2.2", "--dev", "mlx5_0"}, []string{"--dev and --gid-index go together", "--gid-index is missing"}, ""},
+		{[]string{"send", "--dst", "192.0.2.2", "--gid-index", "3"}, []string{"--dev and --gid-index go together", "--dev is missing"}, ""},
 
 		// listen
 		{[]string{"listen", "--rate", "x"}, []string{`--rate "x"`, "0.1..10000"}, ""},
@@ -228,7 +228,7 @@ func TestBadInput(t *testing.T) {
 		{[]string{"listen", "--duration", "x"}, []string{`--duration "x"`, "0s or more"}, ""},
 		{[]string{"listen", "--duration", "-1s"}, []string{"--duration -1s", "0s or more"}, ""},
 		{[]string{"listen", "--netdev", "no-such-netdev0"}, []string{`--netdev "no-such-netdev0"`, "no such network device"}, ""},
-		{[]string{"listen", "-o", "yaml"}, []string{`-o "yaml"`, "table, json"}, ""},
+		{[]string{"listen", "-o", "yaml"}, []string{`-o "yaml"`, "want table or json"}, ""},
 		// An empty value is not the same as leaving the flag out
 		// (listen --netdev "" would listen everywhere).
 		{[]string{"listen", "--netdev", ""}, []string{`--netdev ""`, "is empty", "leave the flag out"}, ""},

@@ -63,17 +63,14 @@ unreadable, truncated or damaged capture.`,
 			return runDecode(cmd, args[0], f)
 		},
 	}
-	c.Flags().StringVarP(&f.output, "output", "o", "table", "output format: table or json")
+	outputVar(c.Flags(), &f.output, "table", "json")
 	c.Flags().BoolVar(&f.summary, "summary", false, "print one row per flow instead of one line per packet")
 	c.Flags().BoolVar(&f.failOnBadICRC, "fail-on-bad-icrc", false, "exit 1 when any packet has an invalid ICRC")
 	return c
 }
 
 func runDecode(cmd *cobra.Command, path string, f decodeFlags) error {
-	format, err := outputFormat(f.output, "table", "json")
-	if err != nil {
-		return err
-	}
+	format := f.output
 	var in io.Reader
 	if path == "-" {
 		in = cmd.InOrStdin()

@@ -90,10 +90,6 @@ other machine) instead of the live host. Reads need no privileges. See
 docs/gids.md.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			f, err := outputFormat(format, "table", "json")
-			if err != nil {
-				return err
-			}
 			v, err := src.view(0)
 			if err != nil {
 				return err
@@ -108,7 +104,7 @@ docs/gids.md.`,
 			for _, p := range ports {
 				doc.Ports = append(doc.Ports, gidsPort(p, v, all))
 			}
-			if f == "json" {
+			if format == "json" {
 				return writeJSONIndent(out, doc)
 			}
 			writeGidsTable(out, doc, all)
@@ -117,7 +113,7 @@ docs/gids.md.`,
 	}
 	src.add(c, hostFlagSet{dev: true, port: true})
 	c.Flags().BoolVar(&all, "all", false, "show empty slots too")
-	c.Flags().StringVarP(&format, "output", "o", "table", "output format: table or json")
+	outputVar(c.Flags(), &format, "table", "json")
 	return c
 }
 

@@ -174,7 +174,7 @@ func TestGidsFilters(t *testing.T) {
 		{[]string{"--port", "3"}, "--port 3: no such port on any RDMA device: want one of mlx5_0 port 1, mlx5_0 port 2"},
 		{[]string{"--dev", "mlx5_0", "--port", "3"}, "--port 3: no such port on mlx5_0: want one of mlx5_0 port 1, mlx5_0 port 2"},
 		{[]string{"--port", "-1"}, "--port -1 is out of range"},
-		{[]string{"-o", "xml"}, `-o "xml" is not a known output format`},
+		{[]string{"-o", "xml"}, `-o "xml" is not known: want table or json`},
 	} {
 		out, stderr, code := runCLI(t, "", append(append([]string{"gids"}, c.args...), fromArgs("mlx5")...)...)
 		if code != exitUsage || !strings.Contains(stderr, c.want) || out != "" {

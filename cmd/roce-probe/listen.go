@@ -47,7 +47,7 @@ the counters at the end. Needs CAP_NET_RAW.`,
 	}
 	fl := c.Flags()
 	fl.StringVar(&f.netdev, "netdev", "", "netdev to listen on (default: every Ethernet netdev that is up)")
-	fl.StringVarP(&f.output, "output", "o", "table", "output format: table or json (one line per probe)")
+	outputVar(fl, &f.output, "table", "json")
 	floatVar(fl, &f.rate, "rate", 100, 0.1, 10000, "replies per second per sender (0.1..10000)").note = "(replies per second per sender)"
 	durationVar(fl, &f.duration, "duration", 0, 0, 0, false, "stop after this long (0: until interrupted)").note = "(0: until interrupted)"
 	return c
@@ -55,11 +55,9 @@ the counters at the end. Needs CAP_NET_RAW.`,
 
 func runListen(cmd *cobra.Command, f listenFlags) error {
 	out := cmd.OutOrStdout()
-	format, err := outputFormat(f.output, "table", "json")
-	if err != nil {
-		return err
-	}
+	format := f.output
 	var netdevs []string
+	var err error
 	if f.netdev != "" {
 		if err := checkLiveNetdev("--netdev", f.netdev); err != nil {
 			return err

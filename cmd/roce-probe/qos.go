@@ -32,10 +32,6 @@ without RDMA devices, the ports are the predicted Soft-RoCE ones (said so).
 privileges.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			f, err := outputFormat(format, "table", "json")
-			if err != nil {
-				return err
-			}
 			s, err := src.snapshot(host.SectionAll)
 			if err != nil {
 				return err
@@ -95,7 +91,7 @@ privileges.`,
 			if reports == nil {
 				reports = []qos.Report{}
 			}
-			if f == "json" {
+			if format == "json" {
 				return writeJSONIndent(cmd.OutOrStdout(), reports)
 			}
 			for i, r := range reports {
@@ -109,7 +105,7 @@ privileges.`,
 	}
 	c.Flags().StringVar(&netdev, "netdev", "", "netdev to show (DCB is read from its real device)")
 	src.add(c, hostFlagSet{dev: true, port: true, devUsage: "RDMA device: show the netdev of each of its Ethernet ports"})
-	c.Flags().StringVarP(&format, "output", "o", "table", "output format: table or json")
+	outputVar(c.Flags(), &format, "table", "json")
 	c.MarkFlagsMutuallyExclusive("netdev", "dev")
 	c.MarkFlagsMutuallyExclusive("netdev", "port")
 	return c

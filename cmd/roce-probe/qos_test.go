@@ -86,7 +86,7 @@ func TestQoSBadInput(t *testing.T) {
 		{[]string{"qos", "--netdev", "x", "--port", "1"}, []string{"--netdev and --port cannot be used together"}},
 		{append([]string{"qos", "--netdev", "no-such-netdev0"}, fromArgs("mlx5")...), []string{`--netdev "no-such-netdev0": no such network device`}},
 		{append([]string{"qos", "--dev", "nope0"}, fromArgs("mlx5")...), []string{`--dev "nope0": no such RDMA device: want one of mlx5_0`}},
-		{[]string{"qos", "-o", "xml"}, []string{`-o "xml" is not a known output format`}},
+		{[]string{"qos", "-o", "xml"}, []string{`-o "xml" is not known: want table or json`}},
 	} {
 		out, stderr, code := runCLI(t, "", c.args...)
 		for _, w := range c.want {

@@ -41,7 +41,8 @@ type portSelection struct {
 
 func newSelectCmd() *cobra.Command {
 	var src hostFlags
-	var dst, roce, format, family, netdev, vlanFlag, subnet string
+	var dst, format, netdev, vlanFlag, subnet string
+	var roce, family int
 	c := &cobra.Command{
 		Use:   "select --dst ADDR",
 		Short: "Pick the source GID index for a destination, and say why every other entry is wrong",
@@ -65,10 +66,6 @@ snapshot written by 'roce-probe collect'. Exit status 1 when no port can reach
 the destination. See docs/gid-selection.md.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			f, err := outputFormat(format, "table", "json", "env")
-			if err != nil {
-				return err
-			}
 			d, err := parseDst(dst)
 			if err != nil {
 				return err
@@ -80,7 +77,7 @@ the destination. See docs/gid-selection.md.`,
 			if dstFam := map[bool]int{true: 4, false: 6}[d.Addr().Is4In6() || d.Addr().Is4()]; prefs.Family != 0 && prefs.Family != dstFam {
 				// Select would pick a source of the other family, which
 				// cannot reach the destination: the flags contradict.
-				return usagef("--family %q does not match --dst %q (IPv%d): a source GID reaches only destinations of its own family; omit --family or give an IPv%d destination",
+				return usagef("--family ipv%d does not match --dst %q (IPv%d): a source GID reaches only destinations of its own family; omit --family or give an IPv%d destination",
 					family, dst, dstFam, prefs.Family)
 			}
 			v, err := src.view(0)
@@ -118,7 +115,7 @@ the destination. See docs/gid-selection.md.`,
 				return usagef("no RoCE (Ethernet) port%s", devSuffix(src.dev))
 			}
 			out := cmd.OutOrStdout()
-			switch f {
+			switch format {
 			case "json":
 				for _, r := range res {
 					p := r.port
@@ -153,35 +150,19 @@ the destination. See docs/gid-selection.md.`,
 	}
 	src.add(c, hostFlagSet{dev: true, port: true})
 	c.Flags().StringVar(&dst, "dst", "", "destination: the peer's IP address or GID (required)")
-	c.Flags().StringVar(&roce, "roce", "", "RoCE version: v1 or v2 (default: either, v2 preferred)")
-	c.Flags().StringVar(&family, "family", "", "address family: ipv4 or ipv6 (default: the destination's)")
+	enumVar(c.Flags(), &roce, "roce", 0, "RoCE version: v1 or v2 (default: either, v2 preferred)",
+		choice("v1", 1), choice("v2", 2), choice("1", 1), choice("2", 2))
+	enumVar(c.Flags(), &family, "family", 0, "address family: ipv4 or ipv6 (default: the destination's)",
+		choice("ipv4", 4), choice("ipv6", 6), choice("4", 4), choice("6", 6), choice("inet", 4), choice("inet6", 6))
 	c.Flags().StringVar(&netdev, "netdev", "", "only entries on this netdev")
 	c.Flags().StringVar(&vlanFlag, "vlan", "", "only entries whose frames carry this VLAN ID in their outermost tag (0..4095), or \"none\" for untagged")
 	c.Flags().StringVar(&subnet, "subnet", "", "only entries whose address is in this prefix (e.g. 10.0.100.0/24)")
-	c.Flags().StringVarP(&format, "output", "o", "table", "output format: table, json or env")
+	outputVar(c.Flags(), &format, "table", "json", "env")
 	return c
 }
 
-func parsePrefs(roce, family, netdev, vlanFlag, subnet string) (gid.Preferences, error) {
-	var p gid.Preferences
-	switch roce {
-	case "":
-	case "v1", "1":
-		p.Version = 1
-	case "v2", "2":
-		p.Version = 2
-	default:
-		return p, usagef("--roce %q is not a RoCE version: want v1 or v2", roce)
-	}
-	switch family {
-	case "":
-	case "ipv4", "4", "inet":
-		p.Family = 4
-	case "ipv6", "6", "inet6":
-		p.Family = 6
-	default:
-		return p, usagef("--family %q is not an address family: want ipv4 or ipv6", family)
-	}
+func parsePrefs(roce, family int, netdev, vlanFlag, subnet string) (gid.Preferences, error) {
+	p := gid.Preferences{Version: roce, Family: family}
 	p.Netdev = netdev
 	if vlanFlag != "" {
 		v := gid.NoVLAN

@@ -94,7 +94,7 @@ func TestSelectBadInput(t *testing.T) {
 		{[]string{"--dst", "::1"}, `--dst "::1" is a loopback address`},
 		{[]string{"--dst", "127.0.0.1"}, `--dst "127.0.0.1" is a loopback address`},
 		{[]string{"--dst", "::ffff:127.0.0.2"}, `--dst "::ffff:127.0.0.2" is a loopback address`},
-		{[]string{"--dst", "10.0.0.2", "--roce", "v3"}, `--roce "v3" is not a RoCE version: want v1 or v2`},
+		{[]string{"--dst", "10.0.0.2", "--roce", "v3"}, `--roce "v3" is not known: want v1 or v2`},
 		{[]string{"--dst", "10.0.0.2", "--vlan", "4096"}, `--vlan 4096 is out of range: want 0..4095 or "none"`},
 		{[]string{"--dst", "10.0.0.2", "--subnet", "10.0.0.0/33"}, "--subnet"},
 		{[]string{"--dst", "10.0.0.2", "--family", "ipx"}, `--family "ipx"`},

@@ -34,7 +34,7 @@ type sendFlags struct {
 	sport             int
 	count             int
 	interval, timeout time.Duration
-	sweep             string
+	sweep             probe.SweepField
 	output            string
 	resolveWait       time.Duration
 }
@@ -75,24 +75,28 @@ default (its --rate): keep --interval at 10ms or more. Needs CAP_NET_RAW. Exit s
 	intVar(fl, &f.port, "port", 1, 1, 255, "port of --dev (1..255)")
 	fl.StringVar(&f.netdev, "netdev", "", "netdev to send from (instead of --dev/--gid-index)")
 	intVar(fl, &f.tclass, "tclass", 0, 0, 255, "traffic class byte: DSCP << 2 | ECN (0..255; 106 = DSCP 26 + ECT(0))")
-	intVar(fl, &f.sl, "sl", 0, 0, 7, "service level: the PCP of tagged frames (0..7)").note = "(RoCE carries the SL as the 3-bit PCP)"
+	intVar(fl, &f.sl, "sl", 0, 0, 15, "service level 0..15: with --dev the driver's rule makes it a PCP; with --netdev tagged frames carry its low 3 bits as the PCP, as mlx5 does (sl & 7)")
 	intVar(fl, &f.hop, "hop-limit", 64, 1, 255, "IPv4 TTL / IPv6 hop limit (1..255)")
 	intVar(fl, &f.sport, "sport", 0, 0, 65535, "UDP source port (0: one random port in 0xC000..0xFFFF for the whole run)").note = "(0: random)"
 	intVar(fl, &f.count, "count", 5, 1, 100000, "probes to send (per value with --sweep), 1..100000")
 	durationVar(fl, &f.interval, "interval", 100*time.Millisecond, 0, time.Hour, false, "time between probes (0s..1h)")
 	durationVar(fl, &f.timeout, "timeout", time.Second, 0, time.Hour, true, "how long to wait for each probe's reply (at most 1h)")
-	fl.StringVar(&f.sweep, "sweep", "", "try every value of dscp or pcp and print the map the path applies")
-	fl.StringVarP(&f.output, "output", "o", "table", "output format: table or json")
+	enumVar(fl, &f.sweep, "sweep", "", "try every value of dscp or pcp and print the map the path applies",
+		choice("dscp", probe.SweepDSCP), choice("pcp", probe.SweepPCP))
+	outputVar(fl, &f.output, "table", "json")
 	durationVar(fl, &f.resolveWait, "resolve-timeout", 2*time.Second, 0, time.Minute, true, "how long to wait for the next hop's MAC address (at most 1m)")
+	// One source: --netdev, or --dev with --gid-index (and --port).
+	c.MarkFlagsRequiredTogether("dev", "gid-index")
+	c.MarkFlagsOneRequired("netdev", "dev")
+	for _, x := range []string{"dev", "gid-index", "port"} {
+		c.MarkFlagsMutuallyExclusive("netdev", x)
+	}
 	return c
 }
 
 func runSend(cmd *cobra.Command, f sendFlags) error {
 	out := cmd.OutOrStdout()
-	format, err := outputFormat(f.output, "table", "json")
-	if err != nil {
-		return err
-	}
+	format := f.output
 	g, err := parseDst(f.dst)
 	if err != nil {
 		return err
@@ -101,26 +105,10 @@ func runSend(cmd *cobra.Command, f sendFlags) error {
 	if dst.IsMulticast() || dst == netip.AddrFrom4([4]byte{255, 255, 255, 255}) {
 		return usagef("--dst %q is not a unicast address: want the address of the one host where 'roce-probe listen' runs", f.dst)
 	}
-	byGID := f.dev != "" || f.gidIndexSet
-	switch {
-	case byGID && f.netdev != "":
-		return usagef("--netdev %q and --dev/--gid-index both given: want one source", f.netdev)
-	case f.dev != "" && !f.gidIndexSet:
-		return usagef("--dev %q needs --gid-index I: the source GID index 0..255 (see 'roce-probe gids --dev %s')", f.dev, f.dev)
-	case f.dev == "" && f.gidIndexSet:
-		return usagef("--gid-index %d needs --dev D: the RDMA device whose GID table it indexes", f.gidIndex)
-	case !byGID && f.netdev == "":
-		return usagef("no source: give --netdev N, or --dev D and --gid-index I")
-	}
-	if cmd.Flags().Changed("port") && !byGID {
-		return usagef("--port goes with --dev and --gid-index: with --netdev there is no RDMA port")
-	}
-	var sweep probe.SweepField
-	if f.sweep != "" {
-		if sweep, err = probe.ParseSweepField(f.sweep); err != nil {
-			return usagef("--sweep %q is not known: want dscp or pcp", f.sweep)
-		}
-	}
+	// Which source (--netdev, or --dev with --gid-index) is checked by
+	// the command's flag groups.
+	byGID := f.dev != ""
+	sweep := f.sweep
 	sport := uint16(f.sport)
 	if sport == 0 {
 		var b [2]byte
@@ -135,7 +123,7 @@ func runSend(cmd *cobra.Command, f sendFlags) error {
 	}
 	netdev, netdevFlag := f.netdev, "--netdev"
 	var src netip.Addr
-	base := probe.Markings{PCP: uint8(f.sl), DSCP: uint8(f.tclass >> 2), ECN: uint8(f.tclass & 3), TTL: uint8(f.hop), Sport: sport}
+	base := probe.Markings{PCP: uint8(f.sl & 7), DSCP: uint8(f.tclass >> 2), ECN: uint8(f.tclass & 3), TTL: uint8(f.hop), Sport: sport}
 	var notes []string
 	if byGID {
 		// The address handle the application would create: resolved by ah/
@@ -178,6 +166,9 @@ func runSend(cmd *cobra.Command, f sendFlags) error {
 		}
 		for _, n := range notes {
 			fmt.Fprintln(out, "note:", n)
+		}
+		if len(ep.Tags) > 0 && f.sl > 7 && !byGID {
+			fmt.Fprintf(out, "note: the PCP is 3 bits: --sl %d goes out as PCP %d (sl & 7, as mlx5 maps it)\n", f.sl, f.sl&7)
 		}
 		if len(ep.Tags) == 0 && f.sl != 0 {
 			fmt.Fprintf(out, "note: %s is untagged, so --sl %d is not carried (no PCP without a VLAN tag)\n", ep.Netdev, f.sl)
