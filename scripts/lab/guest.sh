@@ -30,6 +30,7 @@ export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 export HOME=/root
 export LAB=1
 export GOTRACEBACK=all
+export LAB_ROCE_PROBE=$run/bin/roce-probe
 uname -r > "$out/release"
 rp=$run/bin/roce-probe
 
