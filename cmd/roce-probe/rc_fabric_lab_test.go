@@ -123,7 +123,7 @@ func compareWithTshark(t *testing.T, file string) map[uint8]int {
 // ib_write_bw and ib_read_bw between two hosts, captured on the server's
 // switch port, decode with valid ICRCs, and decode's opcodes, PSNs and
 // DestQPs equal tshark's for every frame; each program's own opcodes are
-// there (SEND, RDMA WRITE, RDMA READ request and responses, ACK).
+// there (SEND FIRST/MIDDLE/LAST, RDMA WRITE, RDMA READ request and responses, ACK).
 func TestFabricRCDecodeMatchesTshark(t *testing.T) {
 	sw := lab.UseFabric(t)
 	cases := []struct {
@@ -132,7 +132,7 @@ func TestFabricRCDecodeMatchesTshark(t *testing.T) {
 		prog                      string
 		want                      []uint8 // opcodes that must appear
 	}{
-		{"ibv_rc_pingpong", "h1", "h2", "vlan100", false, "", []uint8{0x04, 0x11}},
+		{"ibv_rc_pingpong", "h1", "h2", "vlan100", false, "", []uint8{0x00, 0x01, 0x02, 0x11}}, // 4 KiB SENDs: FIRST, MIDDLE, LAST
 		{"ib_write_bw", "h2", "h1", "untagged", true, "ib_write_bw", []uint8{0x06, 0x07, 0x08, 0x11}},
 		{"ib_read_bw", "h4", "h2", "vlan200", false, "ib_read_bw", []uint8{0x0c, 0x0d, 0x0e, 0x0f}},
 	}

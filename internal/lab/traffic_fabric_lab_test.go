@@ -265,7 +265,7 @@ func TestFabricFaults(t *testing.T) {
 					// fault is gone must arrive, and the dropped one must
 					// not have arrived before it.
 					sw.Reset()
-					marker := []byte("after the drop " + string(payload))
+					marker := []byte(fmt.Sprintf("roce-probe after the drop v6=%v", v6))
 					s.send(t, rx.QPN(), marker)
 					if _, err := at.Wait(ctx, func(f Frame) bool { return strings.Contains(string(f.Data), string(marker)) }); err != nil {
 						t.Fatal(err)
