@@ -29,7 +29,7 @@ type KernelFacts struct {
 // rxe hw_counters, from drivers/infiniband/sw/rxe/rxe_hw_counters.c
 // (rxe_counter_name) of each kernel, as sysfs listed them in the lab.
 var (
-	hwCounters61 = []string{"ack_deferred", "completer_retry_err", "duplicate_request", "link_downed",
+	hwCounters61 = []string{"ack_deferred", "completer_retry_err", "duplicate_request", "lifespan", "link_downed",
 		"out_of_seq_request", "rcvd_pkts", "rcvd_rnr_err", "rcvd_seq_err", "rdma_recvs", "rdma_sends",
 		"retry_exceeded_err", "retry_rnr_exceeded_err", "send_err", "send_rnr_err", "sent_pkts"}
 	hwCounters7 = []string{"ack_deferred", "completer_retry_err", "duplicate_request", "lifespan", "link_downed",
