@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/roce-probe/roce-probe/internal/lab"
@@ -14,9 +15,11 @@ func init() { register(newLabCmd) }
 // The lab package's entry points; tests replace them so that no unit test
 // builds or removes a real fabric.
 var (
-	labUp     = lab.Up
-	labDown   = lab.Down
-	labStatus = lab.GetStatus
+	labUp         = lab.Up
+	labDown       = lab.Down
+	labStatus     = lab.GetStatus
+	labFabricUp   = lab.FabricUp
+	labFabricDown = lab.FabricDown
 )
 
 func newLabCmd() *cobra.Command {
@@ -30,7 +33,13 @@ with IPv4 and IPv6 addresses, and the Soft-RoCE device rxe0 on veth0.
 
 It needs root and a kernel that can load rdma_rxe and 8021q (most distribution
 kernels can; cloud kernels often cannot). Where the kernel cannot, scripts/lab.sh
-in the repository boots one under qemu instead.`,
+in the repository boots one under qemu instead.
+
+With --fabric, lab up builds the multi-host fabric instead (next to the
+single-host lab, if that is up): hosts h1..h4, each a network namespace with its
+own rxe device, behind the switch namespace "sw" with a VLAN-filtering bridge. It
+needs a kernel whose rxe works in any network namespace (Linux 7.x). lab down
+removes both.`,
 	}
 	c.Args, c.RunE = subcommandArgs, needsSubcommand
 	c.AddCommand(newLabUpCmd(), newLabDownCmd(), newLabStatusCmd())
@@ -46,17 +55,27 @@ func labErr(err error) error {
 }
 
 func newLabUpCmd() *cobra.Command {
-	var noVLANs bool
+	var noVLANs, fabric bool
 	var timeout time.Duration
 	var format string
 	c := &cobra.Command{
 		Use:   "up",
-		Short: "Build the lab: peer namespace, veth pair, VLANs, addresses, rxe0 (root)",
+		Short: "Build the lab: peer namespace, veth pair, VLANs, addresses, rxe0 (root); or the fabric (--fabric)",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f, err := outputFormat(format, "table", "json")
 			if err != nil {
 				return err
+			}
+			if fabric {
+				if noVLANs {
+					return usagef("--no-vlans is for the single-host lab; the fabric always has its VLANs")
+				}
+				if err := labFabricUp(timeout); err != nil {
+					return labErr(err)
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "fabric up: hosts %s behind switch namespace %s\n", fabricHostList(), lab.SwitchNetns)
+				return nil
 			}
 			if err := labUp(lab.Options{NoVLANs: noVLANs, Timeout: timeout}); err != nil {
 				return labErr(err)
@@ -65,6 +84,7 @@ func newLabUpCmd() *cobra.Command {
 		},
 	}
 	c.Flags().BoolVar(&noVLANs, "no-vlans", false, "build only the untagged network (no 8021q needed)")
+	c.Flags().BoolVar(&fabric, "fabric", false, "build the multi-host fabric (h1..h4 behind a switch namespace; Linux 7.x)")
 	durationVar(c.Flags(), &timeout, "timeout", 20*time.Second, 0, time.Hour, true, "how long to wait for rxe0's port and GID table (at most 1h)")
 	c.Flags().StringVarP(&format, "output", "o", "table", "output format: table or json")
 	return c
@@ -73,11 +93,15 @@ func newLabUpCmd() *cobra.Command {
 func newLabDownCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "down",
-		Short: "Remove the lab (root)",
+		Short: "Remove the lab and the fabric (root)",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			ferr := labFabricDown()
 			if err := labDown(); err != nil {
 				return labErr(err)
+			}
+			if ferr != nil {
+				return labErr(ferr)
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), "lab removed")
 			return nil
@@ -130,4 +154,12 @@ func printLabStatus(w io.Writer, format string) error {
 		return findingError{"the lab is not up (run: roce-probe lab up, as root)"}
 	}
 	return nil
+}
+
+func fabricHostList() string {
+	var names []string
+	for _, h := range lab.Hosts {
+		names = append(names, h.Name+" ("+h.RDMADevice+")")
+	}
+	return strings.Join(names, ", ")
 }

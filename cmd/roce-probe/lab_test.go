@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/roce-probe/roce-probe/internal/lab"
 )
@@ -12,10 +13,32 @@ import (
 // fakeLab replaces the lab entry points for one test.
 func fakeLab(t *testing.T, up func(lab.Options) error, down func() error, st lab.Status) {
 	t.Helper()
-	oldUp, oldDown, oldStatus := labUp, labDown, labStatus
+	oldUp, oldDown, oldStatus, oldFUp, oldFDown := labUp, labDown, labStatus, labFabricUp, labFabricDown
 	labUp, labDown = up, down
 	labStatus = func() (lab.Status, error) { return st, nil }
-	t.Cleanup(func() { labUp, labDown, labStatus = oldUp, oldDown, oldStatus })
+	labFabricUp = func(time.Duration) error { t.Error("lab up --fabric called"); return nil }
+	labFabricDown = func() error { return nil }
+	t.Cleanup(func() {
+		labUp, labDown, labStatus, labFabricUp, labFabricDown = oldUp, oldDown, oldStatus, oldFUp, oldFDown
+	})
+}
+
+// lab up --fabric on a kernel whose rxe works only in the initial network
+// namespace (or without root) exits 2 with the reason; --no-vlans does not
+// go with --fabric.
+func TestLabUpFabricErrorsExit2(t *testing.T) {
+	fakeLab(t, nil, nil, lab.Status{})
+	labFabricUp = func(time.Duration) error {
+		return fmt.Errorf("lab: %w (Linux 6.1.0-56-amd64 ...)", lab.ErrNoNetnsRXE)
+	}
+	_, stderr, code := runCLI(t, "", "lab", "up", "--fabric")
+	if code != exitUsage || !strings.Contains(stderr, "only in the initial network namespace") {
+		t.Errorf("exit %d, stderr %q; want 2 and the reason", code, stderr)
+	}
+	_, stderr, code = runCLI(t, "", "lab", "up", "--fabric", "--no-vlans")
+	if code != exitUsage || !strings.Contains(stderr, "--no-vlans") {
+		t.Errorf("--fabric --no-vlans: exit %d, stderr %q; want 2 naming --no-vlans", code, stderr)
+	}
 }
 
 func TestLabUpErrorsExit2(t *testing.T) {

@@ -62,6 +62,24 @@
 //	// decode f.Data with gopacket and roce/, compare with lab.Nets[i]
 //	lab.WritePcapng(filepath.Join(lab.ArtifactDir(t), "x.pcapng"), lab.PeerNetdev, c.Frames())
 //
+// # The multi-host fabric (Linux 7.x)
+//
+//	FabricUp(timeout) error / FabricDown() error // roce-probe lab up --fabric / lab down
+//	Hosts, FabricNets, HostByName, FabricNetByName // fabric_topology.go: h1..h4, networks, addresses
+//	UseFabric(t) *Switch                          // in a test: faults and captures, removed when t ends
+//	(*Switch).Port("h3").RemarkDSCP(26, 0)        // also MarkCE, RemarkPCP, StripTag, DropRoCE
+//	(*Switch).Link("h1", "h2").Loss(1)            // netem per direction: Netem{Loss, Delay, Duplicate, Reorder...}
+//	(*Switch).Capture("h2"), CaptureHost("h2")    // on the switch port / on the host's NIC
+//	RCPingpong, Perftest, PerftestCM, Ucmatose, Rping → Tool; (Tool).Run(t, ctx)
+//	Start(t, ns, prog, args...) *Proc; RunIn(ctx, ns, ...); WaitTCPListen; WaitCMListen
+//	GIDIndex(dev, addr, netdev); RoceProbe()      // the run's roce-probe binary
+//	Facts() KernelFacts                           // what differs between the kernels (kernel.go)
+//
+// Each host is a network namespace with its own rxe device (rxe1..rxe4) on
+// its NIC eth0, the other end of which is a port of the bridge br0 in the
+// switch namespace "sw". RDMA devices stay in the shared netns mode, in
+// which rdma_cm works (docs/lab.md says why not exclusive).
+//
 // Reading GID tables is package gid's job; this package reads sysfs only to
-// know when the fabric is ready.
+// know when the fabric is ready and to find a host's GID index.
 package lab

@@ -46,22 +46,35 @@ func InPeer(f func() error) error { return InNetns(PeerNetns, f) }
 
 // StartInPeer starts cmd (an *exec.Cmd not yet started) with the peer
 // namespace as its network namespace. Wait for it as usual.
-func StartInPeer(cmd *exec.Cmd) error {
-	return InPeer(cmd.Start)
+func StartInPeer(cmd *exec.Cmd) error { return StartIn(PeerNetns, cmd) }
+
+// StartIn starts cmd (an *exec.Cmd not yet started) in the named network
+// namespace ("" for the caller's). Wait for it as usual.
+func StartIn(namespace string, cmd *exec.Cmd) error {
+	if namespace == "" {
+		return cmd.Start()
+	}
+	return InNetns(namespace, cmd.Start)
 }
 
 // RunInPeer runs a command in the peer namespace and returns its combined
 // output. A non-zero exit is an error that includes the output.
 func RunInPeer(ctx context.Context, name string, args ...string) ([]byte, error) {
+	return RunIn(ctx, PeerNetns, name, args...)
+}
+
+// RunIn runs a command in the named network namespace and returns its
+// combined output. A non-zero exit is an error that includes the output.
+func RunIn(ctx context.Context, namespace, name string, args ...string) ([]byte, error) {
 	cmd := exec.CommandContext(ctx, name, args...)
 	var out bytes.Buffer
 	cmd.Stdout = &out
 	cmd.Stderr = &out
-	if err := StartInPeer(cmd); err != nil {
-		return nil, fmt.Errorf("lab: start %s in namespace %s: %w", name, PeerNetns, err)
+	if err := StartIn(namespace, cmd); err != nil {
+		return nil, fmt.Errorf("lab: start %s in namespace %s: %w", name, namespace, err)
 	}
 	if err := cmd.Wait(); err != nil {
-		return out.Bytes(), fmt.Errorf("lab: %s %q in namespace %s: %w\n%s", name, args, PeerNetns, err, out.Bytes())
+		return out.Bytes(), fmt.Errorf("lab: %s %q in namespace %s: %w\n%s", name, args, namespace, err, out.Bytes())
 	}
 	return out.Bytes(), nil
 }

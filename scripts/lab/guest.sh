@@ -1,27 +1,42 @@
 #!/bin/bash
 # Runs inside the lab (the VM's chroot, or the host itself in native mode),
-# as root in the initial network namespace. Usage: guest.sh RUNDIR MODE
-#   RUNDIR  the run directory made by scripts/lab.sh (bin/, plan, out/)
-#   MODE    test: build the fabric, run the test binaries listed in RUNDIR/plan
-#           shell: build the fabric and start an interactive shell
-# For each plan line "NAME<TAB>PKGDIR<TAB>PKG<TAB>TESTS" it runs
-# RUNDIR/bin/NAME.test in PKGDIR (with -test.run RUNDIR/run-regexp, or else
-# -test.run '^(TESTS)$', TESTS being the tests of its *_lab_test.go files) and writes RUNDIR/out/NAME.out (-test.v=test2json output), NAME.rc and
-# NAME.seconds; test artifacts (captures) go to RUNDIR/out/NAME.artifacts
-# (environment LAB_ARTIFACTS). RUNDIR/out/done marks a finished run.
+# as root in the initial network namespace. Usage: guest.sh RUNDIR MODE [OUT]
+#   RUNDIR  the run directory made by scripts/lab.sh (bin/, plan, script)
+#   MODE    test: build the lab, run the test binaries listed in RUNDIR/plan
+#           shell: build the lab and start an interactive shell
+#           run: build the lab and run RUNDIR/script with bash
+#   OUT     where this kernel's results go (default RUNDIR/out)
+#
+# Two phases. First the single-host lab (roce-probe lab up: rxe0 in the
+# initial namespace, the peer namespace): for each plan line
+# "NAME<TAB>PKGDIR<TAB>PKG<TAB>TESTS<TAB>FABRICTESTS" it runs
+# RUNDIR/bin/NAME.test in PKGDIR with -test.run '^(TESTS)$' (the tests of
+# its *_lab_test.go files) and writes OUT/NAME.out (-test.v=test2json
+# output), NAME.rc and NAME.seconds; artifacts (captures) go to
+# OUT/NAME.artifacts (environment LAB_ARTIFACTS). Then, on a kernel whose
+# rxe works in every network namespace, the multi-host fabric (roce-probe
+# lab up --fabric: hosts h1..h4 behind the switch namespace) and the
+# FABRICTESTS (of *_fabric_lab_test.go files) into OUT/NAME.fabric.*. On
+# other kernels OUT/multihost.status says why the fabric tests did not run.
+# With RUNDIR/run-regexp (scripts/lab.sh test -run RE) both phases use
+# -test.run RE, each leaving out the other phase's tests. OUT/release is
+# the kernel release; OUT/done marks a finished run.
 set -u
 run=$1
 mode=${2:-test}
-out=$run/out
+out=${3:-$run/out}
 mkdir -p "$out"
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 export HOME=/root
 export LAB=1
 export GOTRACEBACK=all
+export LAB_ROCE_PROBE=$run/bin/roce-probe
+uname -r > "$out/release"
+rp=$run/bin/roce-probe
 
 t0=$(date +%s.%N)
-if ! "$run/bin/roce-probe" lab up > "$out/fabric.log" 2>&1; then
-  echo "lab: building the fabric failed:"
+if ! "$rp" lab up > "$out/fabric.log" 2>&1; then
+  echo "lab: building the lab failed:"
   cat "$out/fabric.log"
   echo 1 > "$out/fabric.rc"
   touch "$out/done"
@@ -37,30 +52,79 @@ awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.1f\n", b-a}' > "$out/fabric.seconds"
   echo "== ip netns exec peer ip addr"; ip netns exec peer ip addr
 } >> "$out/fabric.log" 2>&1
 
-if [ "$mode" = shell ]; then
-  echo "lab: fabric is up (see $out/fabric.log); exit the shell to power off"
-  cd "$run" && setsid -c /bin/bash -l
-  touch "$out/done"
-  exit 0
-fi
+# fabric_up builds the multi-host fabric next to the single-host lab, or
+# writes why it cannot into multihost.status.
+fabric_up() {
+  if "$rp" lab up --fabric > "$out/multihost.log" 2>&1; then
+    echo ok > "$out/multihost.status"
+    return 0
+  fi
+  if grep -q 'works only in the initial network namespace' "$out/multihost.log"; then
+    tail -1 "$out/multihost.log" | sed 's/^Error: //' > "$out/multihost.status"
+    return 1
+  fi
+  echo "building the fabric failed: $(cat "$out/multihost.log")" > "$out/multihost.status"
+  echo 1 > "$out/fabric.rc"
+  cat "$out/multihost.log" >> "$out/fabric.log"
+  return 1
+}
+
+case "$mode" in
+  run)
+    [ -z "${LAB_NO_FABRIC:-}" ] && fabric_up
+    echo "lab: running $run/script"
+    (cd "$run" && timeout -k 10 "${LAB_TEST_TIMEOUT:-300}" bash "$run/script") > "$out/script.log" 2>&1
+    echo $? > "$out/script.rc"
+    sync
+    touch "$out/done"
+    exit 0 ;;
+  shell)
+    fabric_up
+    echo "lab: the lab is up (see $out/fabric.log; fabric: $(cat "$out/multihost.status")); exit the shell to power off"
+    cd "$run" && setsid -c /bin/bash -l
+    touch "$out/done"
+    exit 0 ;;
+esac
 
 timeout=${LAB_TEST_TIMEOUT:-300}
 runre=$(cat "$run/run-regexp" 2>/dev/null || true)
-while IFS=$'\t' read -r name dir pkg labtests; do
-  [ -n "$name" ] || continue
-  echo "lab: running $pkg"
-  mkdir -p "$out/$name.artifacts"
-  args=(-test.v=test2json -test.timeout "${timeout}s" -test.count=1)
+
+# run_tests NAME DIR PKG SUFFIX TESTS OTHERS: one test binary run; SUFFIX is
+# "" or ".fabric".
+run_tests() {
+  local name=$1 dir=$2 pkg=$3 sfx=$4 tests=$5 others=$6 s e
+  local args=(-test.v=test2json -test.timeout "${timeout}s" -test.count=1)
   if [ -n "$runre" ]; then
     args+=(-test.run "$runre")
+    [ -n "$others" ] && args+=(-test.skip "^(${others})\$")
   else
-    args+=(-test.run "^(${labtests})\$")
+    args+=(-test.run "^(${tests})\$")
   fi
+  echo "lab: running $pkg${sfx:+ ($sfx)}"
+  mkdir -p "$out/$name$sfx.artifacts"
   s=$(date +%s.%N)
-  (cd "$dir" && LAB_ARTIFACTS="$out/$name.artifacts" timeout -k 10 $((timeout + 30)) "$run/bin/$name.test" "${args[@]}") > "$out/$name.out" 2>&1
-  echo $? > "$out/$name.rc"
+  (cd "$dir" && LAB_ARTIFACTS="$out/$name$sfx.artifacts" timeout -k 10 $((timeout + 30)) "$run/bin/$name.test" "${args[@]}") > "$out/$name$sfx.out" 2>&1
+  echo $? > "$out/$name$sfx.rc"
   e=$(date +%s.%N)
-  awk -v a="$s" -v b="$e" 'BEGIN{printf "%.1f\n", b-a}' > "$out/$name.seconds"
+  awk -v a="$s" -v b="$e" 'BEGIN{printf "%.1f\n", b-a}' > "$out/$name$sfx.seconds"
+}
+
+fabric_pkgs=0
+while IFS=$'\t' read -r name dir pkg tests ftests; do
+  [ -n "$name" ] || continue
+  [ -n "$ftests" ] && fabric_pkgs=1
+  if [ -z "$tests" ]; then
+    touch "$out/$name.none"
+    continue
+  fi
+  run_tests "$name" "$dir" "$pkg" "" "$tests" "$ftests"
 done < "$run/plan"
+
+if [ "$fabric_pkgs" = 1 ] && fabric_up; then
+  while IFS=$'\t' read -r name dir pkg tests ftests; do
+    [ -n "$name" ] && [ -n "$ftests" ] || continue
+    run_tests "$name" "$dir" "$pkg" .fabric "$ftests" "$tests"
+  done < "$run/plan"
+fi
 sync
 touch "$out/done"

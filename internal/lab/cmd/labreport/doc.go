@@ -1,9 +1,15 @@
 // Command labreport summarises a lab run for scripts/lab.sh: it reads the
-// run directory's plan and the go test -json streams (out/NAME.json, made
-// with go tool test2json from the binaries' output), prints one line per
-// package, the output of every failing test, skipped tests with their
-// reason, and the artifacts the tests left, and exits 1 when a test failed,
-// a test binary exited non-zero, or no test ran.
+// run directory's plan, its kernels file (one results directory per kernel,
+// out-SPEC/) and in each the go test -json streams (NAME.json for a
+// package's single-host lab tests, NAME.fabric.json for its fabric tests,
+// made with go tool test2json from the binaries' output). It prints, per
+// kernel, one line per package, the output of every failing test and
+// skipped tests with their reason (tagged with the kernel release), the
+// artifacts the tests left and why fabric tests did not run on a kernel;
+// then one line per kernel, "lab: RELEASE: N passed, M failed, K skipped",
+// and the total "lab: N passed, M failed, K skipped". It exits 1 when a
+// test failed, a test binary exited non-zero, a kernel's run did not
+// finish, or no test ran.
 //
 //	go run ./internal/lab/cmd/labreport RUNDIR
 package main

@@ -24,6 +24,16 @@ type event struct {
 
 type planEntry struct{ name, dir, pkg string }
 
+// A unit is one test binary run: a package's single-host lab tests
+// (out/NAME.*) or its fabric tests (out/NAME.fabric.*).
+type unit struct {
+	file  string // NAME or NAME.fabric
+	label string // the package, with " (fabric)" for fabric tests
+}
+
+// A kernel is one VM run (or the native run): its results directory.
+type kernel struct{ spec, out string }
+
 func main() {
 	if len(os.Args) != 2 {
 		fmt.Fprintln(os.Stderr, "usage: labreport RUNDIR")
@@ -55,89 +65,181 @@ func readPlan(run string) ([]planEntry, error) {
 	return plan, nil
 }
 
+// readKernels reads RUNDIR/kernels ("SPEC<TAB>OUTDIR" per line); without
+// it, the run has one kernel whose results are in RUNDIR/out.
+func readKernels(run string) []kernel {
+	b, err := os.ReadFile(filepath.Join(run, "kernels"))
+	if err != nil {
+		return []kernel{{"", filepath.Join(run, "out")}}
+	}
+	var ks []kernel
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		if spec, out, ok := strings.Cut(line, "\t"); ok {
+			ks = append(ks, kernel{spec, out})
+		}
+	}
+	return ks
+}
+
+// counts are a kernel's (or the whole run's) test results.
+type counts struct{ passed, failed, skipped int }
+
+func (c *counts) add(o counts) { c.passed += o.passed; c.failed += o.failed; c.skipped += o.skipped }
+
 func report(w io.Writer, run string) (bool, error) {
 	plan, err := readPlan(run)
 	if err != nil {
 		return false, err
 	}
+	ks := readKernels(run)
 	ok := true
-	var passed, failed, skipped int
+	var total counts
 	var details strings.Builder
-	for _, p := range plan {
-		out := filepath.Join(run, "out")
-		rc := strings.TrimSpace(readString(filepath.Join(out, p.name+".rc")))
-		secs := strings.TrimSpace(readString(filepath.Join(out, p.name+".seconds")))
-		evs, err := readEvents(filepath.Join(out, p.name+".json"))
-		if err != nil && rc == "" {
-			fmt.Fprintf(w, "FAIL %s: did not run (%v)\n", p.pkg, err)
-			ok = false
-			failed++
-			continue
+	var lines []string
+	for _, k := range ks {
+		release := strings.TrimSpace(readString(filepath.Join(k.out, "release")))
+		name := release
+		if name == "" {
+			name = k.spec
 		}
-		outputs := map[string]*strings.Builder{}
-		result := map[string]string{}
-		var order []string
-		for _, e := range evs {
-			if e.Test == "" {
-				continue
-			}
-			if _, seen := outputs[e.Test]; !seen {
-				outputs[e.Test] = &strings.Builder{}
-				order = append(order, e.Test)
-			}
-			switch e.Action {
-			case "output":
-				outputs[e.Test].WriteString(e.Output)
-			case "pass", "fail", "skip":
-				result[e.Test] = e.Action
-			}
+		if len(ks) > 1 || k.spec != "" {
+			fmt.Fprintf(w, "kernel %s:\n", orString(name, "?"))
 		}
-		var np, nf, ns int
-		for _, t := range order {
-			switch result[t] {
-			case "pass":
-				np++
-			case "fail":
-				nf++
-				fmt.Fprintf(&details, "\n--- FAIL %s %s\n%s", p.pkg, t, outputs[t].String())
-			case "skip":
-				ns++
-				fmt.Fprintf(&details, "\n--- SKIP %s %s\n%s", p.pkg, t, lastLines(outputs[t].String(), 5))
-			default: // started but never finished: a crash or a timeout
-				nf++
-				fmt.Fprintf(&details, "\n--- DID NOT FINISH %s %s\n%s", p.pkg, t, outputs[t].String())
-			}
-		}
-		status := "ok  "
-		if nf > 0 || rc != "0" {
-			status = "FAIL"
-			ok = false
-			if nf == 0 {
-				// The binary failed outside any test (build of the fixture,
-				// TestMain, panic, timeout): show the end of its output.
-				nf++
-				fmt.Fprintf(&details, "\n--- FAIL %s (exit status %s)\n%s", p.pkg, rc, lastLines(rawOutput(evs), 40))
-			}
-		}
-		passed += np
-		failed += nf
-		skipped += ns
-		fmt.Fprintf(w, "%s %-50s %3d passed %3d failed %3d skipped  %ss\n", status, p.pkg, np, nf, ns, secs)
-		if arts := artifacts(filepath.Join(out, p.name+".artifacts")); len(arts) > 0 {
-			for _, a := range arts {
-				fmt.Fprintf(w, "     artifact %s\n", a)
-			}
+		c, kok := reportKernel(w, &details, plan, k.out, name)
+		ok = ok && kok
+		total.add(c)
+		if name != "" {
+			lines = append(lines, fmt.Sprintf("lab: %s: %d passed, %d failed, %d skipped", name, c.passed, c.failed, c.skipped))
 		}
 	}
 	if details.Len() > 0 {
 		fmt.Fprint(w, details.String())
 	}
-	if passed+failed == 0 {
+	if total.passed+total.failed == 0 {
 		fmt.Fprintln(w, "no lab test ran")
 		ok = false
 	}
-	fmt.Fprintf(w, "\nlab: %d passed, %d failed, %d skipped\n", passed, failed, skipped)
+	fmt.Fprintln(w)
+	for _, l := range lines {
+		fmt.Fprintln(w, l)
+	}
+	fmt.Fprintf(w, "lab: %d passed, %d failed, %d skipped\n", total.passed, total.failed, total.skipped)
 	return ok, nil
+}
+
+func orString(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// reportKernel prints one line per unit that ran on one kernel and adds the
+// output of failing and skipped tests, tagged with the kernel, to details.
+func reportKernel(w io.Writer, details *strings.Builder, plan []planEntry, out, kname string) (counts, bool) {
+	var c counts
+	ok := true
+	tag := ""
+	if kname != "" {
+		tag = " [" + kname + "]"
+	}
+	if _, err := os.Stat(filepath.Join(out, "done")); err != nil {
+		fmt.Fprintf(w, "FAIL the lab run on this kernel did not finish (see %s)\n", filepath.Join(out, "console.log"))
+		c.failed++
+		return c, false
+	}
+	if rc := strings.TrimSpace(readString(filepath.Join(out, "fabric.rc"))); rc != "" && rc != "0" {
+		fmt.Fprintf(w, "FAIL building the lab failed:\n%s\n", readString(filepath.Join(out, "fabric.log")))
+		c.failed++
+		return c, false
+	}
+	fabric := strings.TrimSpace(readString(filepath.Join(out, "multihost.status")))
+	for _, p := range plan {
+		units := []unit{{p.name, p.pkg}}
+		if fileExists(filepath.Join(out, p.name+".fabric.rc")) {
+			units = append(units, unit{p.name + ".fabric", p.pkg + " (fabric)"})
+		}
+		for _, u := range units {
+			if !fileExists(filepath.Join(out, u.file+".rc")) && u.file == p.name && fabricOnly(out, p.name) {
+				continue
+			}
+			uc, uok := reportUnit(w, details, out, u, tag)
+			c.add(uc)
+			ok = ok && uok
+		}
+	}
+	if fabric != "" && fabric != "ok" {
+		fmt.Fprintf(w, "     fabric tests not run on this kernel: %s\n", fabric)
+	}
+	return c, ok
+}
+
+// fabricOnly reports whether a package has only fabric tests: then its
+// single-host unit has nothing to run (NAME.none marks it).
+func fabricOnly(out, name string) bool { return fileExists(filepath.Join(out, name+".none")) }
+
+func fileExists(path string) bool { _, err := os.Stat(path); return err == nil }
+
+func reportUnit(w io.Writer, details *strings.Builder, out string, u unit, tag string) (counts, bool) {
+	var c counts
+	rc := strings.TrimSpace(readString(filepath.Join(out, u.file+".rc")))
+	secs := strings.TrimSpace(readString(filepath.Join(out, u.file+".seconds")))
+	evs, err := readEvents(filepath.Join(out, u.file+".json"))
+	if err != nil && rc == "" {
+		fmt.Fprintf(w, "FAIL %s: did not run (%v)\n", u.label, err)
+		c.failed++
+		return c, false
+	}
+	outputs := map[string]*strings.Builder{}
+	result := map[string]string{}
+	var order []string
+	for _, e := range evs {
+		if e.Test == "" {
+			continue
+		}
+		if _, seen := outputs[e.Test]; !seen {
+			outputs[e.Test] = &strings.Builder{}
+			order = append(order, e.Test)
+		}
+		switch e.Action {
+		case "output":
+			outputs[e.Test].WriteString(e.Output)
+		case "pass", "fail", "skip":
+			result[e.Test] = e.Action
+		}
+	}
+	for _, t := range order {
+		switch result[t] {
+		case "pass":
+			c.passed++
+		case "fail":
+			c.failed++
+			fmt.Fprintf(details, "\n--- FAIL%s %s %s\n%s", tag, u.label, t, outputs[t].String())
+		case "skip":
+			c.skipped++
+			fmt.Fprintf(details, "\n--- SKIP%s %s %s\n%s", tag, u.label, t, lastLines(outputs[t].String(), 5))
+		default: // started but never finished: a crash or a timeout
+			c.failed++
+			fmt.Fprintf(details, "\n--- DID NOT FINISH%s %s %s\n%s", tag, u.label, t, outputs[t].String())
+		}
+	}
+	ok := true
+	status := "ok  "
+	if c.failed > 0 || rc != "0" {
+		status = "FAIL"
+		ok = false
+		if c.failed == 0 {
+			// The binary failed outside any test (build of the fixture,
+			// TestMain, panic, timeout): show the end of its output.
+			c.failed++
+			fmt.Fprintf(details, "\n--- FAIL%s %s (exit status %s)\n%s", tag, u.label, rc, lastLines(rawOutput(evs), 40))
+		}
+	}
+	fmt.Fprintf(w, "%s %-50s %3d passed %3d failed %3d skipped  %ss\n", status, u.label, c.passed, c.failed, c.skipped, secs)
+	for _, a := range artifacts(filepath.Join(out, u.file+".artifacts")) {
+		fmt.Fprintf(w, "     artifact %s\n", a)
+	}
+	return c, ok
 }
 
 func readString(path string) string {
