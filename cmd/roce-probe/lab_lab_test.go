@@ -55,8 +55,11 @@ func TestLabCommandRealKernel(t *testing.T) {
 	}
 
 	stdout, stderr, code := runCLI(t, "", "lab", "down")
-	if code != exitOK {
+	if code != exitOK || !strings.Contains(stdout, "removed the lab") {
 		t.Fatalf("lab down: exit %d: %s %s", code, stdout, stderr)
+	}
+	if stdout, _, code := runCLI(t, "", "lab", "down"); code != exitOK || !strings.Contains(stdout, "nothing to remove") {
+		t.Errorf("second lab down: exit %d, %q; want 'nothing to remove'", code, stdout)
 	}
 	s, code = labStatusNow(t)
 	if code != exitFinding || s.Up || s.RDMAExists || s.PeerExists || s.Netdevs[0].Exists {

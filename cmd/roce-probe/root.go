@@ -135,16 +135,6 @@ func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	return exitUsage
 }
 
-// outputFormat validates an -o value against the formats a command supports.
-func outputFormat(value string, allowed ...string) (string, error) {
-	for _, a := range allowed {
-		if value == a {
-			return value, nil
-		}
-	}
-	return "", usagef("-o %q is not a known output format: want one of %s", value, strings.Join(allowed, ", "))
-}
-
 // writeJSON writes v as one line of JSON.
 func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)

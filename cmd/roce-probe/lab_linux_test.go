@@ -13,13 +13,14 @@ import (
 // fakeLab replaces the lab entry points for one test.
 func fakeLab(t *testing.T, up func(lab.Options) error, down func() error, st lab.Status) {
 	t.Helper()
-	oldUp, oldDown, oldStatus, oldFUp, oldFDown := labUp, labDown, labStatus, labFabricUp, labFabricDown
+	oldUp, oldDown, oldStatus, oldFUp, oldFDown, oldFExists := labUp, labDown, labStatus, labFabricUp, labFabricDown, labFabricExists
 	labUp, labDown = up, down
 	labStatus = func() (lab.Status, error) { return st, nil }
 	labFabricUp = func(time.Duration) error { t.Error("lab up --fabric called"); return nil }
 	labFabricDown = func() error { return nil }
+	labFabricExists = func() bool { return false }
 	t.Cleanup(func() {
-		labUp, labDown, labStatus, labFabricUp, labFabricDown = oldUp, oldDown, oldStatus, oldFUp, oldFDown
+		labUp, labDown, labStatus, labFabricUp, labFabricDown, labFabricExists = oldUp, oldDown, oldStatus, oldFUp, oldFDown, oldFExists
 	})
 }
 
@@ -64,6 +65,27 @@ func TestLabUpErrorsExit2(t *testing.T) {
 				t.Errorf("stdout %q, want nothing", stdout)
 			}
 		})
+	}
+}
+
+// lab down says what it removed, and that there was nothing when nothing
+// existed (it used to print "lab removed" either way).
+func TestLabDownSaysWhatItRemoved(t *testing.T) {
+	down := func() error { return nil }
+	fakeLab(t, nil, down, lab.Status{RDMADevice: "rxe0", PeerNetns: "peer"})
+	out, stderr, code := runCLI(t, "", "lab", "down")
+	if code != exitOK || !strings.Contains(out, "nothing to remove") || strings.Contains(out, "removed ") {
+		t.Errorf("lab down with nothing up: exit %d, %q %q; want exit 0 and 'nothing to remove'", code, out, stderr)
+	}
+	fakeLab(t, nil, down, lab.Status{RDMADevice: "rxe0", PeerNetns: "peer", RDMAExists: true, PeerExists: true})
+	out, _, code = runCLI(t, "", "lab", "down")
+	if code != exitOK || !strings.Contains(out, "removed the lab (rxe0, namespace peer") || strings.Contains(out, "fabric") {
+		t.Errorf("lab down with the lab up: exit %d, %q", code, out)
+	}
+	labFabricExists = func() bool { return true }
+	out, _, _ = runCLI(t, "", "lab", "down")
+	if !strings.Contains(out, "and the fabric (hosts h1") {
+		t.Errorf("lab down with both up: %q", out)
 	}
 }
 

@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -20,6 +22,11 @@ var (
 	labStatus     = lab.GetStatus
 	labFabricUp   = lab.FabricUp
 	labFabricDown = lab.FabricDown
+	// labFabricExists reports whether the fabric's switch namespace exists.
+	labFabricExists = func() bool {
+		_, err := os.Stat(filepath.Join("/run/netns", lab.SwitchNetns))
+		return err == nil
+	}
 )
 
 func newLabCmd() *cobra.Command {
@@ -63,10 +70,6 @@ func newLabUpCmd() *cobra.Command {
 		Short: "Build the lab: peer namespace, veth pair, VLANs, addresses, rxe0 (root); or the fabric (--fabric)",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			f, err := outputFormat(format, "table", "json")
-			if err != nil {
-				return err
-			}
 			if fabric {
 				if noVLANs {
 					return usagef("--no-vlans is for the single-host lab; the fabric always has its VLANs")
@@ -80,13 +83,13 @@ func newLabUpCmd() *cobra.Command {
 			if err := labUp(lab.Options{NoVLANs: noVLANs, Timeout: timeout}); err != nil {
 				return labErr(err)
 			}
-			return printLabStatus(cmd.OutOrStdout(), f)
+			return printLabStatus(cmd.OutOrStdout(), format)
 		},
 	}
 	c.Flags().BoolVar(&noVLANs, "no-vlans", false, "build only the untagged network (no 8021q needed)")
 	c.Flags().BoolVar(&fabric, "fabric", false, "build the multi-host fabric (h1..h4 behind a switch namespace; Linux 7.x)")
 	durationVar(c.Flags(), &timeout, "timeout", 20*time.Second, 0, time.Hour, true, "how long to wait for rxe0's port and GID table (at most 1h)")
-	c.Flags().StringVarP(&format, "output", "o", "table", "output format: table or json")
+	outputVar(c.Flags(), &format, "table", "json")
 	return c
 }
 
@@ -96,6 +99,14 @@ func newLabDownCmd() *cobra.Command {
 		Short: "Remove the lab and the fabric (root)",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			// Say what was removed: "lab removed" when nothing existed
+			// told the user something untrue.
+			before, _ := labStatus()
+			hadLab := before.RDMAExists || before.PeerExists
+			for _, d := range before.Netdevs {
+				hadLab = hadLab || d.Exists
+			}
+			hadFabric := labFabricExists()
 			ferr := labFabricDown()
 			if err := labDown(); err != nil {
 				return labErr(err)
@@ -103,7 +114,18 @@ func newLabDownCmd() *cobra.Command {
 			if ferr != nil {
 				return labErr(ferr)
 			}
-			fmt.Fprintln(cmd.OutOrStdout(), "lab removed")
+			var removed []string
+			if hadLab {
+				removed = append(removed, "the lab ("+before.RDMADevice+", namespace "+before.PeerNetns+" and their netdevs)")
+			}
+			if hadFabric {
+				removed = append(removed, "the fabric (hosts "+fabricHostList()+", switch namespace "+lab.SwitchNetns+")")
+			}
+			if len(removed) == 0 {
+				fmt.Fprintln(cmd.OutOrStdout(), "nothing to remove: neither the lab nor the fabric was up")
+				return nil
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), "removed", strings.Join(removed, " and "))
 			return nil
 		},
 	}
@@ -116,14 +138,10 @@ func newLabStatusCmd() *cobra.Command {
 		Short: "Show which parts of the lab exist; exits 1 when the lab is not (fully) up",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			f, err := outputFormat(format, "table", "json")
-			if err != nil {
-				return err
-			}
-			return printLabStatus(cmd.OutOrStdout(), f)
+			return printLabStatus(cmd.OutOrStdout(), format)
 		},
 	}
-	c.Flags().StringVarP(&format, "output", "o", "table", "output format: table or json")
+	outputVar(c.Flags(), &format, "table", "json")
 	return c
 }
 
