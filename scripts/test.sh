@@ -24,6 +24,13 @@ unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go')
 if [ -n "$unformatted" ]; then echo "gofmt needed: $unformatted"; exit 1; fi
 go vet ./...
 CGO_ENABLED=0 go build ./...
+# Collect on the host, analyse anywhere: decode and every --from analysis
+# build for the laptops operators use.
+for target in darwin/amd64 darwin/arm64 windows/amd64; do
+  echo "cross-build $target"
+  GOOS=${target%/*} GOARCH=${target#*/} CGO_ENABLED=0 go build -o /dev/null ./cmd/roce-probe
+  GOOS=${target%/*} GOARCH=${target#*/} CGO_ENABLED=0 go vet ./roce/... ./gid ./vlan ./qos ./ah ./internal/host
+done
 go vet -tags ibverbs ./...
 go vet -tags lab ./...
 
@@ -65,6 +72,11 @@ done
 if [ "$lab" = 1 ] && [ -x scripts/lab.sh ]; then
   step "lab suite"
   scripts/lab.sh test
+  step "lab snapshots analysed here (a machine without RDMA devices)"
+  # TestLabLiveEqualsSnapshot kept, for each kernel, a snapshot collected in
+  # the lab and what the commands printed live there: from the snapshot,
+  # this machine must print the same.
+  ROCE_PROBE_LAB_RUN="$(readlink -f .lab-cache/last)" go test -count=1 -run '^TestLabSnapshotsOffline$' -v ./cmd/roce-probe | grep -E '^(---|ok|FAIL|PASS)|answer from the snapshot'
 fi
 echo
 echo "all tests passed"
