@@ -73,7 +73,7 @@ detect_mode() {
 # Modules the VM loads, with their dependencies resolved by modprobe. A
 # module a kernel has built in (7.x: virtio_pci; crc32_generic is gone, the
 # crc32 library is built in) is skipped.
-vm_modules=(virtio_pci 9pnet_virtio 9p overlay veth 8021q crc32_generic rdma_rxe ib_uverbs rdma_ucm
+vm_modules=(virtio_pci 9pnet_virtio 9p overlay veth 8021q macvlan crc32_generic rdma_rxe ib_uverbs rdma_ucm
   bridge sch_ingress sch_prio sch_netem cls_flower act_pedit act_csum act_vlan act_skbedit act_gact)
 
 # Kernels the lab knows (LAB_KERNELS, --kernel): the Debian suite whose
@@ -332,9 +332,12 @@ report() {
   while IFS=$'\t' read -r spec out; do
     [ -f "$out/done" ] || continue
     while IFS=$'\t' read -r name dir pkg _; do
-      if [ -f "$out/$name.out" ]; then
-        go tool test2json -t -p "$pkg" < "$out/$name.out" > "$out/$name.json" || true
-      fi
+      # NAME.out: the single-host tests; NAME.fabric.out: the fabric tests.
+      for f in "$name" "$name.fabric"; do
+        if [ -f "$out/$f.out" ]; then
+          go tool test2json -t -p "$pkg" < "$out/$f.out" > "$out/$f.json" || true
+        fi
+      done
     done < "$run/plan"
   done < "$run/kernels"
   go run ./internal/lab/cmd/labreport "$run" || rc=$?

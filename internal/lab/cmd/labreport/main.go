@@ -223,6 +223,15 @@ func reportUnit(w io.Writer, details *strings.Builder, out string, u unit, tag s
 			fmt.Fprintf(details, "\n--- DID NOT FINISH%s %s %s\n%s", tag, u.label, t, outputs[t].String())
 		}
 	}
+	if err != nil && rc == "0" {
+		// A binary that ran and passed but whose results are missing is
+		// not a pass: its output was not converted (NAME.json), so its
+		// tests would count as none.
+		c.failed++
+		fmt.Fprintf(details, "\n--- NO RESULTS%s %s: the test binary ran (exit status 0) but %s.json could not be read: %v\n", tag, u.label, u.file, err)
+		fmt.Fprintf(w, "FAIL %-50s no test results  %ss\n", u.label, secs)
+		return c, false
+	}
 	ok := true
 	status := "ok  "
 	if c.failed > 0 || rc != "0" {

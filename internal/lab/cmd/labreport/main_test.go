@@ -75,7 +75,10 @@ func TestReport(t *testing.T) {
 {"Action":"run","Test":"TestB"}
 {"Action":"pass","Test":"TestB"}
 `, "0"}}, true, []string{"SKIP [6.1.0-56-amd64] example.com/a TestA", "no tool", "1 passed, 0 failed, 1 skipped"}},
-		{"nothing ran", map[string]struct{ json, rc string }{"a": {"", "0"}}, false, []string{"no lab test ran"}},
+		// A binary that exited 0 but whose results were never converted
+		// (the fabric tests' NAME.fabric.out once was not) fails: before,
+		// it reported "0 passed, 0 failed" as ok.
+		{"results lost", map[string]struct{ json, rc string }{"a": {"", "0"}}, false, []string{"FAIL example.com/a", "no test results", "a.json could not be read", "0 passed, 1 failed"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var b strings.Builder
