@@ -12,11 +12,11 @@ type Section uint8
 
 // Sections of a snapshot.
 const (
-	SectionRDMA Section = 1 << iota // RDMA devices, ports, GID tables, drivers
-	SectionNet                      // namespaces: links, addresses, routes, neighbours, sysctls
-	SectionDCB                      // DCB of every real netdev of every namespace read
-	SectionCounters                 // RDMA port counters, ethtool and PFC counters of the real netdevs below RoCE netdevs
-	SectionSettings                 // rdma_cm configfs defaults, mlx5 traffic class overrides, DCQCN
+	SectionRDMA     Section = 1 << iota // RDMA devices, ports, GID tables, drivers
+	SectionNet                          // namespaces: links, addresses, routes, neighbours, sysctls
+	SectionDCB                          // DCB of every real netdev of every namespace read
+	SectionCounters                     // RDMA port counters, ethtool and PFC counters of the real netdevs below RoCE netdevs
+	SectionSettings                     // rdma_cm configfs defaults, mlx5 traffic class overrides, DCQCN
 
 	SectionAll = SectionRDMA | SectionNet | SectionDCB | SectionCounters | SectionSettings
 )

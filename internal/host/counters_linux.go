@@ -323,4 +323,3 @@ func (s *sysfs) sampleCounters(h *nsHandle, devs []Device, netdevs []string, nl 
 	}
 	return smp, errs
 }
-
