@@ -1,6 +1,9 @@
 package qos
 
-import "net/netip"
+import (
+	"fmt"
+	"net/netip"
+)
 
 // Settings applied behind the application's back: values the kernel or a
 // driver uses in place of (or in addition to) what an application asks
@@ -104,4 +107,46 @@ func (d *DCQCN) Enabled(prio uint8) (np, rp *bool) {
 		return nil, nil
 	}
 	return d.NP[prio], d.RP[prio]
+}
+
+// defaultToS returns the ToS an rdma_cm flow gets when its application
+// sets none: the port's configfs default_roce_tos (cma.c
+// cma_resolve_iboe_route: tos = id_priv->tos_set ? id_priv->tos :
+// default_roce_tos), said so in a step; 0, the kernel's initial value,
+// with a warning when the default could not be read.
+func (r *Result) defaultToS(d *RDMACMDefault) uint8 {
+	if d.Status == SettingRead && d.ToS != nil {
+		r.step("tos", fmt.Sprint(*d.ToS), "the application sets no ToS: rdma_cm uses the port's default_roce_tos %d (%s; cma.c cma_resolve_iboe_route)", *d.ToS, d.Source)
+		return *d.ToS
+	}
+	why := "not read"
+	if d.Reason != nil {
+		why = *d.Reason
+	}
+	r.step("tos", "0 (assumed)", "the application sets no ToS and rdma_cm's default_roce_tos of %s port %d is unknown (%s): 0, the value rdma_cm starts with, is assumed", d.Device, d.Port, why)
+	r.warn("rdma_cm's default_roce_tos of %s port %d could not be read (%s); ToS 0 is assumed: give --tos if the application or configfs sets one", d.Device, d.Port, why)
+	return 0
+}
+
+// tcOverride applies an mlx5 traffic class override to a connected QP's
+// traffic class (MLNX_OFED mlx5_ib_qp_set_tclass: a global value replaces
+// the AV's traffic_class before mlx5_set_path writes dscp = tclass >> 2).
+// User and kernel AHs are not affected.
+func (r *Result) tcOverride(o *TCOverride, path Path, tc uint8) uint8 {
+	if !o.Active() {
+		return tc
+	}
+	if path != PathConnectedQP {
+		r.step("tc override", "not applied", "%s sets a traffic class override, which MLNX_OFED applies to connected QPs only, not to %s", o.Source, path)
+		return tc
+	}
+	if o.Global != nil {
+		r.step("traffic_class", fmt.Sprintf("%d (override, was %d)", *o.Global, tc), "%s: MLNX_OFED mlx5_ib replaces the traffic class of every connected QP on the port (main_ext.c tclass_get_tclass_locked, qp.c mlx5_ib_qp_set_tclass)", o.Source)
+		if *o.Global != tc {
+			r.warn("%s overrides the traffic class: the flow asks for %d (DSCP %d) but the NIC sends %d (DSCP %d)", o.Source, tc, DSCP(tc), *o.Global, DSCP(*o.Global))
+		}
+		return *o.Global
+	}
+	r.warn("%s has %d address rule(s) that replace the traffic class of connected QPs to matching addresses: this flow's traffic class may differ from %d", o.Source, len(o.Rules), tc)
+	return tc
 }

@@ -84,6 +84,15 @@ func (a *analysis) addCounted(sev Severity, code, format string, args ...any) {
 	a.r.Findings = append(a.r.Findings, Finding{Severity: sev, Code: code, Message: msg})
 }
 
+// plus writes an amount: "+n" (a rise between two samples) or "n" (one
+// sample: the value since the counters were reset).
+func (a *analysis) plus(n uint64) string {
+	if a.in.Prev == nil {
+		return fmt.Sprint(n)
+	}
+	return fmt.Sprintf("+%d", n)
+}
+
 func (a *analysis) how() string {
 	if a.in.Prev == nil {
 		return ""
@@ -127,7 +136,7 @@ func (a *analysis) netdevFindings(ni NetdevInfo) {
 			for _, c := range []PrioCounter{PrioRxDiscards, PrioRxBufDiscard, PrioRxCongDiscard} {
 				if v := pr.Values[c]; v != nil {
 					if n := a.risingPrio(v); n > 0 {
-						parts = append(parts, fmt.Sprintf("%s +%d", v.Counter, n))
+						parts = append(parts, v.Counter+" "+a.plus(n))
 						total += n
 					}
 				}
@@ -136,7 +145,7 @@ func (a *analysis) netdevFindings(ni NetdevInfo) {
 			if !hasPrioDiscards {
 				if v, ok := port[PortRxDiscards]; ok {
 					if n := a.rising(v.Value, v.delta); n > 0 {
-						parts = append(parts, fmt.Sprintf("port-level rx_discards +%d (the driver counts no discards per priority)", n))
+						parts = append(parts, fmt.Sprintf("port-level rx_discards %s (the driver counts no discards per priority)", a.plus(n)))
 						total += n
 					}
 				}
@@ -246,7 +255,7 @@ func (a *analysis) byMeaning(pr *PortReport, m Meaning) (total uint64, parts []s
 		present = true
 		if d := a.rising(v.Value, v.delta); d > 0 {
 			total += d
-			parts = append(parts, fmt.Sprintf("%s +%d", n, d))
+			parts = append(parts, n+" "+a.plus(d))
 		}
 	}
 	return total, parts, present
@@ -293,14 +302,21 @@ func (a *analysis) portFindings(pi PortInfo) {
 	if ecn > 0 && cnpPresent && cnp == 0 {
 		why := "DCQCN's notification point is off or not answering"
 		if ni != nil && ni.DCQCN != nil && ni.DCQCN.Status == qos.SettingRead {
-			var off []string
-			for p := uint8(0); p < 8; p++ {
-				if np, _ := ni.DCQCN.Enabled(p); np != nil && !*np {
+			var off, on []string
+			for _, p := range sortedPrios(a.roce[[2]string{ni.Netns, ni.Netdev}]) {
+				np, _ := ni.DCQCN.Enabled(p)
+				switch {
+				case np != nil && !*np:
 					off = append(off, itoa(int(p)))
+				case np != nil:
+					on = append(on, itoa(int(p)))
 				}
 			}
-			if len(off) > 0 {
-				why = fmt.Sprintf("DCQCN's notification point is off on priorities %s of %s", strings.Join(off, ", "), ni.Netdev)
+			switch {
+			case len(off) > 0:
+				why = fmt.Sprintf("DCQCN's notification point is off on RoCE priority %s of %s", strings.Join(off, ", "), ni.Netdev)
+			case len(on) > 0:
+				why = fmt.Sprintf("DCQCN's notification point is on for RoCE priority %s of %s, so the marked packets arrive on another priority, or the NIC does not answer them", strings.Join(on, ", "), ni.Netdev)
 			}
 		}
 		a.addCounted(SeverityWarning, CodeECNWithoutCNP, "%s: %d ECN-marked RoCE packets received%s (%s) but no CNP sent: %s, so senders never slow down", name, ecn, a.how(), strings.Join(ecnParts, ", "), why)
