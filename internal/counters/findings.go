@@ -242,17 +242,25 @@ func (a *analysis) portReport(pi PortInfo) *PortReport {
 // byMeaning sums the rise of the port's counters with meaning m, and says
 // which counters rose; present reports whether the driver has any.
 func (a *analysis) byMeaning(pr *PortReport, m Meaning) (total uint64, parts []string, present bool) {
-	names := make([]string, 0, len(pr.Counters))
-	for n := range pr.Counters {
-		names = append(names, n)
+	if a.meanings == nil {
+		a.meanings = map[*PortReport]map[Meaning][]string{}
 	}
-	sort.Strings(names)
-	for _, n := range names {
-		v := pr.Counters[n]
-		if v.Meaning == nil || Meaning(*v.Meaning) != m {
-			continue
+	idx, ok := a.meanings[pr]
+	if !ok {
+		idx = map[Meaning][]string{}
+		for n, v := range pr.Counters {
+			if v.Meaning != nil {
+				idx[Meaning(*v.Meaning)] = append(idx[Meaning(*v.Meaning)], n)
+			}
 		}
+		for _, ns := range idx {
+			sort.Strings(ns)
+		}
+		a.meanings[pr] = idx
+	}
+	for _, n := range idx[m] {
 		present = true
+		v := pr.Counters[n]
 		if d := a.rising(v.Value, v.delta); d > 0 {
 			total += d
 			parts = append(parts, n+" "+a.plus(d))

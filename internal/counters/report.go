@@ -211,6 +211,8 @@ type analysis struct {
 	prios map[[2]string][]*PrioReport
 	roce  map[[2]string]map[uint8][]string
 	port  map[[2]string]map[PortCounter]Value
+	// meanings indexes each port report's counter names by meaning.
+	meanings map[*PortReport]map[Meaning][]string
 }
 
 func itoa(i int) string {

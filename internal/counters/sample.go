@@ -26,10 +26,10 @@ type Sample struct {
 // Requests are PFC frames sent per priority, Indications PFC frames
 // received.
 type PFC struct {
-	Netns       string
-	Netdev      string
-	Requests    [8]uint64
-	Indications [8]uint64
+	Netns       string    `json:"netns"`
+	Netdev      string    `json:"netdev"`
+	Requests    [8]uint64 `json:"requests"`
+	Indications [8]uint64 `json:"indications"`
 }
 
 type pfcJSON struct {
@@ -42,16 +42,6 @@ type pfcJSON struct {
 // MarshalJSON writes {netns, netdev, requests, indications}.
 func (p PFC) MarshalJSON() ([]byte, error) {
 	return json.Marshal(pfcJSON{Netns: strPtr(p.Netns), Netdev: p.Netdev, Requests: p.Requests, Indications: p.Indications})
-}
-
-// UnmarshalJSON reads the form MarshalJSON writes.
-func (p *PFC) UnmarshalJSON(b []byte) error {
-	var w pfcJSON
-	if err := strictUnmarshal(b, &w); err != nil {
-		return err
-	}
-	*p = PFC{Netns: deref(w.Netns), Netdev: w.Netdev, Requests: w.Requests, Indications: w.Indications}
-	return nil
 }
 
 // PFCOf returns the PFC counters of netdev, nil when the sample has none.
@@ -83,63 +73,44 @@ type RDMAPort struct {
 	Source string `json:"source"`
 	// HWCounters are the driver's counters (hw_counters/, RDMA netlink);
 	// nil when the port has none.
-	HWCounters map[string]uint64 `json:"hw_counters"`
+	HWCounters Stats `json:"hw_counters"`
 	// Counters are the IB PMA counters of sysfs counters/ (port_xmit_data,
 	// port_rcv_packets, ...; netlink has none of them); nil when the port
 	// has no counters/ directory (bnxt_re, rxe).
-	Counters map[string]uint64 `json:"counters"`
+	Counters Stats `json:"counters"`
 }
 
 // Ethtool is one netdev's `ethtool -S` set (ETHTOOL_GSTRINGS of
 // ETH_SS_STATS and ETHTOOL_GSTATS).
+//
+// It decodes with its own tags (a null netns or driver is ""; the
+// snapshot decoder rejects unknown keys) and encodes with MarshalJSON.
 type Ethtool struct {
 	// Netns is the namespace ("" for the collector's own: null in JSON).
-	Netns  string
-	Netdev string
+	Netns  string `json:"netns"`
+	Netdev string `json:"netdev"`
 	// Driver is the netdev's driver (ETHTOOL_GDRVINFO): mlx5_core,
 	// bnxt_en, ice, veth, ...
-	Driver string
+	Driver string `json:"driver"`
 	// Stats maps each statistic name to its value. A name the driver
 	// lists twice keeps its first value.
-	Stats map[string]uint64
+	Stats Stats `json:"stats"`
 }
 
 type ethtoolJSON struct {
-	Netns  *string           `json:"netns"`
-	Netdev string            `json:"netdev"`
-	Driver *string           `json:"driver"`
-	Stats  map[string]uint64 `json:"stats"`
+	Netns  *string `json:"netns"`
+	Netdev string  `json:"netdev"`
+	Driver *string `json:"driver"`
+	Stats  Stats   `json:"stats"`
 }
 
 // MarshalJSON writes {netns, netdev, driver, stats}, null for unknown.
 func (e Ethtool) MarshalJSON() ([]byte, error) {
 	w := ethtoolJSON{Netns: strPtr(e.Netns), Netdev: e.Netdev, Driver: strPtr(e.Driver), Stats: e.Stats}
 	if w.Stats == nil {
-		w.Stats = map[string]uint64{}
+		w.Stats = Stats{}
 	}
 	return json.Marshal(w)
-}
-
-// UnmarshalJSON reads the form MarshalJSON writes; unknown keys are
-// errors.
-func (e *Ethtool) UnmarshalJSON(b []byte) error {
-	var w ethtoolJSON
-	if err := strictUnmarshal(b, &w); err != nil {
-		return err
-	}
-	*e = Ethtool{Netns: deref(w.Netns), Netdev: w.Netdev, Driver: deref(w.Driver), Stats: w.Stats}
-	return nil
-}
-
-// UnmarshalJSON rejects unknown keys.
-func (p *RDMAPort) UnmarshalJSON(b []byte) error {
-	type plain RDMAPort
-	var w plain
-	if err := strictUnmarshal(b, &w); err != nil {
-		return err
-	}
-	*p = RDMAPort(w)
-	return nil
 }
 
 // Validate checks what a sample read from the kernel always satisfies:
@@ -220,12 +191,6 @@ func (s *Sample) Netdev(netns, netdev string) *Ethtool {
 		}
 	}
 	return nil
-}
-
-func strictUnmarshal(b []byte, v any) error {
-	dec := json.NewDecoder(strings.NewReader(string(b)))
-	dec.DisallowUnknownFields()
-	return dec.Decode(v)
 }
 
 func strPtr(s string) *string {
