@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"os"
@@ -249,8 +250,10 @@ func (s *counterSelection) input(in counters.Input) counters.Input {
 	return in
 }
 
-// printCounters writes one report as tables.
-func printCounters(w io.Writer, r counters.Report) {
+// printCounters writes one report as tables, in one write.
+func printCounters(out io.Writer, r counters.Report) {
+	w := bufio.NewWriterSize(out, 64<<10)
+	defer w.Flush()
 	iv := "one sample: no rates"
 	if r.Interval != nil {
 		iv = fmt.Sprintf("rates over %.3gs", *r.Interval)

@@ -269,7 +269,8 @@ func (s *sysfs) readSettings(devs []Device, netdevs []string) *Settings {
 }
 
 // readEthtoolSet reads the ethtool sets of netdevs with one socket of the
-// calling thread's namespace; netdevs without a set are left out.
+// calling thread's namespace, without the per-queue statistics
+// (perQueue); netdevs without a set are left out.
 func readEthtoolSet(netns string, netdevs []string) ([]counters.Ethtool, []SourceError) {
 	var out []counters.Ethtool
 	var errs []SourceError
@@ -289,6 +290,11 @@ func readEthtoolSet(netns string, netdevs []string) ([]counters.Ethtool, []Sourc
 		if err != nil {
 			errs = append(errs, SourceError{Source: "ethtool " + n, Error: err.Error()})
 			continue
+		}
+		for k := range m {
+			if perQueue(k) {
+				delete(m, k)
+			}
 		}
 		out = append(out, counters.Ethtool{Netns: netns, Netdev: n, Driver: drv, Stats: m})
 	}

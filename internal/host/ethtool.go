@@ -101,3 +101,45 @@ func statsMap(names []string, values []uint64) (map[string]uint64, error) {
 	}
 	return m, nil
 }
+
+// perQueue reports whether an ethtool statistic counts one queue or
+// channel: mlx5's rx%d_*, tx%d_*, ch%d_*, ptp_tx%d_*, qos_tx%d_*
+// (en_stats.h MLX5E_DECLARE_*_STAT), virtio_net's rx%d_*/tx%d_*, ice's and
+// veth's rx_queue_%u_*/tx_queue_%u_* (ice_get_strings, veth_get_strings),
+// bnxt_en's "[%d]: *" ring counters (bnxt_get_strings). The collector
+// leaves them out of the snapshot: they say nothing about priorities or
+// RoCE and are most of a large NIC's set (mlx5 with 64 channels: about
+// 3,000 of them).
+func perQueue(name string) bool {
+	if len(name) > 3 && name[0] == '[' {
+		if i := indexNonDigit(name, 1); i > 1 && i+2 < len(name) && name[i] == ']' && name[i+1] == ':' {
+			return true
+		}
+	}
+	n := name
+	for _, p := range []string{"ptp_", "qos_"} {
+		if len(n) > len(p) && n[:len(p)] == p {
+			n = n[len(p):]
+			break
+		}
+	}
+	for _, p := range []string{"rx_queue_", "tx_queue_", "rx", "tx", "ch"} {
+		if len(n) <= len(p) || n[:len(p)] != p {
+			continue
+		}
+		if i := indexNonDigit(n, len(p)); i > len(p) && i < len(n) && n[i] == '_' {
+			return true
+		}
+	}
+	return false
+}
+
+// indexNonDigit returns the index of the first byte at or after from that
+// is not a decimal digit (len(s) when there is none).
+func indexNonDigit(s string, from int) int {
+	i := from
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	return i
+}

@@ -99,3 +99,21 @@ func FuzzEthtoolReplies(f *testing.F) {
 		}
 	})
 }
+
+// Per-queue names from the drivers' format strings are left out; the
+// per-priority and port counters stay.
+func TestPerQueue(t *testing.T) {
+	for _, n := range []string{"rx0_packets", "tx12_bytes", "ch3_events", "rx5_xdp_tx_xmit", "tx0_xsk_xmit", "ptp_tx0_packets",
+		"qos_tx1_bytes", "rx_queue_0_packets", "tx_queue_15_bytes", "rx_queue_0_xdp_packets", "[0]: rx_ucast_packets", "[12]: tx_bytes", "rx0_drops"} {
+		if !perQueue(n) {
+			t.Errorf("%q is per queue", n)
+		}
+	}
+	for _, n := range []string{"rx_prio3_pause", "tx_prio0_packets", "rx_packets", "rx_pause_ctrl_phy", "tx_priority_3_xoff.nic", "rx_priority_0_xon.nic",
+		"pfc_pri3_rx_duration_us", "rx_bytes_pri3", "rx_64b_frames", "rx_pfc_ena_frames_pri7", "ptp_ch_events", "peer_ifindex", "rx_discards_phy",
+		"rx_queue_", "rx0", "rx_dropped.nic", "[x]: y", "ch_events", "tx"} {
+		if perQueue(n) {
+			t.Errorf("%q is not per queue", n)
+		}
+	}
+}
