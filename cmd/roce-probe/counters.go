@@ -271,31 +271,11 @@ func printCounters(out io.Writer, r counters.Report) {
 			fmt.Fprintf(w, " on %s", *p.Netdev)
 		}
 		fmt.Fprintf(w, " (%s)\n", p.Source)
-		if len(p.Counters) == 0 {
-			fmt.Fprintln(w, "  no counters")
-			continue
-		}
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "  COUNTER\tVALUE\tMEANING")
-		for _, n := range sortedKeys(p.Counters) {
-			c := p.Counters[n]
-			fmt.Fprintf(tw, "  %s\t%s\t%s\n", n, cell(c.Value, c.Rate), ptrOr(c.Meaning, "-", str))
-		}
-		tw.Flush()
+		printCounterTable(w, p.Counters, "no counters", cell)
 	}
 	for _, n := range r.Netdevs {
 		fmt.Fprintf(w, "\n%s (%s): port counters\n", n.Netdev, ptrOr(n.Driver, "driver unknown", str))
-		if len(n.Counters) == 0 {
-			fmt.Fprintln(w, "  none with a known meaning")
-			continue
-		}
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "  COUNTER\tVALUE\tMEANING")
-		for _, k := range sortedKeys(n.Counters) {
-			c := n.Counters[k]
-			fmt.Fprintf(tw, "  %s\t%s\t%s\n", k, cell(c.Value, c.Rate), ptrOr(c.Meaning, "-", str))
-		}
-		tw.Flush()
+		printCounterTable(w, n.Counters, "none with a known meaning", cell)
 	}
 	last := ""
 	var tw *tabwriter.Writer
@@ -366,6 +346,21 @@ func printCounters(out io.Writer, r counters.Report) {
 	for _, f := range r.Findings {
 		fmt.Fprintf(w, "  %-7s %s: %s\n", f.Severity, f.Code, f.Message)
 	}
+}
+
+// printCounterTable writes counters by name: value (rate) and meaning.
+func printCounterTable(w io.Writer, cs map[string]counters.Value, none string, cell func(uint64, *float64) string) {
+	if len(cs) == 0 {
+		fmt.Fprintln(w, "  "+none)
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  COUNTER\tVALUE\tMEANING")
+	for _, n := range sortedKeys(cs) {
+		c := cs[n]
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", n, cell(c.Value, c.Rate), ptrOr(c.Meaning, "-", str))
+	}
+	tw.Flush()
 }
 
 func fmtRate(r float64) string {
