@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/roce-probe/roce-probe/internal/host"
+	"github.com/roce-probe/roce-probe/internal/netnstest"
 )
 
 // --watch --count N streams exactly N JSON objects, each with rates over
@@ -115,5 +117,46 @@ func TestCollectRecordsCounters(t *testing.T) {
 	d := decodeCounters(t, out)
 	if d.Interval != nil || len(d.Netdevs) != len(s.Counters.Ethtool) {
 		t.Errorf("interval %v, %d netdevs for %d ethtool sets", d.Interval, len(d.Netdevs), len(s.Counters.Ethtool))
+	}
+}
+
+// counters --netns reads the namespace's netdevs live: on a host without
+// RDMA devices the veth Soft-RoCE could run on, its ethtool set read in
+// that namespace (veth_get_strings: peer_ifindex is the peer's ifindex;
+// the per-queue XDP counters are left out).
+func TestCountersLiveNetns(t *testing.T) {
+	netnstest.RequireRoot(t)
+	if _, err := os.Stat("/sys/class/infiniband"); err == nil {
+		t.Skip("this host has RDMA devices: the veth is not a predicted port")
+	}
+	a, b := netnstest.New(t, "a"), netnstest.New(t, "b")
+	netnstest.Veth(t, a, "cn0", "02:00:00:00:02:0a", b, "cn1", "02:00:00:00:02:0b")
+	peer := netnstest.Run(t, "ip", "-n", b, "-o", "link", "show", "cn1")
+	idx, _, _ := strings.Cut(peer, ":")
+	f := filepath.Join(t.TempDir(), "s.json")
+	if _, stderr, code := runCLI(t, "", "collect", "--netns", a, "-o", f); code != exitOK {
+		t.Fatalf("collect: exit %d: %s", code, stderr)
+	}
+	s, err := host.Load(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Counters.Ethtool) != 1 {
+		t.Fatalf("ethtool sets %+v, want cn0's", s.Counters.Ethtool)
+	}
+	e := s.Counters.Ethtool[0]
+	if e.Netns != a || e.Netdev != "cn0" || e.Driver != "veth" || fmt.Sprint(e.Stats["peer_ifindex"]) != strings.TrimSpace(idx) || len(e.Stats) != 1 {
+		t.Errorf("cn0: %+v, want peer_ifindex %s and nothing per queue", e, idx)
+	}
+	if d := s.Settings.DCQCNOf("cn0"); d == nil || d.Status != "not exposed" {
+		t.Errorf("DCQCN of a veth: %+v", d)
+	}
+	out, stderr, code := runCLI(t, "", "counters", "--netns", a, "--interval", "50ms", "--output", "json")
+	if code != exitOK {
+		t.Fatalf("counters --netns: exit %d: %s", code, stderr)
+	}
+	d := decodeCounters(t, out)
+	if len(d.Netdevs) != 1 || d.Netdevs[0].Netdev != "cn0" || d.Interval == nil || len(d.Priorities) != 0 {
+		t.Errorf("netdevs %+v interval %v priorities %d: want cn0 (no DCB: no priorities)", d.Netdevs, d.Interval, len(d.Priorities))
 	}
 }
