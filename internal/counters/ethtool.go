@@ -1,7 +1,6 @@
 package counters
 
 import (
-	"sort"
 	"strconv"
 	"strings"
 )
@@ -198,14 +197,4 @@ func Normalize(driver string, stats map[string]uint64) Normalized {
 		}
 	}
 	return n
-}
-
-// EthtoolDrivers lists the ethtool drivers Normalize has tables for.
-func EthtoolDrivers() []string {
-	var out []string
-	for d := range prioTemplates {
-		out = append(out, d)
-	}
-	sort.Strings(out)
-	return out
 }

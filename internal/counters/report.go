@@ -3,6 +3,7 @@ package counters
 import (
 	"math"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/roce-probe/roce-probe/qos"
@@ -215,28 +216,7 @@ type analysis struct {
 	meanings map[*PortReport]map[Meaning][]string
 }
 
-func itoa(i int) string {
-	const digits = "0123456789"
-	if i >= 0 && i < 10 {
-		return digits[i : i+1]
-	}
-	neg := i < 0
-	if neg {
-		i = -i
-	}
-	var b [20]byte
-	n := len(b)
-	for i > 0 {
-		n--
-		b[n] = digits[i%10]
-		i /= 10
-	}
-	if neg {
-		n--
-		b[n] = '-'
-	}
-	return string(b[n:])
-}
+func itoa(i int) string { return strconv.Itoa(i) }
 
 // netdev adds one real netdev's port-level counters, priorities and RoCE
 // priorities.

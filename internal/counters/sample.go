@@ -199,10 +199,3 @@ func strPtr(s string) *string {
 	}
 	return &s
 }
-
-func deref(p *string) string {
-	if p == nil {
-		return ""
-	}
-	return *p
-}
