@@ -35,6 +35,9 @@ type Report struct {
 	PFCEnabled Bytes           `json:"pfc_enabled"` // priorities with PFC on; null without PFC
 	DCBX       *string         `json:"dcbx"`        // DCBX mode; null when not reported
 	VLANs      []VLANDevice    `json:"vlans"`
+	// DCQCN is the real netdev's DCQCN configuration per priority (set by
+	// the caller from the snapshot's settings); null when not read.
+	DCQCN *DCQCN `json:"dcqcn"`
 }
 
 // NewReport builds the report for netdev from a snapshot of its namespace

@@ -37,6 +37,13 @@ type Flow struct {
 	TrafficClass uint8 // verbs: the AH's grh.traffic_class
 	RDMACM       bool  // rdma_cm: sl and traffic_class come from TOS
 	TOS          uint8 // rdma_cm: rdma_set_option(RDMA_OPTION_ID_TOS) or default_roce_tos
+
+	// Settings applied behind the application's back (override.go).
+	// TOSDefault, for an rdma_cm flow whose application sets no ToS, is
+	// the port's configfs default that replaces TOS. TCOverride is the
+	// port's mlx5 traffic class override (nil: none read).
+	TOSDefault *RDMACMDefault
+	TCOverride *TCOverride
 }
 
 // Result is the chain and verdict for a Flow. Pointer fields are null in
@@ -136,6 +143,9 @@ func Check(f Flow) (Result, error) {
 	sl, tc := f.SL, f.TrafficClass
 	if f.RDMACM {
 		tos := f.TOS
+		if f.TOSDefault != nil {
+			tos = r.defaultToS(f.TOSDefault)
+		}
 		r.TOS = &tos
 		prio := TOSToPriority(tos)
 		r.step("skb priority", fmt.Sprint(prio), "rdma_cm: rt_tos2priority(ToS 0x%02x) = ip_tos2prio[(tos & 0x1E) >> 1]; only 0, 2, 4, 6 are possible (include/net/route.h, net/ipv4/route.c; Linux 6.1)", tos)
@@ -167,6 +177,7 @@ func Check(f Flow) (Result, error) {
 	} else {
 		r.step("ah", fmt.Sprintf("sl %d, traffic_class %d (0x%02x)", sl, tc, tc), "the application's address handle (%s)", path)
 	}
+	tc = r.tcOverride(f.TCOverride, path, tc)
 	r.SL, r.TrafficClass = sl, tc
 
 	w := Predict(f.Driver, WireInput{Path: path, SL: sl, TrafficClass: tc, GIDType: f.GIDType, Link: f.Link, DCB: f.DCB})

@@ -21,7 +21,7 @@ func newCheckCmd() *cobra.Command {
 	var index, tclass, sl, tos int
 	var rdmaCM bool
 	c := &cobra.Command{
-		Use:   "check --dev D [--port P] --gid-index I (--tclass T --sl S | --tos T --rdma-cm)",
+		Use:   "check --dev D [--port P] --gid-index I (--tclass T --sl S | --rdma-cm [--tos T])",
 		Short: "Follow a flow's sl/traffic class (or rdma_cm ToS) to PCP, DSCP, ECN and a lossless verdict",
 		Long: `check follows one RDMA flow from the address handle to the switch: the GID
 entry's netdev and VLAN chain, the driver's rule for sl and traffic_class (or
@@ -32,17 +32,37 @@ misconfigurations (untagged traffic under PCP trust, a DSCP missing from the
 APP table, ECN not ECT, an sl the driver ignores, a priority without PFC, an
 rdma_cm priority without egress-map entry).
 
+--rdma-cm without --tos is a connection whose application sets no ToS: rdma_cm
+then uses the port's default_roce_tos from configfs (/sys/kernel/config/
+rdma_cm/DEV/ports/P), which check reads and names; when the host does not
+expose it, 0 is assumed with a warning. An MLNX_OFED mlx5 traffic class
+override (/sys/class/infiniband/DEV/tc/P/traffic_class) replaces the traffic
+class of connected QPs: check shows the step and warns.
+
 vlan and pcp are the outermost tag's: the one the first switch classifies on.
 --from FILE analyses a snapshot written by 'roce-probe collect'. On a host
 without RDMA devices the predicted Soft-RoCE tables are used (said so).
 
 Exit status: 0 lossless, 1 lossy or unknown, 2 bad input. Needs no privileges.`,
 		Args: noArgs,
+		PreRunE: func(cmd *cobra.Command, _ []string) error {
+			// Before cobra's flag groups: --rdma-cm may come without
+			// --tos (rdma_cm's configfs default applies), --tos not
+			// without --rdma-cm.
+			fl := cmd.Flags()
+			if fl.Changed("tos") && !rdmaCM {
+				return usagef("--rdma-cm and --tos go together: --rdma-cm is missing")
+			}
+			if rdmaCM && !fl.Changed("tos") && (fl.Changed("tclass") || fl.Changed("sl")) {
+				return usagef("--rdma-cm cannot be used with --tclass or --sl: an rdma_cm flow's traffic class and sl come from its ToS (--tos, or rdma_cm's configfs default_roce_tos without it)")
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := src.requireDev("mlx5_0 or rxe0"); err != nil {
 				return err
 			}
-			v, err := src.view(host.SectionDCB)
+			v, err := src.view(host.SectionDCB | host.SectionSettings)
 			if err != nil {
 				return err
 			}
@@ -54,11 +74,13 @@ Exit status: 0 lossless, 1 lossy or unknown, 2 bad input. Needs no privileges.`,
 			if err != nil {
 				return usagef("--gid-index %d: %v", index, err)
 			}
-			r, err := qos.Check(qos.Flow{
+			flow := qos.Flow{
 				Device: src.dev, Port: src.port, GIDIndex: index, GIDType: s.Entry.Type, Driver: s.Driver.Driver,
 				Link: qos.LinkOf(s.Desc), DCB: s.DCB, Path: path,
 				SL: uint8(sl), TrafficClass: uint8(tclass), RDMACM: rdmaCM, TOS: uint8(tos),
-			})
+			}
+			applySettings(&flow, v.Snap.Settings, cmd.Flags().Changed("tos"))
+			r, err := qos.Check(flow)
 			if err != nil {
 				return usageError{err}
 			}
@@ -86,12 +108,28 @@ Exit status: 0 lossless, 1 lossy or unknown, 2 bad input. Needs no privileges.`,
 	pathVar(fl, &path, "how the AV reaches the driver: user-ah (default for verbs), kernel-ah or connected-qp (default for rdma_cm)")
 	outputVar(fl, &format, "table", "json")
 	_ = c.MarkFlagRequired("gid-index")
-	c.MarkFlagsRequiredTogether("rdma-cm", "tos")
 	c.MarkFlagsRequiredTogether("tclass", "sl")
 	c.MarkFlagsMutuallyExclusive("rdma-cm", "tclass")
 	c.MarkFlagsMutuallyExclusive("rdma-cm", "sl")
 	c.MarkFlagsOneRequired("tclass", "rdma-cm")
 	return c
+}
+
+// applySettings gives the flow the settings the host applies behind the
+// application's back: rdma_cm's configfs default ToS when the flow is
+// rdma_cm without --tos, and the port's mlx5 traffic class override.
+func applySettings(f *qos.Flow, st *host.Settings, tosGiven bool) {
+	if f.RDMACM && !tosGiven {
+		f.TOSDefault = st.RDMACMOf(f.Device, f.Port)
+		if f.TOSDefault == nil {
+			why := "the snapshot has no settings section (take it with 'roce-probe collect')"
+			if st != nil {
+				why = "no rdma_cm entry for the port in the snapshot"
+			}
+			f.TOSDefault = &qos.RDMACMDefault{Device: f.Device, Port: f.Port, Status: qos.SettingNotExposed, Reason: &why}
+		}
+	}
+	f.TCOverride = st.TCOverrideOf(f.Device, f.Port)
 }
 
 func printCheck(w io.Writer, r qos.Result, info qos.DriverInfo) {

@@ -20,8 +20,11 @@ document: RDMA devices with their driver, ports and GID tables (empty slots
 are the ones not listed below gid_table_len); the network namespace's netdevs
 with kind, VLAN tags, egress/ingress QoS maps, MACs, MTUs and addresses; its
 routes, neighbours and TTL sysctls; and the DCB state (PFC, ETS, APP table,
-trust, DCBX) of every real netdev. Sources that could not be read are listed
-under "errors".
+trust, DCBX) of every real netdev; one sample of the RDMA ports' counters and of
+the real netdevs' ethtool and PFC counters (what 'roce-probe counters --from'
+analyses); and the settings applied behind the application's back (rdma_cm's
+configfs default ToS, mlx5 traffic class overrides, DCQCN). Sources that could
+not be read are listed under "errors".
 
 Give the file to any command with --from FILE, on any machine (Linux, macOS,
 Windows): it reads nothing from the machine it runs on and answers as it

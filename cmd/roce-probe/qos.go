@@ -32,7 +32,7 @@ without RDMA devices, the ports are the predicted Soft-RoCE ones (said so).
 privileges.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, err := src.snapshot(host.SectionAll)
+			s, err := src.snapshot(host.SectionRDMA | host.SectionNet | host.SectionDCB | host.SectionSettings)
 			if err != nil {
 				return err
 			}
@@ -59,6 +59,7 @@ privileges.`,
 					r.DCBError = &e
 				}
 				r.Device, r.Port, r.Driver = device, port, info
+				r.DCQCN = s.Settings.DCQCNOf(desc.Real)
 				reports = append(reports, r)
 				return nil
 			}
@@ -204,6 +205,7 @@ func printQoSReport(w io.Writer, r qos.Report) {
 			fmt.Fprintf(tw, "  prio-pfc:\tno PFC reported\n")
 		}
 	}
+	printDCQCN(tw, r.DCQCN)
 	if len(r.VLANs) == 0 {
 		fmt.Fprintf(tw, "  VLAN devices:\tnone above %s\n", r.Real)
 	} else {
@@ -220,4 +222,32 @@ func printQoSReport(w io.Writer, r qos.Report) {
 		}
 	}
 	tw.Flush()
+}
+
+// printDCQCN writes the DCQCN lines of a qos report: the notification and
+// reaction point enable bits per priority and the CNP marking, with the
+// file they come from.
+func printDCQCN(tw io.Writer, d *qos.DCQCN) {
+	switch {
+	case d == nil:
+		fmt.Fprintf(tw, "  DCQCN:\tnot read\n")
+		return
+	case d.Status != qos.SettingRead:
+		fmt.Fprintf(tw, "  DCQCN:\t%s: %s\n", d.Status, ptrOr(d.Reason, "", str))
+		return
+	}
+	bits := func(b [8]*bool) string {
+		var s []string
+		for p, v := range b {
+			st := "?"
+			if v != nil {
+				st = map[bool]string{true: "on", false: "off"}[*v]
+			}
+			s = append(s, fmt.Sprintf("%d:%s", p, st))
+		}
+		return strings.Join(s, " ")
+	}
+	fmt.Fprintf(tw, "  DCQCN np (CNP sent):\t%s\n", bits(d.NP))
+	fmt.Fprintf(tw, "  DCQCN rp (rate cut):\t%s\n", bits(d.RP))
+	fmt.Fprintf(tw, "  CNP:\tdscp %s, 802.1p priority %s (%s)\n", ptrOr(d.CNPDSCP, "unknown", u8Text), ptrOr(d.CNPPrio, "unknown", u8Text), d.Source)
 }

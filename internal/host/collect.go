@@ -3,6 +3,8 @@ package host
 import (
 	"errors"
 	"runtime"
+
+	"github.com/roce-probe/roce-probe/internal/counters"
 )
 
 // Section is one part of a snapshot, for Options.Sections.
@@ -10,11 +12,13 @@ type Section uint8
 
 // Sections of a snapshot.
 const (
-	SectionRDMA Section = 1 << iota // RDMA devices, ports, GID tables, drivers
-	SectionNet                      // namespaces: links, addresses, routes, neighbours, sysctls
-	SectionDCB                      // DCB of every real netdev of every namespace read
+	SectionRDMA     Section = 1 << iota // RDMA devices, ports, GID tables, drivers
+	SectionNet                          // namespaces: links, addresses, routes, neighbours, sysctls
+	SectionDCB                          // DCB of every real netdev of every namespace read
+	SectionCounters                     // RDMA port counters, ethtool and PFC counters of the real netdevs below RoCE netdevs
+	SectionSettings                     // rdma_cm configfs defaults, mlx5 traffic class overrides, DCQCN
 
-	SectionAll = SectionRDMA | SectionNet | SectionDCB
+	SectionAll = SectionRDMA | SectionNet | SectionDCB | SectionCounters | SectionSettings
 )
 
 // Options say what Collect reads.
@@ -34,6 +38,10 @@ type Options struct {
 	Sections Section
 	// Tool is the roce-probe version recorded in the snapshot.
 	Tool string
+	// Netdevs are netdevs of the view namespace whose real netdevs'
+	// ethtool and PFC counters are read besides those below the RDMA
+	// ports (SectionCounters).
+	Netdevs []string
 }
 
 // Errors of Collect, for errors.Is.
@@ -54,6 +62,28 @@ var (
 // fails) or returned when nothing sensible can be built without them (the
 // namespace asked for does not exist, rtnetlink cannot be opened). On
 // systems other than Linux it returns ErrNotLinux.
-func Collect(opt Options) (*Snapshot, error) { return collect(opt) }
+func Collect(opt Options) (*Snapshot, error) {
+	if opt.Sections != 0 && opt.Sections&(SectionCounters|SectionSettings) != 0 {
+		// Counters and settings are read for the RDMA ports and the real
+		// netdevs below them: those sections come along.
+		opt.Sections |= SectionRDMA | SectionNet
+	}
+	return collect(opt)
+}
+
+// Sampler reads further counter samples of the ports and netdevs a
+// snapshot's counters were read for, for rates and `counters --watch`.
+type Sampler interface {
+	// Sample reads one sample; the sources that could not be read are
+	// returned beside it.
+	Sample() (*counters.Sample, []SourceError)
+	// Close releases the sockets.
+	Close()
+}
+
+// NewSampler returns a Sampler of the live host s was collected from
+// (opt as given to Collect: namespace, sysfs root, extra netdevs). On
+// systems other than Linux it returns ErrNotLinux.
+func NewSampler(s *Snapshot, opt Options) (Sampler, error) { return newSampler(s, opt) }
 
 func (o Options) has(s Section) bool { return o.Sections == 0 || o.Sections&s != 0 }

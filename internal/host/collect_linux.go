@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/roce-probe/roce-probe/internal/counters"
 	"github.com/roce-probe/roce-probe/vlan"
 )
 
@@ -24,8 +25,8 @@ func collect(opt Options) (*Snapshot, error) {
 	if unix.Uname(&uts) == nil {
 		s.Kernel = unix.ByteSliceToString(uts.Release[:])
 	}
+	sys := &sysfs{Root: opt.SysfsRoot}
 	if opt.has(SectionRDMA) {
-		sys := &sysfs{Root: opt.SysfsRoot}
 		devs, err := sys.readAll()
 		if err != nil {
 			return nil, fmt.Errorf("reading RDMA devices from %s: %w", sys.ibDir(), err)
@@ -45,7 +46,7 @@ func collect(opt Options) (*Snapshot, error) {
 	if opt.has(SectionDCB) {
 		s.DCB = []DCB{}
 	}
-	for _, name := range names {
+	for i, name := range names {
 		h, err := openNetns(name)
 		if err != nil {
 			return nil, err
@@ -76,9 +77,65 @@ func collect(opt Options) (*Snapshot, error) {
 				s.DCB = append(s.DCB, d)
 			}
 		}
+		if i == 0 && s.RDMA != nil && (opt.has(SectionCounters) || opt.has(SectionSettings)) {
+			netdevs := counterNetdevs(s.RDMA.Devices, ns, opt.Netdevs)
+			if opt.has(SectionCounters) {
+				nl, _ := openRDMANetlink()
+				smp, errs := sys.sampleCounters(h, s.RDMA.Devices, netdevs, nl)
+				if nl != nil {
+					nl.close()
+				}
+				s.Counters = smp
+				s.Errors = append(s.Errors, errs...)
+			}
+			if opt.has(SectionSettings) {
+				s.Settings = sys.readSettings(s.RDMA.Devices, netdevs)
+			}
+		}
 		h.Close()
 	}
 	return s, nil
+}
+
+// sampler reads counter samples of one snapshot's ports and netdevs.
+type sampler struct {
+	sys     *sysfs
+	h       *nsHandle
+	nl      rdmaStats
+	devs    []Device
+	netdevs []string
+}
+
+func newSampler(s *Snapshot, opt Options) (Sampler, error) {
+	if s.RDMA == nil || len(s.Namespaces) == 0 {
+		return nil, &MissingError{Section: "rdma"}
+	}
+	name := ""
+	if len(opt.Netns) > 0 {
+		name = opt.Netns[0]
+	}
+	ns, err := s.Namespace(name)
+	if err != nil {
+		return nil, err
+	}
+	h, err := openNetns(name)
+	if err != nil {
+		return nil, err
+	}
+	nl, _ := openRDMANetlink()
+	return &sampler{sys: &sysfs{Root: opt.SysfsRoot}, h: h, nl: nl, devs: s.RDMA.Devices,
+		netdevs: counterNetdevs(s.RDMA.Devices, ns, opt.Netdevs)}, nil
+}
+
+func (p *sampler) Sample() (*counters.Sample, []SourceError) {
+	return p.sys.sampleCounters(p.h, p.devs, p.netdevs, p.nl)
+}
+
+func (p *sampler) Close() {
+	if p.nl != nil {
+		p.nl.close()
+	}
+	p.h.Close()
 }
 
 // hasDCB reports whether DCB is read for l: devices at the bottom of a

@@ -3,3 +3,5 @@
 package host
 
 func collect(Options) (*Snapshot, error) { return nil, ErrNotLinux }
+
+func newSampler(*Snapshot, Options) (Sampler, error) { return nil, ErrNotLinux }

@@ -5,8 +5,13 @@
 // RDMA devices with their driver, ports (state, link layer, netdev) and GID
 // tables (sysfs); the network namespaces with their netdevs (kind, VLAN
 // stack, QoS maps, MACs, MTUs, addresses), routes, neighbours and TTL
-// sysctls (rtnetlink, /proc/sys); and the DCB state of every real netdev
-// (RTM_GETDCB). Collect reads it from the live kernel (Linux only; no
+// sysctls (rtnetlink, /proc/sys); the DCB state of every real netdev
+// (RTM_GETDCB); one sample of the RDMA ports' counters and of the real
+// netdevs' ethtool and PFC counters (RDMA netlink, sysfs hw_counters/ and
+// counters/, SIOCETHTOOL), which internal/counters analyses; and the
+// settings applied behind the application's back (rdma_cm's configfs
+// defaults, MLNX_OFED mlx5's traffic class override, DCQCN; Settings).
+// Collect reads it from the live kernel (Linux only; no
 // privileges for the own namespace); Decode and Load read the versioned
 // JSON document `roce-probe collect` writes (docs/snapshot.md), plain or
 // gzip-compressed. Nothing else in roce-probe reads sysfs or rtnetlink for

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/roce-probe/roce-probe/gid"
+	"github.com/roce-probe/roce-probe/internal/counters"
 	"github.com/roce-probe/roce-probe/qos"
 	"github.com/roce-probe/roce-probe/vlan"
 )
@@ -53,6 +54,14 @@ type Snapshot struct {
 	// DCB is each real netdev's DCB state, by namespace; nil when not
 	// collected.
 	DCB []DCB
+	// Counters is one sample of the RDMA ports' counters and the real
+	// netdevs' ethtool and PFC counters; nil when not collected
+	// (docs/counters.md).
+	Counters *counters.Sample
+	// Settings are the settings applied behind the application's back:
+	// rdma_cm's configfs defaults, mlx5 traffic class overrides, DCQCN;
+	// nil when not collected.
+	Settings *Settings
 	// Errors lists the sources that could not be read; the snapshot holds
 	// everything else.
 	Errors []SourceError
@@ -194,13 +203,15 @@ type snapshotJSON struct {
 	RDMA       *RDMA             `json:"rdma"`
 	Namespaces []*vlan.Namespace `json:"namespaces"`
 	DCB        []DCB             `json:"dcb"`
+	Counters   *counters.Sample  `json:"counters"`
+	Settings   *Settings         `json:"settings"`
 	Errors     []SourceError     `json:"errors"`
 }
 
 // MarshalJSON writes the snapshot document (docs/json.md, "snapshot").
 func (s *Snapshot) MarshalJSON() ([]byte, error) {
 	w := snapshotJSON{Format: Format, Version: Version, Tool: s.Tool, Hostname: strPtr(s.Hostname), Kernel: strPtr(s.Kernel),
-		Time: s.Time, RDMA: s.RDMA, Namespaces: s.Namespaces, DCB: s.DCB, Errors: s.Errors}
+		Time: s.Time, RDMA: s.RDMA, Namespaces: s.Namespaces, DCB: s.DCB, Counters: s.Counters, Settings: s.Settings, Errors: s.Errors}
 	if w.Namespaces == nil {
 		w.Namespaces = []*vlan.Namespace{}
 	}
@@ -270,7 +281,7 @@ func decodeBytes(b []byte) (*Snapshot, error) {
 		return nil, fmt.Errorf("snapshot: %w", err)
 	}
 	s := &Snapshot{Tool: w.Tool, Hostname: deref(w.Hostname), Kernel: deref(w.Kernel), Time: w.Time, RDMA: w.RDMA,
-		Namespaces: w.Namespaces, DCB: w.DCB, Errors: w.Errors}
+		Namespaces: w.Namespaces, DCB: w.DCB, Counters: w.Counters, Settings: w.Settings, Errors: w.Errors}
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
@@ -364,6 +375,19 @@ func (s *Snapshot) Validate() error {
 		if err := d.DCB.Validate(); err != nil {
 			return fmt.Errorf("snapshot: dcb: %w", err)
 		}
+	}
+	if err := s.Counters.Validate(); err != nil {
+		return fmt.Errorf("snapshot: %w", err)
+	}
+	if s.Counters != nil {
+		for _, e := range s.Counters.Ethtool {
+			if !names[e.Netns] {
+				return fmt.Errorf("snapshot: counters.ethtool of %s: namespace %s is not in the snapshot", e.Netdev, nsName(e.Netns))
+			}
+		}
+	}
+	if err := s.Settings.Validate(); err != nil {
+		return fmt.Errorf("snapshot: %w", err)
 	}
 	return nil
 }

@@ -1,0 +1,200 @@
+package counters
+
+import (
+	"strconv"
+	"strings"
+)
+
+// PrioCounter is the normalized name of a per-priority Ethernet counter:
+// the same name for mlx5's rx_prio3_pause, bnxt_en's
+// rx_pfc_ena_frames_pri3 and ice's rx_priority_3_xoff.nic.
+type PrioCounter string
+
+// Per-priority counters (docs/counters.md, "Per priority").
+const (
+	PrioRxPackets         PrioCounter = "rx_packets"           // frames received with priority p
+	PrioTxPackets         PrioCounter = "tx_packets"           // frames sent with priority p
+	PrioRxBytes           PrioCounter = "rx_bytes"             // bytes received with priority p
+	PrioTxBytes           PrioCounter = "tx_bytes"             // bytes sent with priority p
+	PrioRxPause           PrioCounter = "rx_pause"             // PFC pause (XOFF) frames received for p: the peer paused us
+	PrioTxPause           PrioCounter = "tx_pause"             // PFC pause (XOFF) frames sent for p: we paused the peer
+	PrioRxPauseDuration   PrioCounter = "rx_pause_duration_us" // time p was paused by the peer, µs
+	PrioTxPauseDuration   PrioCounter = "tx_pause_duration_us" // time we paused the peer on p, µs
+	PrioRxPauseTransition PrioCounter = "rx_pause_transition"  // XOFF→XON transitions received on p
+	PrioTxPauseTransition PrioCounter = "tx_pause_transition"  // XOFF→XON transitions sent on p
+	PrioRxXON             PrioCounter = "rx_xon"               // PFC XON frames received for p (ice)
+	PrioTxXON             PrioCounter = "tx_xon"               // PFC XON frames sent for p (ice)
+	PrioRxDiscards        PrioCounter = "rx_discards"          // frames of p dropped on receive (mlx5: no buffer, port level)
+	PrioRxBufDiscard      PrioCounter = "rx_buf_discard"       // frames of p dropped for lack of receive buffer (mlx5)
+	PrioRxCongDiscard     PrioCounter = "rx_cong_discard"      // frames of p dropped by congestion (WRED) (mlx5)
+	PrioRxECNMarked       PrioCounter = "rx_ecn_marked"        // frames of p ECN-marked by the NIC's congestion control (mlx5)
+)
+
+// PrioCounters lists the per-priority counters in the order the table and
+// JSON show them.
+var PrioCounters = []PrioCounter{PrioRxPackets, PrioTxPackets, PrioRxBytes, PrioTxBytes, PrioRxPause, PrioTxPause,
+	PrioRxPauseDuration, PrioTxPauseDuration, PrioRxPauseTransition, PrioTxPauseTransition, PrioRxXON, PrioTxXON,
+	PrioRxDiscards, PrioRxBufDiscard, PrioRxCongDiscard, PrioRxECNMarked}
+
+// PortCounter is the normalized name of a port-level Ethernet counter.
+type PortCounter string
+
+// Port-level counters.
+const (
+	PortRxPauseFrames     PortCounter = "rx_pause_frames"            // MAC control pause frames received (mlx5: 802.3x and PFC; bnxt_en, ice: 802.3x)
+	PortTxPauseFrames     PortCounter = "tx_pause_frames"            // MAC control pause frames sent
+	PortRxPFCFrames       PortCounter = "rx_pfc_frames"              // PFC frames received, every priority (bnxt_en)
+	PortTxPFCFrames       PortCounter = "tx_pfc_frames"              // PFC frames sent, every priority (bnxt_en)
+	PortRxDiscards        PortCounter = "rx_discards"                // frames dropped on receive by the port
+	PortTxDiscards        PortCounter = "tx_discards"                // frames dropped on transmit by the port
+	PortStormWarning      PortCounter = "pause_storm_warning_events" // the port stalled past the minor watermark (mlx5)
+	PortStorm             PortCounter = "pause_storm_events"         // pause storm: the port stalled past the critical watermark and stopped pausing (mlx5), continuous RoCE pause (bnxt_en)
+	PortStormResume       PortCounter = "pause_storm_resume_events"  // recovered from a pause storm (bnxt_en)
+	PortRxBufferAlmostFul PortCounter = "rx_buffer_almost_full"      // the receive buffer passed its threshold
+	PortRxOutOfBuffer     PortCounter = "rx_out_of_buffer"           // packets dropped: no receive WQE (mlx5 netdev queues)
+)
+
+// Sources of the per-priority and port-level names.
+const (
+	srcMLX5Eth  = "drivers/net/ethernet/mellanox/mlx5/core/en_stats.c (pport_per_prio_traffic_stats_desc, pport_per_prio_pfc_stats_desc, pport_per_tc_prio_stats_desc, pport_per_tc_congest_prio_stats_desc, pport_pfc_stall_stats_desc, Linux 6.1.192); Documentation/networking/device_drivers/ethernet/mellanox/mlx5/counters.rst (mainline)"
+	srcBNXTEth  = "drivers/net/ethernet/broadcom/bnxt/bnxt_ethtool.c (bnxt_port_stats_arr, bnxt_port_stats_ext_arr, bnxt_tx_port_stats_ext_arr, bnxt_*_pri_arr, Linux 6.1.192)"
+	srcICEEth   = "drivers/net/ethernet/intel/ice/ice_ethtool.c (ice_gstrings_pf_stats, ice_get_strings: tx/rx_priority_%u_xon/xoff.nic, Linux 6.1.192)"
+	templateDig = "%d"
+)
+
+// prioTemplates maps an ethtool name template (%d is the priority) to its
+// per-priority counter, per driver (the ethtool driver name).
+var prioTemplates = map[string]map[string]PrioCounter{
+	"mlx5_core": {
+		"rx_prio%d_bytes":            PrioRxBytes,
+		"rx_prio%d_packets":          PrioRxPackets,
+		"rx_prio%d_discards":         PrioRxDiscards,
+		"tx_prio%d_bytes":            PrioTxBytes,
+		"tx_prio%d_packets":          PrioTxPackets,
+		"rx_prio%d_pause":            PrioRxPause,
+		"rx_prio%d_pause_duration":   PrioRxPauseDuration,
+		"tx_prio%d_pause":            PrioTxPause,
+		"tx_prio%d_pause_duration":   PrioTxPauseDuration,
+		"rx_prio%d_pause_transition": PrioRxPauseTransition,
+		"rx_prio%d_buf_discard":      PrioRxBufDiscard,
+		"rx_prio%d_cong_discard":     PrioRxCongDiscard,
+		"rx_prio%d_marked":           PrioRxECNMarked,
+	},
+	"bnxt_en": {
+		"rx_bytes_pri%d":           PrioRxBytes,
+		"rx_packets_pri%d":         PrioRxPackets,
+		"tx_bytes_pri%d":           PrioTxBytes,
+		"tx_packets_pri%d":         PrioTxPackets,
+		"rx_pfc_ena_frames_pri%d":  PrioRxPause,
+		"tx_pfc_ena_frames_pri%d":  PrioTxPause,
+		"pfc_pri%d_rx_duration_us": PrioRxPauseDuration,
+		"pfc_pri%d_tx_duration_us": PrioTxPauseDuration,
+		"pfc_pri%d_rx_transitions": PrioRxPauseTransition,
+		"pfc_pri%d_tx_transitions": PrioTxPauseTransition,
+	},
+	"ice": {
+		"rx_priority_%d_xoff.nic": PrioRxPause,
+		"tx_priority_%d_xoff.nic": PrioTxPause,
+		"rx_priority_%d_xon.nic":  PrioRxXON,
+		"tx_priority_%d_xon.nic":  PrioTxXON,
+	},
+}
+
+// portNames maps port-level ethtool names to their counter, per driver.
+var portNames = map[string]map[string]PortCounter{
+	"mlx5_core": {
+		"rx_pause_ctrl_phy":             PortRxPauseFrames,
+		"tx_pause_ctrl_phy":             PortTxPauseFrames,
+		"rx_discards_phy":               PortRxDiscards,
+		"tx_discards_phy":               PortTxDiscards,
+		"tx_pause_storm_warning_events": PortStormWarning,
+		"tx_pause_storm_error_events":   PortStorm,
+		"rx_buffer_passed_thres_phy":    PortRxBufferAlmostFul,
+		"rx_out_of_buffer":              PortRxOutOfBuffer,
+	},
+	"bnxt_en": {
+		"rx_pause_frames":              PortRxPauseFrames,
+		"tx_pause_frames":              PortTxPauseFrames,
+		"rx_pfc_frames":                PortRxPFCFrames,
+		"tx_pfc_frames":                PortTxPFCFrames,
+		"rx_stat_discard":              PortRxDiscards,
+		"tx_stat_discard":              PortTxDiscards,
+		"continuous_roce_pause_events": PortStorm,
+		"resume_roce_pause_events":     PortStormResume,
+		"rx_buffer_passed_threshold":   PortRxBufferAlmostFul,
+	},
+	"ice": {
+		"link_xoff_rx.nic": PortRxPauseFrames,
+		"link_xoff_tx.nic": PortTxPauseFrames,
+		"rx_dropped.nic":   PortRxDiscards,
+	},
+}
+
+type prioName struct {
+	prio    uint8
+	counter PrioCounter
+}
+
+// prioIndex maps every expanded name (rx_prio3_pause) to its priority and
+// counter, per driver.
+var prioIndex = func() map[string]map[string]prioName {
+	m := map[string]map[string]prioName{}
+	for drv, ts := range prioTemplates {
+		m[drv] = map[string]prioName{}
+		for t, c := range ts {
+			for p := 0; p < 8; p++ {
+				m[drv][strings.Replace(t, templateDig, strconv.Itoa(p), 1)] = prioName{uint8(p), c}
+			}
+		}
+	}
+	return m
+}()
+
+// Named is a counter's value and the name the driver gives it.
+type Named struct {
+	Counter string
+	Value   uint64
+}
+
+// Normalized is one netdev's ethtool set arranged by meaning.
+type Normalized struct {
+	// Prio holds, per priority 0..7, the per-priority counters the driver
+	// has (absent ones are not in the map).
+	Prio [8]map[PrioCounter]Named
+	// Port holds the port-level counters the driver has.
+	Port map[PortCounter]Named
+}
+
+// HasPrio reports whether any per-priority counter was found.
+func (n *Normalized) HasPrio() bool {
+	for _, m := range n.Prio {
+		if len(m) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// Normalize arranges an ethtool set by meaning, with the tables of the
+// netdev's driver (mlx5_core, bnxt_en, ice); another driver's set has no
+// per-priority or port-level counters this package knows.
+func Normalize(driver string, stats map[string]uint64) Normalized {
+	var n Normalized
+	pi, pn := prioIndex[driver], portNames[driver]
+	for name, v := range stats {
+		if e, ok := pi[name]; ok {
+			if n.Prio[e.prio] == nil {
+				n.Prio[e.prio] = map[PrioCounter]Named{}
+			}
+			n.Prio[e.prio][e.counter] = Named{Counter: name, Value: v}
+			continue
+		}
+		if c, ok := pn[name]; ok {
+			if n.Port == nil {
+				n.Port = map[PortCounter]Named{}
+			}
+			n.Port[c] = Named{Counter: name, Value: v}
+		}
+	}
+	return n
+}

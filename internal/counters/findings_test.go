@@ -1,0 +1,217 @@
+package counters
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/roce-probe/roce-probe/qos"
+)
+
+// dscpDCB is a port under DSCP trust with DSCP 26 → priority 3 and DSCP
+// 48 → priority 6, priority 3 in traffic class 1, everything else in
+// traffic class 0 (ETS 50 % each), PFC enabled on pfcOn.
+func dscpDCB(pfcOn ...uint8) *qos.DCB {
+	d := &qos.DCB{Netdev: "eth1", Supported: true,
+		PFC:  &qos.PFC{Cap: 8},
+		ETS:  &qos.ETS{PrioTC: [8]uint8{0, 0, 0, 1, 0, 0, 0, 0}, TCTSA: [8]uint8{2, 2}, TCTxBW: [8]uint8{50, 50}},
+		Apps: []qos.App{{Selector: qos.AppSelDSCP, Priority: 3, Protocol: 26}, {Selector: qos.AppSelDSCP, Priority: 6, Protocol: 48}}}
+	for _, p := range pfcOn {
+		d.PFC.Enabled |= 1 << p
+	}
+	return d
+}
+
+func bp(b bool) *bool   { return &b }
+func u8(v uint8) *uint8 { return &v }
+
+type step struct {
+	rdma    map[string]uint64 // mlx5_0 port 1 hw_counters
+	ethtool map[string]uint64 // eth1
+	driver  string            // eth1's ethtool driver
+	ind     [8]uint64         // DCB PFC indications of eth1
+}
+
+func (s step) sample(t time.Time) *Sample {
+	drv := s.driver
+	if drv == "" {
+		drv = "mlx5_core"
+	}
+	smp := &Sample{Time: t,
+		RDMA:    []RDMAPort{{Device: "mlx5_0", Port: 1, Source: SourceNetlink, HWCounters: s.rdma}},
+		Ethtool: []Ethtool{{Netdev: "eth1", Driver: drv, Stats: s.ethtool}},
+		PFC:     []PFC{{Netdev: "eth1", Indications: s.ind}},
+	}
+	return smp
+}
+
+func codes(fs []Finding) []string {
+	var out []string
+	for _, f := range fs {
+		out = append(out, string(f.Severity)+" "+f.Code)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func TestFindings(t *testing.T) {
+	t0 := time.Date(2026, 11, 24, 9, 0, 0, 0, time.UTC)
+	cases := []struct {
+		name      string
+		dcb       *qos.DCB
+		dcqcn     *qos.DCQCN
+		tc        *qos.TCOverride
+		prev, cur step
+		oneSample bool
+		want      []string
+		msgHas    []string
+	}{
+		{name: "quiet lossless host",
+			dcb:  dscpDCB(3),
+			prev: step{rdma: map[string]uint64{"out_of_sequence": 4, "np_cnp_sent": 2}, ethtool: map[string]uint64{"rx_prio3_pause": 9}},
+			cur:  step{rdma: map[string]uint64{"out_of_sequence": 4, "np_cnp_sent": 2}, ethtool: map[string]uint64{"rx_prio3_pause": 9}},
+			want: nil},
+		{name: "pauses on a priority without RoCE (DCB indications)",
+			dcb:    dscpDCB(3),
+			prev:   step{ind: [8]uint64{1: 10}},
+			cur:    step{ind: [8]uint64{1: 25}},
+			want:   []string{"warning pause_without_roce"},
+			msgHas: []string{"eth1 priority 1", "15 pause frames received", "RoCE is on priority 3"}},
+		{name: "pauses on a priority without RoCE (bnxt_en names)",
+			dcb:    dscpDCB(3),
+			prev:   step{driver: "bnxt_en", ethtool: map[string]uint64{"tx_pfc_ena_frames_pri5": 1}},
+			cur:    step{driver: "bnxt_en", ethtool: map[string]uint64{"tx_pfc_ena_frames_pri5": 4}},
+			want:   []string{"warning pause_without_roce"},
+			msgHas: []string{"priority 5", "3 sent"}},
+		{name: "RoCE priority without PFC drops (mlx5 per priority)",
+			dcb:    dscpDCB(),
+			prev:   step{ethtool: map[string]uint64{"rx_prio3_buf_discard": 0, "rx_prio3_cong_discard": 1}},
+			cur:    step{ethtool: map[string]uint64{"rx_prio3_buf_discard": 40, "rx_prio3_cong_discard": 1}},
+			want:   []string{"error roce_without_pfc_discards"},
+			msgHas: []string{"priority 3 carries RoCE (DSCP 26", "rx_prio3_buf_discard +40"}},
+		{name: "RoCE priority without PFC drops (bnxt_en: port level)",
+			dcb:    dscpDCB(),
+			prev:   step{driver: "bnxt_en", ethtool: map[string]uint64{"rx_stat_discard": 3}},
+			cur:    step{driver: "bnxt_en", ethtool: map[string]uint64{"rx_stat_discard": 8}},
+			want:   []string{"error roce_without_pfc_discards"},
+			msgHas: []string{"port-level rx_discards +5"}},
+		{name: "long pause",
+			dcb:    dscpDCB(3),
+			prev:   step{ethtool: map[string]uint64{"rx_prio3_pause_duration": 1000}},
+			cur:    step{ethtool: map[string]uint64{"rx_prio3_pause_duration": 201000}},
+			want:   []string{"warning long_pause"},
+			msgHas: []string{"the peer paused this port for 20% of the last 1s"}},
+		{name: "pause storm by duration and by the NIC's storm counter",
+			dcb:    dscpDCB(3),
+			prev:   step{ethtool: map[string]uint64{"tx_prio3_pause_duration": 0, "tx_pause_storm_error_events": 0}},
+			cur:    step{ethtool: map[string]uint64{"tx_prio3_pause_duration": 900000, "tx_pause_storm_error_events": 1}},
+			want:   []string{"error pause_storm", "error pause_storm"},
+			msgHas: []string{"this port paused its peer for 90%", "1 pause storm event(s)"}},
+		{name: "loss on a lossless class",
+			dcb:    dscpDCB(3),
+			prev:   step{rdma: map[string]uint64{"out_of_sequence": 4, "local_ack_timeout_err": 0, "req_cqe_error": 0}},
+			cur:    step{rdma: map[string]uint64{"out_of_sequence": 14, "local_ack_timeout_err": 2, "req_cqe_error": 5}},
+			want:   []string{"error loss_on_lossless"},
+			msgHas: []string{"local_ack_timeout_err +2", "out_of_sequence +10", "PFC on priorities [3]"}},
+		{name: "loss without PFC",
+			dcb:    dscpDCB(),
+			prev:   step{rdma: map[string]uint64{"packet_seq_err": 0}},
+			cur:    step{rdma: map[string]uint64{"packet_seq_err": 3}},
+			want:   []string{"warning loss_without_pfc"},
+			msgHas: []string{"packet_seq_err +3", "PFC off on every priority"}},
+		{name: "ECN marks without CNPs, DCQCN notification point off",
+			dcb:    dscpDCB(3),
+			dcqcn:  &qos.DCQCN{Netdev: "eth1", Status: qos.SettingRead, NP: [8]*bool{3: bp(false)}, RP: [8]*bool{3: bp(true)}},
+			prev:   step{rdma: map[string]uint64{"np_ecn_marked_roce_packets": 10, "np_cnp_sent": 0}},
+			cur:    step{rdma: map[string]uint64{"np_ecn_marked_roce_packets": 110, "np_cnp_sent": 0}},
+			want:   []string{"warning dcqcn_off", "warning ecn_without_cnp"},
+			msgHas: []string{"100 ECN-marked", "notification point is off on RoCE priority 3 of eth1", "roce_np/enable/3 is 0"}},
+		{name: "ECN marks answered with CNPs",
+			dcb:  dscpDCB(3),
+			prev: step{rdma: map[string]uint64{"np_ecn_marked_roce_packets": 10, "np_cnp_sent": 5}},
+			cur:  step{rdma: map[string]uint64{"np_ecn_marked_roce_packets": 110, "np_cnp_sent": 50}},
+			want: nil},
+		{name: "CNPs on a priority with no PFC and no ETS share",
+			dcb: func() *qos.DCB {
+				d := dscpDCB(3)
+				d.ETS.PrioTC[6] = 2         // TC 2:
+				d.ETS.TCTSA[2] = qos.TSAETS // ETS with 0 % (a TSA of 0 would be strict)
+				return d
+			}(),
+			dcqcn:  &qos.DCQCN{Netdev: "eth1", Status: qos.SettingRead, CNPDSCP: u8(48), CNPPrio: u8(6)},
+			prev:   step{rdma: map[string]uint64{"np_cnp_sent": 5}},
+			cur:    step{rdma: map[string]uint64{"np_cnp_sent": 50}},
+			want:   []string{"warning cnp_priority_unprotected"},
+			msgHas: []string{"45 CNPs sent", "priority 6 (cnp_dscp 48 → priority 6)", "traffic class 2 has no ETS share (ets, 0%)"}},
+		{name: "CNPs on a priority with an ETS share",
+			dcb:   dscpDCB(3),
+			dcqcn: &qos.DCQCN{Netdev: "eth1", Status: qos.SettingRead, CNPDSCP: u8(48), CNPPrio: u8(6)},
+			prev:  step{rdma: map[string]uint64{"np_cnp_sent": 5}},
+			cur:   step{rdma: map[string]uint64{"np_cnp_sent": 50}},
+			want:  nil},
+		{name: "traffic class override",
+			dcb:    dscpDCB(3),
+			tc:     &qos.TCOverride{Device: "mlx5_0", Port: 1, Global: u8(96), Status: qos.SettingRead, Source: "/sys/class/infiniband/mlx5_0/tc/1/traffic_class"},
+			want:   []string{"warning traffic_class_override"},
+			msgHas: []string{"traffic class 96 (DSCP 24) for every connected QP"}},
+		{name: "one sample: counted since reset, information only",
+			dcb:       dscpDCB(3),
+			cur:       step{rdma: map[string]uint64{"out_of_sequence": 7}},
+			oneSample: true,
+			want:      []string{"info loss_on_lossless"},
+			msgHas:    []string{"(out_of_sequence 7)", "one sample"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			in := Input{Cur: c.cur.sample(t0.Add(time.Second)),
+				Ports:   []PortInfo{{Device: "mlx5_0", Port: 1, Driver: "mlx5", Netdev: "eth1", Real: "eth1", TCOverride: c.tc}},
+				Netdevs: []NetdevInfo{{Netdev: "eth1", DCB: c.dcb, DCQCN: c.dcqcn}}}
+			if !c.oneSample {
+				in.Prev = c.prev.sample(t0)
+			}
+			r := Analyze(in)
+			want := append([]string(nil), c.want...)
+			sort.Strings(want)
+			if got := codes(r.Findings); fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("findings %v, want %v\n%+v", got, want, r.Findings)
+			}
+			all := ""
+			for _, f := range r.Findings {
+				all += f.Message + "\n"
+			}
+			for _, m := range c.msgHas {
+				if !strings.Contains(all, m) {
+					t.Errorf("no finding says %q:\n%s", m, all)
+				}
+			}
+		})
+	}
+}
+
+// The RoCE priorities of a netdev, each with its reason.
+func TestRoCEPriorities(t *testing.T) {
+	d := dscpDCB(3)
+	d.Apps = append(d.Apps, qos.App{Selector: qos.AppSelDSCP, Priority: 4, Protocol: 18}, qos.App{Selector: qos.AppSelDgram, Priority: 5, Protocol: 4791})
+	tos := uint8(72) // DSCP 18
+	ports := []PortInfo{{Device: "mlx5_0", Port: 1, Real: "eth1", RDMACM: &qos.RDMACMDefault{Status: qos.SettingRead, ToS: &tos}}}
+	q := &qos.DCQCN{Status: qos.SettingRead, NP: [8]*bool{7: bp(true)}}
+	got := RoCEPriorities(NetdevInfo{Netdev: "eth1", DCB: d, DCQCN: q}, ports)
+	want := map[uint8]string{3: "PFC is on", 4: "default_roce_tos 72 (DSCP 18)", 5: "UDP 4791", 7: "DCQCN is enabled"}
+	if len(got) != len(want) {
+		t.Fatalf("RoCE priorities %v, want %v", got, want)
+	}
+	for p, w := range want {
+		if !strings.Contains(strings.Join(got[p], "; "), w) {
+			t.Errorf("priority %d: %v, want a reason with %q", p, got[p], w)
+		}
+	}
+	if !strings.Contains(strings.Join(got[3], ";"), "DSCP 26") {
+		t.Errorf("priority 3: %v: want DSCP 26 as a reason too", got[3])
+	}
+	// No DCB: nothing is known.
+	if got := RoCEPriorities(NetdevInfo{Netdev: "veth0", DCB: &qos.DCB{Supported: false}}, nil); len(got) != 0 {
+		t.Errorf("no DCB: %v", got)
+	}
+}
