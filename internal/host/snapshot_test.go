@@ -10,6 +10,16 @@ import (
 	"testing"
 )
 
+// fixture loads the snapshot document testdata/<name>.json.
+func fixture(t testing.TB, name string) *Snapshot {
+	t.Helper()
+	s, err := Load(filepath.Join("testdata", name+".json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 // Every fixture is a valid snapshot that re-encodes to itself.
 func TestFixturesRoundTrip(t *testing.T) {
 	for _, name := range []string{"rxe", "rxe-churned", "mlx5", "mlx5-dscp", "mlx5-pcp"} {

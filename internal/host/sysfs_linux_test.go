@@ -15,16 +15,6 @@ import (
 // written by hand from drivers/infiniband/core/roce_gid_mgmt.c, cache.c
 // and sysfs.c (Linux 6.1); that README names the functions.
 
-// fixture loads the snapshot document testdata/<name>.json.
-func fixture(t testing.TB, name string) *Snapshot {
-	t.Helper()
-	s, err := Load(filepath.Join("testdata", name+".json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
 // readFixture reads the sysfs tree testdata/<dir>/sys with the collector's
 // reader and maps its ports to the namespace of the snapshot fixture of the
 // same name, as every command does.
