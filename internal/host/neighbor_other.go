@@ -1,0 +1,16 @@
+//go:build !linux
+
+package host
+
+import (
+	"net/netip"
+	"time"
+
+	"github.com/roce-probe/roce-probe/vlan"
+)
+
+// ProbeNeighbor makes the kernel resolve a next hop; it is a live action
+// on Linux only.
+func ProbeNeighbor(src, dst netip.Addr, rr vlan.RouteResult, timeout time.Duration) (vlan.Neighbor, error) {
+	return vlan.Neighbor{}, ErrNotLinux
+}
