@@ -90,3 +90,13 @@ func ExampleCaptureReader_Summarize() {
 	// v1 ::ffff:192.168.100.1 > ::ffff:192.168.100.2 qp 0x12: 1 packets, PSN 3-3
 	// v1 ::ffff:192.168.100.1 > ::ffff:192.168.100.2 qp 0x21: 1 packets, PSN 7-7
 }
+
+// A GID as sysfs prints it, as an address and classified.
+func ExampleParseGID() {
+	g, _ := roce.ParseGID("0000:0000:0000:0000:0000:ffff:c0a8:0002")
+	fmt.Println(g, g.Addr(), g.Kind())
+	fmt.Println(g.SysfsString())
+	// Output:
+	// ::ffff:192.168.0.2 192.168.0.2 ipv4
+	// 0000:0000:0000:0000:0000:ffff:c0a8:0002
+}

@@ -10,8 +10,6 @@ import (
 
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
-
-	"github.com/roce-probe/roce-probe/gid"
 )
 
 // encap describes the outer headers of a test frame.
@@ -108,7 +106,7 @@ func buildFrame(t testing.TB, f frameSpec) []byte {
 	switch {
 	case f.version == 1:
 		ls = append(ls, &GRH{TClass: f.tos, FlowLabel: f.fl, HopLmt: f.ttl, NxtHdr: NextHeaderBTH,
-			SGID: gid.FromAddr(src6), DGID: gid.FromAddr(dst6)})
+			SGID: GIDFromAddr(src6), DGID: GIDFromAddr(dst6)})
 	case f.ipv == 4:
 		ls = append(ls, &layers.IPv4{Version: 4, IHL: 5, TOS: f.tos, TTL: f.ttl, Flags: layers.IPv4DontFragment,
 			Id: 0x1234, Protocol: layers.IPProtocolUDP, SrcIP: src4.AsSlice(), DstIP: dst4.AsSlice()})

@@ -13,7 +13,6 @@ import (
 	"github.com/gopacket/gopacket/layers"
 	"github.com/gopacket/gopacket/pcapgo"
 
-	"github.com/roce-probe/roce-probe/gid"
 	"github.com/roce-probe/roce-probe/roce"
 )
 
@@ -65,7 +64,7 @@ func v2(ipv int, tags []tag, tos, ttl uint8, sport uint16, bth roce.BTH, rest ..
 func v1(tags []tag, tclass, hop uint8, fl uint32, bth roce.BTH, rest ...gopacket.SerializableLayer) []byte {
 	ls := ethernet(roce.EthernetTypeRoCEv1, tags)
 	ls = append(ls, &roce.GRH{TClass: tclass, FlowLabel: fl, HopLmt: hop, NxtHdr: roce.NextHeaderBTH,
-		SGID: gid.FromAddr(ip4A), DGID: gid.FromAddr(ip4B)}, &bth)
+		SGID: roce.GIDFromAddr(ip4A), DGID: roce.GIDFromAddr(ip4B)}, &bth)
 	return must(roce.SerializeFrame(append(ls, rest...)...))
 }
 
