@@ -153,7 +153,7 @@ func runSend(cmd *cobra.Command, f sendFlags) error {
 			return usagef("--dst %s and GID index %d (%s) are of different families", dst, f.gidIndex, src)
 		}
 		var n []string
-		base, n = probe.FromWire(res.Wire, base)
+		base, n = markingsFromWire(res.Wire, base)
 		notes = append(notes, fmt.Sprintf("markings from the %s address handle (driver %s): %s", f.dev, orDash(string(res.Driver)), markingsText(&base)))
 		notes = append(notes, n...)
 		for _, w := range res.Warnings {
@@ -476,4 +476,33 @@ func resolveAH(f sendFlags, dst gid.GID) (*ah.Resolution, error) {
 		return nil, usageError{fmt.Errorf("the address handle does not resolve: %w", err)}
 	}
 	return res, nil
+}
+
+// markingsFromWire returns the markings an address handle puts on the wire, as
+// ah.Resolve predicts them for the RDMA device's driver: PCP of the
+// outermost tag, DSCP, ECN, TTL and UDP source port. Where the prediction
+// is unknown (a nil field: an unknown driver, a random or QPN-derived UDP
+// source port) the value of fallback is used and a note says so.
+func markingsFromWire(w ah.Wire, fallback probe.Markings) (probe.Markings, []string) {
+	m := fallback
+	var notes []string
+	m.TTL = w.TTL
+	if len(w.VLANs) > 0 {
+		if p := w.VLANs[0].PCP; p != nil {
+			m.PCP = *p
+		} else {
+			notes = append(notes, fmt.Sprintf("the driver's PCP is not known: probing with PCP %d (--sl)", fallback.PCP))
+		}
+	}
+	if w.DSCP != nil && w.ECN != nil {
+		m.DSCP, m.ECN = *w.DSCP, *w.ECN
+	} else {
+		notes = append(notes, fmt.Sprintf("the driver's DSCP/ECN is not known: probing with the traffic class byte as is (DSCP %d, ECN %d)", fallback.DSCP, fallback.ECN))
+	}
+	if w.UDPSport != nil {
+		m.Sport = *w.UDPSport
+	} else if w.UDPSportFrom != "" {
+		notes = append(notes, fmt.Sprintf("the UDP source port is not fixed (%s): probing with %d", w.UDPSportFrom, fallback.Sport))
+	}
+	return m, notes
 }

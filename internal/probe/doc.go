@@ -22,8 +22,6 @@
 //   - Prober: the sender's logic (numbered probes, matching replies and the
 //     egress copies), free of sockets.
 //   - Compare and Sweep: findings and the DSCP/PCP map a path applies.
-//   - FromWire: the markings an address handle resolved by ah/ puts on the
-//     wire.
 //   - Linux only: Conn (AF_PACKET send and capture through gopacket's
 //     afpacket, with a kernel filter that passes only RoCE v2 frames),
 //     ResolveEndpoint and WireDevice (netlink: addresses, routes,

@@ -1,22 +1,23 @@
-package probe
+package main
 
 import (
 	"strings"
 	"testing"
 
 	"github.com/roce-probe/roce-probe/ah"
+	"github.com/roce-probe/roce-probe/internal/probe"
 	"github.com/roce-probe/roce-probe/qos"
 )
 
-func TestFromWire(t *testing.T) {
+func TestMarkingsFromWire(t *testing.T) {
 	u8 := func(v uint8) *uint8 { return &v }
 	u16 := func(v uint16) *uint16 { return &v }
-	fallback := Markings{Tagged: true, VLAN: 100, PCP: 5, DSCP: 26, ECN: 0, TTL: 8, Sport: 0xc123}
+	fallback := probe.Markings{Tagged: true, VLAN: 100, PCP: 5, DSCP: 26, ECN: 0, TTL: 8, Sport: 0xc123}
 
 	// Everything known (mlx5-like): the wire's values win, TTL included.
 	w := ah.Wire{VLANs: []qos.WireTag{{PCP: u8(3)}}, DSCP: u8(24), ECN: u8(2), TTL: 64, UDPSport: u16(0xd000)}
-	m, notes := FromWire(w, fallback)
-	want := Markings{Tagged: true, VLAN: 100, PCP: 3, DSCP: 24, ECN: 2, TTL: 64, Sport: 0xd000}
+	m, notes := markingsFromWire(w, fallback)
+	want := probe.Markings{Tagged: true, VLAN: 100, PCP: 3, DSCP: 24, ECN: 2, TTL: 64, Sport: 0xd000}
 	if m != want || len(notes) != 0 {
 		t.Errorf("known wire: %+v %v, want %+v and no notes", m, notes, want)
 	}
@@ -24,7 +25,7 @@ func TestFromWire(t *testing.T) {
 	// Unknown driver: PCP and DSCP/ECN fall back, each with a note; a
 	// QPN-derived source port keeps the fallback with a note.
 	w = ah.Wire{VLANs: []qos.WireTag{{}}, TTL: 64, UDPSportFrom: "rxe: from the QPN"}
-	m, notes = FromWire(w, fallback)
+	m, notes = markingsFromWire(w, fallback)
 	want = fallback
 	want.TTL = 64
 	if m != want || len(notes) != 3 || !strings.Contains(notes[0], "PCP 5") || !strings.Contains(notes[1], "DSCP 26") || !strings.Contains(notes[2], "from the QPN") {
