@@ -25,7 +25,9 @@
 //   - Linux only: Conn (AF_PACKET send and capture through gopacket's
 //     afpacket, with a kernel filter that passes only RoCE v2 frames),
 //     ResolveEndpoint and WireDevice (netlink: addresses, routes,
-//     neighbours, VLAN stacks), Send and Listen (the commands' loops).
+//     neighbours, VLAN stacks), Send and Listen (the commands' loops). On
+//     other systems the package builds, and these return an error wrapping
+//     ErrNeedsLinux.
 //
 // It is internal: the CLI is its only user.
 package probe
