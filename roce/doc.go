@@ -16,10 +16,12 @@
 // gopacket.DecodingLayerParser use NewDecodingLayers, which links the
 // extension-header layers to one BTH. Decoder decodes a whole frame into a
 // flat Packet and verifies its ICRC without allocating, faster than a
-// DecodingLayerParser (see docs/performance.md); NewCaptureReader reads
-// pcap and pcapng captures and Summary aggregates packets per flow;
-// CaptureReader.Summarize does both on all cores. These are what
-// `roce-probe decode` uses.
+// DecodingLayerParser (see docs/performance.md). Reading capture files and
+// per-flow summaries are in the subpackage roce/capture; `roce-probe decode`
+// uses both.
+//
+// GID is the 128-bit GID of GRHs and GID tables (package gid names it
+// gid.GID, an alias), with ParseGID and GIDFromAddr.
 //
 // To build frames, serialize layers with SerializeFrame (or
 // gopacket.SerializeLayers followed by FillICRC). ICRC, VerifyICRC and

@@ -3,7 +3,6 @@ package roce_test
 import (
 	"fmt"
 	"net"
-	"os"
 
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
@@ -56,39 +55,6 @@ func ExampleOpcode_Info() {
 	info := roce.Opcode(0x0B).Info()
 	fmt.Println(roce.Opcode(0x0B), info.Transport, info.Headers, info.HeaderLen)
 	// Output: RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE RC [IB-RETH IB-ImmDt] 20
-}
-
-// Summarise the RoCE flows of a capture file per flow, on all cores.
-func ExampleCaptureReader_Summarize() {
-	f, err := os.Open("testdata/sample.pcapng")
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	defer f.Close()
-	cr, err := roce.NewCaptureReader(f)
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	sum, stats, err := cr.Summarize(func(e roce.FrameError) { fmt.Printf("frame %d: %v\n", e.Frame, e.Err) })
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	fmt.Printf("%d frames, %d RoCE, %d with a bad ICRC\n", stats.Frames, stats.RoCE, stats.BadICRC)
-	for _, fl := range sum.Flows() {
-		fmt.Printf("v%d %s > %s qp %#x: %d packets, PSN %d-%d\n", fl.Version, fl.Src, fl.Dst, fl.DestQP, fl.Packets, fl.FirstPSN, fl.LastPSN)
-	}
-	// Output:
-	// 10 frames, 9 RoCE, 1 with a bad ICRC
-	// v2 192.168.100.1 > 192.168.100.2 qp 0x12: 3 packets, PSN 1-4
-	// v2 fd00:100::1 > fd00:100::2 qp 0x21: 1 packets, PSN 100-100
-	// v2 fd00:100::1 > fd00:100::2 qp 0x20: 1 packets, PSN 100-100
-	// v2 192.168.100.1 > 192.168.100.2 qp 0x21: 1 packets, PSN 101-101
-	// v2 192.168.100.1 > 192.168.100.2 qp 0x20: 1 packets, PSN 0-0
-	// v1 ::ffff:192.168.100.1 > ::ffff:192.168.100.2 qp 0x12: 1 packets, PSN 3-3
-	// v1 ::ffff:192.168.100.1 > ::ffff:192.168.100.2 qp 0x21: 1 packets, PSN 7-7
 }
 
 // A GID as sysfs prints it, as an address and classified.

@@ -273,11 +273,24 @@ func (f *feedback) SetTruncated() { f.truncated = true }
 // whose link type is not Ethernet (a layers.LinkType in the capture info's
 // AncillaryData, as CaptureReader gives) is not RoCE.
 func (d *Decoder) DecodeCaptured(frame []byte, ci gopacket.CaptureInfo, p *Packet) error {
-	if linkType(&ci) != layers.LinkTypeEthernet {
+	if CaptureLinkType(&ci) != layers.LinkTypeEthernet {
 		*p = Packet{}
 		return errLinkType
 	}
 	return d.decodeLens(frame, ci.CaptureLength, ci.Length, p)
+}
+
+// CaptureLinkType returns the link type of a frame read by pcapgo with
+// mixed link types allowed (pcapgo's NgReader puts it in the capture
+// info's AncillaryData, as package capture reads pcapng), or Ethernet when
+// the capture info does not say.
+func CaptureLinkType(ci *gopacket.CaptureInfo) layers.LinkType {
+	if len(ci.AncillaryData) > 0 {
+		if lt, ok := ci.AncillaryData[0].(layers.LinkType); ok {
+			return lt
+		}
+	}
+	return layers.LinkTypeEthernet
 }
 
 // decodeLens is DecodeCaptured given the capture and original lengths.

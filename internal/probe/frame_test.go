@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/roce-probe/roce-probe/roce"
+	"github.com/roce-probe/roce-probe/roce/capture"
 )
 
 func testFrame(tags []roce.VLANTag, v6 bool) Frame {
@@ -248,7 +249,7 @@ func TestParseFrameRealRXE(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer fh.Close()
-	cr, err := roce.NewCaptureReader(fh)
+	cr, err := capture.NewReader(fh)
 	if err != nil {
 		t.Fatal(err)
 	}
