@@ -343,7 +343,7 @@ func packetLine(frame int, ts time.Time, p *roce.Packet) string {
 	case roce.ICRCInvalid:
 		fmt.Fprintf(&b, " icrc BAD (wire %x, want %x)", p.ICRC[:], icrcWire(p.Computed))
 	default:
-		b.WriteString(" icrc unchecked (truncated)")
+		b.WriteString(" icrc unchecked (" + p.UncheckedReason() + ")")
 	}
 	return b.String()
 }

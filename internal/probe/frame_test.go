@@ -285,3 +285,16 @@ func TestParseFrameRealRXE(t *testing.T) {
 		t.Errorf("%d frames, want 8", n)
 	}
 }
+
+// ipv4Checksum is RFC 1071's checksum over an IPv4 header: 0 when a header
+// with its checksum is right, the checksum when the field is zeroed.
+func ipv4Checksum(h []byte) uint16 {
+	var s uint32
+	for i := 0; i+1 < len(h); i += 2 {
+		s += uint32(binary.BigEndian.Uint16(h[i:]))
+	}
+	for s>>16 != 0 {
+		s = s&0xffff + s>>16
+	}
+	return ^uint16(s)
+}
