@@ -36,19 +36,21 @@ import (
 //	IPv4 < 20 bytes, version != 4,     not RoCE                      ip_rcv_core (net/ipv4/ip_input.c): inhdr_error
 //	  IHL < 5
 //	IPv4 protocol != 17                not RoCE
-//	IPv4 fragment (MF or offset)       not RoCE                      no reassembly: RoCE senders set DF (rxe:
-//	                                                                 prepare_ipv4_hdr, rxe_net.c); tshark too shows a
-//	                                                                 fragment as IP, UDP only once reassembled
+//	IPv4 fragment (MF or offset)       not RoCE                      no reassembly: RoCE senders set DF (rxe: prepare4,
+//	                                                                 rxe_net.c); tshark too shows a lone fragment as IP
+//	                                                                 data
 //	IPv6 < 40 bytes or version != 6    not RoCE                      ip6_rcv_core (net/ipv6/ip6_input.c)
 //	IPv6 Hop-by-Hop (first only),      walked to the UDP header;     ip6_rcv_core/ip6_protocol_deliver_rcu deliver UDP
 //	  Routing, Destination Options       ICRC unchecked              after them; rxe_icrc_hdr (rxe_icrc.c) hashes a fixed
 //	                                                                 40+8-byte header, so no ICRC rule covers them
-//	IPv6 Fragment header               not RoCE                      as IPv4 fragments
+//	IPv6 Fragment header               not RoCE, unless an atomic    ipv6_frag_rcv (net/ipv6/reassembly.c): offset 0
+//	                                   fragment: then walked as      and M 0 "is not a fragmented frame" (RFC 6946);
+//	                                   the other extension headers   tshark decodes it too
 //	other IPv6 next header             not RoCE
 //	frame ends inside the UDP header   not RoCE                      (a snap length under 42 bytes): the port is not known
 //	UDP destination port != 4791       not RoCE                      rxe's tunnel socket listens on 4791
-//	                                                                 (ROCE_V2_UDP_DPORT, rxe_net.c); the source port is
-//	                                                                 the flow's entropy and any value
+//	                                                                 (rxe_net_ipv4_init, rxe_net.c: ROCE_V2_UDP_DPORT);
+//	                                                                 the source port is the flow's entropy, any value
 //	IPv4 header checksum wrong         malformed                     ip_rcv_core: csum_error, dropped (tshark does not
 //	                                                                 check by default; the ICRC masks this field)
 //	IPv4 total length < IHL*4 + 8,     malformed                     ip_rcv_core: inhdr_error (tshark takes 0 as TSO; a
@@ -76,7 +78,7 @@ import (
 //	EtherType 0x8915 (RoCE v1)         GRH, then BTH                 tshark's InfiniBand dissector decodes it; rxe has
 //	                                                                 no RoCE v1 (it opens only the UDP tunnel)
 //	GRH < 40 bytes                     malformed
-//	GRH next header != 0x1B            not RoCE                      not a BTH
+//	GRH next header != 0x1B            not RoCE                      not a BTH: tshark decodes the GRH and no BTH
 //	GRH PayLen beyond / short of       Truncated / padding ignored   as the IP lengths
 //	  the frame
 //
@@ -224,8 +226,15 @@ func (w *Walk) ipv6(frame []byte) error {
 			}
 			nh, hl = ip[hl], hl+(int(ip[hl+1])+1)*8
 			w.IPOptions = true
-		case 44:
-			return errFragment
+		case 44: // Fragment: only an atomic fragment (offset 0, M 0) is whole
+			if len(ip) < hl+8 {
+				return errShortUDP
+			}
+			if binary.BigEndian.Uint16(ip[hl+2:])&0xFFF9 != 0 {
+				return errFragment
+			}
+			nh, hl = ip[hl], hl+8
+			w.IPOptions = true
 		default:
 			return errNotUDP
 		}
