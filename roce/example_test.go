@@ -3,6 +3,7 @@ package roce_test
 import (
 	"fmt"
 	"net"
+	"net/netip"
 
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
@@ -65,4 +66,31 @@ func ExampleParseGID() {
 	// Output:
 	// ::ffff:192.168.0.2 192.168.0.2 ipv4
 	// 0000:0000:0000:0000:0000:ffff:c0a8:0002
+}
+
+// Build a RoCE v2 UD SEND_ONLY on an 802.1ad + 802.1Q stack with
+// FrameSpec and walk it again.
+func ExampleFrameSpec_Build() {
+	s := roce.FrameSpec{
+		SrcMAC: net.HardwareAddr{2, 0, 0, 0, 0, 1}, DstMAC: net.HardwareAddr{2, 0, 0, 0, 0, 2},
+		VLANs: []roce.VLANTag{{TPID: 0x88a8, ID: 1000, PCP: 5}, {ID: 10, PCP: 2}},
+		Src:   netip.MustParseAddr("10.0.0.1"), Dst: netip.MustParseAddr("10.0.0.2"),
+		TOS: 26<<2 | 2, TTL: 64, SrcPort: roce.RXESourcePort(0x11),
+		BTH:     roce.BTH{Opcode: roce.OpcodeUDSendOnly, PKey: 0xFFFF, DestQP: 0x12, PSN: 1},
+		Headers: []gopacket.SerializableLayer{&roce.DETH{QKey: 0x11111111, SrcQP: 0x11}},
+		Payload: []byte("hi"),
+	}
+	frame, err := s.Build()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	var w roce.Walk
+	err = roce.WalkFrame(frame, &w)
+	fmt.Println(len(frame), err, w.NumVLANs, w.VLANs[0].TPID == 0x88a8, w.Net, w.UDP, w.Transport, w.End)
+	_, ok, _ := roce.VerifyFrameICRC(frame)
+	fmt.Println("icrc ok:", ok)
+	// Output:
+	// 78 <nil> 2 true 22 42 50 78
+	// icrc ok: true
 }

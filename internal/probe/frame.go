@@ -8,7 +8,6 @@ import (
 	"net/netip"
 
 	"github.com/gopacket/gopacket"
-	"github.com/gopacket/gopacket/layers"
 	"github.com/roce-probe/roce-probe/roce"
 )
 
@@ -77,9 +76,9 @@ const (
 	icrcLen = roce.ICRCLen
 )
 
-// Build serializes the frame with roce/ layers (BTH opcode 0x64, DETH,
-// payload and pad), a valid IPv4 header checksum, UDP checksum 0 (as RoCE
-// v2 senders do) and a valid ICRC (roce.SerializeFrame).
+// Build serializes the frame with roce.FrameSpec (BTH opcode 0x64, DETH,
+// payload and pad, a valid IPv4 header checksum, UDP checksum 0 as RoCE v2
+// senders send it, and a valid ICRC), after checking the probe's limits.
 func (f Frame) Build() ([]byte, error) {
 	if len(f.DstMAC) != 6 || len(f.SrcMAC) != 6 {
 		return nil, fmt.Errorf("probe: MAC addresses %v → %v: want 6 bytes each", f.SrcMAC, f.DstMAC)
@@ -110,34 +109,13 @@ func (f Frame) Build() ([]byte, error) {
 	if !src.IsValid() || !dst.IsValid() || src.Is4() != dst.Is4() {
 		return nil, fmt.Errorf("probe: addresses %v → %v: want two IPv4 or two IPv6 addresses", f.Src, f.Dst)
 	}
-	var ls []gopacket.SerializableLayer
-	eth := &layers.Ethernet{SrcMAC: f.SrcMAC, DstMAC: f.DstMAC}
-	ls = append(ls, eth)
-	next := &eth.EthernetType
-	for _, t := range f.Tags {
-		*next = layers.EthernetType(t.TPID)
-		q := &layers.Dot1Q{Priority: t.PCP, DropEligible: t.DEI, VLANIdentifier: t.ID}
-		ls = append(ls, q)
-		next = &q.Type
+	spec := roce.FrameSpec{SrcMAC: f.SrcMAC, DstMAC: f.DstMAC, VLANs: f.Tags, Src: src, Dst: dst,
+		TOS: f.Markings().ToS(), TTL: f.TTL, SrcPort: f.Sport,
+		BTH:     roce.BTH{Opcode: roce.OpcodeUDSendOnly, PKey: f.PKey, DestQP: f.DestQP, PSN: f.PSN},
+		Headers: []gopacket.SerializableLayer{&roce.DETH{QKey: f.QKey, SrcQP: f.SrcQP}},
+		Payload: f.Payload,
 	}
-	udp := &layers.UDP{SrcPort: layers.UDPPort(f.Sport), DstPort: RoCEv2Port}
-	tos := f.Markings().ToS()
-	if src.Is4() {
-		*next = layers.EthernetTypeIPv4
-		ip := &layers.IPv4{Version: 4, IHL: 5, TOS: tos, TTL: f.TTL, Flags: layers.IPv4DontFragment,
-			Protocol: layers.IPProtocolUDP, SrcIP: src.AsSlice(), DstIP: dst.AsSlice()}
-		ls = append(ls, ip)
-	} else {
-		*next = layers.EthernetTypeIPv6
-		ip := &layers.IPv6{Version: 6, TrafficClass: tos, HopLimit: f.TTL,
-			NextHeader: layers.IPProtocolUDP, SrcIP: src.AsSlice(), DstIP: dst.AsSlice()}
-		ls = append(ls, ip)
-	}
-	ls = append(ls, udp,
-		&roce.BTH{Opcode: roce.OpcodeUDSendOnly, PKey: f.PKey, DestQP: f.DestQP, PSN: f.PSN},
-		&roce.DETH{QKey: f.QKey, SrcQP: f.SrcQP},
-		&roce.Payload{Data: f.Payload})
-	b, err := roce.SerializeFrame(ls...)
+	b, err := spec.Build()
 	if err != nil {
 		return nil, fmt.Errorf("probe: %w", err)
 	}

@@ -64,7 +64,7 @@ func insert(b []byte, off int, ins ...byte) []byte {
 // Edges returns one frame per edge case of the walk, named as
 // roce.WalkFrame's tests name them.
 func Edges() []Edge {
-	const ip4, ip6 = 14, 14 // offsets of the IP header in untagged frames
+	const ip4, ip6 = 14, 14                           // offsets of the IP header in untagged frames
 	const payload = "roce-probe edge-case frame 0123" // 31 bytes: pad 1
 	f4 := udFrame(4, nil, payload)
 	f6 := udFrame(6, nil, payload)
