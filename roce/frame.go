@@ -97,7 +97,7 @@ var errLinkType = fmt.Errorf("%w: captured on an interface whose link type is no
 // returns another error naming the header.
 func (d *Decoder) Decode(frame []byte, p *Packet) error {
 	*p = Packet{}
-	if err := WalkFrame(frame, &p.Walk); err != nil {
+	if err := p.Walk.walk(frame); err != nil {
 		return err
 	}
 	ip := frame[p.Net:]

@@ -131,6 +131,11 @@ const (
 // says. It does not allocate on success or when the frame is not RoCE.
 func WalkFrame(frame []byte, w *Walk) error {
 	*w = Walk{}
+	return w.walk(frame)
+}
+
+// walk is WalkFrame on a zeroed Walk.
+func (w *Walk) walk(frame []byte) error {
 	if len(frame) < 14 {
 		return errShortEthernet
 	}
