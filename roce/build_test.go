@@ -1,21 +1,14 @@
 package roce_test
 
 import (
-	"bytes"
 	"net"
 	"net/netip"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/gopacket/gopacket"
-	"github.com/gopacket/gopacket/layers"
-	"github.com/gopacket/gopacket/pcapgo"
 
-	"github.com/roce-probe/roce-probe/internal/testenv"
 	"github.com/roce-probe/roce-probe/roce"
 )
 
@@ -47,20 +40,15 @@ func builtSpecs() []roce.FrameSpec {
 // What tshark reads from frames FrameSpec builds is every marking that was
 // asked for (an independent decoder), and the checksums are right.
 func TestFrameSpecTshark(t *testing.T) {
-	tshark := testenv.Tool(t, "tshark")
 	specs := builtSpecs()
-	var buf bytes.Buffer
-	w := pcapgo.NewWriter(&buf)
-	w.WriteFileHeader(65536, layers.LinkTypeEthernet)
+	var frames [][]byte
 	for i := range specs {
 		b, err := specs[i].Build()
 		if err != nil {
 			t.Fatal(err)
 		}
-		w.WritePacket(gopacket.CaptureInfo{CaptureLength: len(b), Length: len(b)}, b)
+		frames = append(frames, b)
 	}
-	path := filepath.Join(t.TempDir(), "built.pcap")
-	os.WriteFile(path, buf.Bytes(), 0o644)
 	fields := []string{"eth.src", "eth.dst", "vlan.id", "vlan.priority", "vlan.dei", "vlan.etype", "eth.type",
 		"ieee8021ad.id", "ieee8021ad.priority", "ieee8021ad.dei",
 		"ip.dsfield", "ip.ttl", "ip.id", "ip.flags.df", "ip.checksum.status", "ip.src", "ip.dst",
@@ -68,22 +56,11 @@ func TestFrameSpecTshark(t *testing.T) {
 		"infiniband.grh.tclass", "infiniband.grh.flowlabel", "infiniband.grh.hoplmt", "infiniband.grh.sgid", "infiniband.grh.dgid",
 		"infiniband.bth.opcode", "infiniband.bth.p_key", "infiniband.bth.destqp", "infiniband.bth.psn", "infiniband.bth.padcnt",
 		"infiniband.deth.q_key", "infiniband.deth.srcqp"}
-	args := []string{"-r", path, "-o", "ip.check_checksum:TRUE", "-d", "udp.port==4791,infiniband", "--disable-protocol", "tftp", "-T", "fields", "-E", "separator=/t", "-E", "occurrence=a", "-E", "aggregator=,"}
-	for _, f := range fields {
-		args = append(args, "-e", f)
-	}
-	out, err := exec.Command(tshark, args...).Output()
-	if err != nil {
-		t.Fatalf("tshark: %v", err)
-	}
-	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
-	if len(lines) != len(specs) {
-		t.Fatalf("tshark printed %d lines for %d frames", len(lines), len(specs))
-	}
+	rows := tsharkFields(t, frames, []string{"-o", "ip.check_checksum:TRUE", "-E", "occurrence=a", "-E", "aggregator=,"}, fields)
 	hex := func(v uint64) string { return "0x" + strconv.FormatUint(v, 16) }
 	for i, s := range specs {
 		got := map[string]string{}
-		for j, v := range strings.Split(lines[i], "\t") {
+		for j, v := range rows[i] {
 			got[fields[j]] = v
 		}
 		want := map[string]string{
@@ -132,8 +109,7 @@ func TestFrameSpecTshark(t *testing.T) {
 			}
 		}
 		// and the ICRC, which tshark does not check
-		b, _ := s.Build()
-		if _, ok, err := roce.VerifyFrameICRC(b); err != nil || !ok {
+		if _, ok, err := roce.VerifyFrameICRC(frames[i]); err != nil || !ok {
 			t.Errorf("frame %d: ICRC %v %v", i+1, ok, err)
 		}
 	}

@@ -177,14 +177,9 @@ func (w *Walk) ipv4(frame []byte) error {
 	if binary.BigEndian.Uint16(ip[6:8])&0x3FFF != 0 {
 		return errFragment
 	}
-	if len(ip) < ihl+8 {
-		return errShortUDP
+	if err := w.roceV2(ip, ihl, 4); err != nil {
+		return err
 	}
-	if binary.BigEndian.Uint16(ip[ihl+2:]) != uint16(UDPPort) {
-		return errNotPort
-	}
-	w.Version, w.IPVersion = 2, 4
-	w.UDP = w.Net + ihl
 	w.IPOptions = ihl > 20
 	if ipv4Sum(ip[:ihl]) != 0xFFFF {
 		var h [60]byte
@@ -198,6 +193,19 @@ func (w *Walk) ipv4(frame []byte) error {
 		return fmt.Errorf("IPv4: total length %d, want at least %d (the %d-byte header and the UDP header)", tl, ihl+8, ihl)
 	}
 	return w.udp(frame, w.Net+tl)
+}
+
+// roceV2 reads the UDP destination port of the IP packet ip, whose UDP
+// header starts at hl: the frame is RoCE v2 when it is 4791.
+func (w *Walk) roceV2(ip []byte, hl, ipVersion int) error {
+	if len(ip) < hl+8 {
+		return errShortUDP
+	}
+	if binary.BigEndian.Uint16(ip[hl+2:]) != uint16(UDPPort) {
+		return errNotPort
+	}
+	w.Version, w.IPVersion, w.UDP = 2, ipVersion, w.Net+hl
+	return nil
 }
 
 // ipv4Sum returns the folded one's-complement sum of an IPv4 header: 0xFFFF
@@ -244,14 +252,9 @@ func (w *Walk) ipv6(frame []byte) error {
 			return errNotUDP
 		}
 	}
-	if len(ip) < hl+8 {
-		return errShortUDP
+	if err := w.roceV2(ip, hl, 6); err != nil {
+		return err
 	}
-	if binary.BigEndian.Uint16(ip[hl+2:]) != uint16(UDPPort) {
-		return errNotPort
-	}
-	w.Version, w.IPVersion = 2, 6
-	w.UDP = w.Net + hl
 	pl := int(binary.BigEndian.Uint16(ip[4:6]))
 	if pl == 0 {
 		return fmt.Errorf("IPv6: payload length 0 (a jumbogram), want 8..65535: RoCE packets are never that large")

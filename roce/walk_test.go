@@ -1,21 +1,12 @@
 package roce_test
 
 import (
-	"bytes"
 	"errors"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
-	"github.com/gopacket/gopacket"
-	"github.com/gopacket/gopacket/layers"
-	"github.com/gopacket/gopacket/pcapgo"
-
 	"github.com/roce-probe/roce-probe/internal/rocegen"
-	"github.com/roce-probe/roce-probe/internal/testenv"
 	"github.com/roce-probe/roce-probe/roce"
 )
 
@@ -177,7 +168,6 @@ func TestWalkAllocatesNothing(t *testing.T) {
 // are the rows of the table that follow the Linux kernel instead, where
 // tshark decodes what Linux drops.
 func TestWalkTshark(t *testing.T) {
-	tshark := testenv.Tool(t, "tshark")
 	kernelRows := map[string]bool{
 		"ipv4 bad checksum":               true, // ip_rcv_core: csum_error
 		"ipv4 total length 0":             true, // ip_rcv_core: inhdr_error (tshark: TSO)
@@ -185,30 +175,14 @@ func TestWalkTshark(t *testing.T) {
 		"ipv6 udp length 0":               true, // rxe_udp_encap_recv: paylen from uh->len
 	}
 	edges := rocegen.Edges()
-	var buf bytes.Buffer
-	w := pcapgo.NewWriter(&buf)
-	if err := w.WriteFileHeader(65536, layers.LinkTypeEthernet); err != nil {
-		t.Fatal(err)
-	}
+	var frames [][]byte
 	for _, e := range edges {
-		w.WritePacket(gopacket.CaptureInfo{CaptureLength: len(e.Data), Length: len(e.Data)}, e.Data)
+		frames = append(frames, e.Data)
 	}
-	path := filepath.Join(t.TempDir(), "edges.pcap")
-	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.Command(tshark, "-r", path, "-d", "udp.port==4791,infiniband", "--disable-protocol", "tftp",
-		"-T", "fields", "-E", "separator=/t", "-e", "frame.number", "-e", "infiniband.bth.opcode", "-e", "vlan.id").Output()
-	if err != nil {
-		t.Fatalf("tshark: %v", err)
-	}
-	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
-	if len(lines) != len(edges) {
-		t.Fatalf("tshark printed %d lines for %d frames", len(lines), len(edges))
-	}
+	rows := tsharkFields(t, frames, nil, []string{"frame.number", "infiniband.bth.opcode", "vlan.id"})
 	dec := roce.NewDecoder()
 	for i, e := range edges {
-		f := strings.Split(lines[i], "\t")
+		f := rows[i]
 		tsharkBTH := len(f) > 1 && f[1] != ""
 		var p roce.Packet
 		ours := dec.Decode(e.Data, &p) == nil
