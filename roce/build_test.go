@@ -56,7 +56,7 @@ func TestFrameSpecTshark(t *testing.T) {
 		"infiniband.grh.tclass", "infiniband.grh.flowlabel", "infiniband.grh.hoplmt", "infiniband.grh.sgid", "infiniband.grh.dgid",
 		"infiniband.bth.opcode", "infiniband.bth.p_key", "infiniband.bth.destqp", "infiniband.bth.psn", "infiniband.bth.padcnt",
 		"infiniband.deth.q_key", "infiniband.deth.srcqp"}
-	rows := tsharkFields(t, frames, []string{"-o", "ip.check_checksum:TRUE", "-E", "occurrence=a", "-E", "aggregator=,"}, fields)
+	rows := roce.TsharkRows(t, frames, []string{"-o", "ip.check_checksum:TRUE", "-E", "occurrence=a", "-E", "aggregator=,"}, fields)
 	hex := func(v uint64) string { return "0x" + strconv.FormatUint(v, 16) }
 	for i, s := range specs {
 		got := map[string]string{}

@@ -179,7 +179,7 @@ func TestWalkTshark(t *testing.T) {
 	for _, e := range edges {
 		frames = append(frames, e.Data)
 	}
-	rows := tsharkFields(t, frames, nil, []string{"frame.number", "infiniband.bth.opcode", "vlan.id"})
+	rows := roce.TsharkRows(t, frames, nil, []string{"frame.number", "infiniband.bth.opcode", "vlan.id"})
 	dec := roce.NewDecoder()
 	for i, e := range edges {
 		f := rows[i]
