@@ -10,7 +10,8 @@ import (
 	"github.com/gopacket/gopacket/layers"
 )
 
-// MaxVLANTags is the number of VLAN tags a Packet records (outermost first).
+// MaxVLANTags is the number of VLAN tags a Walk (and so a Packet) records,
+// outermost first; NumVLANs counts them all.
 const MaxVLANTags = 4
 
 // VLANTag is one 802.1Q/802.1ad tag.
