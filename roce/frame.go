@@ -193,7 +193,7 @@ func (d *Decoder) DecodeCaptured(frame []byte, ci gopacket.CaptureInfo, p *Packe
 		*p = Packet{}
 		return errLinkType
 	}
-	return d.decodeLens(frame, ci.CaptureLength, ci.Length, p)
+	return d.DecodeLengths(frame, ci.CaptureLength, ci.Length, p)
 }
 
 // CaptureLinkType returns the link type of a frame read by pcapgo with
@@ -209,8 +209,10 @@ func CaptureLinkType(ci *gopacket.CaptureInfo) layers.LinkType {
 	return layers.LinkTypeEthernet
 }
 
-// decodeLens is DecodeCaptured given the capture and original lengths.
-func (d *Decoder) decodeLens(frame []byte, capLen, length int, p *Packet) error {
+// DecodeLengths is DecodeCaptured for a frame of an Ethernet capture given
+// its captured and original lengths (package capture keeps them apart from
+// a gopacket.CaptureInfo in its batches).
+func (d *Decoder) DecodeLengths(frame []byte, capLen, length int, p *Packet) error {
 	if err := d.Decode(frame, p); err != nil {
 		if capLen < length && !errors.Is(err, ErrNotRoCE) {
 			return fmt.Errorf("cut short by the capture's snap length (%d of %d bytes): %w", capLen, length, err)

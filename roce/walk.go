@@ -182,17 +182,22 @@ func (w *Walk) ipv4(frame []byte) error {
 	}
 	w.IPOptions = ihl > 20
 	if ipv4Sum(ip[:ihl]) != 0xFFFF {
-		var h [60]byte
-		copy(h[:], ip[:ihl])
-		h[10], h[11] = 0, 0
-		return fmt.Errorf("IPv4: header checksum %#04x is wrong, want %#04x (Linux drops the packet: ip_rcv_core)",
-			binary.BigEndian.Uint16(ip[10:12]), ^uint16(ipv4Sum(h[:ihl])))
+		return ipv4ChecksumError(ip[:ihl])
 	}
 	tl := int(binary.BigEndian.Uint16(ip[2:4]))
 	if tl < ihl+8 {
 		return fmt.Errorf("IPv4: total length %d, want at least %d (the %d-byte header and the UDP header)", tl, ihl+8, ihl)
 	}
 	return w.udp(frame, w.Net+tl)
+}
+
+// ipv4ChecksumError names a wrong IPv4 header checksum and the right one.
+func ipv4ChecksumError(h []byte) error {
+	var z [60]byte
+	copy(z[:], h)
+	z[10], z[11] = 0, 0
+	return fmt.Errorf("IPv4: header checksum %#04x is wrong, want %#04x (Linux drops the packet: ip_rcv_core)",
+		binary.BigEndian.Uint16(h[10:12]), ^uint16(ipv4Sum(z[:len(h)])))
 }
 
 // roceV2 reads the UDP destination port of the IP packet ip, whose UDP
@@ -212,6 +217,12 @@ func (w *Walk) roceV2(ip []byte, hl, ipVersion int) error {
 // when its checksum is right.
 func ipv4Sum(h []byte) uint32 {
 	var s uint64
+	if len(h) >= 20 { // the 20 bytes every header has, unrolled
+		be := binary.BigEndian
+		s = uint64(be.Uint32(h[0:4])) + uint64(be.Uint32(h[4:8])) + uint64(be.Uint32(h[8:12])) +
+			uint64(be.Uint32(h[12:16])) + uint64(be.Uint32(h[16:20]))
+		h = h[20:]
+	}
 	for len(h) >= 4 {
 		s += uint64(binary.BigEndian.Uint32(h))
 		h = h[4:]
@@ -269,19 +280,25 @@ func (w *Walk) ipv6(frame []byte) error {
 // (possibly beyond the frame). The frame holds the UDP header.
 func (w *Walk) udp(frame []byte, ipEnd int) error {
 	ul := int(binary.BigEndian.Uint16(frame[w.UDP+4:]))
-	switch room := ipEnd - w.UDP; {
-	case ul == 0:
-		return fmt.Errorf("UDP: length 0, want 8..%d (a jumbo length: RoCE packets are never that large)", room)
-	case ul < 8:
-		return fmt.Errorf("UDP: length %d, want 8..%d", ul, room)
-	case ul > room:
-		return fmt.Errorf("UDP: length %d exceeds the %d bytes the IP header leaves for it", ul, room)
+	if ul < 8 || ul > ipEnd-w.UDP {
+		return udpLengthError(ul, ipEnd-w.UDP)
 	}
 	w.Transport, w.End = w.UDP+8, w.UDP+ul
 	if w.End > len(frame) {
 		w.Truncated, w.End = true, len(frame)
 	}
 	return nil
+}
+
+// udpLengthError explains a UDP length that is not 8..room.
+func udpLengthError(ul, room int) error {
+	switch {
+	case ul == 0:
+		return fmt.Errorf("UDP: length 0, want 8..%d (a jumbo length: RoCE packets are never that large)", room)
+	case ul < 8:
+		return fmt.Errorf("UDP: length %d, want 8..%d", ul, room)
+	}
+	return fmt.Errorf("UDP: length %d exceeds the %d bytes the IP header leaves for it", ul, room)
 }
 
 func (w *Walk) grh(frame []byte) error {

@@ -192,7 +192,7 @@ func summarizeFrame(dec *roce.Decoder, p *roce.Packet, data []byte, capLen, leng
 		st.NonRoCE++
 		return
 	}
-	if err := dec.DecodeCaptured(data, gopacket.CaptureInfo{CaptureLength: capLen, Length: length}, p); err != nil {
+	if err := dec.DecodeLengths(data, capLen, length, p); err != nil {
 		if errors.Is(err, roce.ErrNotRoCE) {
 			st.NonRoCE++
 		} else {
