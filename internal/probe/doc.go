@@ -16,7 +16,8 @@
 //
 //   - Payload, Marshal and ParsePayload: the probe and reply payload format.
 //   - Frame.Build and ParseFrame: whole Ethernet frames around a payload,
-//     built and checked with the roce/ layers and ICRC.
+//     built with roce.FrameSpec and walked with roce.WalkFrame (the walk
+//     roce.Decoder and the ICRC functions use), ICRC checked.
 //   - Responder: the listener's decision logic (validation, per-sender rate
 //     limiting with bounded memory in RateLimiter, counters), free of sockets.
 //   - Prober: the sender's logic (numbered probes, matching replies and the

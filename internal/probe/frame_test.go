@@ -31,8 +31,9 @@ func testFrame(tags []roce.VLANTag, v6 bool) Frame {
 	return f
 }
 
-// The header bytes a RoCE v2 UD SEND_ONLY must carry, checked at the
-// offsets of kernel-algorithms.md §6 rather than through ParseFrame.
+// The header bytes a RoCE v2 UD SEND_ONLY must carry, checked at their
+// fixed offsets (Ethernet, 802.1Q, IPv4, UDP; BTH and DETH as
+// include/rdma/ib_pack.h lays them out) rather than through ParseFrame.
 func TestBuildLayout(t *testing.T) {
 	f := testFrame([]roce.VLANTag{{TPID: 0x8100, ID: 100, PCP: 3}}, false)
 	b, err := f.Build()
