@@ -9,7 +9,6 @@ import (
 	"syscall"
 
 	"github.com/gopacket/gopacket"
-	"github.com/gopacket/gopacket/layers"
 
 	"github.com/roce-probe/roce-probe/gid"
 	"github.com/roce-probe/roce-probe/qos"
@@ -555,64 +554,33 @@ func (res *Resolution) Frame(d Datagram) ([]byte, error) {
 	if pkey == 0 {
 		pkey = 0xFFFF
 	}
-	var ls []gopacket.SerializableLayer
-	eth := &layers.Ethernet{SrcMAC: net.HardwareAddr(w.SMAC), DstMAC: net.HardwareAddr(w.DMAC)}
-	ls = append(ls, eth)
-	var next uint16
-	switch {
-	case w.RoCEVersion == 1:
-		next = uint16(roce.EthernetTypeRoCEv1)
-	case w.IPVersion == 4:
-		next = 0x0800
-	default:
-		next = 0x86DD
+	spec := roce.FrameSpec{SrcMAC: net.HardwareAddr(w.SMAC), DstMAC: net.HardwareAddr(w.DMAC), Version: w.RoCEVersion,
+		Src: w.Src, Dst: w.Dst, TOS: *w.TOS, TTL: w.TTL, IPID: d.IPID,
+		BTH:     roce.BTH{Opcode: roce.OpcodeUDSendOnly, PKey: pkey, DestQP: d.DestQPN, PSN: d.PSN},
+		Headers: []gopacket.SerializableLayer{&roce.DETH{QKey: d.QKey, SrcQP: d.SrcQPN}},
+		Payload: d.Payload,
 	}
-	types := make([]uint16, 0, len(w.VLANChain)+1)
 	for _, t := range w.VLANChain {
-		proto := uint16(t.TPID)
-		if proto == 0 {
-			proto = uint16(vlan.TPID8021Q)
-		}
-		types = append(types, proto)
-	}
-	types = append(types, next)
-	eth.EthernetType = layers.EthernetType(types[0])
-	for i, t := range w.VLANChain {
 		if t.PCP == nil {
 			return nil, fmt.Errorf("ah: the PCP of VLAN %d is not known for this driver: cannot build the frame", t.ID)
 		}
-		ls = append(ls, &layers.Dot1Q{Priority: *t.PCP, VLANIdentifier: t.ID, Type: layers.EthernetType(types[i+1])})
-	}
-	sport := d.UDPSport
-	if sport == 0 {
-		if w.RoCEVersion == 2 && w.UDPSport == nil {
-			return nil, fmt.Errorf("ah: the UDP source port is not predictable (%s): set Datagram.UDPSport", w.UDPSportFrom)
+		tpid := uint16(t.TPID)
+		if tpid == 0 {
+			tpid = uint16(vlan.TPID8021Q)
 		}
-		if w.UDPSport != nil {
-			sport = *w.UDPSport
+		spec.VLANs = append(spec.VLANs, roce.VLANTag{TPID: tpid, ID: t.ID, PCP: *t.PCP})
+	}
+	if w.RoCEVersion == 2 {
+		spec.SrcPort = d.UDPSport
+		if spec.SrcPort == 0 {
+			if w.UDPSport == nil {
+				return nil, fmt.Errorf("ah: the UDP source port is not predictable (%s): set Datagram.UDPSport", w.UDPSportFrom)
+			}
+			spec.SrcPort = *w.UDPSport
 		}
 	}
-	fl := uint32(0)
-	if w.FlowLabel != nil {
-		fl = *w.FlowLabel
+	if w.FlowLabel != nil && w.IPVersion != 4 {
+		spec.FlowLabel = *w.FlowLabel
 	}
-	switch {
-	case w.RoCEVersion == 1:
-		ls = append(ls, &roce.GRH{IPVer: 6, TClass: *w.TOS, FlowLabel: fl, NxtHdr: roce.NextHeaderBTH, HopLmt: w.TTL,
-			SGID: gid.GID(w.Src.As16()), DGID: gid.GID(w.Dst.As16())})
-	case w.IPVersion == 4:
-		ls = append(ls, &layers.IPv4{Version: 4, IHL: 5, TOS: *w.TOS, Id: d.IPID, Flags: layers.IPv4DontFragment,
-			TTL: w.TTL, Protocol: layers.IPProtocolUDP, SrcIP: w.Src.AsSlice(), DstIP: w.Dst.AsSlice()},
-			&layers.UDP{SrcPort: layers.UDPPort(sport), DstPort: roce.UDPPort})
-	default:
-		ls = append(ls, &layers.IPv6{Version: 6, TrafficClass: *w.TOS, FlowLabel: fl, NextHeader: layers.IPProtocolUDP,
-			HopLimit: w.TTL, SrcIP: w.Src.AsSlice(), DstIP: w.Dst.AsSlice()},
-			&layers.UDP{SrcPort: layers.UDPPort(sport), DstPort: roce.UDPPort})
-	}
-	ls = append(ls,
-		&roce.BTH{Opcode: roce.OpcodeUDSendOnly, PKey: pkey, DestQP: d.DestQPN, PSN: d.PSN},
-		&roce.DETH{QKey: d.QKey, SrcQP: d.SrcQPN},
-		&roce.Payload{Data: d.Payload},
-	)
-	return roce.SerializeFrame(ls...)
+	return spec.Build()
 }

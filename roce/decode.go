@@ -115,13 +115,27 @@ func decodePayload(data []byte, p gopacket.PacketBuilder, b *BTH) error {
 }
 
 // checkPacketICRC verifies the ICRC of a packet being decoded by
-// gopacket.NewPacket: it finds the network header in front of the BTH and
-// covers everything from there to the ICRC.
+// gopacket.NewPacket. A packet that starts with an Ethernet header is
+// walked as Decoder walks it (WalkFrame), so both give the same verdict;
+// otherwise the network header in front of the BTH is found among the
+// decoded layers and everything from there to the ICRC is covered.
 func checkPacketICRC(pk gopacket.Packet, pl *Payload) {
-	if md := pk.Metadata(); md != nil && (md.Truncated || md.CaptureLength < md.Length) {
+	md := pk.Metadata()
+	if md != nil && md.CaptureLength < md.Length {
 		return
 	}
 	ls := pk.Layers()
+	if len(ls) > 0 && ls[0].LayerType() == layers.LayerTypeEthernet {
+		var w Walk
+		if WalkFrame(pk.Data(), &w) != nil || w.UncheckedReason() != "" {
+			return
+		}
+		setICRC(pl, pk.Data()[w.Net:w.End])
+		return
+	}
+	if md != nil && md.Truncated {
+		return
+	}
 	var net []byte
 	for i := len(ls) - 1; i >= 0; i-- {
 		switch l := ls[i].(type) {
@@ -135,10 +149,13 @@ func checkPacketICRC(pk gopacket.Packet, pl *Payload) {
 	if net == nil {
 		return
 	}
-	pkt, ok := extendTo(net, pl.contents)
-	if !ok {
-		return
+	if pkt, ok := extendTo(net, pl.contents); ok {
+		setICRC(pl, pkt)
 	}
+}
+
+// setICRC verifies the ICRC of pkt (network header to ICRC) into pl.
+func setICRC(pl *Payload, pkt []byte) {
 	c, valid, err := VerifyICRC(pkt)
 	if err != nil {
 		return

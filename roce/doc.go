@@ -16,13 +16,20 @@
 // gopacket.DecodingLayerParser use NewDecodingLayers, which links the
 // extension-header layers to one BTH. Decoder decodes a whole frame into a
 // flat Packet and verifies its ICRC without allocating, faster than a
-// DecodingLayerParser (see docs/performance.md); NewCaptureReader reads
-// pcap and pcapng captures and Summary aggregates packets per flow;
-// CaptureReader.Summarize does both on all cores. These are what
-// `roce-probe decode` uses.
+// DecodingLayerParser (see docs/performance.md). Reading capture files and
+// per-flow summaries are in the subpackage roce/capture; `roce-probe decode`
+// uses both.
 //
-// To build frames, serialize layers with SerializeFrame (or
-// gopacket.SerializeLayers followed by FillICRC). ICRC, VerifyICRC and
+// GID is the 128-bit GID of GRHs and GID tables (package gid names it
+// gid.GID, an alias), with ParseGID and GIDFromAddr.
+//
+// To build frames, fill a FrameSpec (MACs, VLAN tags, addresses, DSCP/ECN,
+// TTL, flow label, UDP ports, BTH, extension headers, payload) and call
+// Build, or serialize layers with SerializeFrame (or
+// gopacket.SerializeLayers followed by FillICRC). WalkFrame walks the
+// Ethernet, VLAN, IP and UDP headers of a frame without allocating, with
+// one documented decision per edge case (see Walk); Decoder, the ICRC
+// functions and the probe's parser all use it. ICRC, VerifyICRC and
 // VerifyFrameICRC compute and check ICRCs of raw bytes. The ICRC is a
 // CRC-32 stored little-endian on the wire; tools that print it as a
 // big-endian number (Wireshark's infiniband.invariant.crc) show it

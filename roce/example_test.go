@@ -3,7 +3,7 @@ package roce_test
 import (
 	"fmt"
 	"net"
-	"os"
+	"net/netip"
 
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
@@ -58,35 +58,39 @@ func ExampleOpcode_Info() {
 	// Output: RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE RC [IB-RETH IB-ImmDt] 20
 }
 
-// Summarise the RoCE flows of a capture file per flow, on all cores.
-func ExampleCaptureReader_Summarize() {
-	f, err := os.Open("testdata/sample.pcapng")
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	defer f.Close()
-	cr, err := roce.NewCaptureReader(f)
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	sum, stats, err := cr.Summarize(func(e roce.FrameError) { fmt.Printf("frame %d: %v\n", e.Frame, e.Err) })
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	fmt.Printf("%d frames, %d RoCE, %d with a bad ICRC\n", stats.Frames, stats.RoCE, stats.BadICRC)
-	for _, fl := range sum.Flows() {
-		fmt.Printf("v%d %s > %s qp %#x: %d packets, PSN %d-%d\n", fl.Version, fl.Src, fl.Dst, fl.DestQP, fl.Packets, fl.FirstPSN, fl.LastPSN)
-	}
+// A GID as sysfs prints it, as an address and classified.
+func ExampleParseGID() {
+	g, _ := roce.ParseGID("0000:0000:0000:0000:0000:ffff:c0a8:0002")
+	fmt.Println(g, g.Addr(), g.Kind())
+	fmt.Println(g.SysfsString())
 	// Output:
-	// 10 frames, 9 RoCE, 1 with a bad ICRC
-	// v2 192.168.100.1 > 192.168.100.2 qp 0x12: 3 packets, PSN 1-4
-	// v2 fd00:100::1 > fd00:100::2 qp 0x21: 1 packets, PSN 100-100
-	// v2 fd00:100::1 > fd00:100::2 qp 0x20: 1 packets, PSN 100-100
-	// v2 192.168.100.1 > 192.168.100.2 qp 0x21: 1 packets, PSN 101-101
-	// v2 192.168.100.1 > 192.168.100.2 qp 0x20: 1 packets, PSN 0-0
-	// v1 ::ffff:192.168.100.1 > ::ffff:192.168.100.2 qp 0x12: 1 packets, PSN 3-3
-	// v1 ::ffff:192.168.100.1 > ::ffff:192.168.100.2 qp 0x21: 1 packets, PSN 7-7
+	// ::ffff:192.168.0.2 192.168.0.2 ipv4
+	// 0000:0000:0000:0000:0000:ffff:c0a8:0002
+}
+
+// Build a RoCE v2 UD SEND_ONLY on an 802.1ad + 802.1Q stack with
+// FrameSpec and walk it again.
+func ExampleFrameSpec_Build() {
+	s := roce.FrameSpec{
+		SrcMAC: net.HardwareAddr{2, 0, 0, 0, 0, 1}, DstMAC: net.HardwareAddr{2, 0, 0, 0, 0, 2},
+		VLANs: []roce.VLANTag{{TPID: 0x88a8, ID: 1000, PCP: 5}, {ID: 10, PCP: 2}},
+		Src:   netip.MustParseAddr("10.0.0.1"), Dst: netip.MustParseAddr("10.0.0.2"),
+		TOS: 26<<2 | 2, TTL: 64, SrcPort: roce.RXESourcePort(0x11),
+		BTH:     roce.BTH{Opcode: roce.OpcodeUDSendOnly, PKey: 0xFFFF, DestQP: 0x12, PSN: 1},
+		Headers: []gopacket.SerializableLayer{&roce.DETH{QKey: 0x11111111, SrcQP: 0x11}},
+		Payload: []byte("hi"),
+	}
+	frame, err := s.Build()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	var w roce.Walk
+	err = roce.WalkFrame(frame, &w)
+	fmt.Println(len(frame), err, w.NumVLANs, w.VLANs[0].TPID == 0x88a8, w.Net, w.UDP, w.Transport, w.End)
+	_, ok, _ := roce.VerifyFrameICRC(frame)
+	fmt.Println("icrc ok:", ok)
+	// Output:
+	// 78 <nil> 2 true 22 42 50 78
+	// icrc ok: true
 }

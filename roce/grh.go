@@ -6,8 +6,6 @@ import (
 
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
-
-	"github.com/roce-probe/roce-probe/gid"
 )
 
 // GRHLen is the length of the Global Route Header.
@@ -29,8 +27,8 @@ type GRH struct {
 	PayLen    uint16
 	NxtHdr    uint8 // 0x1B: BTH
 	HopLmt    uint8
-	SGID      gid.GID
-	DGID      gid.GID
+	SGID      GID
+	DGID      GID
 }
 
 // LayerType returns LayerTypeGRH.

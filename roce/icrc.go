@@ -109,8 +109,8 @@ func icrcMasked(pkt []byte) (uint32, error) {
 	switch pkt[0] >> 4 {
 	case 4:
 		ihl := int(pkt[0]&0x0F) * 4
-		if ihl < 20 {
-			return 0, fmt.Errorf("ICRC: IPv4 IHL %d bytes, want at least 20", ihl)
+		if ihl != 20 {
+			return 0, fmt.Errorf("ICRC: IPv4 IHL %d bytes, want 20: %w", ihl, errICRCNoRule)
 		}
 		hdr = ihl + 8 + BTHLen
 		if len(pkt) < hdr {
@@ -119,9 +119,7 @@ func icrcMasked(pkt []byte) (uint32, error) {
 		if pkt[9] != 17 {
 			return 0, fmt.Errorf("ICRC: IPv4 protocol %d, want 17 (UDP): %w", pkt[9], ErrNotRoCE)
 		}
-		s = updateMasked(s, pkt[:20], maskIPv4[:20])
-		s = updateMasked(s, pkt[20:ihl], zeros[:ihl-20]) // options: covered as they are
-		s = updateMasked(s, pkt[ihl:hdr], maskIPv4[20:])
+		s = updateMasked(s, pkt[:hdr], maskIPv4[:])
 	case 6:
 		if len(pkt) < GRHLen {
 			return 0, fmt.Errorf("ICRC: IPv6/GRH packet %d bytes, want at least %d", len(pkt), GRHLen)
@@ -169,8 +167,6 @@ func updateRest(s uint32, p []byte) uint32 {
 	}
 	return ^s
 }
-
-var zeros [40]byte
 
 // prefixLen is how much of a packet icrcPrefix copies: the masked headers
 // (at most 60 bytes after the 8 0xFF bytes) rounded up so that hash/crc32,
@@ -371,69 +367,36 @@ func VerifyFrameICRC(frame []byte) (computed uint32, ok bool, err error) {
 }
 
 // roceNetworkPacket returns the RoCE packet inside an Ethernet frame: from
-// the IP header or GRH to the end of the ICRC.
+// the IP header or GRH to the end of the ICRC, as WalkFrame finds it. A
+// frame whose ICRC cannot be checked (truncated, IPv4 options, IPv6
+// extension headers) is an error.
 func roceNetworkPacket(frame []byte) ([]byte, error) {
-	if len(frame) < 14 {
-		return nil, fmt.Errorf("Ethernet frame %d bytes, want at least 14", len(frame))
+	var w Walk
+	if err := WalkFrame(frame, &w); err != nil {
+		return nil, err
 	}
-	off := 12
-	et := binary.BigEndian.Uint16(frame[off:])
-	for et == 0x8100 || et == 0x88A8 || et == 0x9100 {
-		off += 4
-		if len(frame) < off+2 {
-			return nil, fmt.Errorf("Ethernet frame %d bytes, want at least %d for its VLAN tags", len(frame), off+2)
-		}
-		et = binary.BigEndian.Uint16(frame[off:])
+	if r := w.UncheckedReason(); r != "" {
+		return nil, fmt.Errorf("ICRC: not computed for this packet (%s): %w", r, errNoICRCRule(r))
 	}
-	off += 2
-	p := frame[off:]
-	var end, min int
-	switch et {
-	case 0x0800:
-		if len(p) < 20 {
-			return nil, fmt.Errorf("IPv4 header %d bytes, want at least 20", len(p))
-		}
-		ihl := int(p[0]&0x0F) * 4
-		end = int(binary.BigEndian.Uint16(p[2:4]))
-		if end == 0 { // unset total length (TSO); use the frame
-			end = len(p)
-		}
-		if p[9] != 17 {
-			return nil, fmt.Errorf("IPv4 protocol %d, want 17 (UDP): %w", p[9], ErrNotRoCE)
-		}
-		if len(p) < ihl+8 || ihl < 20 {
-			return nil, fmt.Errorf("IPv4 packet %d bytes with IHL %d, want room for a UDP header", len(p), ihl)
-		}
-		if dp := binary.BigEndian.Uint16(p[ihl+2:]); dp != uint16(UDPPort) {
-			return nil, fmt.Errorf("UDP destination port %d, want %d: %w", dp, UDPPort, ErrNotRoCE)
-		}
-		min = ihl + 8 + BTHLen + ICRCLen
-	case 0x86DD:
-		if len(p) < 48 {
-			return nil, fmt.Errorf("IPv6 packet %d bytes, want at least 48 (IPv6 and UDP headers)", len(p))
-		}
-		if p[6] != 17 {
-			return nil, fmt.Errorf("IPv6 next header %d, want 17 (UDP): %w", p[6], ErrNotRoCE)
-		}
-		if dp := binary.BigEndian.Uint16(p[42:]); dp != uint16(UDPPort) {
-			return nil, fmt.Errorf("UDP destination port %d, want %d: %w", dp, UDPPort, ErrNotRoCE)
-		}
-		end = 40 + int(binary.BigEndian.Uint16(p[4:6]))
-		min = 40 + 8 + BTHLen + ICRCLen
-	case uint16(EthernetTypeRoCEv1):
-		if len(p) < GRHLen {
-			return nil, fmt.Errorf("GRH %d bytes, want %d", len(p), GRHLen)
-		}
-		end = GRHLen + int(binary.BigEndian.Uint16(p[4:6]))
-		min = GRHLen + BTHLen + ICRCLen
-	default:
-		return nil, fmt.Errorf("EtherType %#04x, want 0x0800, 0x86dd or 0x8915: %w", et, ErrNotRoCE)
+	min := BTHLen + ICRCLen
+	if n := w.End - w.Transport; n < min {
+		return nil, fmt.Errorf("RoCE packet: %d bytes after the network and UDP headers, want at least %d (BTH and ICRC)", n, min)
 	}
-	if end > len(p) {
-		return nil, fmt.Errorf("packet length %d bytes exceeds the %d bytes left in the frame", end, len(p))
-	}
-	if end < min {
-		return nil, fmt.Errorf("packet length %d bytes, want at least %d (headers, BTH and ICRC)", end, min)
-	}
-	return p[:end], nil
+	return frame[w.Net:w.End], nil
 }
+
+// errNoICRCRule returns the reason the ICRC of a packet is unchecked as an
+// error.
+func errNoICRCRule(reason string) error {
+	switch reason {
+	case "truncated":
+		return errICRCTruncated
+	}
+	return errICRCNoRule
+}
+
+// Why an ICRC is not computed.
+var (
+	errICRCTruncated = errors.New("the frame is shorter than its headers say")
+	errICRCNoRule    = errors.New("no ICRC rule covers IPv4 options or IPv6 extension headers (rxe_icrc_hdr hashes a fixed 20- or 40-byte IP header and the UDP header after it)")
+)

@@ -167,6 +167,9 @@ func TestDecoderICRCLengths(t *testing.T) {
 				ttl = 7 // IPv6 hop limit, GRH HopLmt
 			}
 			pkt[ttl] ^= 0x10
+			if ttl == 8 {
+				fixIPv4Checksum(pkt) // as a router that decrements the TTL does
+			}
 			if err := dec.Decode(frame, &p); err != nil || p.ICRCStatus != ICRCValid {
 				t.Fatalf("%s payload %d, TTL changed: %v, ICRC %v, want valid (masked)", e.name, n, err, p.ICRCStatus)
 			}
@@ -224,4 +227,18 @@ func TestICRCCopyAllLengths(t *testing.T) {
 	if want := 3 * (icrcCopyMax - 40 + 1 + icrcCopyMax - 60 + 1 + icrcCopyMax - 52 + 1); checked != want {
 		t.Errorf("icrcCopy took %d packets, want %d", checked, want)
 	}
+}
+
+// fixIPv4Checksum rewrites the header checksum of the IPv4 header (IHL 5)
+// at the start of ip (RFC 1071, independent of the walker's ipv4Sum).
+func fixIPv4Checksum(ip []byte) {
+	ip[10], ip[11] = 0, 0
+	var s uint32
+	for i := 0; i < 20; i += 2 {
+		s += uint32(ip[i])<<8 | uint32(ip[i+1])
+	}
+	for s>>16 != 0 {
+		s = s&0xffff + s>>16
+	}
+	ip[10], ip[11] = byte(^s>>8), byte(^s)
 }

@@ -3,8 +3,6 @@ package roce
 import (
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
-
-	"github.com/roce-probe/roce-probe/gid"
 )
 
 // Wire constants.
@@ -41,7 +39,7 @@ var (
 var EndpointGID = gopacket.RegisterEndpointType(1791, gopacket.EndpointTypeMetadata{
 	Name: "GID",
 	Formatter: func(b []byte) string {
-		var g gid.GID
+		var g GID
 		copy(g[:], b)
 		return g.String()
 	},

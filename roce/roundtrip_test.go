@@ -10,8 +10,6 @@ import (
 
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
-
-	"github.com/roce-probe/roce-probe/gid"
 )
 
 // encap describes the outer headers of a test frame.
@@ -84,48 +82,17 @@ type frameSpec struct {
 	sport   uint16
 }
 
+// buildFrame builds f with FrameSpec, the one frame builder.
 func buildFrame(t testing.TB, f frameSpec) []byte {
 	t.Helper()
-	var ls []gopacket.SerializableLayer
-	first := layers.EthernetTypeIPv4
-	if f.version == 1 {
-		first = EthernetTypeRoCEv1
-	} else if f.ipv == 6 {
-		first = layers.EthernetTypeIPv6
+	s := FrameSpec{SrcMAC: srcMAC, DstMAC: dstMAC, VLANs: f.vlans, Version: f.version, Src: src4, Dst: dst4,
+		TOS: f.tos, TTL: f.ttl, IPID: 0x1234, SrcPort: f.sport, BTH: f.bth, Headers: f.exts, Payload: f.payload}
+	if f.version == 1 || f.ipv == 6 {
+		s.Src, s.Dst, s.FlowLabel = src6, dst6, f.fl
 	}
-	eth := &layers.Ethernet{SrcMAC: srcMAC, DstMAC: dstMAC, EthernetType: first}
-	if len(f.vlans) > 0 {
-		eth.EthernetType = layers.EthernetType(f.vlans[0].TPID)
-	}
-	ls = append(ls, eth)
-	for i, v := range f.vlans {
-		next := first
-		if i+1 < len(f.vlans) {
-			next = layers.EthernetType(f.vlans[i+1].TPID)
-		}
-		ls = append(ls, &layers.Dot1Q{Priority: v.PCP, DropEligible: v.DEI, VLANIdentifier: v.ID, Type: next})
-	}
-	switch {
-	case f.version == 1:
-		ls = append(ls, &GRH{TClass: f.tos, FlowLabel: f.fl, HopLmt: f.ttl, NxtHdr: NextHeaderBTH,
-			SGID: gid.FromAddr(src6), DGID: gid.FromAddr(dst6)})
-	case f.ipv == 4:
-		ls = append(ls, &layers.IPv4{Version: 4, IHL: 5, TOS: f.tos, TTL: f.ttl, Flags: layers.IPv4DontFragment,
-			Id: 0x1234, Protocol: layers.IPProtocolUDP, SrcIP: src4.AsSlice(), DstIP: dst4.AsSlice()})
-	default:
-		ls = append(ls, &layers.IPv6{Version: 6, TrafficClass: f.tos, FlowLabel: f.fl, HopLimit: f.ttl,
-			NextHeader: layers.IPProtocolUDP, SrcIP: src6.AsSlice(), DstIP: dst6.AsSlice()})
-	}
-	if f.version == 2 {
-		ls = append(ls, &layers.UDP{SrcPort: layers.UDPPort(f.sport), DstPort: UDPPort})
-	}
-	bth := f.bth
-	ls = append(ls, &bth)
-	ls = append(ls, f.exts...)
-	ls = append(ls, &Payload{Data: f.payload})
-	frame, err := SerializeFrame(ls...)
+	frame, err := s.Build()
 	if err != nil {
-		t.Fatalf("SerializeFrame: %v", err)
+		t.Fatalf("FrameSpec.Build: %v", err)
 	}
 	return frame
 }

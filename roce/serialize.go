@@ -9,7 +9,8 @@ import (
 
 // SerializeFrame serializes a whole RoCE frame, Ethernet header first, and
 // returns it with every length, the IPv4 header checksum and the ICRC
-// filled in:
+// filled in (FrameSpec.Build, which takes the markings rather than layers,
+// is built on it):
 //
 //   - lengths (IPv4/IPv6/UDP lengths, GRH PayLen) are computed;
 //   - a *BTH followed by a *Payload with a nil Pad gets

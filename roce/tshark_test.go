@@ -35,7 +35,6 @@ var tsharkFields = []string{
 // ICRC bytes, equal ours. Wireshark does not verify the ICRC; it shows the
 // 4 wire bytes as a big-endian number (byte-swapped CRC-32).
 func TestTsharkInterop(t *testing.T) {
-	tshark := testenv.Tool(t, "tshark")
 	var frames [][]byte
 	var specs []frameSpec
 	n := 0
@@ -52,41 +51,12 @@ func TestTsharkInterop(t *testing.T) {
 			frames = append(frames, buildFrame(t, f))
 		}
 	}
-	path := filepath.Join(t.TempDir(), "interop.pcap")
-	var buf bytes.Buffer
-	w := pcapgo.NewWriter(&buf)
-	if err := w.WriteFileHeader(65536, layers.LinkTypeEthernet); err != nil {
-		t.Fatal(err)
-	}
-	for _, fr := range frames {
-		if err := w.WritePacket(gopacket.CaptureInfo{CaptureLength: len(fr), Length: len(fr)}, fr); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	args := []string{"-r", path, "-d", "udp.port==4791,infiniband", "--disable-protocol", "tftp", "-T", "fields", "-E", "separator=/t"}
-	for _, f := range tsharkFields {
-		args = append(args, "-e", f)
-	}
-	cmd := exec.Command(tshark, args...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("tshark: %v\n%s", err, stderr.String())
-	}
-	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
-	if len(lines) != len(frames) {
-		t.Fatalf("tshark printed %d lines for %d frames", len(lines), len(frames))
-	}
+	rows := TsharkRows(t, frames, nil, tsharkFields)
 	dec := NewDecoder()
 	checked := map[string]int{}
-	for i, line := range lines {
-		cols := strings.Split(line, "\t")
+	for i, cols := range rows {
 		if len(cols) != len(tsharkFields) {
-			t.Fatalf("frame %d: tshark printed %d fields, want %d: %q", i+1, len(cols), len(tsharkFields), line)
+			t.Fatalf("frame %d: tshark printed %d fields, want %d: %q", i+1, len(cols), len(tsharkFields), cols)
 		}
 		field := map[string]string{}
 		for j, name := range tsharkFields {
@@ -172,4 +142,47 @@ func b2u(v bool) uint64 {
 		return 1
 	}
 	return 0
+}
+
+// TsharkRows (exported for the package roce_test tests) writes frames to a pcap, runs tshark on it with RoCE v2
+// decoded on UDP port 4791, the options opts and -e for each field, and
+// returns one row of field values per frame.
+func TsharkRows(t *testing.T, frames [][]byte, opts []string, fields []string) [][]string {
+	t.Helper()
+	tshark := testenv.Tool(t, "tshark")
+	var buf bytes.Buffer
+	w := pcapgo.NewWriter(&buf)
+	if err := w.WriteFileHeader(65536, layers.LinkTypeEthernet); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range frames {
+		if err := w.WritePacket(gopacket.CaptureInfo{CaptureLength: len(f), Length: len(f)}, f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "frames.pcap")
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := append([]string{"-r", path, "-d", "udp.port==4791,infiniband", "--disable-protocol", "tftp",
+		"-T", "fields", "-E", "separator=/t"}, opts...)
+	for _, f := range fields {
+		args = append(args, "-e", f)
+	}
+	var stderr bytes.Buffer
+	cmd := exec.Command(tshark, args...)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("tshark: %v\n%s", err, stderr.String())
+	}
+	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
+	if len(lines) != len(frames) {
+		t.Fatalf("tshark printed %d lines for %d frames", len(lines), len(frames))
+	}
+	rows := make([][]string, len(lines))
+	for i, l := range lines {
+		rows[i] = strings.Split(l, "\t")
+	}
+	return rows
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/roce-probe/roce-probe/roce"
+	"github.com/roce-probe/roce-probe/roce/capture"
 )
 
 func init() { register(newDecodeCmd) }
@@ -84,7 +85,7 @@ func runDecode(cmd *cobra.Command, path string, f decodeFlags) error {
 		defer fh.Close()
 		in = fh
 	}
-	cr, err := roce.NewCaptureReader(in)
+	cr, err := capture.NewReader(in)
 	if err != nil {
 		return usagef("FILE %q: %v", path, err)
 	}
@@ -193,10 +194,10 @@ func finishDecode(path string, f decodeFlags, format string, bw *bufio.Writer, s
 	return nil
 }
 
-// runDecodeSummary is decode --summary: roce.CaptureReader.Summarize
+// runDecodeSummary is decode --summary: capture.Reader.Summarize
 // decodes the frames on all cores.
-func runDecodeSummary(path string, cr *roce.CaptureReader, f decodeFlags, format string, bw *bufio.Writer, stderr io.Writer) error {
-	sum, cs, readErr := cr.Summarize(func(e roce.FrameError) {
+func runDecodeSummary(path string, cr *capture.Reader, f decodeFlags, format string, bw *bufio.Writer, stderr io.Writer) error {
+	sum, cs, readErr := cr.Summarize(func(e capture.FrameError) {
 		fmt.Fprintf(stderr, "roce-probe: frame %d: malformed RoCE packet: %v\n", e.Frame, e.Err)
 	})
 	st := decodeStats{frames: cs.Frames, roce: cs.RoCE, nonRoCE: cs.NonRoCE, malformed: cs.Malformed,
@@ -339,7 +340,7 @@ func packetLine(frame int, ts time.Time, p *roce.Packet) string {
 	case roce.ICRCInvalid:
 		fmt.Fprintf(&b, " icrc BAD (wire %x, want %x)", p.ICRC[:], icrcWire(p.Computed))
 	default:
-		b.WriteString(" icrc unchecked (truncated)")
+		b.WriteString(" icrc unchecked (" + p.UncheckedReason() + ")")
 	}
 	return b.String()
 }
@@ -383,7 +384,7 @@ type decodeSummaryJSON struct {
 	Flows     []decodeFlowJSON `json:"flows"`
 }
 
-func printDecodeSummary(w io.Writer, format string, flows []roce.FlowSummary, st decodeStats) error {
+func printDecodeSummary(w io.Writer, format string, flows []capture.FlowSummary, st decodeStats) error {
 	if format == "json" {
 		s := decodeSummaryJSON{Frames: st.frames, RoCE: st.roce, NonRoCE: st.nonRoCE, Malformed: st.malformed,
 			BadICRC: st.badICRC, Flows: []decodeFlowJSON{}}

@@ -210,6 +210,13 @@ func TestDecodeMalformedAndSnapped(t *testing.T) {
 	short := append([]byte(nil), good[:14+20+8+7]...)
 	binary.BigEndian.PutUint16(short[14+2:], 20+8+7) // IPv4 total length
 	binary.BigEndian.PutUint16(short[14+20+4:], 8+7) // UDP length
+	short[14+10], short[14+11] = 0, 0                // IPv4 header checksum, recomputed (RFC 1071)
+	var sum uint32
+	for i := 14; i < 34; i += 2 {
+		sum += uint32(binary.BigEndian.Uint16(short[i:]))
+	}
+	sum = sum&0xffff + sum>>16
+	binary.BigEndian.PutUint16(short[14+10:], ^uint16(sum+sum>>16))
 	var buf bytes.Buffer
 	w := pcapgo.NewWriterNanos(&buf)
 	w.WriteFileHeader(65536, layers.LinkTypeEthernet)

@@ -14,48 +14,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Direction selects which frames a Conn captures.
-type Direction int
-
-// Directions.
-const (
-	// Incoming captures frames received by the netdev (every packet type
-	// but PACKET_OUTGOING).
-	Incoming Direction = iota
-	// Outgoing captures frames the host sends out of the netdev
-	// (PACKET_OUTGOING), after tc egress and the qdisc: what the wire gets.
-	Outgoing
-)
-
-// PermissionError reports that a raw socket could not be opened because
-// the process lacks CAP_NET_RAW.
-type PermissionError struct {
-	Netdev string
-	Err    error
-}
-
-// Error says which netdev needed CAP_NET_RAW.
-func (e *PermissionError) Error() string {
-	return fmt.Sprintf("opening a raw socket on %s needs CAP_NET_RAW: %v", e.Netdev, e.Err)
-}
-
-// Unwrap returns the socket error (EPERM or EACCES).
-func (e *PermissionError) Unwrap() error { return e.Err }
-
-// NetdevError reports a netdev that does not exist or is down.
-type NetdevError struct {
-	Netdev string
-	Err    error
-}
-
-// Error names the netdev and the problem.
-func (e *NetdevError) Error() string {
-	return fmt.Sprintf("netdev %q: %v", e.Netdev, e.Err)
-}
-
-// Unwrap returns the underlying error.
-func (e *NetdevError) Unwrap() error { return e.Err }
-
 // Conn is an AF_PACKET socket bound to one netdev (gopacket's afpacket,
 // TPACKET_V2 ring, no cgo) whose kernel filter passes only RoCE v2 frames
 // (UDP destination port 4791 over IPv4 or IPv6, untagged or with one or two
@@ -125,9 +83,6 @@ func Open(netdev string, dir Direction) (*Conn, error) {
 	}
 	return &Conn{tp: tp, netdev: netdev}, nil
 }
-
-// ErrClosed is returned by Read and Write after Close.
-var ErrClosed = errors.New("probe: connection closed")
 
 // Read returns the next captured frame, or nil and no error when none came
 // within about 50 ms (callers loop and check their deadline). The frame is

@@ -16,18 +16,19 @@
 //
 //   - Payload, Marshal and ParsePayload: the probe and reply payload format.
 //   - Frame.Build and ParseFrame: whole Ethernet frames around a payload,
-//     built and checked with the roce/ layers and ICRC.
+//     built with roce.FrameSpec and walked with roce.WalkFrame (the walk
+//     roce.Decoder and the ICRC functions use), ICRC checked.
 //   - Responder: the listener's decision logic (validation, per-sender rate
 //     limiting with bounded memory in RateLimiter, counters), free of sockets.
 //   - Prober: the sender's logic (numbered probes, matching replies and the
 //     egress copies), free of sockets.
 //   - Compare and Sweep: findings and the DSCP/PCP map a path applies.
-//   - FromWire: the markings an address handle resolved by ah/ puts on the
-//     wire.
 //   - Linux only: Conn (AF_PACKET send and capture through gopacket's
 //     afpacket, with a kernel filter that passes only RoCE v2 frames),
 //     ResolveEndpoint and WireDevice (netlink: addresses, routes,
-//     neighbours, VLAN stacks), Send and Listen (the commands' loops).
+//     neighbours, VLAN stacks), Send and Listen (the commands' loops). On
+//     other systems the package builds, and these return an error wrapping
+//     ErrNeedsLinux.
 //
 // It is internal: the CLI is its only user.
 package probe

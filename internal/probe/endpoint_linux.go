@@ -13,20 +13,6 @@ import (
 	"github.com/vishvananda/netlink"
 )
 
-// Endpoint is where probes leave from: the netdev the user named, the
-// device frames are written to and captured on, the tags in between, and
-// the addresses of both ends.
-type Endpoint struct {
-	Netdev  string           // the netdev the traffic belongs to (may be a VLAN device)
-	Wire    string           // the lowest device under Netdev: frames are written and captured here, tags included
-	Tags    []roce.VLANTag   // tags the VLAN devices between Netdev and Wire add, outermost first
-	SrcMAC  net.HardwareAddr // Netdev's MAC
-	Src     netip.Addr       // source address (from the GID, or Netdev's first address of the family)
-	Dst     netip.Addr
-	NextHop netip.Addr       // Dst on the same subnet, otherwise the gateway
-	DstMAC  net.HardwareAddr // the next hop's MAC, from the neighbour table
-}
-
 // WireDevice returns the lowest device under netdev (netdev itself when it
 // is not a VLAN device) and the tags the VLAN devices in between add,
 // outermost first. A VLAN device strips its tag from frames it receives, so

@@ -8,7 +8,6 @@ import (
 	"net/netip"
 
 	"github.com/gopacket/gopacket"
-	"github.com/gopacket/gopacket/layers"
 	"github.com/roce-probe/roce-probe/roce"
 )
 
@@ -77,9 +76,9 @@ const (
 	icrcLen = roce.ICRCLen
 )
 
-// Build serializes the frame with roce/ layers (BTH opcode 0x64, DETH,
-// payload and pad), a valid IPv4 header checksum, UDP checksum 0 (as RoCE
-// v2 senders do) and a valid ICRC (roce.SerializeFrame).
+// Build serializes the frame with roce.FrameSpec (BTH opcode 0x64, DETH,
+// payload and pad, a valid IPv4 header checksum, UDP checksum 0 as RoCE v2
+// senders send it, and a valid ICRC), after checking the probe's limits.
 func (f Frame) Build() ([]byte, error) {
 	if len(f.DstMAC) != 6 || len(f.SrcMAC) != 6 {
 		return nil, fmt.Errorf("probe: MAC addresses %v → %v: want 6 bytes each", f.SrcMAC, f.DstMAC)
@@ -110,34 +109,13 @@ func (f Frame) Build() ([]byte, error) {
 	if !src.IsValid() || !dst.IsValid() || src.Is4() != dst.Is4() {
 		return nil, fmt.Errorf("probe: addresses %v → %v: want two IPv4 or two IPv6 addresses", f.Src, f.Dst)
 	}
-	var ls []gopacket.SerializableLayer
-	eth := &layers.Ethernet{SrcMAC: f.SrcMAC, DstMAC: f.DstMAC}
-	ls = append(ls, eth)
-	next := &eth.EthernetType
-	for _, t := range f.Tags {
-		*next = layers.EthernetType(t.TPID)
-		q := &layers.Dot1Q{Priority: t.PCP, DropEligible: t.DEI, VLANIdentifier: t.ID}
-		ls = append(ls, q)
-		next = &q.Type
+	spec := roce.FrameSpec{SrcMAC: f.SrcMAC, DstMAC: f.DstMAC, VLANs: f.Tags, Src: src, Dst: dst,
+		TOS: f.Markings().ToS(), TTL: f.TTL, SrcPort: f.Sport,
+		BTH:     roce.BTH{Opcode: roce.OpcodeUDSendOnly, PKey: f.PKey, DestQP: f.DestQP, PSN: f.PSN},
+		Headers: []gopacket.SerializableLayer{&roce.DETH{QKey: f.QKey, SrcQP: f.SrcQP}},
+		Payload: f.Payload,
 	}
-	udp := &layers.UDP{SrcPort: layers.UDPPort(f.Sport), DstPort: RoCEv2Port}
-	tos := f.Markings().ToS()
-	if src.Is4() {
-		*next = layers.EthernetTypeIPv4
-		ip := &layers.IPv4{Version: 4, IHL: 5, TOS: tos, TTL: f.TTL, Flags: layers.IPv4DontFragment,
-			Protocol: layers.IPProtocolUDP, SrcIP: src.AsSlice(), DstIP: dst.AsSlice()}
-		ls = append(ls, ip)
-	} else {
-		*next = layers.EthernetTypeIPv6
-		ip := &layers.IPv6{Version: 6, TrafficClass: tos, HopLimit: f.TTL,
-			NextHeader: layers.IPProtocolUDP, SrcIP: src.AsSlice(), DstIP: dst.AsSlice()}
-		ls = append(ls, ip)
-	}
-	ls = append(ls, udp,
-		&roce.BTH{Opcode: roce.OpcodeUDSendOnly, PKey: f.PKey, DestQP: f.DestQP, PSN: f.PSN},
-		&roce.DETH{QKey: f.QKey, SrcQP: f.SrcQP},
-		&roce.Payload{Data: f.Payload})
-	b, err := roce.SerializeFrame(ls...)
+	b, err := spec.Build()
 	if err != nil {
 		return nil, fmt.Errorf("probe: %w", err)
 	}
@@ -154,85 +132,42 @@ var (
 )
 
 // ParseFrame decodes a RoCE v2 UD SEND_ONLY frame and checks its ICRC.
-// Errors wrap ErrNotRoCEv2 or ErrBadICRC. Ethernet padding after the IP
-// packet is ignored. Frame.Payload aliases data.
+// Errors wrap ErrNotRoCEv2 or ErrBadICRC. The Ethernet, VLAN, IP and UDP
+// headers are walked by roce.WalkFrame, as roce.Decoder and the ICRC
+// functions walk them (its doc has the decision for every edge case); a
+// probe must moreover be whole, with an ICRC that can be checked (no IPv4
+// options or IPv6 extension headers). Frame.Payload aliases data.
 func ParseFrame(data []byte) (Frame, error) {
 	var f Frame
-	if len(data) < 14 {
-		return f, fmt.Errorf("%w: %d bytes is shorter than an Ethernet header", ErrNotRoCEv2, len(data))
+	var w roce.Walk
+	if err := roce.WalkFrame(data, &w); err != nil {
+		return f, fmt.Errorf("%w: %v", ErrNotRoCEv2, err)
 	}
 	f.DstMAC = net.HardwareAddr(data[0:6])
 	f.SrcMAC = net.HardwareAddr(data[6:12])
-	et := binary.BigEndian.Uint16(data[12:])
-	off := 14
-	for et == 0x8100 || et == 0x88a8 {
-		if len(f.Tags) == 2 {
-			return f, fmt.Errorf("%w: more than two VLAN tags", ErrNotRoCEv2)
-		}
-		if len(data) < off+4 {
-			return f, fmt.Errorf("%w: truncated VLAN tag", ErrNotRoCEv2)
-		}
-		tci := binary.BigEndian.Uint16(data[off:])
-		f.Tags = append(f.Tags, roce.VLANTag{TPID: et, ID: tci & 0xfff, PCP: uint8(tci >> 13), DEI: tci&0x1000 != 0})
-		et = binary.BigEndian.Uint16(data[off+2:])
-		off += 4
+	if w.NumVLANs > 0 {
+		f.Tags = make([]roce.VLANTag, min(w.NumVLANs, roce.MaxVLANTags))
+		copy(f.Tags, w.VLANs[:])
 	}
-	ip := data[off:]
-	var udp []byte
-	switch et {
-	case 0x0800:
-		if len(ip) < 20 || ip[0] != 0x45 {
-			return f, fmt.Errorf("%w: IPv4 header is truncated or has options", ErrNotRoCEv2)
-		}
-		total := int(binary.BigEndian.Uint16(ip[2:]))
-		if total < 20 || total > len(ip) {
-			return f, fmt.Errorf("%w: IPv4 total length %d does not fit the %d bytes received", ErrNotRoCEv2, total, len(ip))
-		}
-		if ip[9] != 17 {
-			return f, fmt.Errorf("%w: IP protocol %d", ErrNotRoCEv2, ip[9])
-		}
-		if binary.BigEndian.Uint16(ip[6:])&0x3fff != 0 {
-			return f, fmt.Errorf("%w: IPv4 fragment", ErrNotRoCEv2)
-		}
-		if ipv4Checksum(ip[:20]) != 0 {
-			return f, fmt.Errorf("%w: IPv4 header checksum is wrong", ErrNotRoCEv2)
-		}
-		ip = ip[:total]
+	if w.Version != 2 {
+		return f, fmt.Errorf("%w: RoCE v1 (EtherType 0x8915)", ErrNotRoCEv2)
+	}
+	if r := w.UncheckedReason(); r != "" {
+		return f, fmt.Errorf("%w: the ICRC cannot be checked (%s)", ErrNotRoCEv2, r)
+	}
+	ip := data[w.Net:]
+	if w.IPVersion == 4 {
 		f.DSCP, f.ECN, f.TTL = ip[1]>>2, ip[1]&3, ip[8]
 		f.Src = netip.AddrFrom4([4]byte(ip[12:16]))
 		f.Dst = netip.AddrFrom4([4]byte(ip[16:20]))
-		udp = ip[20:]
-	case 0x86dd:
-		if len(ip) < 40 || ip[0]>>4 != 6 {
-			return f, fmt.Errorf("%w: IPv6 header is truncated", ErrNotRoCEv2)
-		}
-		plen := int(binary.BigEndian.Uint16(ip[4:]))
-		if 40+plen > len(ip) {
-			return f, fmt.Errorf("%w: IPv6 payload length %d does not fit the %d bytes received", ErrNotRoCEv2, plen, len(ip)-40)
-		}
-		if ip[6] != 17 {
-			return f, fmt.Errorf("%w: IPv6 next header %d", ErrNotRoCEv2, ip[6])
-		}
-		ip = ip[:40+plen]
+	} else {
 		tc := uint8(binary.BigEndian.Uint16(ip[0:]) >> 4)
 		f.DSCP, f.ECN, f.TTL = tc>>2, tc&3, ip[7]
 		f.Src = netip.AddrFrom16([16]byte(ip[8:24]))
 		f.Dst = netip.AddrFrom16([16]byte(ip[24:40]))
-		udp = ip[40:]
-	default:
-		return f, fmt.Errorf("%w: EtherType 0x%04x", ErrNotRoCEv2, et)
 	}
-	if len(udp) < 8 {
-		return f, fmt.Errorf("%w: truncated UDP header", ErrNotRoCEv2)
-	}
-	if ulen := int(binary.BigEndian.Uint16(udp[4:])); ulen != len(udp) {
-		return f, fmt.Errorf("%w: UDP length %d does not match the %d bytes of the IP payload", ErrNotRoCEv2, ulen, len(udp))
-	}
-	if binary.BigEndian.Uint16(udp[2:]) != RoCEv2Port {
-		return f, fmt.Errorf("%w: UDP destination port %d", ErrNotRoCEv2, binary.BigEndian.Uint16(udp[2:]))
-	}
-	f.Sport = binary.BigEndian.Uint16(udp[0:])
-	t := udp[8:]
+	f.Sport = binary.BigEndian.Uint16(data[w.UDP:])
+	t := data[w.Transport:w.End]
 	if len(t) < bthLen+dethLen+icrcLen {
 		return f, fmt.Errorf("%w: %d bytes after UDP is shorter than BTH, DETH and ICRC", ErrNotRoCEv2, len(t))
 	}
@@ -257,7 +192,7 @@ func ParseFrame(data []byte) (Frame, error) {
 	if end-pad < bthLen+dethLen {
 		return f, fmt.Errorf("%w: pad count %d is longer than the payload", ErrNotRoCEv2, pad)
 	}
-	computed, ok, err := roce.VerifyICRC(ip)
+	computed, ok, err := roce.VerifyICRC(data[w.Net:w.End])
 	if err != nil {
 		return f, fmt.Errorf("%w: %v", ErrNotRoCEv2, err)
 	}
@@ -266,15 +201,4 @@ func ParseFrame(data []byte) (Frame, error) {
 	}
 	f.Payload = t[bthLen+dethLen : end-pad]
 	return f, nil
-}
-
-func ipv4Checksum(h []byte) uint16 {
-	var s uint32
-	for i := 0; i+1 < len(h); i += 2 {
-		s += uint32(binary.BigEndian.Uint16(h[i:]))
-	}
-	for s>>16 != 0 {
-		s = s&0xffff + s>>16
-	}
-	return ^uint16(s)
 }

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/roce-probe/roce-probe/roce"
+	"github.com/roce-probe/roce-probe/roce/capture"
 )
 
 func testFrame(tags []roce.VLANTag, v6 bool) Frame {
@@ -30,9 +31,9 @@ func testFrame(tags []roce.VLANTag, v6 bool) Frame {
 	return f
 }
 
-// The header bytes a RoCE v2 UD SEND_ONLY must carry, checked at the
-// offsets of drivers/infiniband/sw/rxe/rxe_hdr.h and include/rdma/ib_pack.h
-// (Linux 6.1) rather than through ParseFrame.
+// The header bytes a RoCE v2 UD SEND_ONLY must carry, checked at their
+// fixed offsets (Ethernet, 802.1Q, IPv4, UDP; BTH and DETH as
+// include/rdma/ib_pack.h lays them out) rather than through ParseFrame.
 func TestBuildLayout(t *testing.T) {
 	f := testFrame([]roce.VLANTag{{TPID: 0x8100, ID: 100, PCP: 3}}, false)
 	b, err := f.Build()
@@ -249,7 +250,7 @@ func TestParseFrameRealRXE(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer fh.Close()
-	cr, err := roce.NewCaptureReader(fh)
+	cr, err := capture.NewReader(fh)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,4 +285,17 @@ func TestParseFrameRealRXE(t *testing.T) {
 	if n != 8 {
 		t.Errorf("%d frames, want 8", n)
 	}
+}
+
+// ipv4Checksum is RFC 1071's checksum over an IPv4 header: 0 when a header
+// with its checksum is right, the checksum when the field is zeroed.
+func ipv4Checksum(h []byte) uint16 {
+	var s uint32
+	for i := 0; i+1 < len(h); i += 2 {
+		s += uint32(binary.BigEndian.Uint16(h[i:]))
+	}
+	for s>>16 != 0 {
+		s = s&0xffff + s>>16
+	}
+	return ^uint16(s)
 }

@@ -8,12 +8,6 @@ import (
 	"sync"
 )
 
-// ListenConfig configures Listen.
-type ListenConfig struct {
-	Netdevs   []string // wire devices to capture on (see WireDevice, WireDevices)
-	Responder ResponderConfig
-}
-
 // Listen answers probes on every netdev of cfg until ctx is done, calling
 // onEvent for each valid probe (answered or rate-limited). It returns the
 // responder, whose counters tell what else arrived. It needs CAP_NET_RAW

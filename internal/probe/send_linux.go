@@ -12,33 +12,6 @@ import (
 	"github.com/roce-probe/roce-probe/roce"
 )
 
-// SendConfig configures Send.
-type SendConfig struct {
-	Endpoint Endpoint
-	// Base holds the markings of every probe (Tagged, VLAN and IPv6 are
-	// taken from the endpoint); a sweep overrides DSCP or PCP.
-	Base       Markings
-	Count      int           // probes per value (without a sweep: probes in all); ≥ 1
-	Interval   time.Duration // between two probes
-	Timeout    time.Duration // how long to wait for each probe's reply
-	Sweep      SweepField    // "" for no sweep
-	PayloadLen int           // 0: PayloadLen
-}
-
-// Summary sums up a Send.
-type Summary struct {
-	Sent       int                 `json:"sent"`
-	Answered   int                 `json:"answered"`
-	Lost       int                 `json:"lost"`
-	EgressSeen int                 `json:"egress_seen"`     // probes captured leaving the wire device
-	EgressOff  int                 `json:"egress_mismatch"` // of those, how many left with other markings than intended
-	RTTMin     time.Duration       `json:"rtt_min_ns"`
-	RTTAvg     time.Duration       `json:"rtt_avg_ns"`
-	RTTMax     time.Duration       `json:"rtt_max_ns"`
-	Findings   map[FindingKind]int `json:"findings"`
-	Sweep      *Sweep              `json:"-"`
-}
-
 // egressGrace is how long a probe's result waits for its egress copy after
 // the reply came back (the egress capture normally sees it first).
 const egressGrace = 20 * time.Millisecond

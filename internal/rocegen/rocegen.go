@@ -13,7 +13,6 @@ import (
 	"github.com/gopacket/gopacket/layers"
 	"github.com/gopacket/gopacket/pcapgo"
 
-	"github.com/roce-probe/roce-probe/gid"
 	"github.com/roce-probe/roce-probe/roce"
 )
 
@@ -43,46 +42,39 @@ type tag struct {
 	vid  uint16
 }
 
+// spec returns the roce.FrameSpec of a frame from A to B with tags,
+// the BTH and what follows it (extension headers, then a *roce.Payload).
+func spec(tags []tag, bth roce.BTH, rest []gopacket.SerializableLayer) roce.FrameSpec {
+	s := roce.FrameSpec{SrcMAC: macA, DstMAC: macB, BTH: bth}
+	for _, t := range tags {
+		s.VLANs = append(s.VLANs, roce.VLANTag{TPID: uint16(t.tpid), PCP: t.pcp, ID: t.vid})
+	}
+	if n := len(rest); n > 0 {
+		if pl, ok := rest[n-1].(*roce.Payload); ok {
+			s.Payload, rest = pl.Data, rest[:n-1]
+		}
+	}
+	s.Headers = rest
+	return s
+}
+
 // v2 builds a RoCE v2 frame from A to B.
 func v2(ipv int, tags []tag, tos, ttl uint8, sport uint16, bth roce.BTH, rest ...gopacket.SerializableLayer) []byte {
-	et := layers.EthernetTypeIPv4
+	s := spec(tags, bth, rest)
+	s.Src, s.Dst, s.IPID = ip4A, ip4B, 0x4d2
 	if ipv == 6 {
-		et = layers.EthernetTypeIPv6
+		s.Src, s.Dst = ip6A, ip6B
 	}
-	ls := ethernet(et, tags)
-	if ipv == 4 {
-		ls = append(ls, &layers.IPv4{Version: 4, IHL: 5, TOS: tos, TTL: ttl, Id: 0x4d2, Flags: layers.IPv4DontFragment,
-			Protocol: layers.IPProtocolUDP, SrcIP: ip4A.AsSlice(), DstIP: ip4B.AsSlice()})
-	} else {
-		ls = append(ls, &layers.IPv6{Version: 6, TrafficClass: tos, HopLimit: ttl, NextHeader: layers.IPProtocolUDP,
-			SrcIP: ip6A.AsSlice(), DstIP: ip6B.AsSlice()})
-	}
-	ls = append(ls, &layers.UDP{SrcPort: layers.UDPPort(sport), DstPort: roce.UDPPort}, &bth)
-	return must(roce.SerializeFrame(append(ls, rest...)...))
+	s.TOS, s.TTL, s.SrcPort = tos, ttl, sport
+	return must(s.Build())
 }
 
 // v1 builds a RoCE v1 frame (GRH) from A to B, with IPv4-mapped GIDs.
 func v1(tags []tag, tclass, hop uint8, fl uint32, bth roce.BTH, rest ...gopacket.SerializableLayer) []byte {
-	ls := ethernet(roce.EthernetTypeRoCEv1, tags)
-	ls = append(ls, &roce.GRH{TClass: tclass, FlowLabel: fl, HopLmt: hop, NxtHdr: roce.NextHeaderBTH,
-		SGID: gid.FromAddr(ip4A), DGID: gid.FromAddr(ip4B)}, &bth)
-	return must(roce.SerializeFrame(append(ls, rest...)...))
-}
-
-func ethernet(et layers.EthernetType, tags []tag) []gopacket.SerializableLayer {
-	eth := &layers.Ethernet{SrcMAC: macA, DstMAC: macB, EthernetType: et}
-	ls := []gopacket.SerializableLayer{eth}
-	if len(tags) > 0 {
-		eth.EthernetType = tags[0].tpid
-	}
-	for i, t := range tags {
-		next := et
-		if i+1 < len(tags) {
-			next = tags[i+1].tpid
-		}
-		ls = append(ls, &layers.Dot1Q{Priority: t.pcp, VLANIdentifier: t.vid, Type: next})
-	}
-	return ls
+	s := spec(tags, bth, rest)
+	s.Version, s.Src, s.Dst = 1, ip4A, ip4B
+	s.TOS, s.TTL, s.FlowLabel = tclass, hop, fl
+	return must(s.Build())
 }
 
 func must(b []byte, err error) []byte {

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 
 	"github.com/roce-probe/roce-probe/roce"
+	"github.com/roce-probe/roce-probe/roce/capture"
 )
 
 // Writing a small synthetic capture and reading it back with roce/.
@@ -18,7 +19,7 @@ func Example() {
 
 	f, _ := os.Open(out)
 	defer f.Close()
-	r, err := roce.NewCaptureReader(f)
+	r, err := capture.NewReader(f)
 	if err != nil {
 		fmt.Println(err)
 		return

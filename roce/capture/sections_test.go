@@ -1,4 +1,4 @@
-package roce_test
+package capture_test
 
 import (
 	"bytes"
@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/roce-probe/roce-probe/internal/rocegen"
-	"github.com/roce-probe/roce-probe/roce"
+	"github.com/roce-probe/roce-probe/roce/capture"
 )
 
 // ngWriter writes pcapng blocks by hand, in either byte order (pcapgo's
@@ -73,15 +73,15 @@ func (w *ngWriter) spb(data []byte) {
 }
 
 // sameAsSequential compares Summarize with frame-by-frame decoding.
-func sameAsSequential(t *testing.T, capture []byte) error {
+func sameAsSequential(t *testing.T, capt []byte) error {
 	t.Helper()
-	wantFlows, wantStats, wantBad, wantErr := sequential(t, capture)
-	cr, err := roce.NewCaptureReader(bytes.NewReader(capture))
+	wantFlows, wantStats, wantBad, wantErr := sequential(t, capt)
+	cr, err := capture.NewReader(bytes.NewReader(capt))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var bad []string
-	sum, st, err := cr.Summarize(func(e roce.FrameError) { bad = append(bad, fmt.Sprintf("frame %d: %v", e.Frame, e.Err)) })
+	sum, st, err := cr.Summarize(func(e capture.FrameError) { bad = append(bad, fmt.Sprintf("frame %d: %v", e.Frame, e.Err)) })
 	if fmt.Sprint(err) != fmt.Sprint(wantErr) || st != wantStats || !reflect.DeepEqual(bad, wantBad) || !reflect.DeepEqual(sum.Flows(), wantFlows) {
 		return fmt.Errorf("Summarize: error %v, %+v, %d flows; frame by frame: error %v, %+v, %d flows",
 			err, st, len(sum.Flows()), wantErr, wantStats, len(wantFlows))
@@ -141,21 +141,21 @@ func TestSummarizeSections(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
 	for _, tc := range []struct {
 		name     string
-		capture  []byte
+		capt     []byte
 		minChunk int64
 	}{
 		{"three sections, other interfaces", interfaces.b.Bytes(), 1},
 		{"big-endian second section", byteOrder, 1 << 40},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			defer roce.SetSplit(0, tc.minChunk)()
-			splits := roce.SplitCount()
+			defer capture.SetSplit(0, tc.minChunk)()
+			splits := capture.SplitCount()
 			for i := 0; i < 30; i++ {
-				if err := sameAsSequential(t, tc.capture); err != nil {
+				if err := sameAsSequential(t, tc.capt); err != nil {
 					t.Fatalf("run %d: %v", i, err)
 				}
 			}
-			if n := roce.SplitCount() - splits; n != 0 {
+			if n := capture.SplitCount() - splits; n != 0 {
 				t.Errorf("%d of 30 runs summarised the capture in chunks, want all in one sequence", n)
 			}
 		})
@@ -180,12 +180,12 @@ func TestSummarizeOtherBlocks(t *testing.T) {
 		w.epb(0, f.Data)
 	}
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
-	defer roce.SetSplit(0, 1)()
-	splits := roce.SplitCount()
+	defer capture.SetSplit(0, 1)()
+	splits := capture.SplitCount()
 	if err := sameAsSequential(t, w.b.Bytes()); err != nil {
 		t.Fatal(err)
 	}
-	if roce.SplitCount() == splits {
+	if capture.SplitCount() == splits {
 		t.Error("the capture was read in one sequence, want chunks")
 	}
 }

@@ -1,4 +1,4 @@
-package roce_test
+package capture_test
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/roce-probe/roce-probe/internal/rocegen"
 	"github.com/roce-probe/roce-probe/roce"
+	"github.com/roce-probe/roce-probe/roce/capture"
 )
 
 // summarizeFrames is a capture of several of Summarize's batches: the
@@ -36,14 +37,14 @@ func summarizeFrames() []rocegen.Frame {
 
 // sequential decodes a capture frame by frame with Next, DecodeCaptured
 // and one Summary, as `roce-probe decode` without --summary does.
-func sequential(t *testing.T, capture []byte) ([]roce.FlowSummary, roce.CaptureStats, []string, error) {
+func sequential(t *testing.T, capt []byte) ([]capture.FlowSummary, capture.Stats, []string, error) {
 	t.Helper()
-	cr, err := roce.NewCaptureReader(bytes.NewReader(capture))
+	cr, err := capture.NewReader(bytes.NewReader(capt))
 	if err != nil {
 		t.Fatal(err)
 	}
-	dec, sum := roce.NewDecoder(), roce.NewSummary()
-	var st roce.CaptureStats
+	dec, sum := roce.NewDecoder(), capture.NewSummary()
+	var st capture.Stats
 	var bad []string
 	var p roce.Packet
 	for {
@@ -101,12 +102,12 @@ func TestSummarizeMatchesSequential(t *testing.T) {
 		split := mode.split
 		restore := func() {}
 		if split {
-			restore = roce.SetSplit(0, mode.minChunk)
+			restore = capture.SetSplit(0, mode.minChunk)
 		}
-		splits, chunks := roce.SplitCount(), roce.ChunkCount()
+		splits, chunks := capture.SplitCount(), capture.ChunkCount()
 		for _, tc := range []struct {
 			name    string
-			capture []byte
+			capt    []byte
 			wantErr bool
 		}{
 			{"pcap", pcap.Bytes(), false},
@@ -116,19 +117,19 @@ func TestSummarizeMatchesSequential(t *testing.T) {
 			{"pcap header only", pcap.Bytes()[:24], false},
 		} {
 			t.Run(tc.name+"/"+mode.name, func(t *testing.T) {
-				wantFlows, wantStats, wantBad, wantErr := sequential(t, tc.capture)
+				wantFlows, wantStats, wantBad, wantErr := sequential(t, tc.capt)
 				if tc.name != "pcap header only" && (wantStats.Malformed == 0 || wantStats.NonRoCE == 0 || wantStats.BadICRC == 0 || len(wantFlows) < 8) {
 					t.Fatalf("the test capture lacks malformed, non-RoCE or bad-ICRC frames or flows: %+v, %d flows", wantStats, len(wantFlows))
 				}
 				if (wantErr != nil) != tc.wantErr {
 					t.Fatalf("sequential read error %v, want error %v", wantErr, tc.wantErr)
 				}
-				cr, err := roce.NewCaptureReader(bytes.NewReader(tc.capture))
+				cr, err := capture.NewReader(bytes.NewReader(tc.capt))
 				if err != nil {
 					t.Fatal(err)
 				}
 				var bad []string
-				sum, st, err := cr.Summarize(func(e roce.FrameError) { bad = append(bad, fmt.Sprintf("frame %d: %v", e.Frame, e.Err)) })
+				sum, st, err := cr.Summarize(func(e capture.FrameError) { bad = append(bad, fmt.Sprintf("frame %d: %v", e.Frame, e.Err)) })
 				if fmt.Sprint(err) != fmt.Sprint(wantErr) {
 					t.Errorf("error %v, want %v", err, wantErr)
 				}
@@ -146,7 +147,7 @@ func TestSummarizeMatchesSequential(t *testing.T) {
 		// the whole captures, and the truncated pcap, are cut into chunks
 		// (a damaged pcapng is read again in one sequence)
 		if runtime.GOMAXPROCS(0) > 1 {
-			got, gotChunks := roce.SplitCount()-splits, roce.ChunkCount()-chunks
+			got, gotChunks := capture.SplitCount()-splits, capture.ChunkCount()-chunks
 			if split && (got < 3 || gotChunks < 3*mode.wantChunksPerOK) {
 				t.Errorf("%s: Summarize cut %d of the captures into %d chunks, want at least 3 into %d each", mode.name, got, gotChunks, mode.wantChunksPerOK)
 			}
@@ -168,11 +169,11 @@ func TestSummarizeIdleWorkers(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(16))
-	defer roce.SetSplit(0, 1<<40)() // one chunk per goroutine: 16 chunks
+	defer capture.SetSplit(0, 1<<40)() // one chunk per goroutine: 16 chunks
 	want, _, _, _ := sequential(t, pcapng.Bytes())
 	for i := 0; i < 20; i++ {
-		splits := roce.SplitCount()
-		cr, err := roce.NewCaptureReader(bytes.NewReader(pcapng.Bytes()))
+		splits := capture.SplitCount()
+		cr, err := capture.NewReader(bytes.NewReader(pcapng.Bytes()))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -183,7 +184,7 @@ func TestSummarizeIdleWorkers(t *testing.T) {
 		if got := sum.Flows(); !reflect.DeepEqual(got, want) {
 			t.Fatalf("run %d: flows differ:\n got %+v\nwant %+v", i, got, want)
 		}
-		if roce.SplitCount() == splits {
+		if capture.SplitCount() == splits {
 			t.Fatalf("run %d: the capture was read again in one sequence", i)
 		}
 	}
@@ -203,15 +204,15 @@ func TestSummaryMerge(t *testing.T) {
 			pkts, lens = append(pkts, p), append(lens, len(f.Data))
 		}
 	}
-	whole := roce.NewSummary()
+	whole := capture.NewSummary()
 	for i := range pkts {
 		whole.Add(&pkts[i], lens[i])
 	}
 	want := whole.Flows()
-	part := roce.NewSummary()
+	part := capture.NewSummary()
 	for cut1 := 0; cut1 <= len(pkts); cut1 += 3 {
 		for cut2 := cut1; cut2 <= len(pkts); cut2 += 5 {
-			total := roce.NewSummary()
+			total := capture.NewSummary()
 			for _, r := range [][2]int{{0, cut1}, {cut1, cut2}, {cut2, len(pkts)}} {
 				part.Reset()
 				for i := r[0]; i < r[1]; i++ {
@@ -243,15 +244,15 @@ func addCaptureSeeds(f *testing.F) {
 // gives what reading it frame by frame gives.
 func FuzzSummarize(f *testing.F) {
 	addCaptureSeeds(f)
-	defer roce.SetSplit(0, 64)()
+	defer capture.SetSplit(0, 64)()
 	f.Fuzz(func(t *testing.T, data []byte) {
-		if _, err := roce.NewCaptureReader(bytes.NewReader(data)); err != nil {
+		if _, err := capture.NewReader(bytes.NewReader(data)); err != nil {
 			return
 		}
 		wantFlows, wantStats, wantBad, wantErr := sequential(t, data)
-		cr, _ := roce.NewCaptureReader(bytes.NewReader(data))
+		cr, _ := capture.NewReader(bytes.NewReader(data))
 		var bad []string
-		sum, st, err := cr.Summarize(func(e roce.FrameError) { bad = append(bad, fmt.Sprintf("frame %d: %v", e.Frame, e.Err)) })
+		sum, st, err := cr.Summarize(func(e capture.FrameError) { bad = append(bad, fmt.Sprintf("frame %d: %v", e.Frame, e.Err)) })
 		if fmt.Sprint(err) != fmt.Sprint(wantErr) || st != wantStats || !reflect.DeepEqual(bad, wantBad) {
 			t.Fatalf("Summarize: %v %+v %q, frame by frame: %v %+v %q", err, st, bad, wantErr, wantStats, wantBad)
 		}

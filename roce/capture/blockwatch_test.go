@@ -1,4 +1,4 @@
-package roce
+package capture
 
 import (
 	"bytes"
@@ -6,7 +6,6 @@ import (
 	"io"
 	"testing"
 	"testing/iotest"
-
 	"time"
 
 	"github.com/gopacket/gopacket"

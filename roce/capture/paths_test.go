@@ -1,4 +1,4 @@
-package roce_test
+package capture_test
 
 // Tests of the capture paths other than the chunked one (Next, ReadAhead,
 // the Summarize pipeline used for streams and gzip), from a review of
@@ -16,14 +16,15 @@ import (
 	"time"
 
 	"github.com/gopacket/gopacket"
+
 	"github.com/roce-probe/roce-probe/internal/rocegen"
-	"github.com/roce-probe/roce-probe/roce"
+	"github.com/roce-probe/roce-probe/roce/capture"
 )
 
 // readTimes reads a capture frame by frame, with or without ReadAhead.
-func readTimes(t *testing.T, capture []byte, ahead bool) ([]time.Time, error) {
+func readTimes(t *testing.T, capt []byte, ahead bool) ([]time.Time, error) {
 	t.Helper()
-	cr, err := roce.NewCaptureReader(bytes.NewReader(capture))
+	cr, err := capture.NewReader(bytes.NewReader(capt))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,16 +60,16 @@ func TestReadAheadTimestamps(t *testing.T) {
 	epb.idb(1)
 	epb.epbAt(0, uint64(y2300.UnixMicro()), f)
 	for _, tc := range []struct {
-		name    string
-		capture []byte
-		want    time.Time
+		name string
+		capt []byte
+		want time.Time
 	}{
 		{"simple packet block", spb.b.Bytes(), time.Time{}},
 		{"enhanced packet block in 2300", epb.b.Bytes(), y2300},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, ahead := range []bool{false, true} {
-				ts, err := readTimes(t, tc.capture, ahead)
+				ts, err := readTimes(t, tc.capt, ahead)
 				if err != nil || len(ts) != 1 || !ts[0].Equal(tc.want) {
 					t.Errorf("ReadAhead %v: %v, times %v, want [%v]", ahead, err, ts, tc.want)
 				}
@@ -96,14 +97,14 @@ func TestTruncatedAfterRecordHeader(t *testing.T) {
 	if err := rocegen.WritePcap(&buf, frames); err != nil {
 		t.Fatal(err)
 	}
-	capture := buf.Bytes()[:24+16+len(frames[0].Data)+16+len(frames[1].Data)+16]
+	capt := buf.Bytes()[:24+16+len(frames[0].Data)+16+len(frames[1].Data)+16]
 	for _, tc := range []struct {
-		name    string
-		capture []byte
-	}{{"pcap", capture}, {"pcap.gz", rocegen.Gzip(capture)}} {
+		name string
+		capt []byte
+	}{{"pcap", capt}, {"pcap.gz", rocegen.Gzip(capt)}} {
 		for _, mode := range []string{"Next", "ReadAhead", "Summarize"} {
 			t.Run(tc.name+"/"+mode, func(t *testing.T) {
-				cr, err := roce.NewCaptureReader(bytes.NewReader(tc.capture))
+				cr, err := capture.NewReader(bytes.NewReader(tc.capt))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -134,12 +135,12 @@ func TestTruncatedAfterRecordHeader(t *testing.T) {
 // and Ready says when Next would wait.
 func TestReadAheadStream(t *testing.T) {
 	pr, pw := io.Pipe()
-	var capture bytes.Buffer
-	if err := rocegen.WritePcap(&capture, rocegen.Sample()[:3]); err != nil {
+	var capt bytes.Buffer
+	if err := rocegen.WritePcap(&capt, rocegen.Sample()[:3]); err != nil {
 		t.Fatal(err)
 	}
-	go pw.Write(capture.Bytes())
-	cr, err := roce.NewCaptureReader(pr)
+	go pw.Write(capt.Bytes())
+	cr, err := capture.NewReader(pr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +180,7 @@ func TestCloseOnIdleStream(t *testing.T) {
 		t.Fatal(err)
 	}
 	go pw.Write(hdr.Bytes())
-	cr, err := roce.NewCaptureReader(pr)
+	cr, err := capture.NewReader(pr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,16 +207,16 @@ func TestMixedLinkTypeFrameNumbers(t *testing.T) {
 	w.epb(0, good[:len(good)-30]) // RoCE cut inside its headers: malformed
 	w.epb(0, good)
 	for _, tc := range []struct {
-		name    string
-		capture []byte
+		name string
+		capt []byte
 	}{{"pcapng", w.b.Bytes()}, {"pcapng.gz", rocegen.Gzip(w.b.Bytes())}} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, st, bad, err := sequential(t, tc.capture)
-			want := roce.CaptureStats{Frames: 3, RoCE: 1, NonRoCE: 1, Malformed: 1}
+			_, st, bad, err := sequential(t, tc.capt)
+			want := capture.Stats{Frames: 3, RoCE: 1, NonRoCE: 1, Malformed: 1}
 			if err != nil || st != want || len(bad) != 1 || !strings.HasPrefix(bad[0], "frame 2:") {
 				t.Errorf("frame by frame: %v, %+v, %q; want %+v and frame 2 malformed", err, st, bad, want)
 			}
-			if err := sameAsSequential(t, tc.capture); err != nil {
+			if err := sameAsSequential(t, tc.capt); err != nil {
 				t.Error(err)
 			}
 		})
@@ -239,14 +240,14 @@ func sameInfo(a, b gopacket.CaptureInfo) bool {
 func FuzzCapturePaths(f *testing.F) {
 	addCaptureSeeds(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
-		if _, err := roce.NewCaptureReader(bytes.NewReader(data)); err != nil {
+		if _, err := capture.NewReader(bytes.NewReader(data)); err != nil {
 			return
 		}
 		if err := sameAsSequential(t, rocegen.Gzip(data)); err != nil {
 			t.Fatalf("gzip pipeline: %v", err)
 		}
-		a, _ := roce.NewCaptureReader(bytes.NewReader(data))
-		b, _ := roce.NewCaptureReader(bytes.NewReader(data))
+		a, _ := capture.NewReader(bytes.NewReader(data))
+		b, _ := capture.NewReader(bytes.NewReader(data))
 		b.ReadAhead()
 		defer b.Close()
 		for {
@@ -270,10 +271,10 @@ func TestSummarizeAfterNext(t *testing.T) {
 	if err := rocegen.WritePcap(&pcap, summarizeFrames()); err != nil {
 		t.Fatal(err)
 	}
-	capture := pcap.Bytes()[:pcap.Len()-7]
-	_, all, wantBad, wantErr := sequential(t, capture)
+	capt := pcap.Bytes()[:pcap.Len()-7]
+	_, all, wantBad, wantErr := sequential(t, capt)
 	const skip = 10
-	cr, err := roce.NewCaptureReader(bytes.NewReader(capture))
+	cr, err := capture.NewReader(bytes.NewReader(capt))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,7 +284,7 @@ func TestSummarizeAfterNext(t *testing.T) {
 		}
 	}
 	var bad []string
-	_, st, err := cr.Summarize(func(e roce.FrameError) { bad = append(bad, fmt.Sprintf("frame %d: %v", e.Frame, e.Err)) })
+	_, st, err := cr.Summarize(func(e capture.FrameError) { bad = append(bad, fmt.Sprintf("frame %d: %v", e.Frame, e.Err)) })
 	if fmt.Sprint(err) != fmt.Sprint(wantErr) || st.Frames != all.Frames-skip {
 		t.Errorf("error %v, %d frames; want %v, %d frames", err, st.Frames, wantErr, all.Frames-skip)
 	}

@@ -1,4 +1,4 @@
-package roce
+package capture
 
 import (
 	"bufio"
@@ -12,12 +12,14 @@ import (
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
 	"github.com/gopacket/gopacket/pcapgo"
+
+	"github.com/roce-probe/roce-probe/roce"
 )
 
-// CaptureReader reads the frames of a pcap or pcapng capture, telling the
+// Reader reads the frames of a pcap or pcapng capture, telling the
 // two apart by their magic number. Only Ethernet captures (link type 1)
 // are accepted.
-type CaptureReader struct {
+type Reader struct {
 	src    gopacket.ZeroCopyPacketDataSource
 	br     *bufio.Reader // what src reads from
 	format string
@@ -63,16 +65,16 @@ const (
 	batches     = 4
 )
 
-// Capture formats reported by CaptureReader.Format.
+// Capture formats reported by Reader.Format.
 const (
 	FormatPcap   = "pcap"
 	FormatPcapNG = "pcapng"
 )
 
-// NewCaptureReader reads a capture's file header from r. Captures
+// NewReader reads a capture's file header from r. Captures
 // compressed with gzip are decompressed.
-func NewCaptureReader(r io.Reader) (*CaptureReader, error) {
-	c := &CaptureReader{}
+func NewReader(r io.Reader) (*Reader, error) {
+	c := &Reader{}
 	if ra, ok := r.(interface {
 		io.ReaderAt
 		io.Seeker
@@ -182,28 +184,16 @@ func readFrame(src gopacket.ZeroCopyPacketDataSource) ([]byte, gopacket.CaptureI
 	return data, ci, err
 }
 
-// linkType returns the link type of a frame read with ngOptions (pcapgo
-// puts it in the capture info), or Ethernet: captures of other link types
-// are refused by NewCaptureReader.
-func linkType(ci *gopacket.CaptureInfo) layers.LinkType {
-	if len(ci.AncillaryData) > 0 {
-		if lt, ok := ci.AncillaryData[0].(layers.LinkType); ok {
-			return lt
-		}
-	}
-	return layers.LinkTypeEthernet
-}
-
 // Format returns FormatPcap or FormatPcapNG.
-func (c *CaptureReader) Format() string { return c.format }
+func (c *Reader) Format() string { return c.format }
 
 // Frame returns the 1-based number of the frame last returned by Next.
-func (c *CaptureReader) Frame() int { return c.frame }
+func (c *Reader) Frame() int { return c.frame }
 
 // ReadAhead makes the reader read and copy frames in a separate goroutine,
 // so that reading the file and decoding the frames use two cores. Call it
 // before the first Next, and call Close when done.
-func (c *CaptureReader) ReadAhead() {
+func (c *Reader) ReadAhead() {
 	if c.ahead != nil {
 		return
 	}
@@ -216,7 +206,7 @@ func (c *CaptureReader) ReadAhead() {
 	go c.readAhead()
 }
 
-func (c *CaptureReader) readAhead() {
+func (c *Reader) readAhead() {
 	defer close(c.ahead)
 	for {
 		var b *batch
@@ -242,7 +232,7 @@ func (c *CaptureReader) readAhead() {
 // b.err. On a stream (standard input from tcpdump -w -) it stops early,
 // before waiting for more input, so that the frames that have arrived are
 // handed on.
-func (c *CaptureReader) fill(b *batch, maxFrames, maxBytes int) {
+func (c *Reader) fill(b *batch, maxFrames, maxBytes int) {
 	b.buf, b.frames, b.err = b.buf[:0], b.frames[:0], nil
 	for len(b.frames) < maxFrames && len(b.buf) < maxBytes {
 		if c.ra == nil && len(b.frames) > 0 && c.br.Buffered() == 0 {
@@ -257,7 +247,7 @@ func (c *CaptureReader) fill(b *batch, maxFrames, maxBytes int) {
 		b.buf = append(b.buf, data...)
 		b.frames = append(b.frames, batchFrame{start: start, end: len(b.buf),
 			sec: ci.Timestamp.Unix(), nsec: int32(ci.Timestamp.Nanosecond()), noTime: ci.Timestamp.IsZero(),
-			linkType: linkType(&ci), capLen: ci.CaptureLength, length: ci.Length, ifIndex: ci.InterfaceIndex})
+			linkType: roce.CaptureLinkType(&ci), capLen: ci.CaptureLength, length: ci.Length, ifIndex: ci.InterfaceIndex})
 	}
 }
 
@@ -265,8 +255,8 @@ func (c *CaptureReader) fill(b *batch, maxFrames, maxBytes int) {
 // on a stream with no data yet, the goroutine is inside a read that only
 // new data, the end of the stream or closing the io.Reader ends; it then
 // stops without reading further. Close does not close the io.Reader the
-// CaptureReader was made with.
-func (c *CaptureReader) Close() {
+// Reader was made with.
+func (c *Reader) Close() {
 	if c.done != nil {
 		select {
 		case <-c.done:
@@ -279,7 +269,7 @@ func (c *CaptureReader) Close() {
 // Ready reports whether Next would return without waiting for the input:
 // a frame read ahead is waiting, or input is buffered. A program printing
 // frames from a stream flushes its output when Ready is false.
-func (c *CaptureReader) Ready() bool {
+func (c *Reader) Ready() bool {
 	if c.ahead != nil {
 		return c.cur != nil && (c.idx < len(c.cur.frames) || c.cur.err != nil) || len(c.ahead) > 0
 	}
@@ -289,14 +279,14 @@ func (c *CaptureReader) Ready() bool {
 // Next returns the next frame. The data is valid until the next call. At
 // the end of the capture it returns io.EOF; a damaged capture gives an
 // error naming the frame.
-func (c *CaptureReader) Next() ([]byte, gopacket.CaptureInfo, error) {
+func (c *Reader) Next() ([]byte, gopacket.CaptureInfo, error) {
 	if c.ahead != nil {
 		return c.nextAhead()
 	}
 	return c.result(readFrame(c.src))
 }
 
-func (c *CaptureReader) nextAhead() ([]byte, gopacket.CaptureInfo, error) {
+func (c *Reader) nextAhead() ([]byte, gopacket.CaptureInfo, error) {
 	for c.cur == nil || c.idx == len(c.cur.frames) {
 		if c.cur != nil {
 			if c.cur.err != nil {
@@ -323,7 +313,7 @@ func (c *CaptureReader) nextAhead() ([]byte, gopacket.CaptureInfo, error) {
 	return c.result(c.cur.buf[f.start:f.end], ci, nil)
 }
 
-func (c *CaptureReader) result(data []byte, ci gopacket.CaptureInfo, err error) ([]byte, gopacket.CaptureInfo, error) {
+func (c *Reader) result(data []byte, ci gopacket.CaptureInfo, err error) ([]byte, gopacket.CaptureInfo, error) {
 	if err != nil {
 		if errors.Is(err, io.EOF) {
 			return nil, ci, io.EOF

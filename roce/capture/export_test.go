@@ -1,4 +1,4 @@
-package roce
+package capture
 
 // SetSplit lets tests make Summarize cut small captures: a capture of
 // minBytes or more is cut into chunks of at least minChunk bytes (up to

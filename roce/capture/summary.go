@@ -1,9 +1,11 @@
-package roce
+package capture
 
 import (
 	"math/bits"
 	"net/netip"
 	"sort"
+
+	"github.com/roce-probe/roce-probe/roce"
 )
 
 // FlowKey identifies a RoCE flow: addresses, UDP ports and QPs. SrcQP is
@@ -56,8 +58,8 @@ type Summary struct {
 // NewSummary returns an empty Summary.
 func NewSummary() *Summary { return &Summary{flows: map[FlowKey]*flowAcc{}} }
 
-// Key returns the flow a packet belongs to.
-func (p *Packet) Key() FlowKey {
+// KeyOf returns the flow a packet belongs to.
+func KeyOf(p *roce.Packet) FlowKey {
 	k := FlowKey{Version: p.Version, Src: p.Src, Dst: p.Dst, SrcPort: p.SrcPort, DstPort: p.DstPort, DestQP: p.BTH.DestQP}
 	if p.HasDETH {
 		k.SrcQP, k.HasSrcQP = p.SrcQP, true
@@ -66,8 +68,8 @@ func (p *Packet) Key() FlowKey {
 }
 
 // Add counts a packet of wireLen bytes.
-func (s *Summary) Add(p *Packet, wireLen int) {
-	k := p.Key()
+func (s *Summary) Add(p *roce.Packet, wireLen int) {
+	k := KeyOf(p)
 	slot := &s.cache[(k.DestQP^k.SrcQP^uint32(k.SrcPort)^uint32(k.SrcPort>>6))&63]
 	a := *slot
 	if a == nil || a.s.FlowKey != k {
@@ -99,13 +101,13 @@ func (s *Summary) Add(p *Packet, wireLen int) {
 	if p.ECN() == 3 {
 		a.s.CE++
 	}
-	if p.BTH.Opcode == OpcodeCNP {
+	if p.BTH.Opcode == roce.OpcodeCNP {
 		a.s.CNPs++
 	}
 	switch p.ICRCStatus {
-	case ICRCInvalid:
+	case roce.ICRCInvalid:
 		a.s.ICRCFailures++
-	case ICRCUnchecked:
+	case roce.ICRCUnchecked:
 		a.s.ICRCUnchecked++
 	}
 }

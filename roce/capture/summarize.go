@@ -1,4 +1,4 @@
-package roce
+package capture
 
 import (
 	"errors"
@@ -9,19 +9,21 @@ import (
 
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
+
+	"github.com/roce-probe/roce-probe/roce"
 )
 
-// CaptureStats counts the frames of a capture by what they held.
-type CaptureStats struct {
+// Stats counts the frames of a capture by what they held.
+type Stats struct {
 	Frames    int // frames read
 	RoCE      int // RoCE packets decoded
-	NonRoCE   int // frames that are not RoCE (ErrNotRoCE)
+	NonRoCE   int // frames that are not RoCE (roce.ErrNotRoCE)
 	Malformed int // RoCE frames whose headers are cut short or inconsistent
 	BadICRC   int // RoCE packets with an invalid ICRC
 	Unchecked int // RoCE packets whose ICRC could not be checked (truncated)
 }
 
-func (s *CaptureStats) add(o CaptureStats) {
+func (s *Stats) add(o Stats) {
 	s.Frames += o.Frames
 	s.RoCE += o.RoCE
 	s.NonRoCE += o.NonRoCE
@@ -49,7 +51,7 @@ type sumBatch struct {
 type sumResult struct {
 	seq   int
 	sum   *Summary
-	stats CaptureStats
+	stats Stats
 	bad   []FrameError
 	err   error
 	first int
@@ -70,17 +72,17 @@ type FrameError struct {
 // one goroutine and decoded in batches by the others. Per-chunk or
 // per-batch Summaries are merged in capture order, so the result is
 // exactly what decoding the frames one by one (Next,
-// Decoder.DecodeCaptured, one Summary.Add each) gives. A capture file
+// roce.Decoder.DecodeCaptured, one Summary.Add each) gives. A capture file
 // growing while it is read is read up to the size it had when
-// NewCaptureReader was called.
+// NewReader was called.
 //
 // malformed, if not nil, is called in frame order for each RoCE frame whose
 // headers are cut short or inconsistent. A damaged capture returns the
 // summary of the frames before the damage and an error naming the frame,
 // as Next does. Summarize may follow calls of Next (not ReadAhead): it then
 // summarises the frames Next did not return, numbered on from them, and
-// the CaptureStats count only those.
-func (c *CaptureReader) Summarize(malformed func(FrameError)) (*Summary, CaptureStats, error) {
+// the Stats count only those.
+func (c *Reader) Summarize(malformed func(FrameError)) (*Summary, Stats, error) {
 	workers := runtime.GOMAXPROCS(0)
 	if c.ra != nil && c.frame == 0 && c.ahead == nil && workers > 1 && c.size-c.base >= splitMinBytes {
 		if sum, st, err, ok := c.summarizeSplit(workers, malformed); ok {
@@ -88,9 +90,9 @@ func (c *CaptureReader) Summarize(malformed func(FrameError)) (*Summary, Capture
 			return sum, st, err
 		}
 		// read the capture again, in one sequence
-		fresh, err := NewCaptureReader(io.NewSectionReader(c.ra, c.base, c.size-c.base))
+		fresh, err := NewReader(io.NewSectionReader(c.ra, c.base, c.size-c.base))
 		if err != nil {
-			return NewSummary(), CaptureStats{}, err
+			return NewSummary(), Stats{}, err
 		}
 		c.src = fresh.src
 	}
@@ -103,7 +105,7 @@ var splitMinBytes int64 = 4 << 20
 // splitCount counts the captures summarised in chunks, for tests.
 var splitCount atomic.Int64
 
-func (c *CaptureReader) summarizePipeline(workers int, malformed func(FrameError)) (*Summary, CaptureStats, error) {
+func (c *Reader) summarizePipeline(workers int, malformed func(FrameError)) (*Summary, Stats, error) {
 	nbuf := 2*workers + 2
 	work := make(chan *sumBatch, nbuf)
 	free := make(chan *sumBatch, nbuf)
@@ -125,7 +127,7 @@ func (c *CaptureReader) summarizePipeline(workers int, malformed func(FrameError
 	go func() { wg.Wait(); close(results) }()
 
 	total := NewSummary()
-	var stats CaptureStats
+	var stats Stats
 	var readErr error
 	base := c.frame // frames Next returned before: numbers go on from there
 	pending := map[int]*sumResult{}
@@ -167,7 +169,7 @@ func (c *CaptureReader) summarizePipeline(workers int, malformed func(FrameError
 
 // readBatches copies the capture's frames into batches until the end of
 // the capture or a read error, which ends the last batch.
-func (c *CaptureReader) readBatches(work chan<- *sumBatch, free <-chan *sumBatch) {
+func (c *Reader) readBatches(work chan<- *sumBatch, free <-chan *sumBatch) {
 	defer close(work)
 	n := 0
 	for seq := 0; ; seq++ {
@@ -184,14 +186,14 @@ func (c *CaptureReader) readBatches(work chan<- *sumBatch, free <-chan *sumBatch
 
 // summarizeFrame decodes one frame into p and counts it in st and sum; a
 // malformed RoCE frame goes into bad as frame number n.
-func summarizeFrame(dec *Decoder, p *Packet, data []byte, capLen, length int, lt layers.LinkType, n int, st *CaptureStats, sum *Summary, bad *[]FrameError) {
+func summarizeFrame(dec *roce.Decoder, p *roce.Packet, data []byte, capLen, length int, lt layers.LinkType, n int, st *Stats, sum *Summary, bad *[]FrameError) {
 	st.Frames++
 	if lt != layers.LinkTypeEthernet {
 		st.NonRoCE++
 		return
 	}
-	if err := dec.decodeLens(data, capLen, length, p); err != nil {
-		if errors.Is(err, ErrNotRoCE) {
+	if err := dec.DecodeLengths(data, capLen, length, p); err != nil {
+		if errors.Is(err, roce.ErrNotRoCE) {
 			st.NonRoCE++
 		} else {
 			st.Malformed++
@@ -201,9 +203,9 @@ func summarizeFrame(dec *Decoder, p *Packet, data []byte, capLen, length int, lt
 	}
 	st.RoCE++
 	switch p.ICRCStatus {
-	case ICRCInvalid:
+	case roce.ICRCInvalid:
 		st.BadICRC++
-	case ICRCUnchecked:
+	case roce.ICRCUnchecked:
 		st.Unchecked++
 	}
 	sum.Add(p, length)
@@ -212,8 +214,8 @@ func summarizeFrame(dec *Decoder, p *Packet, data []byte, capLen, length int, lt
 // decodeBatches decodes batches from work into results, returning each
 // batch to free once decoded.
 func decodeBatches(work <-chan *sumBatch, free chan<- *sumBatch, results chan<- *sumResult, sums chan *Summary) {
-	dec := NewDecoder()
-	var p Packet
+	dec := roce.NewDecoder()
+	var p roce.Packet
 	for b := range work {
 		r := &sumResult{seq: b.seq, first: b.first, err: b.err}
 		select {

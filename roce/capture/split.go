@@ -1,4 +1,4 @@
-package roce
+package capture
 
 import (
 	"bufio"
@@ -10,6 +10,8 @@ import (
 
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/pcapgo"
+
+	"github.com/roce-probe/roce-probe/roce"
 )
 
 // Summarizing a capture file in parallel: the file is cut into chunks at
@@ -30,7 +32,7 @@ import (
 // chunk's first frame.
 type segResult struct {
 	sum   *Summary
-	stats CaptureStats
+	stats Stats
 	bad   []FrameError
 	err   error // read error; io.EOF at a clean end
 	bytes int64 // pcap: bytes of the frames read, with their headers
@@ -56,10 +58,10 @@ var (
 // summarizeSplit summarises the capture file on workers goroutines. ok is
 // false when the capture could not be cut or a cut was not proven; nothing
 // has been reported then.
-func (c *CaptureReader) summarizeSplit(workers int, malformed func(FrameError)) (*Summary, CaptureStats, error, bool) {
+func (c *Reader) summarizeSplit(workers int, malformed func(FrameError)) (*Summary, Stats, error, bool) {
 	hdr, order, ok := c.headerBytes()
 	if !ok {
-		return nil, CaptureStats{}, nil, false
+		return nil, Stats{}, nil, false
 	}
 	n := int(min(int64(workers*splitPerCore), (c.size-c.base)/splitMinChunk))
 	n = max(n, workers)
@@ -68,7 +70,7 @@ func (c *CaptureReader) summarizeSplit(workers int, malformed func(FrameError)) 
 	for k := 1; k < n; k++ {
 		cut, found := c.findCut(c.base+(c.size-c.base)*int64(k)/int64(n), order, c.base+int64(len(hdr)), win)
 		if !found || cut <= cuts[len(cuts)-1] {
-			return nil, CaptureStats{}, nil, false
+			return nil, Stats{}, nil, false
 		}
 		cuts = append(cuts, cut)
 	}
@@ -78,10 +80,10 @@ func (c *CaptureReader) summarizeSplit(workers int, malformed func(FrameError)) 
 		// the interfaces the header describes
 		ng, err := pcapgo.NewNgReader(bytes.NewReader(hdr), ngOptions)
 		if err != nil {
-			return nil, CaptureStats{}, nil, false
+			return nil, Stats{}, nil, false
 		}
 		if _, _, err := ng.ZeroCopyReadPacketData(); !errors.Is(err, io.EOF) {
-			return nil, CaptureStats{}, nil, false
+			return nil, Stats{}, nil, false
 		}
 		want = interfaces(ng)
 	}
@@ -100,26 +102,26 @@ func (c *CaptureReader) summarizeSplit(workers int, malformed func(FrameError)) 
 		bad = <-failed || bad
 	}
 	if bad {
-		return nil, CaptureStats{}, nil, false
+		return nil, Stats{}, nil, false
 	}
 	for k := 0; k < n-1; k++ {
 		if res[k].err != io.EOF {
-			return nil, CaptureStats{}, nil, false
+			return nil, Stats{}, nil, false
 		}
 		// pcapgo's Reader reports a clean end also after a frame header
 		// whose data is missing: the frames must fill the chunk.
 		if hl := int64(len(hdr)); c.format == FormatPcap && res[k].bytes+hl*int64(1-min(k, 1)) != cuts[k+1]-cuts[k] {
-			return nil, CaptureStats{}, nil, false
+			return nil, Stats{}, nil, false
 		}
 	}
 	// A damaged pcapng capture is read again in one sequence, which names
 	// the damage as reading frame by frame does.
 	if c.format == FormatPcapNG && !errors.Is(res[n-1].err, io.EOF) {
-		return nil, CaptureStats{}, nil, false
+		return nil, Stats{}, nil, false
 	}
 	chunkCount.Add(int64(n))
 	total := res[0].sum
-	var stats CaptureStats
+	var stats Stats
 	for k := range res {
 		if k > 0 {
 			total.Merge(res[k].sum)
@@ -152,11 +154,11 @@ var chunkCount atomic.Int64
 // reader (nil for pcap, or when other goroutines took all the chunks), and
 // false if a reader could not be made or a chunk before the last did not
 // end cleanly (the others then stop too).
-func (c *CaptureReader) summarizeChunks(hdr []byte, order binary.ByteOrder, cuts []int64, next *atomic.Int64, stop *atomic.Bool, res []segResult) (*pcapgo.NgReader, bool) {
+func (c *Reader) summarizeChunks(hdr []byte, order binary.ByteOrder, cuts []int64, next *atomic.Int64, stop *atomic.Bool, res []segResult) (*pcapgo.NgReader, bool) {
 	in := bufio.NewReaderSize(nil, 256<<10)
 	var src gopacket.ZeroCopyPacketDataSource
 	var ng *pcapgo.NgReader
-	dec := NewDecoder()
+	dec := roce.NewDecoder()
 	for !stop.Load() {
 		k := int(next.Add(1)) - 1
 		if k >= len(res) {
@@ -260,10 +262,10 @@ func (w *blockWatch) clean() bool { return !w.bad && w.have == 0 && w.next == w.
 // summarizeChunk reads frames from src up to an error (io.EOF at the end
 // of the chunk) and summarises them. The counts are kept in locals and
 // stored once: the goroutines' results lie next to each other in memory.
-func summarizeChunk(src gopacket.ZeroCopyPacketDataSource, dec *Decoder) segResult {
+func summarizeChunk(src gopacket.ZeroCopyPacketDataSource, dec *roce.Decoder) segResult {
 	r := segResult{sum: NewSummary()}
-	var p Packet
-	var st CaptureStats
+	var p roce.Packet
+	var st Stats
 	var nbytes int64
 	for {
 		data, ci, err := readFrame(src)
@@ -272,7 +274,7 @@ func summarizeChunk(src gopacket.ZeroCopyPacketDataSource, dec *Decoder) segResu
 			break
 		}
 		nbytes += 16 + int64(len(data))
-		summarizeFrame(dec, &p, data, ci.CaptureLength, ci.Length, linkType(&ci), st.Frames+1, &st, r.sum, &r.bad)
+		summarizeFrame(dec, &p, data, ci.CaptureLength, ci.Length, roce.CaptureLinkType(&ci), st.Frames+1, &st, r.sum, &r.bad)
 	}
 	r.stats, r.bytes = st, nbytes
 	return r
@@ -304,7 +306,7 @@ func sameInterfaces(a, b []pcapgo.NgInterface) bool {
 
 // headerBytes returns what precedes the first frame: the pcap file header,
 // or the pcapng blocks before the first packet block.
-func (c *CaptureReader) headerBytes() ([]byte, binary.ByteOrder, bool) {
+func (c *Reader) headerBytes() ([]byte, binary.ByteOrder, bool) {
 	if c.format == FormatPcap {
 		h := make([]byte, 24)
 		if _, err := c.ra.ReadAt(h, c.base); err != nil {
@@ -347,7 +349,7 @@ func (c *CaptureReader) headerBytes() ([]byte, binary.ByteOrder, bool) {
 
 // findCut looks for a frame boundary at or after want (and after first),
 // reading the capture into buf.
-func (c *CaptureReader) findCut(want int64, order binary.ByteOrder, first int64, buf []byte) (int64, bool) {
+func (c *Reader) findCut(want int64, order binary.ByteOrder, first int64, buf []byte) (int64, bool) {
 	want = max(want, first)
 	if c.format == FormatPcapNG { // blocks are 32-bit aligned
 		want += (4 - (want-c.base)%4) % 4
@@ -377,7 +379,7 @@ func (c *CaptureReader) findCut(want int64, order binary.ByteOrder, first int64,
 
 // chainAt reports whether splitChain plausible frame headers follow each
 // other from win[o:] (or run exactly to the end of the capture).
-func (c *CaptureReader) chainAt(win []byte, o int, order binary.ByteOrder, atEnd bool) bool {
+func (c *Reader) chainAt(win []byte, o int, order binary.ByteOrder, atEnd bool) bool {
 	for i := 0; i < splitChain; i++ {
 		if o == len(win) && atEnd && i > 0 {
 			return true

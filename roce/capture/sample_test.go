@@ -1,4 +1,4 @@
-package roce_test
+package capture_test
 
 import (
 	"bytes"
@@ -13,14 +13,15 @@ import (
 
 	"github.com/roce-probe/roce-probe/internal/rocegen"
 	"github.com/roce-probe/roce-probe/roce"
+	"github.com/roce-probe/roce-probe/roce/capture"
 )
 
 var update = flag.Bool("update", false, "rewrite roce/testdata/sample.pcapng and the fuzz seed corpus")
 
-const samplePath = "testdata/sample.pcapng"
+const samplePath = "../testdata/sample.pcapng"
 
-// TestSampleCapture checks that testdata/sample.pcapng is what
-// internal/rocegen generates (go test ./roce -run SampleCapture -update
+// TestSampleCapture checks that roce/testdata/sample.pcapng is what
+// internal/rocegen generates (go test ./roce/capture -run SampleCapture -update
 // rewrites it and the fuzz seeds), and what it contains.
 func TestSampleCapture(t *testing.T) {
 	frames := rocegen.Sample()
@@ -39,14 +40,14 @@ func TestSampleCapture(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(got, buf.Bytes()) {
-		t.Fatalf("%s is stale: regenerate it with go test ./roce -run SampleCapture -update", samplePath)
+		t.Fatalf("%s is stale: regenerate it with go test ./roce/capture -run SampleCapture -update", samplePath)
 	}
 
-	cr, err := roce.NewCaptureReader(bytes.NewReader(got))
+	cr, err := capture.NewReader(bytes.NewReader(got))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cr.Format() != roce.FormatPcapNG {
+	if cr.Format() != capture.FormatPcapNG {
 		t.Errorf("format %q", cr.Format())
 	}
 	dec := roce.NewDecoder()
@@ -98,10 +99,14 @@ func TestSampleCapture(t *testing.T) {
 	}
 }
 
-// writeSeeds writes the sample's frames as fuzz seeds.
-func writeSeeds(t *testing.T, frames []rocegen.Frame, capture []byte) {
+// writeSeeds writes the sample's frames as fuzz seeds: the frame targets'
+// into roce/testdata/fuzz, the capture targets' into this package's.
+func writeSeeds(t *testing.T, frames []rocegen.Frame, capt []byte) {
 	seed := func(target string, data []byte) {
-		dir := filepath.Join("testdata", "fuzz", target)
+		dir := filepath.Join("..", "testdata", "fuzz", target)
+		if target == "FuzzCaptureReader" {
+			dir = filepath.Join("testdata", "fuzz", target)
+		}
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -121,8 +126,8 @@ func writeSeeds(t *testing.T, frames []rocegen.Frame, capture []byte) {
 	for i := 0; i < 14; i++ {
 		seed("FuzzLayers", append([]byte{byte(i)}, frames[0].Data[42:]...))
 	}
-	seed("FuzzCaptureReader", capture)
-	seed("FuzzCaptureReader", capture[:len(capture)-7])
+	seed("FuzzCaptureReader", capt)
+	seed("FuzzCaptureReader", capt[:len(capt)-7])
 }
 
 // FuzzCaptureReader: reading and decoding any capture file never panics.
@@ -130,7 +135,7 @@ func FuzzCaptureReader(f *testing.F) {
 	f.Add([]byte{0x0a, 0x0d, 0x0d, 0x0a})
 	dec := roce.NewDecoder()
 	f.Fuzz(func(t *testing.T, data []byte) {
-		cr, err := roce.NewCaptureReader(bytes.NewReader(data))
+		cr, err := capture.NewReader(bytes.NewReader(data))
 		if err != nil {
 			return
 		}
@@ -152,7 +157,7 @@ func FuzzCaptureReader(f *testing.F) {
 func BenchmarkDecodeSynthetic(b *testing.B) {
 	frames := rocegen.Synthetic(1024)
 	dec := roce.NewDecoder()
-	sum := roce.NewSummary()
+	sum := capture.NewSummary()
 	var p roce.Packet
 	b.ReportAllocs()
 	i := 0
@@ -174,7 +179,7 @@ func TestReadAhead(t *testing.T) {
 	if err := rocegen.WritePcapNG(&buf, frames); err != nil {
 		t.Fatal(err)
 	}
-	cr, err := roce.NewCaptureReader(bytes.NewReader(buf.Bytes()))
+	cr, err := capture.NewReader(bytes.NewReader(buf.Bytes()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +201,7 @@ func TestReadAhead(t *testing.T) {
 	}
 	cr.Close()
 
-	cr, _ = roce.NewCaptureReader(bytes.NewReader(buf.Bytes()))
+	cr, _ = capture.NewReader(bytes.NewReader(buf.Bytes()))
 	cr.ReadAhead()
 	cr.Next()
 	cr.Close() // must not hang with the goroutine blocked on a full queue
