@@ -248,40 +248,107 @@ func Decode(r io.Reader) (*Snapshot, error) {
 	return decodeBytes(b)
 }
 
+// Wire forms the decoder fills in one strict pass. Port, Slot and DCB
+// have UnmarshalJSON methods of their own (for callers that decode one of
+// them), but a custom unmarshaller re-scans its bytes with a decoder of its
+// own, so a snapshot decoded through them was scanned once per nesting
+// level: Decode fills these plain structs instead, which the one strict
+// decoder checks for unknown keys all the way down.
+type (
+	decodeJSON struct {
+		Format     *string           `json:"format"`
+		Version    *int              `json:"version"`
+		Tool       string            `json:"roce_probe_version"`
+		Hostname   *string           `json:"hostname"`
+		Kernel     *string           `json:"kernel"`
+		Time       time.Time         `json:"time"`
+		RDMA       *rdmaDecode       `json:"rdma"`
+		Namespaces []*vlan.Namespace `json:"namespaces"`
+		DCB        []dcbJSON         `json:"dcb"`
+		Counters   *counters.Sample  `json:"counters"`
+		Settings   *Settings         `json:"settings"`
+		Errors     []SourceError     `json:"errors"`
+	}
+	rdmaDecode struct {
+		Devices []deviceDecode `json:"devices"`
+	}
+	deviceDecode struct {
+		Name   string         `json:"device"`
+		Driver qos.DriverInfo `json:"driver"`
+		Ports  []portDecode   `json:"ports"`
+	}
+	portDecode struct {
+		Port      int        `json:"port"`
+		State     string     `json:"state"`
+		PhysState string     `json:"phys_state"`
+		LinkLayer string     `json:"link_layer"`
+		Netdev    *string    `json:"netdev"`
+		TableLen  int        `json:"gid_table_len"`
+		GIDs      []slotJSON `json:"gids"`
+	}
+)
+
+// snapshot converts the decoded wire form.
+func (w *decodeJSON) snapshot() *Snapshot {
+	s := &Snapshot{Tool: w.Tool, Hostname: deref(w.Hostname), Kernel: deref(w.Kernel), Time: w.Time,
+		Namespaces: w.Namespaces, Counters: w.Counters, Settings: w.Settings, Errors: w.Errors}
+	if w.RDMA != nil {
+		s.RDMA = &RDMA{Devices: make([]Device, len(w.RDMA.Devices))}
+		if w.RDMA.Devices == nil {
+			s.RDMA.Devices = nil
+		}
+		for i, d := range w.RDMA.Devices {
+			dev := Device{Name: d.Name, Driver: d.Driver, Ports: make([]Port, len(d.Ports))}
+			if d.Ports == nil {
+				dev.Ports = nil
+			}
+			for j, p := range d.Ports {
+				port := Port{Port: p.Port, State: p.State, PhysState: p.PhysState, LinkLayer: p.LinkLayer, Netdev: deref(p.Netdev), TableLen: p.TableLen}
+				if p.GIDs != nil {
+					port.GIDs = make([]Slot, len(p.GIDs))
+					for k, g := range p.GIDs {
+						port.GIDs[k] = Slot{Index: g.Index, GID: g.GID, Type: g.Type, Netdev: deref(g.Netdev)}
+					}
+				}
+				dev.Ports[j] = port
+			}
+			s.RDMA.Devices[i] = dev
+		}
+	}
+	if w.DCB != nil {
+		s.DCB = make([]DCB, len(w.DCB))
+		for i, d := range w.DCB {
+			s.DCB[i] = DCB{Netns: deref(d.Netns), DCB: d.DCB}
+		}
+	}
+	return s
+}
+
 func decodeBytes(b []byte) (*Snapshot, error) {
-	// Look at format and version first: a document of another kind or
-	// version is named as such, not by its first unknown key.
-	var head struct {
-		Format  *string `json:"format"`
-		Version *int    `json:"version"`
-	}
-	if err := json.Unmarshal(b, &head); err != nil {
-		var se *json.SyntaxError
-		if errors.As(err, &se) {
-			return nil, fmt.Errorf("snapshot: %w: not JSON (%v at byte %d)", ErrNotSnapshot, se, se.Offset)
+	// One strict pass. A document of another kind or version is named as
+	// such, not by its first unknown key: when the pass fails, or the
+	// document says it is something else, headError looks at format and
+	// version first.
+	var w decodeJSON
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(&w)
+	if err == nil && !onlySpace(b[dec.InputOffset():]) {
+		// Data after the document: json.Unmarshal in headError names it.
+		if herr := headError(b); herr != nil {
+			return nil, herr
 		}
-		return nil, fmt.Errorf("snapshot: %w: %v", ErrNotSnapshot, err)
 	}
-	if head.Format == nil || *head.Format != Format {
-		got := "no \"format\" key"
-		if head.Format != nil {
-			got = fmt.Sprintf("format %q", *head.Format)
+	if err != nil {
+		if herr := headError(b); herr != nil {
+			return nil, herr
 		}
-		return nil, fmt.Errorf("snapshot: %w: %s, want \"format\": %q (written by 'roce-probe collect')", ErrNotSnapshot, got, Format)
-	}
-	if head.Version == nil || *head.Version != Version {
-		got := "no version"
-		if head.Version != nil {
-			got = fmt.Sprintf("version %d", *head.Version)
-		}
-		return nil, fmt.Errorf("snapshot: %w: %s, this roce-probe reads version %d", ErrVersion, got, Version)
-	}
-	var w snapshotJSON
-	if err := strictUnmarshal(b, &w); err != nil {
 		return nil, fmt.Errorf("snapshot: %w", err)
 	}
-	s := &Snapshot{Tool: w.Tool, Hostname: deref(w.Hostname), Kernel: deref(w.Kernel), Time: w.Time, RDMA: w.RDMA,
-		Namespaces: w.Namespaces, DCB: w.DCB, Counters: w.Counters, Settings: w.Settings, Errors: w.Errors}
+	if herr := checkHead(w.Format, w.Version); herr != nil {
+		return nil, herr
+	}
+	s := w.snapshot()
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
@@ -289,6 +356,55 @@ func decodeBytes(b []byte) (*Snapshot, error) {
 		n.Freeze()
 	}
 	return s, nil
+}
+
+// headError reads only format and version: what is wrong when the
+// document is not JSON, not a snapshot or of another version; nil when
+// those two are right.
+func headError(b []byte) error {
+	var head struct {
+		Format  *string `json:"format"`
+		Version *int    `json:"version"`
+	}
+	if err := json.Unmarshal(b, &head); err != nil {
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			return fmt.Errorf("snapshot: %w: not JSON (%v at byte %d)", ErrNotSnapshot, se, se.Offset)
+		}
+		return fmt.Errorf("snapshot: %w: %v", ErrNotSnapshot, err)
+	}
+	return checkHead(head.Format, head.Version)
+}
+
+// checkHead checks a document's format and version.
+func checkHead(format *string, version *int) error {
+	if format == nil || *format != Format {
+		got := "no \"format\" key"
+		if format != nil {
+			got = fmt.Sprintf("format %q", *format)
+		}
+		return fmt.Errorf("snapshot: %w: %s, want \"format\": %q (written by 'roce-probe collect')", ErrNotSnapshot, got, Format)
+	}
+	if version == nil || *version != Version {
+		got := "no version"
+		if version != nil {
+			got = fmt.Sprintf("version %d", *version)
+		}
+		return fmt.Errorf("snapshot: %w: %s, this roce-probe reads version %d", ErrVersion, got, Version)
+	}
+	return nil
+}
+
+// onlySpace reports whether b is JSON whitespace only.
+func onlySpace(b []byte) bool {
+	for _, c := range b {
+		switch c {
+		case ' ', '\t', '\n', '\r':
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // Load reads and decodes the snapshot file path ("-" for standard input).

@@ -104,6 +104,7 @@ func TestDecodeErrors(t *testing.T) {
 		{`{"format": "roce-probe-snapshot"}`, ErrVersion, "no version"},
 		{`{"format": "roce-probe-snapshot", "version": 2}`, ErrVersion, "version 2, this roce-probe reads version 1"},
 		{zipped.String(), ErrNotSnapshot, "not JSON"},
+		{string(valid) + "{}", ErrNotSnapshot, "after top-level value"},
 		{edit(`"hostname": "fixture-rxe"`, `"hostname": "fixture-rxe", "color": "blue"`), nil, `unknown field "color"`},
 		{edit(`"gid_table_len": 16`, `"gid_table_len": 2`), nil, "GID index 2: want 0..1"},
 		{edit(`"port": 1,`, `"port": 0,`), nil, "port 0: want a port number 1..255"},
