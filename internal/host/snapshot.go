@@ -232,6 +232,20 @@ var (
 // (ErrNotSnapshot), a version this roce-probe does not read (ErrVersion),
 // an unknown key, a value out of range.
 func Decode(r io.Reader) (*Snapshot, error) {
+	return DecodeWith(r, DecodeOptions{})
+}
+
+// DecodeOptions change what DecodeWith keeps of a snapshot.
+type DecodeOptions struct {
+	// SkipCounters leaves the counters sample out: it must be JSON, but
+	// it is neither decoded nor validated, and Counters is nil. For
+	// readers of many snapshots that do not analyse counters (roce-probe
+	// fabric): the sample is a fifth of a snapshot's decoding time.
+	SkipCounters bool
+}
+
+// DecodeWith is Decode with options.
+func DecodeWith(r io.Reader, o DecodeOptions) (*Snapshot, error) {
 	br := bufio.NewReader(r)
 	if magic, err := br.Peek(2); err == nil && magic[0] == 0x1f && magic[1] == 0x8b {
 		zr, err := gzip.NewReader(br)
@@ -245,7 +259,7 @@ func Decode(r io.Reader) (*Snapshot, error) {
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: reading: %w", err)
 	}
-	return decodeBytes(b)
+	return decodeBytes(b, o)
 }
 
 // Wire forms the decoder fills in one strict pass. Port, Slot and DCB
@@ -255,19 +269,36 @@ func Decode(r io.Reader) (*Snapshot, error) {
 // level: Decode fills these plain structs instead, which the one strict
 // decoder checks for unknown keys all the way down.
 type (
+	decodeBase struct {
+		Format     *string            `json:"format"`
+		Version    *int               `json:"version"`
+		Tool       string             `json:"roce_probe_version"`
+		Hostname   *string            `json:"hostname"`
+		Kernel     *string            `json:"kernel"`
+		Time       time.Time          `json:"time"`
+		RDMA       *rdmaDecode        `json:"rdma"`
+		Namespaces []*namespaceDecode `json:"namespaces"`
+		DCB        []dcbJSON          `json:"dcb"`
+		Settings   *Settings          `json:"settings"`
+		Errors     []SourceError      `json:"errors"`
+	}
 	decodeJSON struct {
-		Format     *string           `json:"format"`
-		Version    *int              `json:"version"`
-		Tool       string            `json:"roce_probe_version"`
-		Hostname   *string           `json:"hostname"`
-		Kernel     *string           `json:"kernel"`
-		Time       time.Time         `json:"time"`
-		RDMA       *rdmaDecode       `json:"rdma"`
-		Namespaces []*vlan.Namespace `json:"namespaces"`
-		DCB        []dcbJSON         `json:"dcb"`
-		Counters   *counters.Sample  `json:"counters"`
-		Settings   *Settings         `json:"settings"`
-		Errors     []SourceError     `json:"errors"`
+		decodeBase
+		Counters *counters.Sample `json:"counters"`
+	}
+	decodeSkipCounters struct {
+		decodeBase
+		Counters skipJSON `json:"counters"`
+	}
+	// namespaceDecode is vlan.Namespace's wire form (namespaceJSON in
+	// vlan/namespace.go), decoded here in the one pass rather than by
+	// Namespace.UnmarshalJSON, which re-scans its bytes.
+	namespaceDecode struct {
+		Netns     *string         `json:"netns"`
+		Links     []vlan.Link     `json:"links"`
+		Routes    []vlan.Route    `json:"routes"`
+		Neighbors []vlan.Neighbor `json:"neighbors"`
+		Sysctls   vlan.Sysctls    `json:"sysctls"`
 	}
 	rdmaDecode struct {
 		Devices []deviceDecode `json:"devices"`
@@ -288,10 +319,24 @@ type (
 	}
 )
 
+// skipJSON is a value the decoder scans (it must be JSON) and drops.
+type skipJSON struct{}
+
+// UnmarshalJSON drops the value.
+func (*skipJSON) UnmarshalJSON([]byte) error { return nil }
+
 // snapshot converts the decoded wire form.
-func (w *decodeJSON) snapshot() *Snapshot {
+func (w *decodeBase) snapshot() *Snapshot {
 	s := &Snapshot{Tool: w.Tool, Hostname: deref(w.Hostname), Kernel: deref(w.Kernel), Time: w.Time,
-		Namespaces: w.Namespaces, Counters: w.Counters, Settings: w.Settings, Errors: w.Errors}
+		Settings: w.Settings, Errors: w.Errors}
+	if w.Namespaces != nil {
+		s.Namespaces = make([]*vlan.Namespace, len(w.Namespaces))
+		for i, n := range w.Namespaces {
+			if n != nil {
+				s.Namespaces[i] = &vlan.Namespace{Netns: deref(n.Netns), Links: n.Links, Routes: n.Routes, Neighbors: n.Neighbors, Sysctls: n.Sysctls}
+			}
+		}
+	}
 	if w.RDMA != nil {
 		s.RDMA = &RDMA{Devices: make([]Device, len(w.RDMA.Devices))}
 		if w.RDMA.Devices == nil {
@@ -324,15 +369,21 @@ func (w *decodeJSON) snapshot() *Snapshot {
 	return s
 }
 
-func decodeBytes(b []byte) (*Snapshot, error) {
+func decodeBytes(b []byte, o DecodeOptions) (*Snapshot, error) {
 	// One strict pass. A document of another kind or version is named as
 	// such, not by its first unknown key: when the pass fails, or the
 	// document says it is something else, headError looks at format and
 	// version first.
-	var w decodeJSON
+	var full decodeJSON
+	var lean decodeSkipCounters
+	var v any = &full
+	base := &full.decodeBase
+	if o.SkipCounters {
+		v, base = &lean, &lean.decodeBase
+	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
-	err := dec.Decode(&w)
+	err := dec.Decode(v)
 	if err == nil && !onlySpace(b[dec.InputOffset():]) {
 		// Data after the document: json.Unmarshal in headError names it.
 		if herr := headError(b); herr != nil {
@@ -345,10 +396,13 @@ func decodeBytes(b []byte) (*Snapshot, error) {
 		}
 		return nil, fmt.Errorf("snapshot: %w", err)
 	}
-	if herr := checkHead(w.Format, w.Version); herr != nil {
+	if herr := checkHead(base.Format, base.Version); herr != nil {
 		return nil, herr
 	}
-	s := w.snapshot()
+	s := base.snapshot()
+	if !o.SkipCounters {
+		s.Counters = full.Counters
+	}
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
@@ -409,15 +463,20 @@ func onlySpace(b []byte) bool {
 
 // Load reads and decodes the snapshot file path ("-" for standard input).
 func Load(path string) (*Snapshot, error) {
+	return LoadWith(path, DecodeOptions{})
+}
+
+// LoadWith is Load with options.
+func LoadWith(path string, o DecodeOptions) (*Snapshot, error) {
 	if path == "-" {
-		return Decode(os.Stdin)
+		return DecodeWith(os.Stdin, o)
 	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return Decode(f)
+	return DecodeWith(f, o)
 }
 
 // Validate checks what a snapshot read from the kernel always satisfies:
