@@ -1,14 +1,12 @@
 package fabric
 
 import (
-	"fmt"
 	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/roce-probe/roce-probe/gid"
 	"github.com/roce-probe/roce-probe/qos"
-	"github.com/roce-probe/roce-probe/vlan"
 )
 
 // Check names: the "check" key of a finding (docs/json.md, "fabric").
@@ -49,178 +47,202 @@ type check struct {
 	metrics bool
 	// why is what follows from a difference.
 	why string
-	// value returns the fact's JSON value and its text (the grouping key
-	// and what tables print).
-	value func(a *Attachment, t gid.Type) (any, string, state)
+	// key returns the fact's text: what tables print, and what ports
+	// are grouped by. It runs for every port, so it is cheap.
+	key func(a *Attachment, t gid.Type) (string, state)
+	// value returns the fact's JSON value; it runs once per group.
+	value func(a *Attachment, t gid.Type) any
 }
 
 // checks are every check, in report order.
 var checks = []check{
 	{name: CheckGIDIndex, what: "the usable GID index", perType: true, metrics: true,
 		why: "one NCCL_IB_GID_INDEX or UCX_IB_GID_INDEX (perftest -x) works only on the ports of one value: set it per host as the groups show, or make the GID tables alike",
-		value: func(a *Attachment, t gid.Type) (any, string, state) {
+		key: func(a *Attachment, t gid.Type) (string, state) {
 			p := a.indexOf(t)
 			if p == nil {
-				return nil, "", notApplies
+				return "", notApplies
 			}
-			return *p, strconv.Itoa(*p), known
-		}},
+			return strconv.Itoa(*p), known
+		},
+		value: func(a *Attachment, t gid.Type) any { return *a.indexOf(t) }},
 	{name: CheckRoCEVersion, what: "the RoCE versions with a usable GID", plural: true, metrics: true,
 		why: "a workload that asks for a RoCE version (NCCL_IB_ROCE_VERSION_NUM, rdma_cm's default_roce_mode) finds no GID of it on some hosts",
-		value: func(a *Attachment, _ gid.Type) (any, string, state) {
-			var v []string
+		key: func(a *Attachment, _ gid.Type) (string, state) {
+			v1, v2 := a.indexOf(gid.TypeRoCEv1) != nil, a.indexOf(gid.TypeRoCEv2) != nil
+			switch {
+			case v1 && v2:
+				return "RoCE v1, RoCE v2", known
+			case v1:
+				return "RoCE v1", known
+			}
+			return "RoCE v2", known
+		},
+		value: func(a *Attachment, _ gid.Type) any {
+			v := []string{}
 			for _, t := range []gid.Type{gid.TypeRoCEv1, gid.TypeRoCEv2} {
 				if a.indexOf(t) != nil {
 					v = append(v, t.String())
 				}
 			}
-			return v, strings.Join(v, ", "), known
+			return v
 		}},
 	{name: CheckVLAN, what: "the VLAN tags", plural: true, metrics: true,
 		why: "frames leave some hosts tagged differently: the switches put them in another VLAN or classify them by another PCP",
-		value: func(a *Attachment, _ gid.Type) (any, string, state) {
+		key: func(a *Attachment, _ gid.Type) (string, state) {
 			if a.VLANs == nil {
-				return nil, "", unknown
+				return "", unknown
 			}
 			if len(a.VLANs) == 0 {
-				return []uint16{}, "untagged", known
+				return "untagged", known
 			}
-			parts := make([]string, len(a.VLANs))
+			var b []byte
 			for i, v := range a.VLANs {
-				parts[i] = strconv.Itoa(int(v))
+				if i > 0 {
+					b = append(b, " over "...)
+				}
+				b = strconv.AppendInt(b, int64(v), 10)
 			}
-			return a.VLANs, strings.Join(parts, " over "), known
-		}},
+			return string(b), known
+		},
+		value: func(a *Attachment, _ gid.Type) any { return a.VLANs }},
 	{name: CheckMTU, what: "the netdev MTU",
 		why: "a connection's path MTU must fit both ends (iboe_get_mtu: 4096 needs an MTU of 4192, 1024 one of 1120); frames larger than a hop's MTU are dropped",
-		value: func(a *Attachment, _ gid.Type) (any, string, state) {
+		key: func(a *Attachment, _ gid.Type) (string, state) {
 			if a.MTU == nil {
-				return nil, "", unknown
+				return "", unknown
 			}
-			return *a.MTU, fmt.Sprintf("%d (RoCE MTU %d)", *a.MTU, gid.RoCEMTU(*a.MTU)), known
-		}},
+			return strconv.Itoa(*a.MTU) + " (RoCE MTU " + strconv.Itoa(gid.RoCEMTU(*a.MTU)) + ")", known
+		},
+		value: func(a *Attachment, _ gid.Type) any { return *a.MTU }},
 	{name: CheckTrust, what: "the DCB trust mode",
 		why: "the NICs classify received RoCE by PCP on some hosts and by DSCP on others: the same marking lands in different priorities",
-		value: func(a *Attachment, _ gid.Type) (any, string, state) {
+		key: func(a *Attachment, _ gid.Type) (string, state) {
 			if a.DCB == nil {
-				return nil, "", unknown
+				return "", unknown
 			}
-			t := string(a.DCB.Trust())
-			return t, t, known
-		}},
+			return string(a.DCB.Trust()), known
+		},
+		value: func(a *Attachment, _ gid.Type) any { return string(a.DCB.Trust()) }},
 	{name: CheckPFC, what: "PFC on priorities",
 		why: "a priority lossless on some hosts is lossy on others: its frames are dropped instead of paused there",
-		value: func(a *Attachment, _ gid.Type) (any, string, state) {
+		key: func(a *Attachment, _ gid.Type) (string, state) {
 			if a.DCB == nil || a.DCB.PFC == nil {
-				return nil, "", unknown
+				return "", unknown
 			}
-			p := a.DCB.PFC.EnabledPriorities()
-			v := make([]int, len(p))
-			for i, x := range p {
-				v[i] = int(x)
-			}
-			return v, listText(v, "none"), known
-		}},
+			return listText(pfcPrios(a), "none"), known
+		},
+		value: func(a *Attachment, _ gid.Type) any { return pfcPrios(a) }},
 	{name: CheckDSCPPrio, what: "the DSCP to priority map",
 		why: "the same DSCP lands in different priorities (and traffic classes) on different hosts",
-		value: func(a *Attachment, _ gid.Type) (any, string, state) {
+		key: func(a *Attachment, _ gid.Type) (string, state) {
 			if a.DCB == nil {
-				return nil, "", unknown
+				return "", unknown
 			}
 			if a.DCB.Trust() != qos.TrustDSCP {
 				// Under PCP trust the map classifies nothing; the
 				// trust check names a port in the other mode.
-				return nil, "", notApplies
+				return "", notApplies
 			}
-			m := a.DCB.DSCPMap()
-			keys := make([]int, 0, len(m))
-			for k := range m {
-				keys = append(keys, int(k))
-			}
-			sort.Ints(keys)
-			v := make(map[string][]int, len(m))
-			parts := make([]string, len(keys))
-			for i, k := range keys {
-				ps := make([]int, len(m[uint8(k)]))
-				for j, p := range m[uint8(k)] {
-					ps[j] = int(p)
+			var b []byte
+			for _, e := range dscpEntries(a) {
+				if len(b) > 0 {
+					b = append(b, ' ')
 				}
-				v[strconv.Itoa(k)] = ps
-				parts[i] = strconv.Itoa(k) + ":" + listText(ps, "")
+				b = strconv.AppendInt(b, int64(e.dscp), 10)
+				b = append(b, ':')
+				b = append(b, listText(e.prios, "")...)
 			}
-			return v, orText(strings.Join(parts, " "), "none"), known
+			return orText(string(b), "none"), known
+		},
+		value: func(a *Attachment, _ gid.Type) any {
+			v := map[string][]int{}
+			for _, e := range dscpEntries(a) {
+				v[strconv.Itoa(e.dscp)] = e.prios
+			}
+			return v
 		}},
 	{name: CheckETS, what: "ETS",
 		why: "priorities map to other traffic classes, or the classes get other schedulers or bandwidth shares, on some hosts",
-		value: func(a *Attachment, _ gid.Type) (any, string, state) {
+		key: func(a *Attachment, _ gid.Type) (string, state) {
 			if a.DCB == nil || a.DCB.ETS == nil {
-				return nil, "", unknown
+				return "", unknown
 			}
+			e := a.DCB.ETS
+			b := append(make([]byte, 0, 96), "prio_tc "...)
+			b = appendInts(b, e.PrioTC[:])
+			b = append(b, ", tsa "...)
+			for i, t := range e.TCTSA {
+				if i > 0 {
+					b = append(b, ',')
+				}
+				b = append(b, qos.TSAName(t)...)
+			}
+			b = append(b, ", bw "...)
+			b = appendInts(b, e.TCTxBW[:])
+			return string(b), known
+		},
+		value: func(a *Attachment, _ gid.Type) any {
 			e := a.DCB.ETS
 			v := etsValue{PrioTC: ints8(e.PrioTC), TSA: make([]string, 8), TxBW: ints8(e.TCTxBW)}
 			for i, t := range e.TCTSA {
 				v.TSA[i] = qos.TSAName(t)
 			}
-			text := fmt.Sprintf("prio_tc %s, tsa %s, bw %s", listText(v.PrioTC, ""), strings.Join(v.TSA, ","), listText(v.TxBW, ""))
-			return v, text, known
+			return v
 		}},
 	{name: CheckEgressQoSMap, what: "the VLAN egress QoS maps", plural: true,
 		why: "the same skb priority (socket priority, rdma_cm ToS) leaves with a different PCP on some hosts",
-		value: func(a *Attachment, _ gid.Type) (any, string, state) {
+		key: func(a *Attachment, _ gid.Type) (string, state) {
 			switch {
 			case a.VLANs == nil:
-				return nil, "", unknown
+				return "", unknown
 			case len(a.VLANs) == 0:
-				return nil, "", notApplies
+				return "", notApplies
 			case a.Egress == nil:
-				return nil, "", unknown
+				return "", unknown
 			}
-			parts := make([]string, len(a.Egress))
+			var b []byte
 			for i, m := range a.Egress {
-				parts[i] = "[" + orText(m.String(), "none") + "]"
+				if i > 0 {
+					b = append(b, ' ')
+				}
+				b = append(b, '[')
+				b = append(b, orText(m.String(), "none")...)
+				b = append(b, ']')
 			}
-			v := a.Egress
-			if v == nil {
-				v = []vlan.QoSMap{}
-			}
-			return v, strings.Join(parts, " "), known
-		}},
+			return string(b), known
+		},
+		value: func(a *Attachment, _ gid.Type) any { return a.Egress }},
 	{name: CheckRDMACMToS, what: "rdma_cm's default ToS",
 		why: "rdma_cm connections whose application sets no ToS are marked differently (DSCP, and the priority that follows) on some hosts",
-		value: func(a *Attachment, _ gid.Type) (any, string, state) {
+		key: func(a *Attachment, _ gid.Type) (string, state) {
 			if a.RDMACM == nil || a.RDMACM.Status != qos.SettingRead || a.RDMACM.ToS == nil {
-				return nil, "", unknown
+				return "", unknown
 			}
 			t := int(*a.RDMACM.ToS)
-			return t, fmt.Sprintf("%d (DSCP %d)", t, t>>2), known
-		}},
+			return strconv.Itoa(t) + " (DSCP " + strconv.Itoa(t>>2) + ")", known
+		},
+		value: func(a *Attachment, _ gid.Type) any { return int(*a.RDMACM.ToS) }},
 	{name: CheckRDMACMMode, what: "rdma_cm's default RoCE mode",
 		why: "rdma_cm picks GIDs of another RoCE version on some hosts",
-		value: func(a *Attachment, _ gid.Type) (any, string, state) {
+		key: func(a *Attachment, _ gid.Type) (string, state) {
 			if a.RDMACM == nil || a.RDMACM.Status != qos.SettingRead || a.RDMACM.Mode == nil {
-				return nil, "", unknown
+				return "", unknown
 			}
-			return *a.RDMACM.Mode, *a.RDMACM.Mode, known
-		}},
+			return *a.RDMACM.Mode, known
+		},
+		value: func(a *Attachment, _ gid.Type) any { return *a.RDMACM.Mode }},
 	{name: CheckTrafficClass, what: "the traffic class override",
 		why: "MLNX_OFED replaces the traffic class of connected QPs on some hosts only: their DSCP differs from what the application asks",
-		value: func(a *Attachment, _ gid.Type) (any, string, state) {
+		key: func(a *Attachment, _ gid.Type) (string, state) {
 			o := a.TCOverride
 			if o == nil || o.Status == qos.SettingError {
-				return nil, "", unknown
+				return "", unknown
 			}
-			v := tcValue{Rules: []qos.TCRule{}}
-			if o.Status == qos.SettingRead {
-				// Not exposed: the driver has no override (upstream
-				// mlx5, every other driver).
-				v.Global = o.Global
-				if o.Rules != nil {
-					v.Rules = o.Rules
-				}
-			}
+			v := tcOf(o)
 			var parts []string
 			if v.Global != nil {
-				parts = append(parts, fmt.Sprintf("global %d", *v.Global))
+				parts = append(parts, "global "+strconv.Itoa(int(*v.Global)))
 			}
 			for _, r := range v.Rules {
 				src, dst := "any", "any"
@@ -230,21 +252,76 @@ var checks = []check{
 				if r.Dst != nil {
 					dst = r.Dst.String()
 				}
-				parts = append(parts, fmt.Sprintf("%s->%s %d", src, dst, r.TrafficClass))
+				parts = append(parts, src+"->"+dst+" "+strconv.Itoa(int(r.TrafficClass)))
 			}
-			return v, orText(strings.Join(parts, ", "), "none"), known
-		}},
+			return orText(strings.Join(parts, ", "), "none"), known
+		},
+		value: func(a *Attachment, _ gid.Type) any { return tcOf(a.TCOverride) }},
 	{name: CheckDCQCN, what: "DCQCN",
 		why: "congestion notification and reaction differ: some hosts do not send CNPs or do not slow down on them, or send CNPs with another DSCP or priority",
-		value: func(a *Attachment, _ gid.Type) (any, string, state) {
+		key: func(a *Attachment, _ gid.Type) (string, state) {
 			d := a.DCQCN
 			if d == nil || d.Status != qos.SettingRead {
-				return nil, "", unknown
+				return "", unknown
 			}
-			v := dcqcnValue{NP: d.NP, RP: d.RP, CNPDSCP: d.CNPDSCP, CNPPrio: d.CNPPrio}
-			text := fmt.Sprintf("np %s, rp %s, cnp dscp %s prio %s", enabled(d.NP), enabled(d.RP), u8Text(d.CNPDSCP), u8Text(d.CNPPrio))
-			return v, text, known
+			return "np " + enabled(d.NP) + ", rp " + enabled(d.RP) + ", cnp dscp " + u8Text(d.CNPDSCP) + " prio " + u8Text(d.CNPPrio), known
+		},
+		value: func(a *Attachment, _ gid.Type) any {
+			d := a.DCQCN
+			return dcqcnValue{NP: d.NP, RP: d.RP, CNPDSCP: d.CNPDSCP, CNPPrio: d.CNPPrio}
 		}},
+}
+
+func pfcPrios(a *Attachment) []int {
+	v := []int{}
+	for _, p := range a.DCB.PFC.EnabledPriorities() {
+		v = append(v, int(p))
+	}
+	return v
+}
+
+type dscpEntry struct {
+	dscp  int
+	prios []int
+}
+
+// dscpEntries is the DSCP APP table, by DSCP, each DSCP's priorities
+// sorted.
+func dscpEntries(a *Attachment) []dscpEntry {
+	m := a.DCB.DSCPMap()
+	out := make([]dscpEntry, 0, len(m))
+	for k, ps := range m {
+		e := dscpEntry{dscp: int(k), prios: make([]int, len(ps))}
+		for i, p := range ps {
+			e.prios[i] = int(p)
+		}
+		out = append(out, e)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].dscp < out[j].dscp })
+	return out
+}
+
+// tcOf is the override in effect: "not exposed" means the driver has no
+// override (upstream mlx5, every other driver).
+func tcOf(o *qos.TCOverride) tcValue {
+	v := tcValue{Rules: []qos.TCRule{}}
+	if o.Status == qos.SettingRead {
+		v.Global = o.Global
+		if o.Rules != nil {
+			v.Rules = o.Rules
+		}
+	}
+	return v
+}
+
+func appendInts(b []byte, v []uint8) []byte {
+	for i, x := range v {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, int64(x), 10)
+	}
+	return b
 }
 
 // etsValue is the JSON value of the ets check.

@@ -62,6 +62,53 @@ type Attachment struct {
 	RDMACM     *qos.RDMACMDefault
 	TCOverride *qos.TCOverride
 	DCQCN      *qos.DCQCN
+
+	// keys are the checks' texts of the facts above (prepare), worked
+	// out where the host is read (on many goroutines), not in Analyze.
+	keys []factKey
+}
+
+// factKey is one check's text of an attachment's fact and whether it is
+// known.
+type factKey struct {
+	text string
+	st   state
+}
+
+// keyIndex is where check ci's key for GID type t is in keys: two slots
+// per check, the second for RoCE v2 of per-type checks.
+func keyIndex(ci int, t gid.Type) int {
+	if t == gid.TypeRoCEv2 {
+		return 2*ci + 1
+	}
+	return 2 * ci
+}
+
+// prepare works out the checks' keys once; the facts must not change
+// afterwards.
+func (a *Attachment) prepare() {
+	if a.keys != nil {
+		return
+	}
+	a.keys = make([]factKey, 2*len(checks))
+	for ci, c := range checks {
+		if c.perType {
+			for _, t := range []gid.Type{gid.TypeRoCEv1, gid.TypeRoCEv2} {
+				text, st := c.key(a, t)
+				a.keys[keyIndex(ci, t)] = factKey{text, st}
+			}
+			continue
+		}
+		text, st := c.key(a, 0)
+		a.keys[keyIndex(ci, 0)] = factKey{text, st}
+	}
+}
+
+// prepareAll prepares every attachment of h.
+func (h *Host) prepareAll() {
+	for i := range h.Attachments {
+		h.Attachments[i].prepare()
+	}
 }
 
 // Where names the attachment in messages: "mlx5_0 port 1 (enp1s0f0.100)".
@@ -131,6 +178,7 @@ func FromSnapshot(s *host.Snapshot, origin string) (Host, error) {
 		h.Attachments = append(h.Attachments, a)
 	}
 	sortAttachments(h.Attachments)
+	h.prepareAll()
 	return h, nil
 }
 

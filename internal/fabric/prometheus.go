@@ -353,6 +353,7 @@ func HostsFromMetrics(index, info []Sample, hostLabel string) ([]Host, error) {
 			}
 		}
 		sortAttachments(h.Attachments)
+		h.prepareAll()
 		out = append(out, *h)
 	}
 	return out, nil

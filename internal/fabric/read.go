@@ -85,7 +85,7 @@ func ExpandPaths(paths []string) ([]string, error) {
 // snapshots, so memory stays bounded by workers × one snapshot.
 func ReadFiles(paths []string, workers int) ([]Host, error) {
 	return readAll(len(paths), workers, func(i int) (Host, error) {
-		s, err := host.Load(paths[i])
+		s, err := host.LoadWith(paths[i], host.DecodeOptions{SkipCounters: true})
 		var pe *fs.PathError
 		switch {
 		case errors.As(err, &pe):
@@ -232,7 +232,7 @@ func fetchSnapshot(ctx context.Context, client *http.Client, u string, o AgentOp
 		return nil, fmt.Errorf("HTTP %s: %s", resp.Status, firstLine(string(b)))
 	}
 	body := &limitedReader{r: resp.Body, n: o.MaxBytes}
-	s, err := host.Decode(body)
+	s, err := host.DecodeWith(body, host.DecodeOptions{SkipCounters: true})
 	if body.over {
 		return nil, fmt.Errorf("the snapshot is larger than %d bytes", o.MaxBytes)
 	}

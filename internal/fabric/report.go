@@ -241,7 +241,10 @@ func Analyze(hosts []Host, src Source) (*Report, error) {
 		r.Networks = append(r.Networks, ns)
 	}
 
-	for _, c := range checks {
+	for i := range hosts {
+		hosts[i].prepareAll()
+	}
+	for ci, c := range checks {
 		if src == SourcePrometheus && !c.metrics {
 			continue
 		}
@@ -252,38 +255,47 @@ func Analyze(hosts []Host, src Source) (*Report, error) {
 		for _, n := range nets {
 			for _, t := range types {
 				type group struct {
-					value any
-					ports []PortRef
+					first *Attachment
+					atts  []att
 				}
 				groups := map[string]*group{}
 				var keys []string
-				var unk []PortRef
+				var unk []att
 				for _, x := range byNet[n] {
-					h := &hosts[x.h]
-					a := &h.Attachments[x.a]
-					v, text, s := c.value(a, t)
-					ref := PortRef{Host: h.Name, Device: a.Device, Port: a.Port, Netdev: a.Netdev, RealNetdev: a.RealNetdev}
+					a := &hosts[x.h].Attachments[x.a]
+					k := a.keys[keyIndex(ci, t)]
+					text, s := k.text, k.st
 					switch s {
-					case unknown:
-						unk = append(unk, ref)
-						continue
 					case notApplies:
+						continue
+					case unknown:
+						unk = append(unk, x)
 						continue
 					}
 					g, ok := groups[text]
 					if !ok {
-						g = &group{value: v}
+						g = &group{first: a}
 						groups[text] = g
 						keys = append(keys, text)
 					}
-					g.ports = append(g.ports, ref)
+					g.atts = append(g.atts, x)
 				}
 				if len(groups) < 2 {
 					continue
 				}
-				f := Finding{Check: c.name, Network: n, Family: hosts[byNet[n][0].h].Attachments[byNet[n][0].a].Family, Type: t, PerType: c.perType, Unknown: unk}
+				refs := func(as []att) []PortRef {
+					out := make([]PortRef, len(as))
+					for i, x := range as {
+						h := &hosts[x.h]
+						a := &h.Attachments[x.a]
+						out[i] = PortRef{Host: h.Name, Device: a.Device, Port: a.Port, Netdev: a.Netdev, RealNetdev: a.RealNetdev}
+					}
+					return out
+				}
+				first := &hosts[byNet[n][0].h].Attachments[byNet[n][0].a]
+				f := Finding{Check: c.name, Network: n, Family: first.Family, Type: t, PerType: c.perType, Unknown: refs(unk)}
 				for _, k := range keys {
-					f.Groups = append(f.Groups, Group{Value: groups[k].value, Text: k, Ports: groups[k].ports})
+					f.Groups = append(f.Groups, Group{Value: c.value(groups[k].first, t), Text: k, Ports: refs(groups[k].atts)})
 				}
 				sort.SliceStable(f.Groups, func(i, j int) bool {
 					if len(f.Groups[i].Ports) != len(f.Groups[j].Ports) {

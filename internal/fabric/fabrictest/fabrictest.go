@@ -122,3 +122,28 @@ func WriteFleet(dir string, base []byte, n int, vary func(i int, s *host.Snapsho
 	}
 	return paths, nil
 }
+
+// VaryBench makes the benchmarks' odd hosts of a fleet of mlx5-counters
+// copies: host i with i % 100 == 17 has enp1s0f0.100's GID pair (indexes
+// 4 and 5) moved to 14 and 15 — its lowest usable entries on that network
+// are then mv0's 8 and 9 —, and i % 100 == 42 an MTU of 1500 on enp1s0f0.
+func VaryBench(i int, s *host.Snapshot) {
+	switch i % 100 {
+	case 17:
+		if s.RDMA == nil || len(s.RDMA.Devices) == 0 || len(s.RDMA.Devices[0].Ports) == 0 {
+			return
+		}
+		p := &s.RDMA.Devices[0].Ports[0]
+		for j := range p.GIDs {
+			if p.GIDs[j].Index == 4 || p.GIDs[j].Index == 5 {
+				p.GIDs[j].Index += 10
+			}
+		}
+	case 42:
+		if len(s.Namespaces) > 0 {
+			if l, ok := s.Namespaces[0].ByName("enp1s0f0"); ok {
+				l.MTU = 1500
+			}
+		}
+	}
+}
