@@ -63,7 +63,7 @@ duplicate host: each named). docs/fabric.md explains the report.`,
 				case fl.Changed("agents"):
 					agents = append(agents, args...)
 				default:
-					return usagef("fabric: %q: name the source: --from FILE..., --agents URL... (arguments add to them) or --prometheus URL", args[0])
+					return usagef("fabric: argument %q: --prometheus takes one URL; files and agents are listed after --from or --agents", args[0])
 				}
 			}
 			for _, f := range []struct {
