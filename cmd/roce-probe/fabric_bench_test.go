@@ -3,16 +3,9 @@ package main
 import (
 	"io"
 	"os"
-	"sync"
 	"testing"
 
 	"github.com/roce-probe/roce-probe/internal/fabric/fabrictest"
-)
-
-var (
-	fleetOnce sync.Once
-	fleetDir  string
-	fleetErr  error
 )
 
 // BenchmarkFabricFrom10k runs `roce-probe fabric --from DIR -o json`
@@ -21,21 +14,15 @@ var (
 // entries moved and one in a hundred's MTU changed). One op is the whole
 // command: reading, comparing, printing. docs/performance.md, "fabric".
 func BenchmarkFabricFrom10k(b *testing.B) {
-	fleetOnce.Do(func() {
-		base, err := os.ReadFile(hostFixtures + "mlx5-counters.json")
-		if err != nil {
-			fleetErr = err
-			return
-		}
-		if fleetDir, fleetErr = os.MkdirTemp("", "roce-probe-fleet-"); fleetErr != nil {
-			return
-		}
-		_, fleetErr = fabrictest.WriteFleet(fleetDir, base, 10000, fabrictest.VaryBench)
-	})
-	if fleetErr != nil {
-		b.Fatal(fleetErr)
+	// b.Loop runs this function once: the fleet is written once.
+	base, err := os.ReadFile(hostFixtures + "mlx5-counters.json")
+	if err != nil {
+		b.Fatal(err)
 	}
-	b.Cleanup(func() { os.RemoveAll(fleetDir) })
+	fleetDir := b.TempDir()
+	if _, err := fabrictest.WriteFleet(fleetDir, base, 10000, fabrictest.VaryBench); err != nil {
+		b.Fatal(err)
+	}
 	cpu0 := cpuTime()
 	for b.Loop() {
 		if code := run([]string{"fabric", "--from", fleetDir, "-o", "json"}, nil, io.Discard, io.Discard); code != exitFinding {
