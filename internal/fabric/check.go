@@ -124,7 +124,7 @@ var checks = []check{
 			return string(a.DCB.Trust()), known
 		},
 		value: func(a *Attachment, _ gid.Type) any { return string(a.DCB.Trust()) }},
-	{name: CheckPFC, what: "PFC on priorities",
+	{name: CheckPFC, what: "the priorities with PFC on", plural: true,
 		why: "a priority lossless on some hosts is lossy on others: its frames are dropped instead of paused there",
 		key: func(a *Attachment, _ gid.Type) (string, state) {
 			if a.DCB == nil || a.DCB.PFC == nil {
