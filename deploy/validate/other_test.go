@@ -33,6 +33,7 @@ func TestAgentConfigs(t *testing.T) {
 	for _, bad := range []string{
 		strings.Replace(string(raw), "timeout: 1s", "timeout: 1", 1),
 		strings.Replace(string(raw), "jitter:", "jiter:", 1),
+		strings.Replace(string(raw), "jitter: 0.2", "jitter: 200ms", 1),
 		strings.Replace(string(raw), "  file: /etc/roce-probe/peers", "  fil: x", 1),
 	} {
 		if _, err := DecodeAgentConfig([]byte(bad)); err == nil {

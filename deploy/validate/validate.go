@@ -138,25 +138,33 @@ func DecodeRules(b []byte) ([]monitoringv1.RuleGroup, error) {
 	return f.Groups, nil
 }
 
-// AgentConfig is the agent's configuration file as docs/fabric.md
-// ("Agent configuration") and the issue's design give it. The agent's own
-// parser is the authority; this shape catches a misspelt key in the
-// deployment's examples.
+// AgentConfig is the agent's configuration file as the issue's design
+// gives it (internal/agent's Config, docs/agent.md). The agent's own parser
+// is the authority; this shape catches a misspelt key in the deployment's
+// examples.
 type AgentConfig struct {
-	Listen    string   `json:"listen"`
-	ProbePort int      `json:"probe_port,omitempty"`
-	Interval  Duration `json:"interval"`
-	Peers     struct {
-		Static      []string `json:"static,omitempty"`
-		DNS         string   `json:"dns,omitempty"`
-		DNSInterval Duration `json:"dns_interval,omitempty"`
-		File        string   `json:"file,omitempty"`
+	Listen          string   `json:"listen"`
+	Interval        Duration `json:"interval"`
+	ShutdownTimeout Duration `json:"shutdown_timeout,omitempty"`
+	Peers           struct {
+		Static       []string `json:"static,omitempty"`
+		DNS          string   `json:"dns,omitempty"`
+		DNSInterval  Duration `json:"dns_interval,omitempty"`
+		File         string   `json:"file,omitempty"`
+		FileInterval Duration `json:"file_interval,omitempty"`
+		Max          int      `json:"max,omitempty"`
 	} `json:"peers"`
 	Probe struct {
 		Rate    float64  `json:"rate"`
 		Timeout Duration `json:"timeout"`
-		Jitter  Duration `json:"jitter"`
+		// Jitter is a fraction of the interval between probes (0.2).
+		Jitter  float64 `json:"jitter"`
+		MaxRate float64 `json:"max_rate,omitempty"`
 	} `json:"probe"`
+	Listener struct {
+		Rate       float64 `json:"rate,omitempty"`
+		GlobalRate float64 `json:"global_rate,omitempty"`
+	} `json:"listener,omitempty"`
 	Flows []struct {
 		Name   string `json:"name"`
 		Select struct {
@@ -167,9 +175,10 @@ type AgentConfig struct {
 			Port     int    `json:"port,omitempty"`
 			GIDIndex *int   `json:"gid_index,omitempty"`
 		} `json:"select"`
-		TClass *int `json:"tclass,omitempty"`
-		SL     *int `json:"sl,omitempty"`
-		ToS    *int `json:"tos,omitempty"`
+		TClass   *int `json:"tclass,omitempty"`
+		SL       *int `json:"sl,omitempty"`
+		ToS      *int `json:"tos,omitempty"`
+		HopLimit int  `json:"hop_limit,omitempty"`
 	} `json:"flows"`
 }
 
@@ -202,6 +211,8 @@ func DecodeAgentConfig(b []byte) (*AgentConfig, error) {
 		return nil, errors.New("peers: none of static, dns, file")
 	case c.Probe.Rate <= 0 || c.Probe.Timeout <= 0:
 		return nil, errors.New("probe: rate and timeout must be positive")
+	case c.Probe.Jitter < 0 || c.Probe.Jitter >= 1:
+		return nil, errors.New("probe.jitter: a fraction of the interval, 0..1")
 	case len(c.Flows) == 0:
 		return nil, errors.New("flows: none")
 	}

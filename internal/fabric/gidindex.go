@@ -101,14 +101,12 @@ func Usable(e gid.Entry, p gid.Port, stale map[int]string) (bool, string) {
 	return true, ""
 }
 
-// GIDIndexes returns, for every port of v (a view of a host with RDMA
-// devices; nil for predicted tables, which are no host's real state), the
-// usable index of each (type, family, network): the lowest index of a
-// usable entry, in device, port, network, type order.
+// GIDIndexes returns, for every port of v, the usable index of each (type,
+// family, network): the lowest index of a usable entry, in device, port,
+// network, type order. On a host without RDMA devices the ports are the
+// predicted Soft-RoCE tables (v.Predicted), as every command and the
+// agent's metrics use them.
 func GIDIndexes(v *host.View) []GIDIndex {
-	if v.Predicted {
-		return nil
-	}
 	var out []GIDIndex
 	for _, p := range v.Ports {
 		var stale map[int]string

@@ -134,8 +134,7 @@ func FromSnapshot(s *host.Snapshot, origin string) (Host, error) {
 		return h, fmt.Errorf("%s: %w", origin, err)
 	}
 	if v.Predicted {
-		h.Notes = append(h.Notes, "no RDMA device: nothing to compare")
-		return h, nil
+		h.Notes = append(h.Notes, "no RDMA device: the tables compared are the Soft-RoCE ones 'rdma link add rxe_NETDEV type rxe netdev NETDEV' would create")
 	}
 	if s.DCB == nil {
 		h.Notes = append(h.Notes, "no dcb section: trust, PFC, DSCP and ETS unknown")
