@@ -29,10 +29,20 @@ CGO_ENABLED=0 go build ./...
 for target in darwin/amd64 darwin/arm64 windows/amd64; do
   echo "cross-build $target"
   GOOS=${target%/*} GOARCH=${target#*/} CGO_ENABLED=0 go build -o /dev/null ./cmd/roce-probe
-  GOOS=${target%/*} GOARCH=${target#*/} CGO_ENABLED=0 go vet ./roce/... ./gid ./vlan ./qos ./ah ./internal/host ./internal/counters
+  GOOS=${target%/*} GOARCH=${target#*/} CGO_ENABLED=0 go vet ./roce/... ./gid ./vlan ./qos ./ah ./internal/host ./internal/counters ./internal/fabric/...
 done
 go vet -tags ibverbs ./...
 go vet -tags lab ./...
+
+step "deploy: manifests and alert rules"
+# deploy/validate is a module of its own (the Kubernetes and Prometheus types
+# stay out of roce-probe's module): its tests decode every manifest strictly
+# and check the security settings. promtool (Debian package prometheus) checks
+# and unit-tests the alert rules and the scrape configuration.
+(cd deploy/validate && go mod download && go vet ./... && ROCE_PROBE_CI=1 go test -count=1 ./...)
+promtool check rules deploy/prometheus/rules.yml
+promtool test rules deploy/prometheus/rules_test.yml
+promtool check config deploy/prometheus/prometheus.yml
 
 step "unit tests"
 # ROCE_PROBE_CI=1 turns "tool missing" skips (tshark) into failures.

@@ -232,6 +232,20 @@ var (
 // (ErrNotSnapshot), a version this roce-probe does not read (ErrVersion),
 // an unknown key, a value out of range.
 func Decode(r io.Reader) (*Snapshot, error) {
+	return DecodeWith(r, DecodeOptions{})
+}
+
+// DecodeOptions change what DecodeWith keeps of a snapshot.
+type DecodeOptions struct {
+	// SkipCounters leaves the counters sample out: it must be JSON, but
+	// it is neither decoded nor validated, and Counters is nil. For
+	// readers of many snapshots that do not analyse counters (roce-probe
+	// fabric): the sample is a fifth of a snapshot's decoding time.
+	SkipCounters bool
+}
+
+// DecodeWith is Decode with options.
+func DecodeWith(r io.Reader, o DecodeOptions) (*Snapshot, error) {
 	br := bufio.NewReader(r)
 	if magic, err := br.Peek(2); err == nil && magic[0] == 0x1f && magic[1] == 0x8b {
 		zr, err := gzip.NewReader(br)
@@ -245,43 +259,150 @@ func Decode(r io.Reader) (*Snapshot, error) {
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: reading: %w", err)
 	}
-	return decodeBytes(b)
+	return decodeBytes(b, o)
 }
 
-func decodeBytes(b []byte) (*Snapshot, error) {
-	// Look at format and version first: a document of another kind or
-	// version is named as such, not by its first unknown key.
-	var head struct {
-		Format  *string `json:"format"`
-		Version *int    `json:"version"`
+// Wire forms the decoder fills in one strict pass. Port, Slot and DCB
+// have UnmarshalJSON methods of their own (for callers that decode one of
+// them), but a custom unmarshaller re-scans its bytes with a decoder of its
+// own, so a snapshot decoded through them was scanned once per nesting
+// level: Decode fills these plain structs instead, which the one strict
+// decoder checks for unknown keys all the way down.
+type (
+	decodeBase struct {
+		Format     *string            `json:"format"`
+		Version    *int               `json:"version"`
+		Tool       string             `json:"roce_probe_version"`
+		Hostname   *string            `json:"hostname"`
+		Kernel     *string            `json:"kernel"`
+		Time       time.Time          `json:"time"`
+		RDMA       *rdmaDecode        `json:"rdma"`
+		Namespaces []*namespaceDecode `json:"namespaces"`
+		DCB        []dcbJSON          `json:"dcb"`
+		Settings   *Settings          `json:"settings"`
+		Errors     []SourceError      `json:"errors"`
 	}
-	if err := json.Unmarshal(b, &head); err != nil {
-		var se *json.SyntaxError
-		if errors.As(err, &se) {
-			return nil, fmt.Errorf("snapshot: %w: not JSON (%v at byte %d)", ErrNotSnapshot, se, se.Offset)
+	decodeJSON struct {
+		decodeBase
+		Counters *counters.Sample `json:"counters"`
+	}
+	decodeSkipCounters struct {
+		decodeBase
+		Counters skipJSON `json:"counters"`
+	}
+	// namespaceDecode is vlan.Namespace's wire form (namespaceJSON in
+	// vlan/namespace.go), decoded here in the one pass rather than by
+	// Namespace.UnmarshalJSON, which re-scans its bytes.
+	namespaceDecode struct {
+		Netns     *string         `json:"netns"`
+		Links     []vlan.Link     `json:"links"`
+		Routes    []vlan.Route    `json:"routes"`
+		Neighbors []vlan.Neighbor `json:"neighbors"`
+		Sysctls   vlan.Sysctls    `json:"sysctls"`
+	}
+	rdmaDecode struct {
+		Devices []deviceDecode `json:"devices"`
+	}
+	deviceDecode struct {
+		Name   string         `json:"device"`
+		Driver qos.DriverInfo `json:"driver"`
+		Ports  []portDecode   `json:"ports"`
+	}
+	portDecode struct {
+		Port      int        `json:"port"`
+		State     string     `json:"state"`
+		PhysState string     `json:"phys_state"`
+		LinkLayer string     `json:"link_layer"`
+		Netdev    *string    `json:"netdev"`
+		TableLen  int        `json:"gid_table_len"`
+		GIDs      []slotJSON `json:"gids"`
+	}
+)
+
+// skipJSON is a value the decoder scans (it must be JSON) and drops.
+type skipJSON struct{}
+
+// UnmarshalJSON drops the value.
+func (*skipJSON) UnmarshalJSON([]byte) error { return nil }
+
+// snapshot converts the decoded wire form.
+func (w *decodeBase) snapshot() *Snapshot {
+	s := &Snapshot{Tool: w.Tool, Hostname: deref(w.Hostname), Kernel: deref(w.Kernel), Time: w.Time,
+		Settings: w.Settings, Errors: w.Errors}
+	if w.Namespaces != nil {
+		s.Namespaces = make([]*vlan.Namespace, len(w.Namespaces))
+		for i, n := range w.Namespaces {
+			if n != nil {
+				s.Namespaces[i] = &vlan.Namespace{Netns: deref(n.Netns), Links: n.Links, Routes: n.Routes, Neighbors: n.Neighbors, Sysctls: n.Sysctls}
+			}
 		}
-		return nil, fmt.Errorf("snapshot: %w: %v", ErrNotSnapshot, err)
 	}
-	if head.Format == nil || *head.Format != Format {
-		got := "no \"format\" key"
-		if head.Format != nil {
-			got = fmt.Sprintf("format %q", *head.Format)
+	if w.RDMA != nil {
+		s.RDMA = &RDMA{Devices: make([]Device, len(w.RDMA.Devices))}
+		if w.RDMA.Devices == nil {
+			s.RDMA.Devices = nil
 		}
-		return nil, fmt.Errorf("snapshot: %w: %s, want \"format\": %q (written by 'roce-probe collect')", ErrNotSnapshot, got, Format)
-	}
-	if head.Version == nil || *head.Version != Version {
-		got := "no version"
-		if head.Version != nil {
-			got = fmt.Sprintf("version %d", *head.Version)
+		for i, d := range w.RDMA.Devices {
+			dev := Device{Name: d.Name, Driver: d.Driver, Ports: make([]Port, len(d.Ports))}
+			if d.Ports == nil {
+				dev.Ports = nil
+			}
+			for j, p := range d.Ports {
+				port := Port{Port: p.Port, State: p.State, PhysState: p.PhysState, LinkLayer: p.LinkLayer, Netdev: deref(p.Netdev), TableLen: p.TableLen}
+				if p.GIDs != nil {
+					port.GIDs = make([]Slot, len(p.GIDs))
+					for k, g := range p.GIDs {
+						port.GIDs[k] = Slot{Index: g.Index, GID: g.GID, Type: g.Type, Netdev: deref(g.Netdev)}
+					}
+				}
+				dev.Ports[j] = port
+			}
+			s.RDMA.Devices[i] = dev
 		}
-		return nil, fmt.Errorf("snapshot: %w: %s, this roce-probe reads version %d", ErrVersion, got, Version)
 	}
-	var w snapshotJSON
-	if err := strictUnmarshal(b, &w); err != nil {
+	if w.DCB != nil {
+		s.DCB = make([]DCB, len(w.DCB))
+		for i, d := range w.DCB {
+			s.DCB[i] = DCB{Netns: deref(d.Netns), DCB: d.DCB}
+		}
+	}
+	return s
+}
+
+func decodeBytes(b []byte, o DecodeOptions) (*Snapshot, error) {
+	// One strict pass. A document of another kind or version is named as
+	// such, not by its first unknown key: when the pass fails, or the
+	// document says it is something else, headError looks at format and
+	// version first.
+	var full decodeJSON
+	var lean decodeSkipCounters
+	var v any = &full
+	base := &full.decodeBase
+	if o.SkipCounters {
+		v, base = &lean, &lean.decodeBase
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	if err == nil && !onlySpace(b[dec.InputOffset():]) {
+		// Data after the document: json.Unmarshal in headError names it.
+		if herr := headError(b); herr != nil {
+			return nil, herr
+		}
+	}
+	if err != nil {
+		if herr := headError(b); herr != nil {
+			return nil, herr
+		}
 		return nil, fmt.Errorf("snapshot: %w", err)
 	}
-	s := &Snapshot{Tool: w.Tool, Hostname: deref(w.Hostname), Kernel: deref(w.Kernel), Time: w.Time, RDMA: w.RDMA,
-		Namespaces: w.Namespaces, DCB: w.DCB, Counters: w.Counters, Settings: w.Settings, Errors: w.Errors}
+	if herr := checkHead(base.Format, base.Version); herr != nil {
+		return nil, herr
+	}
+	s := base.snapshot()
+	if !o.SkipCounters {
+		s.Counters = full.Counters
+	}
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
@@ -291,17 +412,71 @@ func decodeBytes(b []byte) (*Snapshot, error) {
 	return s, nil
 }
 
+// headError reads only format and version: what is wrong when the
+// document is not JSON, not a snapshot or of another version; nil when
+// those two are right.
+func headError(b []byte) error {
+	var head struct {
+		Format  *string `json:"format"`
+		Version *int    `json:"version"`
+	}
+	if err := json.Unmarshal(b, &head); err != nil {
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			return fmt.Errorf("snapshot: %w: not JSON (%v at byte %d)", ErrNotSnapshot, se, se.Offset)
+		}
+		return fmt.Errorf("snapshot: %w: %v", ErrNotSnapshot, err)
+	}
+	return checkHead(head.Format, head.Version)
+}
+
+// checkHead checks a document's format and version.
+func checkHead(format *string, version *int) error {
+	if format == nil || *format != Format {
+		got := "no \"format\" key"
+		if format != nil {
+			got = fmt.Sprintf("format %q", *format)
+		}
+		return fmt.Errorf("snapshot: %w: %s, want \"format\": %q (written by 'roce-probe collect')", ErrNotSnapshot, got, Format)
+	}
+	if version == nil || *version != Version {
+		got := "no version"
+		if version != nil {
+			got = fmt.Sprintf("version %d", *version)
+		}
+		return fmt.Errorf("snapshot: %w: %s, this roce-probe reads version %d", ErrVersion, got, Version)
+	}
+	return nil
+}
+
+// onlySpace reports whether b is JSON whitespace only.
+func onlySpace(b []byte) bool {
+	for _, c := range b {
+		switch c {
+		case ' ', '\t', '\n', '\r':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
 // Load reads and decodes the snapshot file path ("-" for standard input).
 func Load(path string) (*Snapshot, error) {
+	return LoadWith(path, DecodeOptions{})
+}
+
+// LoadWith is Load with options.
+func LoadWith(path string, o DecodeOptions) (*Snapshot, error) {
 	if path == "-" {
-		return Decode(os.Stdin)
+		return DecodeWith(os.Stdin, o)
 	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return Decode(f)
+	return DecodeWith(f, o)
 }
 
 // Validate checks what a snapshot read from the kernel always satisfies:

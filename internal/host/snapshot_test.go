@@ -104,6 +104,7 @@ func TestDecodeErrors(t *testing.T) {
 		{`{"format": "roce-probe-snapshot"}`, ErrVersion, "no version"},
 		{`{"format": "roce-probe-snapshot", "version": 2}`, ErrVersion, "version 2, this roce-probe reads version 1"},
 		{zipped.String(), ErrNotSnapshot, "not JSON"},
+		{string(valid) + "{}", ErrNotSnapshot, "after top-level value"},
 		{edit(`"hostname": "fixture-rxe"`, `"hostname": "fixture-rxe", "color": "blue"`), nil, `unknown field "color"`},
 		{edit(`"gid_table_len": 16`, `"gid_table_len": 2`), nil, "GID index 2: want 0..1"},
 		{edit(`"port": 1,`, `"port": 0,`), nil, "port 0: want a port number 1..255"},
@@ -161,4 +162,49 @@ func FuzzDecode(f *testing.F) {
 			}
 		}
 	})
+}
+
+// DecodeWith SkipCounters: the snapshot without its counters sample, the
+// rest as Decode reads it; the sample must still be JSON but is not
+// checked.
+func TestDecodeSkipCounters(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("testdata", "mlx5-counters.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, err := Decode(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lean, err := DecodeWith(bytes.NewReader(raw), DecodeOptions{SkipCounters: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if full.Counters == nil || lean.Counters != nil {
+		t.Fatalf("counters: full %v, lean %v", full.Counters != nil, lean.Counters != nil)
+	}
+	full.Counters = nil
+	var a, b bytes.Buffer
+	full.Encode(&a)
+	lean.Encode(&b)
+	if a.String() != b.String() {
+		t.Error("the lean snapshot differs from the full one without counters")
+	}
+	bad := strings.Replace(string(raw), `"rx_prio0_bytes": 1,`, `"rx_prio0_bytes": -1,`, 1)
+	if bad == string(raw) {
+		t.Fatal("fixture changed")
+	}
+	if _, err := Decode(strings.NewReader(bad)); err == nil {
+		t.Error("a negative counter decoded")
+	}
+	if _, err := DecodeWith(strings.NewReader(bad), DecodeOptions{SkipCounters: true}); err != nil {
+		t.Errorf("skipped counters were checked: %v", err)
+	}
+	broken := strings.Replace(string(raw), `"rx_prio0_bytes": 1,`, `"rx_prio0_bytes": 1,,`, 1)
+	if _, err := DecodeWith(strings.NewReader(broken), DecodeOptions{SkipCounters: true}); !errors.Is(err, ErrNotSnapshot) || !strings.Contains(err.Error(), "not JSON") {
+		t.Errorf("skipped counters that are not JSON: %v", err)
+	}
+	if _, err := DecodeWith(strings.NewReader(`{"format":"roce-probe-snapshot","version":1,"namespaces":[null]}`), DecodeOptions{SkipCounters: true}); err == nil || !strings.Contains(err.Error(), "namespaces[0] is null") {
+		t.Errorf("null namespace: %v", err)
+	}
 }

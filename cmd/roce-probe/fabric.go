@@ -1,0 +1,241 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"runtime/debug"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/roce-probe/roce-probe/internal/fabric"
+)
+
+func init() { register(newFabricCmd) }
+
+func newFabricCmd() *cobra.Command {
+	var from, agents []string
+	var prom, hostLabel, format string
+	var timeout time.Duration
+	var concurrency int
+	c := &cobra.Command{
+		Use:   "fabric (--from FILE... | --agents URL... | --prometheus URL) [-o table|json]",
+		Short: "Compare many hosts' RoCE configuration and report what differs where it must not",
+		Long: `fabric reads many hosts' facts and reports what differs across the hosts of a
+network where it must not: the usable GID index of each (network, GID type,
+family) — a single NCCL_IB_GID_INDEX or UCX_IB_GID_INDEX fails on the hosts of
+the other value —, the RoCE versions, VLAN tags, MTU, DCB trust mode, PFC
+priorities, DSCP to priority map, ETS, VLAN egress maps, rdma_cm's default ToS
+and RoCE mode, MLNX_OFED traffic class overrides and DCQCN. Each finding names
+the hosts (and RDMA ports) of each value.
+
+A host's networks are the prefixes of the addresses its usable GIDs are (not
+link-local, netdev up and in the collector's namespace, not stale); its facts
+on a network come from the netdev of the lowest usable entry.
+
+The hosts come from one source:
+  --from FILE...     snapshots written by 'roce-probe collect' (.json, .json.gz;
+                     a directory stands for the snapshots in it): every check
+  --agents URL...    the agents' /snapshot (HOST:PORT or http://HOST:PORT),
+                     --concurrency at a time, each within --timeout: every check
+  --prometheus URL   the agents' metrics queried back from Prometheus
+                     (roce_probe_gid_index, roce_probe_gid_info): the GID index,
+                     RoCE version and VLAN checks only; hosts are named by
+                     --host-label (instance, or node with deploy/'s configs)
+
+Hosts are told apart by hostname (snapshots) or --host-label (Prometheus): a
+host read twice is bad input. Exit status: 0 consistent, 1 findings, 2 bad
+input (a file that is not a snapshot, an agent that does not answer, a
+duplicate host: each named). docs/fabric.md explains the report.`,
+		Example: `  roce-probe fabric --from snapshots/
+  roce-probe fabric --from node1.json.gz node2.json.gz node3.json.gz -o json
+  roce-probe fabric --agents 10.0.0.1:9469,10.0.0.2:9469,10.0.0.3:9469
+  roce-probe fabric --prometheus http://prometheus:9090 --host-label node`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			fl := cmd.Flags()
+			if len(args) > 0 {
+				switch {
+				case fl.Changed("from"):
+					from = append(from, args...)
+				case fl.Changed("agents"):
+					agents = append(agents, args...)
+				default:
+					return usagef("fabric: argument %q: --prometheus takes one URL; files and agents are listed after --from or --agents", args[0])
+				}
+			}
+			for _, f := range []struct {
+				name string
+				vals []string
+			}{{"--from", from}, {"--agents", agents}} {
+				for _, v := range f.vals {
+					if strings.TrimSpace(v) == "" {
+						return usagef("%s \"\" is empty: give a file or URL", f.name)
+					}
+				}
+			}
+			if fl.Changed("host-label") && prom == "" {
+				return usagef("--host-label %q is for --prometheus: snapshots name their host themselves", hostLabel)
+			}
+			if fl.Changed("concurrency") && len(agents) == 0 {
+				return usagef("--concurrency %d is for --agents", concurrency)
+			}
+			if fl.Changed("timeout") && len(agents) == 0 && prom == "" {
+				return usagef("--timeout %s is for --agents and --prometheus", timeout)
+			}
+			// Decoding snapshots makes short-lived garbage (some 170 KB
+			// a snapshot) while the facts kept are small: collect less
+			// often (docs/performance.md, "fabric": 2.9 -> 2.1 s for
+			// 10,000 snapshots, 230 -> 430 MB peak).
+			defer debug.SetGCPercent(debug.SetGCPercent(400))
+			var hosts []fabric.Host
+			var src fabric.Source
+			var err error
+			switch {
+			case len(from) > 0:
+				src = fabric.SourceFiles
+				var paths []string
+				if paths, err = fabric.ExpandPaths(from); err != nil {
+					return usagef("--from %v", err)
+				}
+				hosts, err = fabric.ReadFiles(paths, 0)
+			case len(agents) > 0:
+				src = fabric.SourceAgents
+				hosts, err = fabric.ReadAgents(cmd.Context(), agents, fabric.AgentOptions{Timeout: timeout, Concurrency: concurrency})
+			default:
+				src = fabric.SourcePrometheus
+				hosts, err = fabric.ReadPrometheus(cmd.Context(), prom, fabric.PrometheusOptions{HostLabel: hostLabel, Timeout: timeout})
+			}
+			if err != nil {
+				return usageError{err}
+			}
+			r, err := fabric.Analyze(hosts, src)
+			if err != nil {
+				return usageError{err}
+			}
+			out := cmd.OutOrStdout()
+			if format == "json" {
+				if err := writeJSONIndent(out, r); err != nil {
+					return err
+				}
+			} else {
+				printFabric(out, r)
+			}
+			if len(r.Findings) > 0 {
+				return findingError{}
+			}
+			return nil
+		},
+	}
+	fl := c.Flags()
+	fl.StringArrayVar(&from, "from", nil, "host snapshot files (roce-probe collect; .json or .json.gz) or directories of them; repeat, or list files after it")
+	fl.StringSliceVar(&agents, "agents", nil, "agents to ask for their /snapshot: HOST:PORT or http://HOST:PORT, comma-separated or repeated, or listed after it")
+	fl.StringVar(&prom, "prometheus", "", "the Prometheus server that scrapes the agents: http://HOST:9090 (with its path prefix, if any)")
+	fl.StringVar(&hostLabel, "host-label", "instance", "with --prometheus, the label that names a host")
+	durationVar(fl, &timeout, "timeout", 10*time.Second, 0, time.Hour, true, "with --agents, for each agent; with --prometheus, for each query")
+	intVar(fl, &concurrency, "concurrency", 16, 1, 1024, "with --agents, how many agents are asked at once")
+	outputVar(fl, &format, "table", "json")
+	c.MarkFlagsMutuallyExclusive("from", "agents", "prometheus")
+	c.MarkFlagsOneRequired("from", "agents", "prometheus")
+	return c
+}
+
+// printFabric writes the report as text, in one write.
+func printFabric(out io.Writer, r *fabric.Report) {
+	w := bufio.NewWriterSize(out, 64<<10)
+	defer w.Flush()
+	ports := 0
+	for _, n := range r.Networks {
+		ports += n.PortCount
+	}
+	fmt.Fprintf(w, "%d hosts from %s, %d networks\n", len(r.Hosts), r.Source, len(r.Networks))
+	if len(r.Networks) > 0 {
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "  NETWORK\tFAMILY\tHOSTS\tPORTS")
+		for _, n := range r.Networks {
+			fmt.Fprintf(tw, "  %s\t%s\t%d\t%d\n", n.Network, n.Family, n.HostCount, n.PortCount)
+		}
+		tw.Flush()
+	}
+	var noNet []string
+	for _, h := range r.Hosts {
+		if len(h.Networks) == 0 {
+			noNet = append(noNet, h.Host)
+		}
+	}
+	if len(noNet) > 0 {
+		fmt.Fprintf(w, "hosts without a usable RoCE GID: %s\n", nameList(noNet, 10))
+	}
+	var off []string
+	for _, c := range r.Checks {
+		if !c.Available {
+			off = append(off, c.Check)
+		}
+	}
+	if len(off) > 0 {
+		fmt.Fprintf(w, "not compared (%s): %s\n", r.Checks[indexOfCheck(r.Checks, off[0])].Reason, strings.Join(off, ", "))
+	}
+	if len(r.Findings) == 0 {
+		fmt.Fprintln(w, "\nno findings: the hosts of each network agree on everything compared")
+		return
+	}
+	fmt.Fprintf(w, "\nfindings: %d\n", len(r.Findings))
+	for _, f := range r.Findings {
+		fmt.Fprintf(w, "\n%s %s", f.Check, f.Network)
+		if f.PerType {
+			fmt.Fprintf(w, " %s %s", f.Type, f.Family)
+		}
+		fmt.Fprintln(w)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		for _, g := range f.Groups {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\n", g.Text, countText(len(g.Ports), "port"), portList(g.Ports, 5))
+		}
+		if len(f.Unknown) > 0 {
+			fmt.Fprintf(tw, "  unknown\t%s\t%s\n", countText(len(f.Unknown), "port"), portList(f.Unknown, 5))
+		}
+		tw.Flush()
+		fmt.Fprintf(w, "  %s\n", f.Message)
+	}
+}
+
+func indexOfCheck(cs []fabric.CheckStatus, name string) int {
+	for i, c := range cs {
+		if c.Check == name {
+			return i
+		}
+	}
+	return 0
+}
+
+func countText(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}
+
+// portList names at most max ports: "node-1 mlx5_0/1 (enp1s0f0.100)".
+func portList(ps []fabric.PortRef, max int) string {
+	var parts []string
+	for i, p := range ps {
+		if i == max {
+			parts = append(parts, fmt.Sprintf("and %d more", len(ps)-max))
+			break
+		}
+		s := fmt.Sprintf("%s %s/%d", p.Host, p.Device, p.Port)
+		if p.Netdev != "" {
+			s += " (" + p.Netdev + ")"
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func nameList(names []string, max int) string {
+	if len(names) <= max {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:max], ", "), len(names)-max)
+}

@@ -1,0 +1,152 @@
+package fabric
+
+import (
+	"sort"
+
+	"github.com/roce-probe/roce-probe/gid"
+	"github.com/roce-probe/roce-probe/internal/host"
+	"github.com/roce-probe/roce-probe/vlan"
+)
+
+// NetworkLinkLocal is the network of a link-local GID (fe80::/10,
+// 169.254/16, the default GIDs): it reaches only its own link.
+const NetworkLinkLocal = "link-local"
+
+// Family names, as the metrics' family label and the JSON family key
+// write them.
+const (
+	FamilyIPv4 = "ipv4"
+	FamilyIPv6 = "ipv6"
+)
+
+// Family returns "ipv4" for an IPv4-mapped GID, "ipv6" otherwise.
+func Family(g gid.GID) string {
+	if g.IsIPv4Mapped() {
+		return FamilyIPv4
+	}
+	return FamilyIPv6
+}
+
+// Network returns the network an entry's GID belongs to: the prefix, masked
+// ("10.0.100.0/24"), of the address of its netdev in ns that the GID is;
+// NetworkLinkLocal for a link-local GID; "" when the entry is empty or no
+// netdev of ns has the address (a stale entry, or a netdev of another
+// namespace).
+func Network(e gid.Entry, ns *vlan.Namespace) string {
+	if e.Empty {
+		return ""
+	}
+	if e.Default || e.GID.Kind().LinkLocal() {
+		return NetworkLinkLocal
+	}
+	if e.Netdev == "" || ns == nil {
+		return ""
+	}
+	l, ok := ns.ByName(e.Netdev)
+	if !ok {
+		return ""
+	}
+	a := e.GID.Addr().Unmap()
+	for _, p := range l.Addrs {
+		if p.Addr().Unmap() == a {
+			return p.Masked().String()
+		}
+	}
+	return ""
+}
+
+// GIDIndex is the GID index a workload should use on one RDMA port for one
+// network, GID type and family: what NCCL_IB_GID_INDEX (UCX_IB_GID_INDEX,
+// perftest -x) must be set to on this host for this network. It is the
+// roce_probe_gid_index metric.
+type GIDIndex struct {
+	Device  string
+	Port    int
+	Type    gid.Type
+	Family  string // FamilyIPv4 or FamilyIPv6
+	Network string // Network of the entry
+	// Index is the lowest index of a usable entry (Usable) of the port
+	// with this type on this network.
+	Index int
+	// Entry is that entry, mapped: its netdev, VLAN chain, MTU.
+	Entry gid.Entry
+}
+
+// Usable reports whether a workload can use entry e of port p of view v to
+// reach other hosts, and why not: an Ethernet port's RoCE entry that is not
+// link-local (those reach one link only), whose netdev is in the view's
+// namespace and up, and which is not stale (the kernel would no longer
+// build it: its address is gone, v.Stale). An operstate of "unknown" counts
+// as up, as the kernel's netif_oper_up does (include/linux/netdevice.h,
+// Linux 6.1: IF_OPER_UP or IF_OPER_UNKNOWN): drivers without carrier
+// reporting say "unknown".
+func Usable(e gid.Entry, p gid.Port, stale map[int]string) (bool, string) {
+	switch {
+	case e.Empty:
+		return false, "empty slot"
+	case p.LinkLayer != "Ethernet":
+		return false, "not an Ethernet port"
+	case e.Type != gid.TypeRoCEv1 && e.Type != gid.TypeRoCEv2:
+		return false, "not a RoCE GID type"
+	case e.Default || e.GID.Kind().LinkLocal():
+		return false, "link-local: reaches one link only"
+	case e.Netns == gid.NetnsOther:
+		return false, "its netdev is not in this namespace"
+	case e.State != "up" && e.State != "unknown":
+		return false, "its netdev is " + e.State
+	}
+	if why, ok := stale[e.Index]; ok {
+		return false, why
+	}
+	return true, ""
+}
+
+// GIDIndexes returns, for every port of v, the usable index of each (type,
+// family, network): the lowest index of a usable entry, in device, port,
+// network, type order. On a host without RDMA devices the ports are the
+// predicted Soft-RoCE tables (v.Predicted), as every command and the
+// agent's metrics use them.
+func GIDIndexes(v *host.View) []GIDIndex {
+	var out []GIDIndex
+	for _, p := range v.Ports {
+		var stale map[int]string
+		staleDone := false
+		type key struct {
+			t   gid.Type
+			net string
+		}
+		seen := map[key]bool{}
+		first := len(out)
+		for _, e := range p.Entries {
+			if e.Empty || e.Default || e.GID.Kind().LinkLocal() {
+				continue
+			}
+			if !staleDone {
+				// Predicting the table costs more than the rest: only
+				// for ports with a candidate entry.
+				stale, staleDone = v.Stale(p), true
+			}
+			if ok, _ := Usable(e, p, stale); !ok {
+				continue
+			}
+			net := Network(e, v.NS)
+			if net == "" || net == NetworkLinkLocal {
+				continue
+			}
+			k := key{e.Type, net}
+			if seen[k] {
+				continue // entries are in index order: the first is the lowest
+			}
+			seen[k] = true
+			out = append(out, GIDIndex{Device: p.Device, Port: p.Port, Type: e.Type, Family: Family(e.GID), Network: net, Index: e.Index, Entry: e})
+		}
+		sort.SliceStable(out[first:], func(i, j int) bool {
+			a, b := out[first+i], out[first+j]
+			if a.Network != b.Network {
+				return a.Network < b.Network
+			}
+			return a.Type < b.Type
+		})
+	}
+	return out
+}
