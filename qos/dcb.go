@@ -1,6 +1,7 @@
 package qos
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -63,10 +64,50 @@ const (
 type PFC struct {
 	Cap         uint8     `json:"pfc_cap"`     // how many TCs may have PFC at once
 	Enabled     uint8     `json:"pfc_en"`      // bitmap: bit p set = PFC on priority p
-	MBC         uint8     `json:"mbc"`         // MACsec bypass capability
+	MBC         uint8     `json:"mbc"`         // MACsec bypass capability (a flag: a boolean in JSON)
 	Delay       uint16    `json:"delay"`       // allowance for round-trip delay, in bits
 	Requests    [8]uint64 `json:"requests"`    // PFC frames sent, per priority
 	Indications [8]uint64 `json:"indications"` // PFC frames received, per priority
+}
+
+// pfcJSON is PFC's JSON form: mbc, a flag, is a boolean.
+type pfcJSON struct {
+	Cap         uint8     `json:"pfc_cap"`
+	Enabled     uint8     `json:"pfc_en"`
+	MBC         bool      `json:"mbc"`
+	Delay       uint16    `json:"delay"`
+	Requests    [8]uint64 `json:"requests"`
+	Indications [8]uint64 `json:"indications"`
+}
+
+// MarshalJSON writes {pfc_cap, pfc_en, mbc, delay, requests,
+// indications}; mbc is a boolean (the kernel's u8 flag is not 0).
+func (p PFC) MarshalJSON() ([]byte, error) {
+	return json.Marshal(pfcJSON{p.Cap, p.Enabled, p.MBC != 0, p.Delay, p.Requests, p.Indications})
+}
+
+// UnmarshalJSON reads MarshalJSON's form; unknown keys are errors.
+func (p *PFC) UnmarshalJSON(b []byte) error {
+	var w pfcJSON
+	if err := strictJSON(b, &w); err != nil {
+		return err
+	}
+	*p = PFC{Cap: w.Cap, Enabled: w.Enabled, MBC: flag(w.MBC), Delay: w.Delay, Requests: w.Requests, Indications: w.Indications}
+	return nil
+}
+
+func flag(b bool) uint8 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// strictJSON decodes b into v, rejecting unknown keys.
+func strictJSON(b []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
 }
 
 // On reports whether PFC is enabled on priority prio (0..7).
@@ -112,9 +153,9 @@ func (p *PFC) UnmarshalBinary(b []byte) error {
 
 // ETS is struct ieee_ets (59 bytes, all u8).
 type ETS struct {
-	Willing    uint8    `json:"willing"`
+	Willing    uint8    `json:"willing"` // a flag: a boolean in JSON
 	Cap        uint8    `json:"ets_cap"`
-	CBS        uint8    `json:"cbs"`
+	CBS        uint8    `json:"cbs"`      // credit-based shaper (a flag: a boolean in JSON)
 	TCTxBW     [8]uint8 `json:"tc_tx_bw"` // per TC, percent
 	TCRxBW     [8]uint8 `json:"tc_rx_bw"`
 	TCTSA      [8]uint8 `json:"tc_tsa"`  // per TC, TSA* constants
@@ -122,6 +163,36 @@ type ETS struct {
 	TCRecoBW   [8]uint8 `json:"tc_reco_bw"`
 	TCRecoTSA  [8]uint8 `json:"tc_reco_tsa"`
 	RecoPrioTC [8]uint8 `json:"reco_prio_tc"`
+}
+
+// etsJSON is ETS's JSON form: willing and cbs, flags, are booleans.
+type etsJSON struct {
+	Willing    bool     `json:"willing"`
+	Cap        uint8    `json:"ets_cap"`
+	CBS        bool     `json:"cbs"`
+	TCTxBW     [8]uint8 `json:"tc_tx_bw"`
+	TCRxBW     [8]uint8 `json:"tc_rx_bw"`
+	TCTSA      [8]uint8 `json:"tc_tsa"`
+	PrioTC     [8]uint8 `json:"prio_tc"`
+	TCRecoBW   [8]uint8 `json:"tc_reco_bw"`
+	TCRecoTSA  [8]uint8 `json:"tc_reco_tsa"`
+	RecoPrioTC [8]uint8 `json:"reco_prio_tc"`
+}
+
+// MarshalJSON writes the keys of struct ieee_ets; willing and cbs are
+// booleans (the kernel's u8 flags are not 0).
+func (e ETS) MarshalJSON() ([]byte, error) {
+	return json.Marshal(etsJSON{e.Willing != 0, e.Cap, e.CBS != 0, e.TCTxBW, e.TCRxBW, e.TCTSA, e.PrioTC, e.TCRecoBW, e.TCRecoTSA, e.RecoPrioTC})
+}
+
+// UnmarshalJSON reads MarshalJSON's form; unknown keys are errors.
+func (e *ETS) UnmarshalJSON(b []byte) error {
+	var w etsJSON
+	if err := strictJSON(b, &w); err != nil {
+		return err
+	}
+	*e = ETS{flag(w.Willing), w.Cap, flag(w.CBS), w.TCTxBW, w.TCRxBW, w.TCTSA, w.PrioTC, w.TCRecoBW, w.TCRecoTSA, w.RecoPrioTC}
+	return nil
 }
 
 func (e *ETS) arrays() []*[8]uint8 {
@@ -208,16 +279,42 @@ type DCB struct {
 	// answers EOPNOTSUPP: its driver has no dcbnl_ops, as for veth, VLAN
 	// devices and rxe's netdev). Reason says why.
 	Supported bool   `json:"supported"`
-	Reason    string `json:"reason,omitempty"`
-	PFC       *PFC   `json:"pfc,omitempty"`
-	ETS       *ETS   `json:"ets,omitempty"`
-	Apps      []App  `json:"app,omitempty"`
+	Reason    string `json:"reason"`
+	PFC       *PFC   `json:"pfc"`
+	ETS       *ETS   `json:"ets"`
+	Apps      []App  `json:"app"`
 	// AppTrust is the selector trust order (dcb apptrust), when the
 	// driver reports one.
-	AppTrust Bytes `json:"app_trust,omitempty"`
+	AppTrust Bytes `json:"app_trust"`
 	// DCBX is the DCBX mode bitmap (DCBX* constants); nil when the
 	// driver does not report it.
-	DCBX *uint8 `json:"dcbx,omitempty"`
+	DCBX *uint8 `json:"dcbx"`
+}
+
+// dcbJSON is DCB's wire form (docs/json.md, "dcb").
+type dcbJSON struct {
+	Netdev    string  `json:"netdev"`
+	Supported bool    `json:"supported"`
+	Reason    *string `json:"reason"`
+	PFC       *PFC    `json:"pfc"`
+	ETS       *ETS    `json:"ets"`
+	Apps      []App   `json:"app"`
+	AppTrust  Bytes   `json:"app_trust"`
+	DCBX      *uint8  `json:"dcbx"`
+}
+
+// MarshalJSON writes every key always: reason null when DCB is
+// supported; pfc, ets, app_trust and dcbx null when not reported; app []
+// for a supported netdev without APP entries, null for one without DCB.
+func (d DCB) MarshalJSON() ([]byte, error) {
+	w := dcbJSON{Netdev: d.Netdev, Supported: d.Supported, PFC: d.PFC, ETS: d.ETS, Apps: d.Apps, AppTrust: d.AppTrust, DCBX: d.DCBX}
+	if d.Reason != "" {
+		w.Reason = &d.Reason
+	}
+	if d.Supported && w.Apps == nil {
+		w.Apps = []App{}
+	}
+	return json.Marshal(w)
 }
 
 // Validate checks the values a DCB read from a file (roce-probe --dcb)

@@ -1,6 +1,7 @@
 package qos
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 )
@@ -43,8 +44,22 @@ func ParseDriver(s string) (Driver, error) {
 // DriverInfo is the result of driver detection and the evidence it rests on.
 type DriverInfo struct {
 	Driver   Driver `json:"driver"`
-	Evidence string `json:"evidence"`         // what in sysfs decided it
-	Kernel   string `json:"kernel,omitempty"` // the Linux driver name found, e.g. "mlx5_core"
+	Evidence string `json:"evidence"`      // what in sysfs decided it
+	Kernel   string `json:"kernel_driver"` // the Linux driver name found, e.g. "mlx5_core"; null in JSON when none
+}
+
+// MarshalJSON writes {driver, evidence, kernel_driver}, kernel_driver
+// null when no Linux driver was found.
+func (i DriverInfo) MarshalJSON() ([]byte, error) {
+	w := struct {
+		Driver   Driver  `json:"driver"`
+		Evidence string  `json:"evidence"`
+		Kernel   *string `json:"kernel_driver"`
+	}{Driver: i.Driver, Evidence: i.Evidence}
+	if i.Kernel != "" {
+		w.Kernel = &i.Kernel
+	}
+	return json.Marshal(w)
 }
 
 // pciDrivers maps the driver bound to an RDMA device's parent device

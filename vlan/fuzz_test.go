@@ -14,7 +14,7 @@ func FuzzDecode(f *testing.F) {
 	}
 	f.Add([]byte(`{"links":[{"name":"a","ifindex":1,"kind":"vlan","parent_ifindex":1,"tag":{"id":5,"tpid":33024}}]}`))
 	f.Add([]byte(`{"links":[{"name":"a","ifindex":1,"kind":"macvlan","parent_ifindex":2},{"name":"b","ifindex":2,"kind":"macvlan","parent_ifindex":1}]}`))
-	f.Add([]byte(`{"links":[{"name":"a","ifindex":1,"addrs":["10.0.0.1/24"]}],"routes":[{"table":254,"type":"throw","dst":"10.0.0.0/8"},{"table":254,"type":"unicast","dst":"10.0.0.0/24","dev":"a","gateway":"10.0.0.9"}]}`))
+	f.Add([]byte(`{"links":[{"name":"a","ifindex":1,"addrs":["10.0.0.1/24"]}],"routes":[{"table":254,"type":"throw","dst":"10.0.0.0/8"},{"table":254,"type":"unicast","dst":"10.0.0.0/24","netdev":"a","gateway":"10.0.0.9"}]}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		s, err := Decode(bytes.NewReader(b))
 		if err != nil {

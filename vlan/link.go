@@ -161,6 +161,15 @@ func (m MAC) String() string { return net.HardwareAddr(m).String() }
 // MarshalText implements encoding.TextMarshaler.
 func (m MAC) MarshalText() ([]byte, error) { return []byte(m.String()), nil }
 
+// MarshalJSON writes the colon-separated form, or null for no MAC: in
+// roce-probe's JSON, what is absent is null, never "".
+func (m MAC) MarshalJSON() ([]byte, error) {
+	if len(m) == 0 {
+		return []byte("null"), nil
+	}
+	return json.Marshal(m.String())
+}
+
 // UnmarshalText implements encoding.TextUnmarshaler; "" gives a nil MAC.
 func (m *MAC) UnmarshalText(b []byte) error {
 	if len(b) == 0 {
@@ -195,12 +204,16 @@ func (q QoSMap) String() string {
 }
 
 // Link is one netdev as rtnetlink describes it: plain data, so a Namespace
-// can be read from the kernel or from a JSON fixture.
+// can be read from the kernel or from a JSON fixture. Its JSON form has
+// every key always (docs/json.md, "link"): null for what the link does not
+// have (no MAC, no lower device, no tag, no QoS maps). It decodes with the
+// field tags (a null leaves the zero value), so that a snapshot decoder
+// checks it in its one strict pass.
 type Link struct {
 	Name      string `json:"name"`
 	Index     int    `json:"ifindex"`
 	Kind      Kind   `json:"kind"`
-	MAC       MAC    `json:"mac,omitempty"`
+	MAC       MAC    `json:"mac"`
 	MTU       int    `json:"mtu"`
 	OperState string `json:"operstate"` // "up", "down", "unknown", ... (IFLA_OPERSTATE)
 	// Ether is true for ARPHRD_ETHER devices, the only ones whose
@@ -208,19 +221,76 @@ type Link struct {
 	Ether bool `json:"ether"`
 	// ParentIndex is IFLA_LINK: for a stacked kind (VLAN, macvlan, ipvlan)
 	// the ifindex of the lower device; 0 for none.
-	ParentIndex int `json:"parent_ifindex,omitempty"`
+	ParentIndex int `json:"parent_ifindex"`
 	// ParentOtherNetns is true when IFLA_LINK_NETNSID says the lower
 	// device lives in another network namespace (e.g. a macvlan moved
 	// into a container), so ParentIndex is not an index of this snapshot.
-	ParentOtherNetns bool `json:"parent_other_netns,omitempty"`
+	ParentOtherNetns bool `json:"parent_other_netns"`
 	// MasterIndex is the ifindex of the bond, team or bridge this link is
 	// enslaved to; 0 for none.
-	MasterIndex int `json:"master_ifindex,omitempty"`
+	MasterIndex int `json:"master_ifindex"`
 	// ActiveSlave is, for a bond with an active slave (active-backup),
 	// that slave's ifindex; 0 otherwise.
-	ActiveSlave int            `json:"active_slave_ifindex,omitempty"`
-	Tag         *Tag           `json:"tag,omitempty"`             // the link's own tag when Kind is KindVLAN
-	EgressQoS   QoSMap         `json:"egress_qos_map,omitempty"`  // VLAN only: skb priority → PCP
-	IngressQoS  QoSMap         `json:"ingress_qos_map,omitempty"` // VLAN only: PCP → skb priority
-	Addrs       []netip.Prefix `json:"addrs,omitempty"`           // IPv4 and IPv6 addresses, in the kernel's dump order
+	ActiveSlave int            `json:"active_slave_ifindex"`
+	Tag         *Tag           `json:"tag"`             // the link's own tag when Kind is KindVLAN
+	EgressQoS   QoSMap         `json:"egress_qos_map"`  // VLAN only: skb priority → PCP
+	IngressQoS  QoSMap         `json:"ingress_qos_map"` // VLAN only: PCP → skb priority
+	Addrs       []netip.Prefix `json:"addrs"`           // IPv4 and IPv6 addresses, in the kernel's dump order
+}
+
+// linkJSON is Link's wire form: pointers give null for what is absent.
+type linkJSON struct {
+	Name             string         `json:"name"`
+	Index            int            `json:"ifindex"`
+	Kind             Kind           `json:"kind"`
+	MAC              MAC            `json:"mac"`
+	MTU              int            `json:"mtu"`
+	OperState        string         `json:"operstate"`
+	Ether            bool           `json:"ether"`
+	ParentIndex      *int           `json:"parent_ifindex"`
+	ParentOtherNetns bool           `json:"parent_other_netns"`
+	MasterIndex      *int           `json:"master_ifindex"`
+	ActiveSlave      *int           `json:"active_slave_ifindex"`
+	Tag              *Tag           `json:"tag"`
+	EgressQoS        QoSMap         `json:"egress_qos_map"`
+	IngressQoS       QoSMap         `json:"ingress_qos_map"`
+	Addrs            []netip.Prefix `json:"addrs"`
+}
+
+// nonZero is a JSON number that is null for 0: an ifindex (no link has
+// 0) or a metric that 0 means unset.
+func nonZero(i int) *int {
+	if i == 0 {
+		return nil
+	}
+	return &i
+}
+
+// qosMapJSON is m as a link's JSON writes it: {} for a VLAN device
+// without mappings (vlan says whether the device is one); null for a
+// device that is not a VLAN device and so has no map.
+func qosMapJSON(m QoSMap, vlan bool) QoSMap {
+	if m == nil && vlan {
+		return QoSMap{}
+	}
+	if !vlan {
+		return nil
+	}
+	return m
+}
+
+// MarshalJSON writes every key of docs/json.md's "link": null for a
+// missing MAC, lower device, master, active slave, tag, and for the QoS
+// maps of a device that is not a VLAN device ({} for a VLAN device
+// without mappings); addrs is [] when the link has none.
+func (l Link) MarshalJSON() ([]byte, error) {
+	vlan := l.Kind == KindVLAN
+	w := linkJSON{Name: l.Name, Index: l.Index, Kind: l.Kind, MAC: l.MAC, MTU: l.MTU, OperState: l.OperState, Ether: l.Ether,
+		ParentIndex: nonZero(l.ParentIndex), ParentOtherNetns: l.ParentOtherNetns, MasterIndex: nonZero(l.MasterIndex),
+		ActiveSlave: nonZero(l.ActiveSlave), Tag: l.Tag, EgressQoS: qosMapJSON(l.EgressQoS, vlan),
+		IngressQoS: qosMapJSON(l.IngressQoS, vlan), Addrs: l.Addrs}
+	if w.Addrs == nil {
+		w.Addrs = []netip.Prefix{}
+	}
+	return json.Marshal(w)
 }

@@ -111,8 +111,8 @@ func TestDecodeErrors(t *testing.T) {
 		`{"links":[{"name":"a","ifindex":1,"bogus":1}]}`:                                    `unknown field "bogus"`,
 		`{"links":[{"name":"a","ifindex":1,"mac":"zz"}]}`:                                   "not a MAC address",
 		`{"links":[],"routes":[{"table":254,"type":"unicast"}]}`:                            "route 0: no destination prefix",
-		`{"links":[],"neighbors":[{"dev":"eth0","state":"REACHABLE"}]}`:                     "neighbor 0: no IP address",
-		`{"links":[],"neighbors":[{"ip":"10.0.0.1","dev":"eth0","state":"SOMETIMES"}]}`:     "unknown neighbour state",
+		`{"links":[],"neighbors":[{"netdev":"eth0","state":"REACHABLE"}]}`:                  "neighbor 0: no IP address",
+		`{"links":[],"neighbors":[{"ip":"10.0.0.1","netdev":"eth0","state":"SOMETIMES"}]}`:  "unknown neighbour state",
 		`{"links":[],"sysctls":{"ipv4_default_ttl":"64"}}`:                                  "cannot unmarshal string",
 	} {
 		_, err := Decode(strings.NewReader(in))

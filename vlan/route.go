@@ -2,6 +2,7 @@ package vlan
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -32,18 +33,57 @@ const (
 	RouteThrow       RouteType = "throw"
 )
 
-// Route is one route of a Namespace (RTM_NEWROUTE), plain data.
+// Route is one route of a Namespace (RTM_NEWROUTE), plain data. Its JSON
+// form (docs/json.md, "route") has every key always, null for what the
+// route does not have; it decodes with the field tags (null leaves the
+// zero value).
 type Route struct {
-	Table    int          `json:"table"`              // TableLocal, TableMain, ...
-	Type     RouteType    `json:"type"`               // "unicast", "local", ...
-	Dst      netip.Prefix `json:"dst"`                // destination prefix; 0.0.0.0/0 or ::/0 for a default route
-	Gateway  netip.Addr   `json:"gateway,omitzero"`   // next hop; invalid for on-link routes
-	Dev      string       `json:"dev,omitempty"`      // output device name
-	Ifindex  int          `json:"ifindex,omitempty"`  // output device index
-	PrefSrc  netip.Addr   `json:"prefsrc,omitzero"`   // preferred source address
-	Priority int          `json:"metric,omitempty"`   // metric: lower wins among equal prefixes
-	HopLimit int          `json:"hoplimit,omitempty"` // RTAX_HOPLIMIT metric; 0 = not set
-	MTU      int          `json:"mtu,omitempty"`      // RTAX_MTU metric; 0 = not set
+	Table    int          `json:"table"`     // TableLocal, TableMain, ...
+	Type     RouteType    `json:"type"`      // "unicast", "local", ...
+	Dst      netip.Prefix `json:"dst"`       // destination prefix; 0.0.0.0/0 or ::/0 for a default route
+	Gateway  netip.Addr   `json:"gateway"`   // next hop; invalid for on-link routes
+	Dev      string       `json:"netdev"`    // output device name
+	Ifindex  int          `json:"ifindex"`   // output device index
+	PrefSrc  netip.Addr   `json:"prefsrc"`   // preferred source address
+	Priority int          `json:"metric"`    // metric: lower wins among equal prefixes
+	HopLimit int          `json:"hop_limit"` // RTAX_HOPLIMIT metric; 0 = not set
+	MTU      int          `json:"mtu"`       // RTAX_MTU metric; 0 = not set
+}
+
+// routeJSON is Route's wire form.
+type routeJSON struct {
+	Table    int          `json:"table"`
+	Type     RouteType    `json:"type"`
+	Dst      netip.Prefix `json:"dst"`
+	Gateway  *netip.Addr  `json:"gateway"`
+	Dev      *string      `json:"netdev"`
+	Ifindex  *int         `json:"ifindex"`
+	PrefSrc  *netip.Addr  `json:"prefsrc"`
+	Priority int          `json:"metric"`
+	HopLimit *int         `json:"hop_limit"`
+	MTU      *int         `json:"mtu"`
+}
+
+func addrPtr(a netip.Addr) *netip.Addr {
+	if !a.IsValid() {
+		return nil
+	}
+	return &a
+}
+
+func strPtr(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// MarshalJSON writes {table, type, dst, gateway, netdev, ifindex,
+// prefsrc, metric, hop_limit, mtu}: null for no gateway, device,
+// preferred source, hop limit or MTU metric.
+func (r Route) MarshalJSON() ([]byte, error) {
+	return json.Marshal(routeJSON{Table: r.Table, Type: r.Type, Dst: r.Dst, Gateway: addrPtr(r.Gateway), Dev: strPtr(r.Dev),
+		Ifindex: nonZero(r.Ifindex), PrefSrc: addrPtr(r.PrefSrc), Priority: r.Priority, HopLimit: nonZero(r.HopLimit), MTU: nonZero(r.MTU)})
 }
 
 // String returns the route in `ip route` form.
@@ -154,13 +194,29 @@ func (s *NUDState) UnmarshalText(b []byte) error {
 	return nil
 }
 
-// Neighbor is one entry of the neighbour table (ARP / NDP cache).
+// Neighbor is one entry of the neighbour table (ARP / NDP cache). Its
+// JSON form is {ip, netdev, ifindex, mac, state}, null for an unknown
+// ifindex and for no MAC (docs/json.md, "neighbor"); it decodes with the
+// field tags.
 type Neighbor struct {
 	IP      netip.Addr `json:"ip"`
-	Dev     string     `json:"dev"`
-	Ifindex int        `json:"ifindex,omitempty"`
-	MAC     MAC        `json:"mac,omitempty"`
+	Dev     string     `json:"netdev"`
+	Ifindex int        `json:"ifindex"`
+	MAC     MAC        `json:"mac"`
 	State   NUDState   `json:"state"`
+}
+
+type neighborJSON struct {
+	IP      netip.Addr `json:"ip"`
+	Dev     string     `json:"netdev"`
+	Ifindex *int       `json:"ifindex"`
+	MAC     MAC        `json:"mac"`
+	State   NUDState   `json:"state"`
+}
+
+// MarshalJSON writes {ip, netdev, ifindex, mac, state}.
+func (nb Neighbor) MarshalJSON() ([]byte, error) {
+	return json.Marshal(neighborJSON{IP: nb.IP, Dev: nb.Dev, Ifindex: nonZero(nb.Ifindex), MAC: nb.MAC, State: nb.State})
 }
 
 // Sysctls are the namespace's sysctls that decide what the kernel writes
@@ -262,27 +318,54 @@ func (n *Namespace) Neighbor(ip netip.Addr, dev string, ifindex int) (Neighbor, 
 // RouteResult is the kernel's route decision for an address handle: the
 // route ip_route_output_key / ip6_route_output picked with the sgid's
 // netdev as output interface, the next hop whose MAC the frame is sent
-// to, and the hop limit the kernel writes into grh.hop_limit.
+// to, and the hop limit the kernel writes into grh.hop_limit. Its JSON
+// form is docs/json.md's "route_result".
 type RouteResult struct {
-	Route *Route `json:"route"` // nil when no route matched and IPv4 assumed the destination on-link
+	Route *Route // nil when no route matched and IPv4 assumed the destination on-link
 	// OnLink is true when IPv4 found no route through the sgid's netdev and
 	// the kernel assumed the destination is on that link ("Apparently,
 	// routing tables are wrong", ip_route_output_key_hash_rcu).
-	OnLink  bool       `json:"assumed_on_link,omitempty"`
-	Local   bool       `json:"local,omitempty"` // the destination is an address of this host
-	NextHop netip.Addr `json:"next_hop"`        // the gateway, or the destination itself
-	Dev     string     `json:"dev"`
-	Ifindex int        `json:"ifindex,omitempty"`
+	OnLink  bool
+	Local   bool       // the destination is an address of this host
+	NextHop netip.Addr // the gateway, or the destination itself
+	Dev     string
+	Ifindex int
 	// Src is the source address the kernel would use: the route's
 	// preferred source, else an address of Dev (see RouteGet); invalid
 	// (null) when Dev has none of the destination's family.
-	Src netip.Addr `json:"src,omitzero"`
+	Src netip.Addr
 	// HopLimit is what the kernel writes into grh.hop_limit
 	// (ip4_dst_hoplimit / ip6_dst_hoplimit), and HopLimitFrom says where
-	// it came from.
-	HopLimit     int    `json:"hop_limit"`
-	HopLimitFrom string `json:"hop_limit_from"`
-	MTU          int    `json:"mtu,omitempty"` // the route's MTU metric, 0 if unset
+	// it came from; HopLimitFrom is "" (both null in JSON) when the lookup
+	// does not decide one (RouteGet).
+	HopLimit     int
+	HopLimitFrom string
+	MTU          int // the route's MTU metric, 0 if unset
+}
+
+type routeResultJSON struct {
+	Route        *Route      `json:"route"`
+	OnLink       bool        `json:"assumed_on_link"`
+	Local        bool        `json:"local"`
+	NextHop      *netip.Addr `json:"next_hop"`
+	Dev          *string     `json:"netdev"`
+	Ifindex      *int        `json:"ifindex"`
+	Src          *netip.Addr `json:"src"`
+	HopLimit     *int        `json:"hop_limit"`
+	HopLimitFrom *string     `json:"hop_limit_from"`
+	MTU          *int        `json:"mtu"`
+}
+
+// MarshalJSON writes {route, assumed_on_link, local, next_hop, netdev,
+// ifindex, src, hop_limit, hop_limit_from, mtu}, null for what is not
+// known or not set.
+func (r RouteResult) MarshalJSON() ([]byte, error) {
+	w := routeResultJSON{Route: r.Route, OnLink: r.OnLink, Local: r.Local, NextHop: addrPtr(r.NextHop), Dev: strPtr(r.Dev),
+		Ifindex: nonZero(r.Ifindex), Src: addrPtr(r.Src), HopLimitFrom: strPtr(r.HopLimitFrom), MTU: nonZero(r.MTU)}
+	if r.HopLimitFrom != "" {
+		w.HopLimit = &r.HopLimit
+	}
+	return json.Marshal(w)
 }
 
 // RouteError is a route lookup that fails, with the errno ibv_create_ah

@@ -58,7 +58,7 @@ type ahCreateJSON struct {
 // ahProbeJSON reports --resolve-neighbour.
 type ahProbeJSON struct {
 	NextHop string  `json:"next_hop"`
-	Dev     string  `json:"dev"`
+	Dev     string  `json:"netdev"`
 	State   string  `json:"state"`
 	Error   *string `json:"error"`
 }

@@ -276,7 +276,7 @@ func TestAHFromWC(t *testing.T) {
 				} `json:"grh"`
 			} `json:"attr"`
 			Route *struct {
-				Dev          string `json:"dev"`
+				Dev          string `json:"netdev"`
 				HopLimit     int    `json:"hop_limit"`
 				HopLimitFrom string `json:"hop_limit_from"`
 			} `json:"route"`

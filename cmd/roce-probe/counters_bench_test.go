@@ -76,7 +76,7 @@ func writeBigCounters() (string, error) {
 	}
 	pfc := cnt["pfc"].([]any)[0]
 	st := d["settings"].(map[string]any)
-	cm, tc, dq := st["rdma_cm"].([]any)[0], st["traffic_class"].([]any)[0], st["dcqcn"].([]any)[0]
+	cm, tc, dq := st["rdma_cm_defaults"].([]any)[0], st["traffic_class_overrides"].([]any)[0], st["dcqcn"].([]any)[0]
 	var devs, dcbs, rports, eths, pfcs, cms, tcs, dqs []any
 	idx := 100
 	for i := 0; i < 16; i++ {
@@ -125,7 +125,7 @@ func writeBigCounters() (string, error) {
 	}
 	ns["links"], rdma["devices"], d["dcb"] = links, devs, dcbs
 	cnt["rdma"], cnt["ethtool"], cnt["pfc"] = rports, eths, pfcs
-	st["rdma_cm"], st["traffic_class"], st["dcqcn"] = cms, tcs, dqs
+	st["rdma_cm_defaults"], st["traffic_class_overrides"], st["dcqcn"] = cms, tcs, dqs
 	dir, err := os.MkdirTemp("", "roce-counters-bench")
 	if err != nil {
 		return "", err

@@ -80,13 +80,13 @@ func rxeWithNeighbours(t *testing.T) string {
 	t.Helper()
 	return snapshotVariant(t, "rxe", func(doc map[string]any) {
 		firstNamespace(t, doc)["neighbors"] = []any{
-			map[string]any{"ip": "10.0.0.2", "dev": "veth0", "mac": "02:00:00:00:00:02", "state": "REACHABLE"},
-			map[string]any{"ip": "10.0.0.254", "dev": "veth0", "mac": "02:00:00:00:00:fe", "state": "STALE"},
-			map[string]any{"ip": "10.0.0.3", "dev": "veth0", "state": "FAILED"},
-			map[string]any{"ip": "10.0.100.2", "dev": "veth0.100", "mac": "02:00:00:00:00:02", "state": "REACHABLE"},
-			map[string]any{"ip": "10.0.200.2", "dev": "veth0.200", "mac": "02:00:00:00:00:02", "state": "DELAY"},
-			map[string]any{"ip": "fd00::2", "dev": "veth0", "mac": "02:00:00:00:00:02", "state": "REACHABLE"},
-			map[string]any{"ip": "10.10.10.2", "dev": "veth0.q1000.10", "mac": "02:00:00:00:00:02", "state": "REACHABLE"},
+			map[string]any{"ip": "10.0.0.2", "netdev": "veth0", "mac": "02:00:00:00:00:02", "state": "REACHABLE"},
+			map[string]any{"ip": "10.0.0.254", "netdev": "veth0", "mac": "02:00:00:00:00:fe", "state": "STALE"},
+			map[string]any{"ip": "10.0.0.3", "netdev": "veth0", "state": "FAILED"},
+			map[string]any{"ip": "10.0.100.2", "netdev": "veth0.100", "mac": "02:00:00:00:00:02", "state": "REACHABLE"},
+			map[string]any{"ip": "10.0.200.2", "netdev": "veth0.200", "mac": "02:00:00:00:00:02", "state": "DELAY"},
+			map[string]any{"ip": "fd00::2", "netdev": "veth0", "mac": "02:00:00:00:00:02", "state": "REACHABLE"},
+			map[string]any{"ip": "10.10.10.2", "netdev": "veth0.q1000.10", "mac": "02:00:00:00:00:02", "state": "REACHABLE"},
 		}
 	})
 }

@@ -29,7 +29,7 @@ func TestSelectJSON(t *testing.T) {
 		t.Errorf("select = %v", r)
 	}
 	route, _ := r["route"].(map[string]any)
-	if route == nil || route["dev"] != "veth0.100" || route["src"] != "10.0.100.1" || route["next_hop"] != "10.0.100.2" {
+	if route == nil || route["netdev"] != "veth0.100" || route["src"] != "10.0.100.1" || route["next_hop"] != "10.0.100.2" {
 		t.Errorf("route = %v", r["route"])
 	}
 	reasons := r["reasons"].([]any)

@@ -133,7 +133,7 @@ func TestPredictedTablesEverywhere(t *testing.T) {
 		doc["rdma"] = map[string]any{"devices": []any{}}
 		// The neighbours of rxeWithNeighbours: the peer's VLAN 100 address.
 		firstNamespace(t, doc)["neighbors"] = []any{
-			map[string]any{"ip": "10.0.100.2", "dev": "veth0.100", "mac": "02:00:00:00:00:02", "state": "REACHABLE"},
+			map[string]any{"ip": "10.0.100.2", "netdev": "veth0.100", "mac": "02:00:00:00:00:02", "state": "REACHABLE"},
 		}
 	})
 	run := func(args ...string) (map[string]any, string) {

@@ -91,7 +91,7 @@ type Ethtool struct {
 	Netdev string `json:"netdev"`
 	// Driver is the netdev's driver (ETHTOOL_GDRVINFO): mlx5_core,
 	// bnxt_en, ice, veth, ...
-	Driver string `json:"driver"`
+	Driver string `json:"kernel_driver"`
 	// Stats maps each statistic name to its value. A name the driver
 	// lists twice keeps its first value.
 	Stats Stats `json:"stats"`
@@ -100,11 +100,12 @@ type Ethtool struct {
 type ethtoolJSON struct {
 	Netns  *string `json:"netns"`
 	Netdev string  `json:"netdev"`
-	Driver *string `json:"driver"`
+	Driver *string `json:"kernel_driver"`
 	Stats  Stats   `json:"stats"`
 }
 
-// MarshalJSON writes {netns, netdev, driver, stats}, null for unknown.
+// MarshalJSON writes {netns, netdev, kernel_driver, stats}, null for
+// unknown.
 func (e Ethtool) MarshalJSON() ([]byte, error) {
 	w := ethtoolJSON{Netns: strPtr(e.Netns), Netdev: e.Netdev, Driver: strPtr(e.Driver), Stats: e.Stats}
 	if w.Stats == nil {

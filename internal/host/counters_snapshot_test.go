@@ -44,9 +44,9 @@ func TestDecodeCountersBadInput(t *testing.T) {
 		{`"default_roce_mode": "RoCE v2"`, `"default_roce_mode": "RoCE v3"`, `default_roce_mode "RoCE v3"`},
 		{`"netns": null,
         "netdev": "enp1s0f0",
-        "driver": "mlx5_core"`, `"netns": "blue",
+        "kernel_driver": "mlx5_core"`, `"netns": "blue",
         "netdev": "enp1s0f0",
-        "driver": "mlx5_core"`, `counters.ethtool of enp1s0f0: namespace "blue" is not in the snapshot`},
+        "kernel_driver": "mlx5_core"`, `counters.ethtool of enp1s0f0: namespace "blue" is not in the snapshot`},
 	} {
 		if !strings.Contains(string(raw), c.old) {
 			t.Fatalf("the fixture has no %q", c.old)

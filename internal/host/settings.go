@@ -16,10 +16,10 @@ import (
 type Settings struct {
 	// RDMACM has one entry per RDMA port: rdma_cm's configfs
 	// default_roce_tos and default_roce_mode.
-	RDMACM []qos.RDMACMDefault `json:"rdma_cm"`
+	RDMACM []qos.RDMACMDefault `json:"rdma_cm_defaults"`
 	// TrafficClass has one entry per RDMA port: MLNX_OFED mlx5's
 	// tc/<port>/traffic_class ("not exposed" on every other driver).
-	TrafficClass []qos.TCOverride `json:"traffic_class"`
+	TrafficClass []qos.TCOverride `json:"traffic_class_overrides"`
 	// DCQCN has one entry per real netdev below an RDMA port.
 	DCQCN []qos.DCQCN `json:"dcqcn"`
 }
@@ -104,23 +104,23 @@ func (s *Settings) Validate() error {
 	}
 	seen := map[key]bool{}
 	for _, c := range s.RDMACM {
-		if err := check("rdma_cm", c.Device, c.Port, seen); err != nil {
+		if err := check("rdma_cm_defaults", c.Device, c.Port, seen); err != nil {
 			return err
 		}
 		if err := validStatus(c.Status, c.Source, c.Reason); err != nil {
-			return fmt.Errorf("settings.rdma_cm: %s port %d: %w", c.Device, c.Port, err)
+			return fmt.Errorf("settings.rdma_cm_defaults: %s port %d: %w", c.Device, c.Port, err)
 		}
 		if c.Mode != nil && *c.Mode != "RoCE v2" && *c.Mode != "IB/RoCE v1" {
-			return fmt.Errorf("settings.rdma_cm: %s port %d: default_roce_mode %q: want \"RoCE v2\" or \"IB/RoCE v1\"", c.Device, c.Port, *c.Mode)
+			return fmt.Errorf("settings.rdma_cm_defaults: %s port %d: default_roce_mode %q: want \"RoCE v2\" or \"IB/RoCE v1\"", c.Device, c.Port, *c.Mode)
 		}
 	}
 	seen = map[key]bool{}
 	for _, o := range s.TrafficClass {
-		if err := check("traffic_class", o.Device, o.Port, seen); err != nil {
+		if err := check("traffic_class_overrides", o.Device, o.Port, seen); err != nil {
 			return err
 		}
 		if err := validStatus(o.Status, o.Source, o.Reason); err != nil {
-			return fmt.Errorf("settings.traffic_class: %s port %d: %w", o.Device, o.Port, err)
+			return fmt.Errorf("settings.traffic_class_overrides: %s port %d: %w", o.Device, o.Port, err)
 		}
 	}
 	nd := map[string]bool{}

@@ -77,7 +77,7 @@ type RDMA struct {
 type Device struct {
 	Name string `json:"device"`
 	// Driver is the RDMA driver detected from sysfs and the evidence.
-	Driver qos.DriverInfo `json:"driver"`
+	Driver qos.DriverInfo `json:"driver_info"`
 	Ports  []Port         `json:"ports"`
 }
 
@@ -170,9 +170,20 @@ type dcbJSON struct {
 	qos.DCB
 }
 
-// MarshalJSON writes the qos.DCB keys and netns.
+// MarshalJSON writes netns and the keys qos.DCB writes (docs/json.md,
+// "snapshot_dcb").
 func (d DCB) MarshalJSON() ([]byte, error) {
-	return json.Marshal(dcbJSON{Netns: strPtr(d.Netns), DCB: d.DCB})
+	ns, err := json.Marshal(strPtr(d.Netns))
+	if err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(d.DCB) // {"netdev":...}: never empty
+	if err != nil {
+		return nil, err
+	}
+	out := append([]byte(`{"netns":`), ns...)
+	out = append(out, ',')
+	return append(out, b[1:]...), nil
 }
 
 // UnmarshalJSON reads the form MarshalJSON writes.
@@ -305,7 +316,7 @@ type (
 	}
 	deviceDecode struct {
 		Name   string         `json:"device"`
-		Driver qos.DriverInfo `json:"driver"`
+		Driver qos.DriverInfo `json:"driver_info"`
 		Ports  []portDecode   `json:"ports"`
 	}
 	portDecode struct {
