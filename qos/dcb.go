@@ -272,6 +272,29 @@ const (
 	TrustUnknown Trust = "unknown" // no DCB information
 )
 
+// MarshalJSON writes "pcp" or "dscp", and null for an unknown trust mode:
+// in roce-probe's JSON what is not known is null.
+func (t Trust) MarshalJSON() ([]byte, error) {
+	if t == TrustUnknown || t == "" {
+		return []byte("null"), nil
+	}
+	return json.Marshal(string(t))
+}
+
+// UnmarshalJSON reads MarshalJSON's form; null is TrustUnknown.
+func (t *Trust) UnmarshalJSON(b []byte) error {
+	var s *string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	if s == nil {
+		*t = TrustUnknown
+		return nil
+	}
+	*t = Trust(*s)
+	return nil
+}
+
 // DCB is a netdev's DCB state as RTM_GETDCB reports it.
 type DCB struct {
 	Netdev string `json:"netdev"`

@@ -27,6 +27,15 @@ const (
 // order the CLI names them.
 var Drivers = []Driver{DriverRXE, DriverMLX5, DriverIRDMA, DriverBNXTRE, DriverHNS, DriverERDMA}
 
+// MarshalJSON writes the driver's name, or null for DriverUnknown: in
+// roce-probe's JSON what is not known is null, never "".
+func (d Driver) MarshalJSON() ([]byte, error) {
+	if d == DriverUnknown {
+		return []byte("null"), nil
+	}
+	return json.Marshal(string(d))
+}
+
 // ParseDriver returns the Driver named s, which must be one of Drivers. The
 // error names the value and the allowed names, so that a typo (mxl5) is not
 // silently taken for a driver without a profile.

@@ -35,10 +35,11 @@ func ParsePath(s string) (Path, error) {
 }
 
 // Step is one link of the chain from the AH to the verdict: what was
-// decided, the value, and why (with the kernel or reference source).
+// decided, the value it came to (the JSON key result), and why (with the
+// kernel or reference source).
 type Step struct {
 	Step  string `json:"step"`
-	Value string `json:"value"`
+	Value string `json:"result"`
 	Why   string `json:"why"`
 }
 

@@ -33,8 +33,9 @@ func (e ECN) String() string {
 // IsECT reports whether e marks the packet ECN-capable (ECT(0) or ECT(1)).
 func (e ECN) IsECT() bool { return e == ECT0 || e == ECT1 }
 
-// MarshalText implements encoding.TextMarshaler with String's form.
-func (e ECN) MarshalText() ([]byte, error) { return []byte(e.String()), nil }
+// ECN marshals to JSON as its number (0..3), as every ecn key of
+// roce-probe's JSON is; the name goes in a separate ecn_name key
+// (docs/json.md).
 
 // DSCP returns the Differentiated Services Code Point of a traffic-class /
 // TOS byte: its upper six bits (RFC 2474).

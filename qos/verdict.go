@@ -1,6 +1,7 @@
 package qos
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -70,15 +71,31 @@ type Result struct {
 	VLANChain    []vlan.ChainTag `json:"vlan_chain"`
 	DSCP         *uint8          `json:"dscp"`
 	ECN          *ECN            `json:"ecn"`
-	Trust        Trust           `json:"trust"`
-	Priority     *uint8          `json:"priority"` // the priority the receiving port classifies the frame into
-	TC           *uint8          `json:"tc"`       // that priority's traffic class (ETS prio_tc)
-	PFC          *bool           `json:"pfc"`      // PFC on that priority
-	Verdict      Verdict         `json:"verdict"`
-	Reasons      []string        `json:"reasons"`
-	Warnings     []string        `json:"warnings"`
-	Unknowns     []string        `json:"unknowns"`
-	Steps        []Step          `json:"steps"`
+	// ECNName is ECN's RFC 3168 name ("ECT(0)"); MarshalJSON sets it from
+	// ECN.
+	ECNName  *string  `json:"ecn_name"`
+	Trust    Trust    `json:"trust"`       // null in JSON when unknown
+	Priority *uint8   `json:"priority"`    // the priority the receiving port classifies the frame into
+	TC       *uint8   `json:"tc"`          // that priority's traffic class (ETS prio_tc)
+	PFC      *bool    `json:"pfc_enabled"` // PFC on that priority
+	Verdict  Verdict  `json:"verdict"`
+	Reasons  []string `json:"reasons"`
+	Warnings []string `json:"warnings"`
+	Unknowns []string `json:"unknowns"`
+	Steps    []Step   `json:"steps"`
+}
+
+// MarshalJSON writes the keys of docs/json.md's "check", with ecn_name
+// the name of ecn.
+func (r Result) MarshalJSON() ([]byte, error) {
+	type plain Result
+	p := plain(r)
+	p.ECNName = nil
+	if r.ECN != nil {
+		n := r.ECN.String()
+		p.ECNName = &n
+	}
+	return json.Marshal(p)
 }
 
 func (r *Result) step(step, value, format string, args ...any) {

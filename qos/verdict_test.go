@@ -107,7 +107,7 @@ func TestCheckRXELabNoDCB(t *testing.T) {
 	}
 	b, _ := json.Marshal(r)
 	for _, key := range []string{`"device":"rxe0"`, `"port":1`, `"index":2`, `"netdev":"veth0.100"`, `"driver":"rxe"`, `"vlan":100`, `"pcp":3`,
-		`"vlan_chain":[{"id":100,"tpid":33024,"pcp":3,"netdev":"veth0.100"}]`, `"dscp":26`, `"ecn":"Not-ECT"`, `"trust":"unknown"`, `"priority":null`, `"tc":null`, `"pfc":null`, `"verdict":"unknown"`, `"warnings":[`, `"steps":[{"step":`} {
+		`"vlan_chain":[{"id":100,"tpid":33024,"pcp":3,"netdev":"veth0.100"}]`, `"dscp":26`, `"ecn":0`, `"ecn_name":"Not-ECT"`, `"trust":null`, `"priority":null`, `"tc":null`, `"pfc_enabled":null`, `"verdict":"unknown"`, `"warnings":[`, `"steps":[{"step":`} {
 		if !strings.Contains(string(b), key) {
 			t.Errorf("JSON lacks %s: %s", key, b)
 		}

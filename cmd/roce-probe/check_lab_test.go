@@ -152,7 +152,7 @@ func TestLabCheckPredictsWire(t *testing.T) {
 		}
 		got, _ := parseRoCE(f.Data, p.marker)
 		pr := p.predict
-		t.Logf("%s: captured tags %+v tos 0x%02x; check predicted vlan_chain %s dscp %v ecn %v", name, got.tags, got.tos, chainString(pr), deref(pr.DSCP), derefS(pr.ECN))
+		t.Logf("%s: captured tags %+v tos 0x%02x; check predicted vlan_chain %s dscp %v ecn %v", name, got.tags, got.tos, chainString(pr), deref(pr.DSCP), deref(pr.ECN))
 		if len(got.tags) != len(pr.VLANChain) {
 			t.Errorf("%s: captured %d tags %+v, check predicted %+v", name, len(got.tags), got.tags, pr.VLANChain)
 			continue
@@ -173,11 +173,11 @@ func TestLabCheckPredictsWire(t *testing.T) {
 			t.Errorf("%s: captured DSCP %d, check predicted %v", name, got.tos>>2, pr.DSCP)
 		}
 		ecnNames := []string{"Not-ECT", "ECT(1)", "ECT(0)", "CE"}
-		if pr.ECN == nil || ecnNames[got.tos&3] != *pr.ECN {
-			t.Errorf("%s: captured ECN %s, check predicted %v", name, ecnNames[got.tos&3], pr.ECN)
+		if pr.ECN == nil || int(got.tos&3) != *pr.ECN || pr.ECNName == nil || ecnNames[got.tos&3] != *pr.ECNName {
+			t.Errorf("%s: captured ECN %d (%s), check predicted %v (%v)", name, got.tos&3, ecnNames[got.tos&3], deref(pr.ECN), derefS(pr.ECNName))
 		}
-		if pr.Verdict != "unknown" || pr.Trust != "unknown" {
-			t.Errorf("%s: veth has no DCB, yet verdict %s trust %s", name, pr.Verdict, pr.Trust)
+		if pr.Verdict != "unknown" || pr.Trust != nil {
+			t.Errorf("%s: veth has no DCB, yet verdict %s trust %v (want unknown, null)", name, pr.Verdict, derefS(pr.Trust))
 		}
 	}
 }
@@ -195,16 +195,16 @@ func TestLabQoSNoDCB(t *testing.T) {
 			Supported bool   `json:"supported"`
 			Reason    string `json:"reason"`
 		} `json:"dcb"`
-		Trust string `json:"trust"`
+		Trust *string `json:"trust"`
 		VLANs []struct {
 			Netdev string            `json:"netdev"`
-			Egress map[string]uint32 `json:"egress_qos"`
-		} `json:"vlans"`
+			Egress map[string]uint32 `json:"egress_qos_map"`
+		} `json:"vlan_devices"`
 	}
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	if len(r) != 1 || r[0].Real != lab.HostNetdev || r[0].DCB.Supported || !strings.Contains(r[0].DCB.Reason, "no DCB support") || r[0].Trust != "unknown" {
+	if len(r) != 1 || r[0].Real != lab.HostNetdev || r[0].DCB.Supported || !strings.Contains(r[0].DCB.Reason, "no DCB support") || r[0].Trust != nil {
 		t.Fatalf("%+v", r)
 	}
 	found := false
@@ -219,7 +219,7 @@ func TestLabQoSNoDCB(t *testing.T) {
 		}
 	}
 	if !found {
-		t.Errorf("%s missing from vlans: %+v", lab.Nets[1].HostNetdev, r[0].VLANs)
+		t.Errorf("%s missing from vlan_devices: %+v", lab.Nets[1].HostNetdev, r[0].VLANs)
 	}
 	out, _, code = runCLI(t, "", "qos", "--dev", lab.RDMADevice)
 	if code != exitOK || !strings.Contains(out, "no DCB") {

@@ -22,15 +22,18 @@ type checkJSON struct {
 		Netdev *string `json:"netdev"`
 	} `json:"vlan_chain"`
 	DSCP     *int     `json:"dscp"`
-	ECN      *string  `json:"ecn"`
-	Trust    string   `json:"trust"`
+	ECN      *int     `json:"ecn"`
+	ECNName  *string  `json:"ecn_name"`
+	Trust    *string  `json:"trust"`
 	Priority *int     `json:"priority"`
 	TC       *int     `json:"tc"`
-	PFC      *bool    `json:"pfc"`
+	PFC      *bool    `json:"pfc_enabled"`
 	Verdict  string   `json:"verdict"`
 	Warnings []string `json:"warnings"`
 	Steps    []struct {
-		Step, Value, Why string
+		Step   string `json:"step"`
+		Result string `json:"result"`
+		Why    string `json:"why"`
 	} `json:"steps"`
 }
 
@@ -56,7 +59,7 @@ func TestCheckMLX5Lossless(t *testing.T) {
 		t.Fatalf("exit %d, want 0: %s %+v", code, stderr, r)
 	}
 	if r.Device != "mlx5_0" || r.Predicted || r.Port != 1 || r.Index != 5 || r.Netdev != "enp1s0f0.100" || r.Driver != "mlx5" ||
-		*r.VLAN != 100 || *r.PCP != 3 || *r.DSCP != 26 || *r.ECN != "ECT(0)" || r.Trust != "dscp" ||
+		*r.VLAN != 100 || *r.PCP != 3 || *r.DSCP != 26 || *r.ECN != 2 || *r.ECNName != "ECT(0)" || *r.Trust != "dscp" ||
 		*r.Priority != 3 || *r.TC != 1 || !*r.PFC || r.Verdict != "lossless" || len(r.Warnings) != 0 || len(r.Steps) == 0 {
 		t.Errorf("%+v", r)
 	}
@@ -71,7 +74,7 @@ func TestCheckMLX5Lossless(t *testing.T) {
 
 func TestCheckMLX5UntaggedPCPTrust(t *testing.T) {
 	r, _, code := runCheck(t, append(fromArgs("mlx5-pcp"), "--dev", "mlx5_0", "--gid-index", "3", "--tclass", "104", "--sl", "3")...)
-	if code != exitFinding || r.Verdict != "lossy" || r.VLAN != nil || r.PCP != nil || len(r.VLANChain) != 0 || r.Trust != "pcp" || *r.Priority != 0 || *r.PFC {
+	if code != exitFinding || r.Verdict != "lossy" || r.VLAN != nil || r.PCP != nil || len(r.VLANChain) != 0 || *r.Trust != "pcp" || *r.Priority != 0 || *r.PFC {
 		t.Fatalf("exit %d: %+v", code, r)
 	}
 	joined := strings.Join(r.Warnings, "\n")
@@ -103,7 +106,7 @@ func TestCheckRXENoDCB(t *testing.T) {
 	if code != exitFinding || r.Verdict != "unknown" || r.Driver != "rxe" || *r.VLAN != 1000 || *r.PCP != 0 ||
 		len(r.VLANChain) != 2 || *r.VLANChain[0].PCP != 0 || *r.VLANChain[1].PCP != 2 || r.VLANChain[0].TPID != 0x88a8 ||
 		r.VLANChain[1].TPID != 0x8100 || r.VLANChain[0].ID != 1000 || r.VLANChain[1].ID != 10 ||
-		*r.VLANChain[0].Netdev != "veth0.q1000" || *r.VLANChain[1].Netdev != "veth0.q1000.10" || *r.DSCP != 26 || r.Trust != "unknown" {
+		*r.VLANChain[0].Netdev != "veth0.q1000" || *r.VLANChain[1].Netdev != "veth0.q1000.10" || *r.DSCP != 26 || r.Trust != nil {
 		t.Fatalf("exit %d: %+v", code, r)
 	}
 	if !strings.Contains(strings.Join(r.Warnings, "\n"), "sl 4 is ignored by rxe") {

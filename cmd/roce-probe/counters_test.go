@@ -30,13 +30,13 @@ type countersDoc struct {
 	Netdevs []struct {
 		Netns    *string                `json:"netns"`
 		Netdev   string                 `json:"netdev"`
-		Driver   *string                `json:"driver"`
+		Driver   *string                `json:"kernel_driver"`
 		Counters map[string]counterJSON `json:"counters"`
 	} `json:"netdevs"`
 	Priorities     []map[string]json.RawMessage `json:"priorities"`
 	RoCEPriorities []struct {
 		Netns  *string  `json:"netns"`
-		PFC    *bool    `json:"pfc"`
+		PFC    *bool    `json:"pfc_enabled"`
 		Netdev string   `json:"netdev"`
 		Prio   int      `json:"prio"`
 		Why    []string `json:"why"`
@@ -92,7 +92,7 @@ func TestCountersFrom(t *testing.T) {
 	}
 	var p3, p0 struct {
 		Prio      int          `json:"prio"`
-		PFC       *bool        `json:"pfc"`
+		PFC       *bool        `json:"pfc_enabled"`
 		RoCE      bool         `json:"roce"`
 		RxPackets *counterJSON `json:"rx_packets"`
 		RxPause   *counterJSON `json:"rx_pause"`
@@ -188,7 +188,7 @@ func TestCheckDefaultRoCEToS(t *testing.T) {
 		Verdict  string   `json:"verdict"`
 		Warnings []string `json:"warnings"`
 		Steps    []struct {
-			Step, Value, Why string
+			Step, Result, Why string
 		} `json:"steps"`
 	}
 	get := func(args ...string) res {

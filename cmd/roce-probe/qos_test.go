@@ -17,10 +17,11 @@ func TestQoSNetdevJSON(t *testing.T) {
 		Trust    string                   `json:"trust"`
 		DSCPPrio map[string][]int         `json:"dscp_prio"`
 		PrioTC   []int                    `json:"prio_tc"`
-		PFC      []int                    `json:"pfc_enabled"`
-		DCBX     *string                  `json:"dcbx"`
+		PFC      []int                    `json:"pfc_priorities"`
+		DCBX     *int                     `json:"dcbx"`
+		DCBXName *string                  `json:"dcbx_name"`
 		DCBError *string                  `json:"dcb_error"`
-		VLANs    []map[string]any         `json:"vlans"`
+		VLANs    []map[string]any         `json:"vlan_devices"`
 		DCB      struct{ Supported bool } `json:"dcb"`
 	}
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
@@ -28,11 +29,12 @@ func TestQoSNetdevJSON(t *testing.T) {
 	}
 	// DCBX 9 = DCB_CAP_DCBX_HOST | DCB_CAP_DCBX_VER_IEEE (include/uapi/linux/dcbnl.h).
 	if len(r) != 1 || r[0].Netdev != "enp1s0f0.100" || r[0].Real != "enp1s0f0" || r[0].Trust != "dscp" || r[0].DSCPPrio["26"][0] != 3 ||
-		r[0].PrioTC[3] != 1 || len(r[0].PFC) != 1 || r[0].PFC[0] != 3 || r[0].DCBX == nil || *r[0].DCBX != "host,ieee" || !r[0].DCB.Supported ||
+		r[0].PrioTC[3] != 1 || len(r[0].PFC) != 1 || r[0].PFC[0] != 3 || r[0].DCBX == nil || *r[0].DCBX != 9 ||
+		r[0].DCBXName == nil || *r[0].DCBXName != "host,ieee" || !r[0].DCB.Supported ||
 		r[0].DCBError != nil {
 		t.Fatalf("%+v", r)
 	}
-	if len(r[0].VLANs) != 1 || r[0].VLANs[0]["netdev"] != "enp1s0f0.100" || r[0].VLANs[0]["egress_qos"].(map[string]any)["0"] != float64(3) ||
+	if len(r[0].VLANs) != 1 || r[0].VLANs[0]["netdev"] != "enp1s0f0.100" || r[0].VLANs[0]["egress_qos_map"].(map[string]any)["0"] != float64(3) ||
 		r[0].VLANs[0]["tpid"] != float64(0x8100) {
 		t.Errorf("vlans %+v", r[0].VLANs)
 	}
@@ -71,8 +73,13 @@ func TestQoSNoDCBIsNotAnError(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &r); err != nil || code != exitOK || len(r) != 1 {
 		t.Fatalf("exit %d, %v: %s", code, err, out)
 	}
-	if v, ok := r[0]["dcbx"]; !ok || v != nil || r[0]["trust"] != "unknown" || r[0]["dcb_error"] != nil {
-		t.Errorf("dcbx %v (present %v), trust %v, dcb_error %v; want null, unknown, null", v, ok, r[0]["trust"], r[0]["dcb_error"])
+	// Unknown is null: dcbx and dcbx_name (not reported) and trust (no
+	// DCB to decide it); dcb_error null because DCB was read (and is not
+	// supported).
+	for _, k := range []string{"dcbx", "dcbx_name", "trust", "dcb_error"} {
+		if v, ok := r[0][k]; !ok || v != nil {
+			t.Errorf("%s = %v (present %v), want null", k, v, ok)
+		}
 	}
 }
 

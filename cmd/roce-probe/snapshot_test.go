@@ -219,7 +219,7 @@ func TestPredictedTablesEverywhere(t *testing.T) {
 		t.Fatalf("qos: %v", q)
 	}
 	r := reports[0].(map[string]any)
-	if r["device"] != "rxe_veth0" || r["netdev"] != "veth0" || r["driver"].(map[string]any)["driver"] != "rxe" {
+	if r["device"] != "rxe_veth0" || r["netdev"] != "veth0" || r["driver_info"].(map[string]any)["driver"] != "rxe" {
 		t.Errorf("qos: %v", r)
 	}
 

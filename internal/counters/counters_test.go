@@ -210,7 +210,7 @@ func TestPrioJSONHasEveryCounter(t *testing.T) {
 			t.Errorf("key %s: %v present %v, want null", c, v, ok)
 		}
 	}
-	for _, k := range []string{"netns", "netdev", "prio", "pfc", "roce", "pfc_requests", "pfc_indications"} {
+	for _, k := range []string{"netns", "netdev", "prio", "pfc_enabled", "roce", "pfc_requests", "pfc_indications"} {
 		if _, ok := m[k]; !ok {
 			t.Errorf("no key %s", k)
 		}

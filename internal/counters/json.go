@@ -6,7 +6,7 @@ type prioJSON struct {
 	Netns             *string    `json:"netns"`
 	Netdev            string     `json:"netdev"`
 	Prio              uint8      `json:"prio"`
-	PFC               *bool      `json:"pfc"`
+	PFC               *bool      `json:"pfc_enabled"`
 	RoCE              bool       `json:"roce"`
 	RxPackets         *PrioValue `json:"rx_packets"`
 	TxPackets         *PrioValue `json:"tx_packets"`
@@ -30,7 +30,7 @@ type prioJSON struct {
 
 // MarshalJSON writes one object per priority with a key for every
 // per-priority counter (null when the driver has none), pfc_requests and
-// pfc_indications from DCB, and pfc and roce.
+// pfc_indications from DCB, and pfc_enabled and roce.
 func (p PrioReport) MarshalJSON() ([]byte, error) {
 	v := p.Values
 	return json.Marshal(prioJSON{

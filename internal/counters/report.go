@@ -86,7 +86,7 @@ type PortReport struct {
 type NetdevReport struct {
 	Netns    *string          `json:"netns"`
 	Netdev   string           `json:"netdev"`
-	Driver   *string          `json:"driver"`
+	Driver   *string          `json:"kernel_driver"`
 	Counters map[string]Value `json:"counters"`
 }
 
@@ -120,7 +120,7 @@ type RoCEPriority struct {
 	Netns  *string  `json:"netns"`
 	Netdev string   `json:"netdev"`
 	Prio   uint8    `json:"prio"`
-	PFC    *bool    `json:"pfc"`
+	PFC    *bool    `json:"pfc_enabled"`
 	Why    []string `json:"why"`
 }
 
