@@ -1,6 +1,7 @@
 package ah
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -46,12 +47,30 @@ const (
 // ibv_ah_attr, "grh.sgid_index"), its value, what is allowed, why, and the
 // errno ibv_create_ah fails with ("" when the kernel or driver accepts the
 // value and silently changes or misuses it).
+//
+// In JSON the value is "requested" (what the AH asked for, as in Warning)
+// and errno is null when the value is accepted.
 type Problem struct {
 	Field   string `json:"field"`
-	Value   string `json:"value"`
+	Value   string `json:"requested"`
 	Allowed string `json:"allowed"`
 	Reason  string `json:"reason"`
-	Errno   string `json:"errno,omitempty"`
+	Errno   string `json:"errno"`
+}
+
+// MarshalJSON writes {field, requested, allowed, reason, errno}.
+func (p Problem) MarshalJSON() ([]byte, error) {
+	w := struct {
+		Field   string  `json:"field"`
+		Value   string  `json:"requested"`
+		Allowed string  `json:"allowed"`
+		Reason  string  `json:"reason"`
+		Errno   *string `json:"errno"`
+	}{Field: p.Field, Value: p.Value, Allowed: p.Allowed, Reason: p.Reason}
+	if p.Errno != "" {
+		w.Errno = &p.Errno
+	}
+	return json.Marshal(w)
 }
 
 // String returns "field value: want allowed: reason (errno)".

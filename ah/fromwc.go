@@ -2,6 +2,7 @@ package ah
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -136,17 +137,45 @@ type FromWCResult struct {
 	Attr Attr `json:"attr"`
 	// HeaderVersion is what the GRH buffer was taken for: 4, 6, or 0
 	// (neither, kernel only).
-	HeaderVersion int         `json:"header_version"`
-	NetworkType   NetworkType `json:"network_type,omitempty"`
+	HeaderVersion int `json:"header_version"`
+	// NetworkType is what the datagram is taken for; meaningful when the
+	// header was looked at (null in JSON otherwise: rdma-core without the
+	// GRH flag, or a buffer it could not tell).
+	NetworkType NetworkType `json:"network_type"`
 	// Detection explains how IPv4 and IPv6 were told apart.
 	Detection string `json:"detection"`
 	// Source is the local GID entry the datagram was addressed to (its full
-	// index; Attr.GRH.SGIDIndex is truncated to 8 bits as in the C struct).
-	Source *gid.Entry `json:"source,omitempty"`
+	// index; Attr.GRH.SGIDIndex is truncated to 8 bits as in the C struct);
+	// nil when none matched.
+	Source *gid.Entry `json:"sgid_entry"`
 	// Route is the kernel behaviour's route to the sender (with Net).
 	Route *vlan.RouteResult `json:"route"`
 	// Notes are caveats: undefined bytes used, fields the kernel replaces.
-	Notes []string `json:"notes,omitempty"`
+	Notes []string `json:"notes"`
+
+	netKnown bool // NetworkType was decided
+}
+
+// MarshalJSON writes {attr, header_version, network_type, detection,
+// sgid_entry, route, notes}: network_type null when it was not decided,
+// sgid_entry and route null when there are none, notes [] without notes.
+func (r FromWCResult) MarshalJSON() ([]byte, error) {
+	w := struct {
+		Attr          Attr              `json:"attr"`
+		HeaderVersion int               `json:"header_version"`
+		NetworkType   *NetworkType      `json:"network_type"`
+		Detection     string            `json:"detection"`
+		Source        *gid.Entry        `json:"sgid_entry"`
+		Route         *vlan.RouteResult `json:"route"`
+		Notes         []string          `json:"notes"`
+	}{Attr: r.Attr, HeaderVersion: r.HeaderVersion, Detection: r.Detection, Source: r.Source, Route: r.Route, Notes: r.Notes}
+	if r.netKnown {
+		w.NetworkType = &r.NetworkType
+	}
+	if w.Notes == nil {
+		w.Notes = []string{}
+	}
+	return json.Marshal(w)
 }
 
 // IPv4 header checksums as the two implementations verify them.
@@ -270,7 +299,7 @@ func FromWC(wc WC, grh [40]byte, table Table, opt FromWCOptions) (FromWCResult, 
 
 func fromWCKernel(r FromWCResult, wc WC, grh [40]byte, fc uint32, table Table, opt FromWCOptions) (FromWCResult, error) {
 	if wc.NetworkHdrType != nil {
-		r.NetworkType = *wc.NetworkHdrType
+		r.NetworkType, r.netKnown = *wc.NetworkHdrType, true
 		r.Detection = "network_hdr_type " + r.NetworkType.String() + " given by the completion (IB_WC_WITH_NETWORK_HDR_TYPE)"
 		switch r.NetworkType {
 		case NetworkIPv4:
@@ -281,6 +310,7 @@ func fromWCKernel(r FromWCResult, wc WC, grh [40]byte, fc uint32, table Table, o
 	} else {
 		v, why, _ := HeaderVersion(grh, Kernel)
 		r.HeaderVersion, r.Detection = v, why
+		r.netKnown = true
 		switch {
 		case v == 4:
 			r.NetworkType = NetworkIPv4
@@ -366,7 +396,7 @@ func fromWCRDMACore(r FromWCResult, wc WC, grh [40]byte, fc uint32, table Table)
 	var gtype gid.Type
 	switch v {
 	case 4:
-		r.NetworkType = NetworkIPv4
+		r.NetworkType, r.netKnown = NetworkIPv4, true
 		ip := grh[20:40]
 		if ip[16]&0xf0 == 0xe0 {
 			return r, fmt.Errorf("ah: the datagram was sent to the IPv4 multicast address %d.%d.%d.%d (IN_CLASSD): an address handle cannot answer a multicast destination: %w", ip[16], ip[17], ip[18], ip[19], syscall.EINVAL)
@@ -386,10 +416,10 @@ func fromWCRDMACore(r FromWCResult, wc WC, grh [40]byte, fc uint32, table Table)
 		copy(local[:], grh[24:40])
 		switch grh[6] {
 		case 17:
-			r.NetworkType, gtype = NetworkIPv6, gid.TypeRoCEv2
+			r.NetworkType, r.netKnown, gtype = NetworkIPv6, true, gid.TypeRoCEv2
 			r.Detection += "; next header 17 (UDP): RoCE v2"
 		case 0x1B:
-			r.NetworkType, gtype = NetworkRoCEv1, gid.TypeRoCEv1
+			r.NetworkType, r.netKnown, gtype = NetworkRoCEv1, true, gid.TypeRoCEv1
 			r.Detection += "; next header 0x1B (BTH): RoCE v1"
 		default:
 			return r, fmt.Errorf("ah: next header %d (0x%02x) is neither 17 (UDP, RoCE v2) nor 0x1B (BTH, RoCE v1): %w", grh[6], grh[6], syscall.EPROTONOSUPPORT)

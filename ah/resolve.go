@@ -1,6 +1,7 @@
 package ah
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -69,18 +70,85 @@ type Wire struct {
 	// depends on something not given (rxe: the QPN). UDPSportFrom says how
 	// it is chosen.
 	UDPSport     *uint16 `json:"udp_sport"`
-	UDPSportFrom string  `json:"udp_sport_from,omitempty"`
+	UDPSportFrom string  `json:"udp_sport_from"`
 	// MTU is the path MTU in bytes: the largest UD payload (256..4096).
 	MTU int `json:"mtu"`
+}
+
+// wireJSON is Wire's JSON form (docs/json.md, "wire").
+type wireJSON struct {
+	RoCEVersion  int             `json:"roce_version"`
+	Netdev       *string         `json:"netdev"`
+	SMAC         vlan.MAC        `json:"smac"`
+	DMAC         vlan.MAC        `json:"dmac"`
+	DMACFrom     *string         `json:"dmac_from"`
+	VLAN         *uint16         `json:"vlan"`
+	PCP          *uint8          `json:"pcp"`
+	VLANChain    []vlan.ChainTag `json:"vlan_chain"`
+	IPVersion    *int            `json:"ip_version"`
+	Src          netip.Addr      `json:"src"`
+	Dst          netip.Addr      `json:"dst"`
+	TOS          *uint8          `json:"tos"`
+	DSCP         *uint8          `json:"dscp"`
+	ECN          *uint8          `json:"ecn"`
+	ECNName      *string         `json:"ecn_name"`
+	TTL          uint8           `json:"ttl"`
+	FlowLabel    *uint32         `json:"flow_label"`
+	UDPSport     *uint16         `json:"udp_sport"`
+	UDPSportFrom *string         `json:"udp_sport_from"`
+	MTU          int             `json:"mtu"`
+}
+
+func strPtr(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// MarshalJSON writes every key of docs/json.md's "wire": null for what is
+// not known or does not exist (a MAC not resolved, ip_version of RoCE v1,
+// the flow label of IPv4, udp_sport_from of RoCE v1), and ecn_name, the
+// RFC 3168 name of ecn.
+func (w Wire) MarshalJSON() ([]byte, error) {
+	j := wireJSON{RoCEVersion: w.RoCEVersion, Netdev: strPtr(w.Netdev), SMAC: w.SMAC, DMAC: w.DMAC, DMACFrom: strPtr(w.DMACFrom),
+		VLAN: w.VLAN, PCP: w.PCP, VLANChain: w.VLANChain, Src: w.Src, Dst: w.Dst, TOS: w.TOS, DSCP: w.DSCP, ECN: w.ECN,
+		TTL: w.TTL, FlowLabel: w.FlowLabel, UDPSport: w.UDPSport, UDPSportFrom: strPtr(w.UDPSportFrom), MTU: w.MTU}
+	if w.IPVersion != 0 {
+		j.IPVersion = &w.IPVersion
+	}
+	if w.ECN != nil {
+		n := qos.ECN(*w.ECN).String()
+		j.ECNName = &n
+	}
+	if j.VLANChain == nil {
+		j.VLANChain = []vlan.ChainTag{}
+	}
+	return json.Marshal(j)
 }
 
 // Warning is a field the kernel or the driver changes, ignores or cannot
 // be predicted for, with what was asked, what goes on the wire and why.
 type Warning struct {
 	Field     string `json:"field"`
-	Requested string `json:"requested,omitempty"`
-	OnWire    string `json:"on_wire,omitempty"`
+	Requested string `json:"requested"` // "" (null in JSON) when the field was not asked for
+	OnWire    string `json:"on_wire"`   // "" or "unknown" (null in JSON) when not known
 	Reason    string `json:"reason"`
+}
+
+// MarshalJSON writes {field, requested, on_wire, reason}, null for an
+// empty requested and for an on_wire that is empty or "unknown".
+func (w Warning) MarshalJSON() ([]byte, error) {
+	onWire := w.OnWire
+	if onWire == "unknown" {
+		onWire = ""
+	}
+	return json.Marshal(struct {
+		Field     string  `json:"field"`
+		Requested *string `json:"requested"`
+		OnWire    *string `json:"on_wire"`
+		Reason    string  `json:"reason"`
+	}{w.Field, strPtr(w.Requested), strPtr(onWire), w.Reason})
 }
 
 // String returns "field: requested X, on the wire Y: reason".
@@ -102,15 +170,15 @@ func orDash(s string) string {
 // Resolution is an AH resolved to the wire.
 type Resolution struct {
 	Attr     Attr              `json:"attr"`
-	Source   *gid.Entry        `json:"source"` // the sgid entry (points into the Table given)
+	Source   *gid.Entry        `json:"sgid_entry"` // the sgid entry (points into the Table given)
 	Driver   qos.Driver        `json:"driver"`
 	Path     qos.Path          `json:"path"`
 	Wire     Wire              `json:"wire"`
 	Route    *vlan.RouteResult `json:"route"`
 	Neighbor *vlan.Neighbor    `json:"neighbor"`
-	Warnings []Warning         `json:"warnings"`
+	Warnings []Warning         `json:"field_warnings"`
 	// Steps explain the driver's PCP and DSCP/ECN choice (from qos/).
-	Steps []qos.Step `json:"steps,omitempty"`
+	Steps []qos.Step `json:"steps"`
 
 	// vals backs Wire's optional scalars (one allocation for all).
 	vals struct {

@@ -86,7 +86,7 @@ type entryJSON struct {
 	RealNetdev *string         `json:"real_netdev"`
 	MAC        *string         `json:"mac"`
 	MTU        *int            `json:"mtu"`
-	State      *string         `json:"state"`
+	State      *string         `json:"operstate"`
 	Netns      *string         `json:"netns"`
 	Default    bool            `json:"default"`
 	Empty      bool            `json:"empty"`
@@ -107,7 +107,7 @@ func intPtr(v int) *int {
 }
 
 // MarshalJSON writes the keys device, port, index, gid, type, kind, ip,
-// netdev, ifindex, vlan, vlan_chain, real_netdev, mac, mtu, state, netns,
+// netdev, ifindex, vlan, vlan_chain, real_netdev, mac, mtu, operstate, netns,
 // default and empty; unknown values are null; type and kind are null for
 // an empty slot.
 func (e Entry) MarshalJSON() ([]byte, error) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -32,13 +33,13 @@ func init() { register(newAHCmd) }
 type ahJSON struct {
 	Attr      ah.Attr           `json:"attr"`
 	Predicted bool              `json:"predicted"`
-	Source    *gid.Entry        `json:"source"`
+	Source    *gid.Entry        `json:"sgid_entry"`
 	Driver    *string           `json:"driver"`
 	Path      *string           `json:"path"`
 	Wire      *ah.Wire          `json:"wire"`
 	Route     *vlan.RouteResult `json:"route"`
 	Neighbor  *vlan.Neighbor    `json:"neighbor"`
-	Warnings  []ah.Warning      `json:"warnings"`
+	Warnings  []ah.Warning      `json:"field_warnings"`
 	Problems  []ah.Problem      `json:"problems"`
 	Steps     []qos.Step        `json:"steps"`
 	Error     *string           `json:"error"`
@@ -451,12 +452,41 @@ func errnoSuffix(e string) string {
 	return " (" + e + ")"
 }
 
-// ahFromWCJSON is one behaviour's answer in `ah --from-wc -o json`.
+// ahFromWCJSON is one behaviour's answer in `ah --from-wc -o json`: the
+// behaviour, ah.FromWCResult's keys, and error and errno (null when it
+// succeeds).
 type ahFromWCJSON struct {
-	Behaviour string `json:"behaviour"`
+	Behaviour string
 	ah.FromWCResult
-	Error string `json:"error,omitempty"`
-	Errno string `json:"errno,omitempty"`
+	Error string
+	Errno string
+}
+
+// MarshalJSON writes {behaviour, ...the ah.FromWCResult keys, error,
+// errno}.
+func (d ahFromWCJSON) MarshalJSON() ([]byte, error) {
+	head, err := json.Marshal(struct {
+		Behaviour string `json:"behaviour"`
+	}{d.Behaviour})
+	if err != nil {
+		return nil, err
+	}
+	res, err := json.Marshal(d.FromWCResult)
+	if err != nil {
+		return nil, err
+	}
+	tail, err := json.Marshal(struct {
+		Error *string `json:"error"`
+		Errno *string `json:"errno"`
+	}{strPtr(d.Error), strPtr(d.Errno)})
+	if err != nil {
+		return nil, err
+	}
+	// {"behaviour":..} + the result's keys + {"error":..,"errno":..}
+	out := append(head[:len(head)-1], ',')
+	out = append(out, res[1:len(res)-1]...)
+	out = append(out, ',')
+	return append(out, tail[1:]...), nil
 }
 
 func parseWC(s string) (ah.WC, error) {

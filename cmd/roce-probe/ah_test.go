@@ -28,7 +28,7 @@ func TestAHJSONKeys(t *testing.T) {
 		t.Fatalf("%v: %s", err, out)
 	}
 	// Every key is always there; what does not apply is null.
-	keys := []string{"attr", "predicted", "source", "driver", "path", "wire", "route", "neighbor", "warnings", "problems", "steps",
+	keys := []string{"attr", "predicted", "sgid_entry", "driver", "path", "wire", "route", "neighbor", "field_warnings", "problems", "steps",
 		"error", "errno", "create", "pcap", "neighbor_probe"}
 	if !sameKeys(doc, keys) {
 		t.Errorf("keys %v, want exactly %v", keysOf(doc), keys)
@@ -57,7 +57,7 @@ func TestAHJSONKeys(t *testing.T) {
 		}
 	}
 	wire := doc["wire"].(map[string]any)
-	for _, k := range []string{"smac", "dmac", "vlan", "pcp", "vlan_chain", "ip_version", "src", "dst", "dscp", "ecn", "ttl", "flow_label", "udp_sport", "roce_version", "mtu"} {
+	for _, k := range []string{"smac", "dmac", "vlan", "pcp", "vlan_chain", "ip_version", "src", "dst", "dscp", "ecn", "ecn_name", "ttl", "flow_label", "udp_sport", "roce_version", "mtu"} {
 		if _, ok := wire[k]; !ok {
 			t.Errorf("wire lacks %q", k)
 		}
@@ -68,7 +68,7 @@ func TestAHJSONKeys(t *testing.T) {
 	// QPN 17 → UDP source port 0xDF94, as rxe0 sent it from src-qp 0x11 in
 	// the real capture roce/testdata/rxe-ud-send.pcapng (Example_decode: 57236).
 	want := map[string]any{"smac": "02:00:00:00:00:01", "dmac": "02:00:00:00:00:02", "vlan": 100.0, "pcp": 3.0, "ip_version": 4.0,
-		"src": "10.0.100.1", "dst": "10.0.100.2", "dscp": 26.0, "ecn": 2.0, "ttl": 64.0, "udp_sport": float64(0xDF94), "roce_version": 2.0, "mtu": 1024.0}
+		"src": "10.0.100.1", "dst": "10.0.100.2", "dscp": 26.0, "ecn": 2.0, "ecn_name": "ECT(0)", "ttl": 64.0, "udp_sport": float64(0xDF94), "roce_version": 2.0, "mtu": 1024.0}
 	for k, v := range want {
 		if wire[k] != v {
 			t.Errorf("wire.%s = %v, want %v", k, wire[k], v)
@@ -80,7 +80,7 @@ func TestAHJSONKeys(t *testing.T) {
 	if wire["flow_label"] != nil {
 		t.Errorf("wire.flow_label = %v, want null for IPv4", wire["flow_label"])
 	}
-	ws := doc["warnings"].([]any)
+	ws := doc["field_warnings"].([]any)
 	var fields []string
 	for _, w := range ws {
 		fields = append(fields, w.(map[string]any)["field"].(string))

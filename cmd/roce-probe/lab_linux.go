@@ -151,10 +151,7 @@ func printLabStatus(w io.Writer, format string) error {
 		return labErr(err)
 	}
 	if format == "json" {
-		if err := writeJSON(w, struct {
-			lab.Status
-			Up bool `json:"up"`
-		}{s, s.Up()}); err != nil {
+		if err := writeJSON(w, s); err != nil {
 			return err
 		}
 	} else {

@@ -30,7 +30,7 @@ type selectJSON struct {
 	NCCL      int               `json:"nccl_index"`
 	UCX       int               `json:"ucx_index"`
 	Perftest  int               `json:"perftest_index"`
-	Reasons   []gid.Reason      `json:"reasons"`
+	Reasons   []gid.Reason      `json:"verdicts"`
 }
 
 type portSelection struct {
@@ -57,8 +57,9 @@ Then RoCE v2 ranks before v1, then lower indices.
 
 -o json prints one JSON object per port (one line each) with the keys device,
 port, predicted, index, gid, netdev, vlan, vlan_chain, route, rdma_cm_index,
-nccl_index, ucx_index, perftest_index and reasons; index, gid, netdev, vlan and
-vlan_chain are null when nothing on that port can reach the destination. -o env
+nccl_index, ucx_index, perftest_index and verdicts (every entry's verdict and
+reason; docs/json.md); index, gid, netdev, vlan and vlan_chain are null when
+nothing on that port can reach the destination. -o env
 prints lines to export for NCCL and UCX. The table output also shows what NCCL,
 UCX and perftest would pick by themselves. On a host without RDMA devices the
 tables Soft-RoCE would get are used (and said so). --from FILE analyses a

@@ -16,7 +16,7 @@ func TestSelectJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	keys := []string{"device", "port", "predicted", "index", "gid", "netdev", "vlan", "vlan_chain", "route", "rdma_cm_index",
-		"nccl_index", "ucx_index", "perftest_index", "reasons"}
+		"nccl_index", "ucx_index", "perftest_index", "verdicts"}
 	if !sameKeys(r, keys) {
 		t.Errorf("keys %v, want exactly %v", keysOf(r), keys)
 	}
@@ -32,7 +32,7 @@ func TestSelectJSON(t *testing.T) {
 	if route == nil || route["netdev"] != "veth0.100" || route["src"] != "10.0.100.1" || route["next_hop"] != "10.0.100.2" {
 		t.Errorf("route = %v", r["route"])
 	}
-	reasons := r["reasons"].([]any)
+	reasons := r["verdicts"].([]any)
 	if len(reasons) != 13 {
 		t.Errorf("%d reasons, want 13", len(reasons))
 	}

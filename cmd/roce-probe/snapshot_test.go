@@ -207,7 +207,7 @@ func TestPredictedTablesEverywhere(t *testing.T) {
 	a, _ := run("ah", "--dev", "rxe_veth0", "--gid-index", "auto", "--dst", "10.0.100.2")
 	attr, _ := a["attr"].(map[string]any)
 	wire, _ := a["wire"].(map[string]any)
-	src, _ := a["source"].(map[string]any)
+	src, _ := a["sgid_entry"].(map[string]any)
 	if a["predicted"] != true || attr == nil || attr["grh"].(map[string]any)["sgid_index"] != float64(idx) || wire == nil ||
 		wire["vlan"] != 100.0 || wire["pcp"] != 3.0 || src == nil || src["gid"] != "::ffff:10.0.100.1" || a["driver"] != "rxe" {
 		t.Errorf("ah: predicted %v attr %v wire %v source %v", a["predicted"], attr, wire, src)

@@ -11,7 +11,7 @@ func init() { register(newVersionCmd) }
 
 // versionJSON is what `version -o json` prints.
 type versionJSON struct {
-	Version string `json:"version"`
+	Version string `json:"roce_probe_version"`
 	Go      string `json:"go"`
 	OS      string `json:"os"`
 	Arch    string `json:"arch"`

@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -106,13 +107,13 @@ func waitGIDs(dev string, port int, want []gidKey, timeout time.Duration) error 
 
 // Status describes what of the lab exists in the running kernel.
 type Status struct {
-	RDMADevice string     `json:"rdma_device"`           // RDMADevice
-	RDMAExists bool       `json:"rdma_exists"`           // the RDMA device exists
-	RDMANetdev string     `json:"rdma_netdev,omitempty"` // the netdev it is bound to (from sysfs)
-	PortState  string     `json:"port_state,omitempty"`  // its port 1 state, e.g. ACTIVE
-	PeerNetns  string     `json:"peer_netns"`            // PeerNetns
-	PeerExists bool       `json:"peer_exists"`           // /run/netns/PeerNetns exists
-	Netdevs    []NetdevUp `json:"netdevs"`               // the host-side netdevs of the topology
+	RDMADevice string     `json:"rdma_device"` // RDMADevice
+	RDMAExists bool       `json:"rdma_exists"` // the RDMA device exists
+	RDMANetdev string     `json:"rdma_netdev"` // the netdev it is bound to (from sysfs); "" (null) when none
+	PortState  string     `json:"port_state"`  // its port 1 state, e.g. ACTIVE; "" (null) when not read
+	PeerNetns  string     `json:"peer_netns"`  // PeerNetns
+	PeerExists bool       `json:"peer_exists"` // /run/netns/PeerNetns exists
+	Netdevs    []NetdevUp `json:"netdevs"`     // the host-side netdevs of the topology
 }
 
 // NetdevUp is one host-side netdev of the topology and whether it exists
@@ -121,6 +122,32 @@ type NetdevUp struct {
 	Name   string `json:"name"`
 	Exists bool   `json:"exists"`
 	Up     bool   `json:"up"`
+}
+
+// MarshalJSON writes every key of docs/json.md's "lab_status": the
+// fields (rdma_netdev and port_state null when not known), netdevs ([]
+// for none) and up, what Up reports.
+func (s Status) MarshalJSON() ([]byte, error) {
+	w := struct {
+		RDMADevice string     `json:"rdma_device"`
+		RDMAExists bool       `json:"rdma_exists"`
+		RDMANetdev *string    `json:"rdma_netdev"`
+		PortState  *string    `json:"port_state"`
+		PeerNetns  string     `json:"peer_netns"`
+		PeerExists bool       `json:"peer_exists"`
+		Netdevs    []NetdevUp `json:"netdevs"`
+		Up         bool       `json:"up"`
+	}{RDMADevice: s.RDMADevice, RDMAExists: s.RDMAExists, PeerNetns: s.PeerNetns, PeerExists: s.PeerExists, Netdevs: s.Netdevs, Up: s.Up()}
+	if s.RDMANetdev != "" {
+		w.RDMANetdev = &s.RDMANetdev
+	}
+	if s.PortState != "" {
+		w.PortState = &s.PortState
+	}
+	if w.Netdevs == nil {
+		w.Netdevs = []NetdevUp{}
+	}
+	return json.Marshal(w)
 }
 
 // Up reports whether the whole lab is there: the RDMA device with an ACTIVE
