@@ -14,8 +14,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/roce-probe/roce-probe/qos"
 	"github.com/roce-probe/roce-probe/roce"
 	"github.com/roce-probe/roce-probe/roce/capture"
+	"github.com/roce-probe/roce-probe/vlan"
 )
 
 func init() { register(newDecodeCmd) }
@@ -212,37 +214,43 @@ type decodeStats struct {
 	frames, roce, nonRoCE, malformed, badICRC, unchecked int
 }
 
-// decodedPacket is the JSON form of one packet (keys in this order).
+// decodedPacket is the JSON form of one packet (keys in this order;
+// docs/json.md, "packet": a key added here is added there too, which
+// TestVocabulary checks).
 type decodedPacket struct {
-	Frame       int     `json:"frame"`
-	Time        string  `json:"time"`
-	RoCEVersion string  `json:"roce_version"`
-	VLAN        *uint16 `json:"vlan"`
-	PCP         *uint8  `json:"pcp"`
-	DEI         bool    `json:"dei"`
-	IPVersion   *int    `json:"ip_version"`
-	Src         string  `json:"src"`
-	Dst         string  `json:"dst"`
-	DSCP        uint8   `json:"dscp"`
-	ECN         uint8   `json:"ecn"`
-	TTL         uint8   `json:"ttl"`
-	FlowLabel   uint32  `json:"flow_label"`
-	UDPSport    *uint16 `json:"udp_sport"`
-	Opcode      uint8   `json:"opcode"`
-	OpcodeName  string  `json:"opcode_name"`
-	PKey        uint16  `json:"pkey"`
-	DestQP      uint32  `json:"dest_qp"`
-	PSN         uint32  `json:"psn"`
-	AckReq      bool    `json:"ack_req"`
-	FECN        bool    `json:"fecn"`
-	BECN        bool    `json:"becn"`
-	SrcQP       *uint32 `json:"src_qp"`
-	QKey        *uint32 `json:"qkey"`
-	Imm         *uint32 `json:"imm"`
-	PayloadLen  int     `json:"payload_len"`
-	Pad         int     `json:"pad"`
-	ICRC        *string `json:"icrc"`
-	ICRCValid   *bool   `json:"icrc_valid"`
+	Frame       int    `json:"frame"`
+	Time        string `json:"time"`
+	RoCEVersion int    `json:"roce_version"`
+	// VLAN, PCP and DEI are the outermost tag's, the one the first switch
+	// classifies on; VLANChain lists every tag, outermost first.
+	VLAN       *uint16         `json:"vlan"`
+	PCP        *uint8          `json:"pcp"`
+	DEI        *bool           `json:"dei"`
+	VLANChain  []vlan.ChainTag `json:"vlan_chain"`
+	IPVersion  *int            `json:"ip_version"`
+	Src        string          `json:"src"`
+	Dst        string          `json:"dst"`
+	DSCP       uint8           `json:"dscp"`
+	ECN        uint8           `json:"ecn"`
+	ECNName    string          `json:"ecn_name"`
+	TTL        uint8           `json:"ttl"`
+	FlowLabel  *uint32         `json:"flow_label"`
+	UDPSport   *uint16         `json:"udp_sport"`
+	Opcode     uint8           `json:"opcode"`
+	OpcodeName string          `json:"opcode_name"`
+	PKey       uint16          `json:"pkey"`
+	DestQP     uint32          `json:"dest_qp"`
+	PSN        uint32          `json:"psn"`
+	AckReq     bool            `json:"ack_req"`
+	FECN       bool            `json:"fecn"`
+	BECN       bool            `json:"becn"`
+	SrcQP      *uint32         `json:"src_qp"`
+	QKey       *uint32         `json:"qkey"`
+	Imm        *uint32         `json:"imm"`
+	PayloadLen int             `json:"payload_len"`
+	Pad        int             `json:"pad"`
+	ICRC       *string         `json:"icrc"`
+	ICRCValid  *bool           `json:"icrc_valid"`
 }
 
 const decodeTimeFormat = "2006-01-02T15:04:05.000000000Z07:00"
@@ -253,13 +261,14 @@ func packetJSON(frame int, ts time.Time, p *roce.Packet) decodedPacket {
 	j := decodedPacket{
 		Frame:       frame,
 		Time:        ts.UTC().Format(decodeTimeFormat),
-		RoCEVersion: fmt.Sprintf("v%d", p.Version),
+		RoCEVersion: p.Version,
 		Src:         p.Src.String(),
 		Dst:         p.Dst.String(),
 		DSCP:        p.DSCP(),
 		ECN:         p.ECN(),
+		ECNName:     qos.ECN(p.ECN()).String(),
 		TTL:         p.TTL,
-		FlowLabel:   p.FlowLabel,
+		VLANChain:   []vlan.ChainTag{},
 		Opcode:      uint8(p.BTH.Opcode),
 		OpcodeName:  p.BTH.Opcode.String(),
 		PKey:        p.BTH.PKey,
@@ -272,10 +281,22 @@ func packetJSON(frame int, ts time.Time, p *roce.Packet) decodedPacket {
 		Pad:         p.PadLen,
 	}
 	if p.NumVLANs > 0 {
-		j.VLAN, j.PCP, j.DEI = decodePtr(p.VLANs[0].ID), decodePtr(p.VLANs[0].PCP), p.VLANs[0].DEI
+		j.VLAN, j.PCP, j.DEI = decodePtr(p.VLANs[0].ID), decodePtr(p.VLANs[0].PCP), decodePtr(p.VLANs[0].DEI)
+	}
+	switch {
+	case p.NumVLANs > roce.MaxVLANTags:
+		j.VLANChain = nil // more tags than the walk records: the chain is not known
+	case p.NumVLANs > 0:
+		j.VLANChain = make([]vlan.ChainTag, p.NumVLANs)
+		for i, t := range p.VLANs[:p.NumVLANs] {
+			j.VLANChain[i] = vlan.ChainTag{Tag: vlan.Tag{ID: t.ID, TPID: vlan.TPID(t.TPID)}, PCP: decodePtr(t.PCP)}
+		}
 	}
 	if p.Version == 2 {
 		j.IPVersion, j.UDPSport = decodePtr(p.IPVersion), decodePtr(p.SrcPort)
+	}
+	if p.Version == 1 || p.IPVersion == 6 {
+		j.FlowLabel = decodePtr(p.FlowLabel) // the GRH's or IPv6's; IPv4 has none
 	}
 	if p.HasDETH {
 		j.SrcQP, j.QKey = decodePtr(p.SrcQP), decodePtr(p.QKey)
@@ -351,9 +372,12 @@ func icrcWire(v uint32) []byte {
 	return b[:]
 }
 
-// decodeFlowJSON is the JSON form of one flow of --summary.
+// decodeFlowJSON is the JSON form of one flow of --summary (docs/json.md,
+// "flow"). The *_values keys list the distinct values the flow's packets
+// had for the packet keys of the same name: vlan and pcp are the outermost
+// tag's.
 type decodeFlowJSON struct {
-	RoCEVersion   string   `json:"roce_version"`
+	RoCEVersion   int      `json:"roce_version"`
 	Src           string   `json:"src"`
 	Dst           string   `json:"dst"`
 	UDPSport      *uint16  `json:"udp_sport"`
@@ -364,11 +388,11 @@ type decodeFlowJSON struct {
 	Bytes         uint64   `json:"bytes"`
 	FirstPSN      uint32   `json:"first_psn"`
 	LastPSN       uint32   `json:"last_psn"`
-	VLANs         []uint16 `json:"vlans"`
+	VLANs         []uint16 `json:"vlan_values"`
 	Untagged      uint64   `json:"untagged"`
-	PCPs          []int    `json:"pcps"`
-	DSCPs         []int    `json:"dscps"`
-	ECNs          []int    `json:"ecns"`
+	PCPs          []int    `json:"pcp_values"`
+	DSCPs         []int    `json:"dscp_values"`
+	ECNs          []int    `json:"ecn_values"`
 	CE            uint64   `json:"ce"`
 	CNPs          uint64   `json:"cnps"`
 	ICRCFailures  uint64   `json:"icrc_failures"`
@@ -389,7 +413,7 @@ func printDecodeSummary(w io.Writer, format string, flows []capture.FlowSummary,
 		s := decodeSummaryJSON{Frames: st.frames, RoCE: st.roce, NonRoCE: st.nonRoCE, Malformed: st.malformed,
 			BadICRC: st.badICRC, Flows: []decodeFlowJSON{}}
 		for _, f := range flows {
-			j := decodeFlowJSON{RoCEVersion: fmt.Sprintf("v%d", f.Version), Src: f.Src.String(), Dst: f.Dst.String(),
+			j := decodeFlowJSON{RoCEVersion: f.Version, Src: f.Src.String(), Dst: f.Dst.String(),
 				DestQP: f.DestQP, Packets: f.Packets, Bytes: f.Bytes, FirstPSN: f.FirstPSN, LastPSN: f.LastPSN,
 				VLANs: f.VLANs, Untagged: f.Untagged, PCPs: ints(f.PCPs), DSCPs: ints(f.DSCPs), ECNs: ints(f.ECNs), CE: f.CE,
 				CNPs: f.CNPs, ICRCFailures: f.ICRCFailures, ICRCUnchecked: f.ICRCUnchecked}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,9 +22,11 @@ import (
 
 const sampleCapture = "../../roce/testdata/sample.pcapng"
 
-// The keys of one decode -o json object, in order (issue #2).
-var decodeKeys = []string{"frame", "time", "roce_version", "vlan", "pcp", "dei", "ip_version", "src", "dst",
-	"dscp", "ecn", "ttl", "flow_label", "udp_sport", "opcode", "opcode_name", "pkey", "dest_qp", "psn",
+// The keys of one decode -o json object, in order (issue #2; vlan_chain
+// and ecn_name since issue 12: every output lists the tag chain, and ecn
+// has its name next to it).
+var decodeKeys = []string{"frame", "time", "roce_version", "vlan", "pcp", "dei", "vlan_chain", "ip_version", "src", "dst",
+	"dscp", "ecn", "ecn_name", "ttl", "flow_label", "udp_sport", "opcode", "opcode_name", "pkey", "dest_qp", "psn",
 	"ack_req", "fecn", "becn", "src_qp", "qkey", "imm", "payload_len", "pad", "icrc", "icrc_valid"}
 
 func TestDecodeText(t *testing.T) {
@@ -90,9 +93,11 @@ func TestDecodeJSON(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	want := map[string]any{"frame": 1.0, "time": "2026-01-02T03:04:05.000000001Z", "roce_version": "v2", "vlan": nil,
-		"pcp": nil, "dei": false, "ip_version": 4.0, "src": "192.168.100.1", "dst": "192.168.100.2", "dscp": 0.0,
-		"ecn": 0.0, "ttl": 64.0, "flow_label": 0.0, "udp_sport": float64(0xDF94), "opcode": 100.0,
+	// An untagged IPv4 frame: no tag, so no DEI (null) and an empty
+	// chain; IPv4 has no flow label (null).
+	want := map[string]any{"frame": 1.0, "time": "2026-01-02T03:04:05.000000001Z", "roce_version": 2.0, "vlan": nil,
+		"pcp": nil, "dei": nil, "ip_version": 4.0, "src": "192.168.100.1", "dst": "192.168.100.2", "dscp": 0.0,
+		"ecn": 0.0, "ecn_name": "Not-ECT", "ttl": 64.0, "flow_label": nil, "udp_sport": float64(0xDF94), "opcode": 100.0,
 		"opcode_name": "UD_SEND_ONLY", "pkey": 65535.0, "dest_qp": 18.0, "psn": 1.0, "ack_req": false,
 		"fecn": false, "becn": false, "src_qp": 17.0, "qkey": float64(0x11111111), "imm": nil,
 		"payload_len": 17.0, "pad": 3.0, "icrc_valid": true}
@@ -101,13 +106,19 @@ func TestDecodeJSON(t *testing.T) {
 			t.Errorf("frame 1 %s = %#v, want %#v", k, first[k], v)
 		}
 	}
+	if !jsonIs(first["vlan_chain"], `[]`) {
+		t.Errorf("frame 1 vlan_chain = %v, want []", first["vlan_chain"])
+	}
 	if s, _ := first["icrc"].(string); len(s) != 8 {
 		t.Errorf("icrc %q, want 8 hex digits", first["icrc"])
 	}
-	if ack["vlan"] != 1000.0 || ack["pcp"] != 5.0 || ack["ip_version"] != 6.0 || ack["src_qp"] != nil || ack["qkey"] != nil {
+	// rocegen writes it as 802.1ad 1000 PCP 5 outside 802.1Q 10 PCP 2
+	// (the text form above shows the same tags in frame order).
+	if ack["vlan"] != 1000.0 || ack["pcp"] != 5.0 || ack["dei"] != false || ack["ip_version"] != 6.0 || ack["src_qp"] != nil || ack["qkey"] != nil ||
+		!jsonIs(ack["vlan_chain"], `[{"id":1000,"tpid":34984,"pcp":5,"netdev":null},{"id":10,"tpid":33024,"pcp":2,"netdev":null}]`) {
 		t.Errorf("QinQ ACK: %v", ack)
 	}
-	if v1["roce_version"] != "v1" || v1["ip_version"] != nil || v1["udp_sport"] != nil || v1["src"] != "::ffff:192.168.100.1" || v1["ttl"] != 1.0 {
+	if v1["roce_version"] != 1.0 || v1["ip_version"] != nil || v1["udp_sport"] != nil || v1["src"] != "::ffff:192.168.100.1" || v1["ttl"] != 1.0 {
 		t.Errorf("v1: %v", v1)
 	}
 	if bad["icrc_valid"] != false {
@@ -139,7 +150,7 @@ func TestDecodeSummary(t *testing.T) {
 	var udp map[string]any
 	var cnps, ce float64
 	for _, f := range s.Flows {
-		if f["roce_version"] == "v2" && f["src_qp"] == 17.0 && f["dest_qp"] == 18.0 {
+		if f["roce_version"] == 2.0 && f["src_qp"] == 17.0 && f["dest_qp"] == 18.0 {
 			udp = f
 		}
 		cnps += f["cnps"].(float64)
@@ -150,8 +161,8 @@ func TestDecodeSummary(t *testing.T) {
 	}
 	// Frames 1, 2 and 9: PSN 1, 2, 4; untagged twice, VLAN 100 PCP 3 once; DSCP 0 and 26; ECN 0 and 2.
 	if udp["packets"] != 3.0 || udp["first_psn"] != 1.0 || udp["last_psn"] != 4.0 || udp["icrc_failures"] != 1.0 ||
-		udp["untagged"] != 2.0 || !sameJSON(udp["vlans"], []any{100.0}) || !sameJSON(udp["pcps"], []any{3.0}) ||
-		!sameJSON(udp["dscps"], []any{0.0, 26.0}) || !sameJSON(udp["ecns"], []any{0.0, 2.0}) {
+		udp["untagged"] != 2.0 || !sameJSON(udp["vlan_values"], []any{100.0}) || !sameJSON(udp["pcp_values"], []any{3.0}) ||
+		!sameJSON(udp["dscp_values"], []any{0.0, 26.0}) || !sameJSON(udp["ecn_values"], []any{0.0, 2.0}) {
 		t.Errorf("UD flow: %v", udp)
 	}
 	if cnps != 1 || ce != 1 {
@@ -316,7 +327,7 @@ func TestDecodeRXECaptureMatchesTshark(t *testing.T) {
 	if len(lines) != 8 || len(rows) != 8 {
 		t.Fatalf("decode printed %d packets, tshark %d; want 8 each", len(lines), len(rows))
 	}
-	compared := 0
+	compared, qinq := 0, 0
 	for i, line := range lines {
 		var got map[string]any
 		if err := json.Unmarshal([]byte(line), &got); err != nil {
@@ -344,7 +355,7 @@ func TestDecodeRXECaptureMatchesTshark(t *testing.T) {
 			if want == "" {
 				// tshark has no such field here: IPv4 has no flow label,
 				// an untagged frame no VLAN.
-				if c.key == "flow_label" && g == 0.0 || (c.key == "vlan" || c.key == "pcp") && g == nil {
+				if (c.key == "flow_label" || c.key == "vlan" || c.key == "pcp") && g == nil {
 					continue
 				}
 				t.Errorf("frame %d: tshark shows no %v, decode has %s = %v", i+1, c.fields, c.key, g)
@@ -367,6 +378,27 @@ func TestDecodeRXECaptureMatchesTshark(t *testing.T) {
 			}
 			compared++
 		}
+		// vlan_chain: every tag, outermost first, as tshark dissects them
+		// (802.1ad outside 802.1Q on the QinQ frames); netdev is not known
+		// from a capture.
+		chain := []string{}
+		for _, tag := range []struct {
+			id, pcp string
+			tpid    int
+		}{{byField["ieee8021ad.id"], byField["ieee8021ad.priority"], 0x88a8}, {byField["vlan.id"], byField["vlan.priority"], 0x8100}} {
+			if tag.id != "" {
+				chain = append(chain, fmt.Sprintf(`{"id":%s,"tpid":%d,"pcp":%s,"netdev":null}`, tag.id, tag.tpid, tag.pcp))
+			}
+		}
+		if want := "[" + strings.Join(chain, ",") + "]"; !jsonIs(got["vlan_chain"], want) {
+			t.Errorf("frame %d: vlan_chain = %v, tshark %s", i+1, got["vlan_chain"], want)
+		}
+		if len(chain) == 2 {
+			qinq++
+		}
+	}
+	if qinq != 2 {
+		t.Errorf("%d QinQ frames compared, want 2 (frames 7 and 8)", qinq)
 	}
 	if compared < 8*14 {
 		t.Errorf("only %d values compared", compared)
