@@ -98,13 +98,11 @@ func runListen(cmd *cobra.Command, f listenFlags) error {
 		fmt.Fprintf(out, "listening on %s for roce-probe probes (UDP 4791)\n", strings.Join(netdevs, ", "))
 	}
 	onEvent := func(ev probe.Event) {
-		fs := findingStrings(ev.Findings)
 		if format == "json" {
-			writeJSON(out, listenEventJSON{Time: ev.Time.UTC().Format(time.RFC3339Nano), From: ev.From.String(), FromMAC: ev.FromMAC,
-				To: ev.To.String(), Session: fmt.Sprintf("%016x", ev.Session), Seq: ev.Seq,
-				Sent: markingsOf(&ev.Sent), Received: markingsOf(&ev.Received), Findings: fs, Action: string(ev.Action)})
+			writeJSON(out, listenEventLine(ev))
 			return
 		}
+		fs := findingStrings(ev.Findings)
 		fstr := ""
 		if len(fs) > 0 {
 			fstr = "  [" + strings.Join(fs, "; ") + "]"
@@ -119,18 +117,15 @@ func runListen(cmd *cobra.Command, f listenFlags) error {
 	}
 	c := r.Counters.Snapshot()
 	if format == "json" {
-		return writeJSON(out, struct {
-			Summary  bool                  `json:"summary"`
-			Counters probe.CounterSnapshot `json:"counters"`
-			Senders  int                   `json:"senders_tracked"`
-			Capacity int                   `json:"senders_capacity"`
-		}{true, c, r.Limiter().Tracked(), r.Limiter().Capacity()})
+		return writeJSON(out, listenSummaryJSON{true, c, r.Limiter().Tracked(), r.Limiter().Capacity()})
 	}
 	fmt.Fprintf(out, "%d frames: %d answered, %d rate-limited, %d not RoCE v2 UD, %d bad ICRC, %d without the probe signature, %d malformed probes, %d replies ignored, %d for other addresses, %d from bad sources\n",
 		c.Frames, c.Answered, c.RateLimited, c.NotRoCE, c.BadICRC, c.Foreign, c.Malformed, c.Replies, c.NotForUs, c.BadSource)
 	return nil
 }
 
+// listenEventJSON is one line of `listen -o json` (docs/json.md,
+// "listen_event").
 type listenEventJSON struct {
 	Time     string        `json:"time"`
 	From     string        `json:"from"`
@@ -140,6 +135,23 @@ type listenEventJSON struct {
 	Seq      uint32        `json:"seq"`
 	Sent     *markingsJSON `json:"sent"`
 	Received *markingsJSON `json:"received"`
-	Findings []string      `json:"findings"`
+	Findings []findingJSON `json:"findings"`
 	Action   string        `json:"action"`
+}
+
+// listenEventLine is ev in JSON: what was sent comes from the probe's
+// payload (the outermost tag only), what arrived from the frame.
+func listenEventLine(ev probe.Event) listenEventJSON {
+	return listenEventJSON{Time: ev.Time.UTC().Format(time.RFC3339Nano), From: ev.From.String(), FromMAC: ev.FromMAC,
+		To: ev.To.String(), Session: fmt.Sprintf("%016x", ev.Session), Seq: ev.Seq,
+		Sent: markingsOf(&ev.Sent, nil), Received: markingsOf(&ev.Received, ev.ReceivedTags), Findings: findingsJSON(ev.Findings), Action: string(ev.Action)}
+}
+
+// listenSummaryJSON is the last line of `listen -o json` (docs/json.md,
+// "listen_summary").
+type listenSummaryJSON struct {
+	Summary  bool                  `json:"summary"`
+	Counters probe.CounterSnapshot `json:"counters"`
+	Senders  int                   `json:"senders_tracked"`
+	Capacity int                   `json:"senders_capacity"`
 }

@@ -113,7 +113,7 @@ func TestLabProbeFromGID(t *testing.T) {
 	if p.Received == nil || p.Received.VLAN == nil || *p.Received.VLAN != 100 || *p.Received.PCP != 3 || p.Received.DSCP != 26 || p.Received.ECN != 0 {
 		t.Errorf("received %s, want VLAN 100 PCP 3 DSCP 26 ECN 0", fmtMarkings(p.Received))
 	}
-	if !strings.Contains(r.stdout, `"src":"10.0.100.1"`) || !strings.Contains(r.stdout, `"netdev":"veth0.100"`) || !strings.Contains(r.stdout, `"wire":"veth0"`) {
+	if !strings.Contains(r.stdout, `"src":"10.0.100.1"`) || !strings.Contains(r.stdout, `"netdev":"veth0.100"`) || !strings.Contains(r.stdout, `"real_netdev":"veth0"`) {
 		t.Errorf("summary does not name GID %d's address and netdev:\n%s", idx, lastLine(r.stdout))
 	}
 }

@@ -176,11 +176,19 @@ func packetRings(t *testing.T, pid string, packets func() ([]byte, error)) map[s
 }
 
 type jsonMarkings struct {
-	VLAN *int `json:"vlan"`
-	PCP  *int `json:"pcp"`
-	DSCP int  `json:"dscp"`
-	ECN  int  `json:"ecn"`
-	TTL  int  `json:"ttl"`
+	VLAN      *int              `json:"vlan"`
+	PCP       *int              `json:"pcp"`
+	VLANChain []json.RawMessage `json:"vlan_chain"`
+	DSCP      int               `json:"dscp"`
+	ECN       int               `json:"ecn"`
+	ECNName   string            `json:"ecn_name"`
+	TTL       int               `json:"ttl"`
+	UDPSport  int               `json:"udp_sport"`
+}
+
+type jsonFinding struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
 }
 
 type jsonProbe struct {
@@ -189,7 +197,7 @@ type jsonProbe struct {
 	Sent     *jsonMarkings  `json:"sent"`
 	Received *jsonMarkings  `json:"received"`
 	Egress   *jsonMarkings  `json:"egress"`
-	Findings []string       `json:"findings"`
+	Findings []jsonFinding  `json:"findings"`
 	Answered int            `json:"answered"`
 	Lost     int            `json:"lost"`
 	Nothing  bool           `json:"nothing_answered"`
@@ -197,9 +205,9 @@ type jsonProbe struct {
 	Counts   map[string]int `json:"-"`
 	Sweep    *struct {
 		Map []struct {
-			Sent     int    `json:"sent"`
-			Received []int  `json:"received"`
-			Status   string `json:"status"`
+			Value          int    `json:"value"`
+			ReceivedValues []int  `json:"received_values"`
+			Status         string `json:"status"`
 		} `json:"map"`
 	} `json:"sweep"`
 }
@@ -234,11 +242,13 @@ func TestSendListenJSON(t *testing.T) {
 		if p.Seq == nil || *p.Seq != i || p.Sent == nil || p.Received == nil {
 			t.Fatalf("probe %d: %+v", i, p)
 		}
-		// --tclass 106 = DSCP 26, ECN 2 (ECT(0)); untagged: vlan and pcp null.
-		want := jsonMarkings{DSCP: 26, ECN: 2, TTL: 64}
+		// --tclass 106 = DSCP 26, ECN 2 (ECT(0)); untagged: vlan and pcp
+		// null, the chain empty (not null: untagged is known).
+		want := jsonMarkings{DSCP: 26, ECN: 2, ECNName: "ECT(0)", TTL: 64}
 		for name, m := range map[string]*jsonMarkings{"sent": p.Sent, "received": p.Received, "egress": p.Egress} {
-			if m == nil || m.VLAN != nil || m.PCP != nil || m.DSCP != want.DSCP || m.ECN != want.ECN || m.TTL != want.TTL {
-				t.Errorf("probe %d %s = %+v, want untagged DSCP 26 ECN 2 TTL 64", i, name, m)
+			if m == nil || m.VLAN != nil || m.PCP != nil || m.VLANChain == nil || len(m.VLANChain) != 0 || m.DSCP != want.DSCP || m.ECN != want.ECN ||
+				m.ECNName != want.ECNName || m.TTL != want.TTL || m.UDPSport != p.Sent.UDPSport || m.UDPSport < 0xc000 {
+				t.Errorf("probe %d %s = %+v, want untagged DSCP 26 ECN 2 (ECT(0)) TTL 64, the sent UDP source port 0xc000..0xffff", i, name, m)
 			}
 		}
 		if len(p.Findings) != 0 {

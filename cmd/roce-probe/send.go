@@ -21,6 +21,9 @@ import (
 	"github.com/roce-probe/roce-probe/gid"
 	"github.com/roce-probe/roce-probe/internal/host"
 	"github.com/roce-probe/roce-probe/internal/probe"
+	"github.com/roce-probe/roce-probe/qos"
+	"github.com/roce-probe/roce-probe/roce"
+	"github.com/roce-probe/roce-probe/vlan"
 )
 
 func init() { register(newSendCmd) }
@@ -180,12 +183,11 @@ func runSend(cmd *cobra.Command, f sendFlags) error {
 		fmt.Fprintf(out, row, "SEQ", "SENT", "RECEIVED", "RTT", "FINDINGS")
 	}
 	emit := func(r probe.Result) {
-		fs := findingStrings(r.Findings())
 		if format == "json" {
-			writeJSON(out, probeJSON{Seq: r.Seq, Sent: markingsOf(&r.Sent), Received: markingsOf(r.Received),
-				Egress: markingsOf(r.Egress), RTTMicros: rttMicros(r), Findings: fs})
+			writeJSON(out, probeLineJSON(r))
 			return
 		}
+		fs := findingStrings(r.Findings())
 		if sweep != "" {
 			return // a sweep prints its map at the end
 		}
@@ -240,36 +242,68 @@ func wireDesc(ep probe.Endpoint) string {
 	return strings.Join(parts, " + ") + " on " + ep.Wire
 }
 
-// markingsJSON is the JSON shape of markings: vlan and pcp are null for an
-// untagged frame.
+// markingsJSON is the JSON shape of markings (docs/json.md, "markings"):
+// vlan and pcp are the outermost tag's, null for an untagged frame;
+// vlan_chain lists every tag, [] untagged, null when not known (markings a
+// probe payload reports carry only the outermost tag).
 type markingsJSON struct {
-	VLAN  *uint16 `json:"vlan"`
-	PCP   *uint8  `json:"pcp"`
-	DSCP  uint8   `json:"dscp"`
-	ECN   uint8   `json:"ecn"`
-	TTL   uint8   `json:"ttl"`
-	Sport uint16  `json:"sport"`
+	VLAN      *uint16         `json:"vlan"`
+	PCP       *uint8          `json:"pcp"`
+	VLANChain []vlan.ChainTag `json:"vlan_chain"`
+	DSCP      uint8           `json:"dscp"`
+	ECN       uint8           `json:"ecn"`
+	ECNName   string          `json:"ecn_name"`
+	TTL       uint8           `json:"ttl"`
+	UDPSport  uint16          `json:"udp_sport"`
 }
 
-func markingsOf(m *probe.Markings) *markingsJSON {
+// markingsOf is m in JSON (nil for nil) with the tags of the frame it was
+// read from; tags nil with m tagged means the tags are not known (m came
+// in a payload, which carries only the outermost tag's VLAN and PCP).
+func markingsOf(m *probe.Markings, tags []roce.VLANTag) *markingsJSON {
 	if m == nil {
 		return nil
 	}
-	j := &markingsJSON{DSCP: m.DSCP, ECN: m.ECN, TTL: m.TTL, Sport: m.Sport}
+	j := &markingsJSON{DSCP: m.DSCP, ECN: m.ECN, ECNName: qos.ECN(m.ECN).String(), TTL: m.TTL, UDPSport: m.Sport, VLANChain: []vlan.ChainTag{}}
 	if m.Tagged {
 		v, p := m.VLAN, m.PCP
 		j.VLAN, j.PCP = &v, &p
+		j.VLANChain = nil
+		for _, t := range tags {
+			j.VLANChain = append(j.VLANChain, vlan.ChainTag{Tag: vlan.Tag{ID: t.ID, TPID: vlan.TPID(t.TPID)}, PCP: &t.PCP})
+		}
 	}
 	return j
 }
 
+// findingJSON is one finding of a probe (docs/json.md, "probe_finding"):
+// its kind, as finding_counts counts it, and the line for people.
+type findingJSON struct {
+	Code    probe.FindingKind `json:"code"`
+	Message string            `json:"message"`
+}
+
+func findingsJSON(fs []probe.Finding) []findingJSON {
+	out := make([]findingJSON, 0, len(fs))
+	for _, f := range fs {
+		out = append(out, findingJSON{f.Kind, f.Message})
+	}
+	return out
+}
+
+// probeJSON is one line of `send -o json` (docs/json.md, "send_probe").
 type probeJSON struct {
 	Seq       uint32        `json:"seq"`
 	Sent      *markingsJSON `json:"sent"`
 	Received  *markingsJSON `json:"received"`
 	Egress    *markingsJSON `json:"egress"`
 	RTTMicros *float64      `json:"rtt_us"`
-	Findings  []string      `json:"findings"`
+	Findings  []findingJSON `json:"findings"`
+}
+
+func probeLineJSON(r probe.Result) probeJSON {
+	return probeJSON{Seq: r.Seq, Sent: markingsOf(&r.Sent, r.SentTags), Received: markingsOf(r.Received, nil),
+		Egress: markingsOf(r.Egress, r.EgressTags), RTTMicros: rttMicros(r), Findings: findingsJSON(r.Findings())}
 }
 
 func rttMicros(r probe.Result) *float64 {
@@ -299,12 +333,13 @@ func markingsText(m *probe.Markings) string {
 	return fmt.Sprintf("%s dscp %d %s ttl %d", tag, m.DSCP, probe.ECNName(m.ECN), m.TTL)
 }
 
+// sweepEntryJSON is one value of a sweep (docs/json.md, "sweep_entry").
 type sweepEntryJSON struct {
-	Sent     uint8   `json:"sent"`
-	Received []uint8 `json:"received"`
-	Untagged int     `json:"untagged"`
-	Lost     int     `json:"lost"`
-	Status   string  `json:"status"`
+	Value          uint8  `json:"value"`
+	ReceivedValues []int  `json:"received_values"`
+	Untagged       int    `json:"untagged"`
+	Lost           int    `json:"lost"`
+	Status         string `json:"status"`
 }
 
 type sweepJSON struct {
@@ -313,35 +348,47 @@ type sweepJSON struct {
 	Counts map[string]int   `json:"counts"`
 }
 
+// sendSummaryJSON is the last line of `send -o json` (docs/json.md,
+// "send_summary").
 type sendSummaryJSON struct {
 	Summary       bool                      `json:"summary"`
 	Src           string                    `json:"src"`
 	Dst           string                    `json:"dst"`
 	Netdev        string                    `json:"netdev"`
-	Wire          string                    `json:"wire"`
+	RealNetdev    string                    `json:"real_netdev"`
 	Sent          int                       `json:"probes"`
 	Answered      int                       `json:"answered"`
 	Lost          int                       `json:"lost"`
 	EgressSeen    int                       `json:"egress_seen"`
 	EgressAsSent  bool                      `json:"egress_as_intended"`
-	RTTMinMicros  float64                   `json:"rtt_min_us"`
-	RTTAvgMicros  float64                   `json:"rtt_avg_us"`
-	RTTMaxMicros  float64                   `json:"rtt_max_us"`
+	RTTMinMicros  *float64                  `json:"rtt_min_us"`
+	RTTAvgMicros  *float64                  `json:"rtt_avg_us"`
+	RTTMaxMicros  *float64                  `json:"rtt_max_us"`
 	Findings      map[probe.FindingKind]int `json:"finding_counts"`
 	NothingAnswer bool                      `json:"nothing_answered"`
-	Sweep         *sweepJSON                `json:"sweep,omitempty"`
+	Sweep         *sweepJSON                `json:"sweep"`
+}
+
+func micros(d time.Duration) *float64 {
+	v := float64(d.Nanoseconds()) / 1000
+	return &v
 }
 
 func summaryJSON(s probe.Summary, ep probe.Endpoint) sendSummaryJSON {
-	j := sendSummaryJSON{Summary: true, Src: ep.Src.String(), Dst: ep.Dst.String(), Netdev: ep.Netdev, Wire: ep.Wire,
+	j := sendSummaryJSON{Summary: true, Src: ep.Src.String(), Dst: ep.Dst.String(), Netdev: ep.Netdev, RealNetdev: ep.Wire,
 		Sent: s.Sent, Answered: s.Answered, Lost: s.Lost, EgressSeen: s.EgressSeen,
 		EgressAsSent: s.EgressSeen == s.Sent && s.EgressOff == 0,
-		RTTMinMicros: float64(s.RTTMin.Nanoseconds()) / 1000, RTTAvgMicros: float64(s.RTTAvg.Nanoseconds()) / 1000,
-		RTTMaxMicros: float64(s.RTTMax.Nanoseconds()) / 1000, Findings: s.Findings, NothingAnswer: s.Answered == 0}
+		Findings:     s.Findings, NothingAnswer: s.Answered == 0}
+	if j.Findings == nil {
+		j.Findings = map[probe.FindingKind]int{}
+	}
+	if s.Answered > 0 {
+		j.RTTMinMicros, j.RTTAvgMicros, j.RTTMaxMicros = micros(s.RTTMin), micros(s.RTTAvg), micros(s.RTTMax)
+	}
 	if s.Sweep != nil {
-		sj := &sweepJSON{Field: string(s.Sweep.Field), Counts: s.Sweep.Counts()}
+		sj := &sweepJSON{Field: string(s.Sweep.Field), Counts: s.Sweep.Counts(), Map: []sweepEntryJSON{}}
 		for _, e := range s.Sweep.Entries {
-			sj.Map = append(sj.Map, sweepEntryJSON{Sent: e.Sent, Received: e.Received, Untagged: e.Untagged, Lost: e.Lost, Status: e.Status()})
+			sj.Map = append(sj.Map, sweepEntryJSON{Value: e.Sent, ReceivedValues: ints(e.Received), Untagged: e.Untagged, Lost: e.Lost, Status: e.Status()})
 		}
 		j.Sweep = sj
 	}

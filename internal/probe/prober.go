@@ -5,16 +5,22 @@ import (
 	"encoding/binary"
 	"fmt"
 	"time"
+
+	"github.com/roce-probe/roce-probe/roce"
 )
 
 // Result is what became of one probe.
 type Result struct {
 	Seq  uint32   `json:"seq"`
 	Sent Markings `json:"sent"`
+	// SentTags are the VLAN tags the probe was built with, outermost
+	// first (Sent has the outermost one's VLAN and PCP); nil untagged.
+	SentTags []roce.VLANTag `json:"-"`
 	// Egress is the probe as captured leaving the sender's netdev
 	// (PACKET_OUTGOING): what the host really put on the wire. Nil if the
-	// egress capture did not see it.
-	Egress *Markings `json:"egress"`
+	// egress capture did not see it. EgressTags are the tags it left with.
+	Egress     *Markings      `json:"egress"`
+	EgressTags []roce.VLANTag `json:"-"`
 	// Received is what the listener reports arrived; nil if no reply came.
 	Received *Markings     `json:"received"`
 	RTT      time.Duration `json:"rtt_ns,omitempty"`
@@ -88,7 +94,7 @@ func (p *Prober) Next(m Markings, now time.Time) ([]byte, uint32, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	p.results = append(p.results, Result{Seq: seq, Sent: m, SentAt: now})
+	p.results = append(p.results, Result{Seq: seq, Sent: m, SentTags: f.Tags, SentAt: now})
 	return b, seq, nil
 }
 
@@ -119,7 +125,7 @@ func (p *Prober) Match(frame []byte, now time.Time) (uint32, bool) {
 	case KindProbe:
 		if r.Egress == nil {
 			m := f.Markings()
-			r.Egress = &m
+			r.Egress, r.EgressTags = &m, f.Tags
 		}
 	}
 	return pl.Seq, true

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sync/atomic"
 	"time"
+
+	"github.com/roce-probe/roce-probe/roce"
 )
 
 // ReplyTTL is the TTL / hop limit of replies.
@@ -94,18 +96,21 @@ const (
 
 // Event describes one valid probe a Responder saw.
 type Event struct {
-	Time     time.Time        `json:"time"`
-	From     netip.Addr       `json:"from"`
-	FromMAC  string           `json:"from_mac"`
-	To       netip.Addr       `json:"to"`
-	Session  uint64           `json:"session"`
-	Seq      uint32           `json:"seq"`
-	Sent     Markings         `json:"sent"`
-	Received Markings         `json:"received"`
-	Tagged   bool             `json:"tagged"`
-	Findings []Finding        `json:"-"`
-	Action   Action           `json:"action"`
-	Counters *CounterSnapshot `json:"-"`
+	Time     time.Time  `json:"time"`
+	From     netip.Addr `json:"from"`
+	FromMAC  string     `json:"from_mac"`
+	To       netip.Addr `json:"to"`
+	Session  uint64     `json:"session"`
+	Seq      uint32     `json:"seq"`
+	Sent     Markings   `json:"sent"`
+	Received Markings   `json:"received"`
+	// ReceivedTags are the VLAN tags the probe arrived with, outermost
+	// first (Received has the outermost one's VLAN and PCP).
+	ReceivedTags []roce.VLANTag   `json:"-"`
+	Tagged       bool             `json:"tagged"`
+	Findings     []Finding        `json:"-"`
+	Action       Action           `json:"action"`
+	Counters     *CounterSnapshot `json:"-"`
 }
 
 // Handle examines one captured frame. For a valid probe addressed to this
@@ -149,7 +154,7 @@ func (r *Responder) Handle(frame []byte) ([]byte, *Event) {
 	}
 	got := f.Markings()
 	ev := &Event{Time: now, From: f.Src, FromMAC: f.SrcMAC.String(), To: f.Dst, Session: p.Session, Seq: p.Seq,
-		Sent: p.Sent, Received: got, Tagged: got.Tagged, Findings: Compare(p.Sent, &got)}
+		Sent: p.Sent, Received: got, ReceivedTags: f.Tags, Tagged: got.Tagged, Findings: Compare(p.Sent, &got)}
 	if !r.limit.Allow(f.Src) {
 		r.Counters.RateLimited.Add(1)
 		ev.Action = ActionRateLimited
