@@ -69,6 +69,30 @@ type ahPcapJSON struct {
 	Bytes int    `json:"bytes"`
 }
 
+// createJSON reports ibv_create_ah's result: the UD QP number it used, or
+// the error and its errno.
+func createJSON(qpn uint32, err error) *ahCreateJSON {
+	cj := &ahCreateJSON{OK: err == nil}
+	if err != nil {
+		e, en := err.Error(), errnoOf(err)
+		cj.Error, cj.Errno = &e, strPtr(en)
+	} else {
+		cj.QPN = &qpn
+	}
+	return cj
+}
+
+// neighborProbeJSON reports --resolve-neighbour: the next hop of route,
+// the neighbour state seen afterwards and the probe's error, if any.
+func neighborProbeJSON(route vlan.RouteResult, nb vlan.Neighbor, err error) *ahProbeJSON {
+	p := &ahProbeJSON{NextHop: route.NextHop.String(), Dev: route.Dev, State: nb.State.String()}
+	if err != nil {
+		e := err.Error()
+		p.Error = &e
+	}
+	return p
+}
+
 // ahFlags are the flags that build the address handle; --from-wc takes
 // none of them.
 var ahFlags = []string{"dst", "gid-index", "sl", "tclass", "flow-label", "hop-limit", "static-rate", "pcap",
@@ -187,13 +211,12 @@ Reading needs no privileges. See docs/ah.md.`,
 			var ne *ah.NeighborError
 			if probeNeigh && errors.As(rerr, &ne) {
 				nb, perr := host.ProbeNeighbor(res.Resolution.Source.GID.Addr(), a.GRH.DGID.Addr(), ne.Route, time.Second)
-				probe = &ahProbeJSON{NextHop: ne.Route.NextHop.String(), Dev: ne.Route.Dev, State: nb.State.String()}
-				if perr != nil {
-					e := perr.Error()
-					probe.Error = &e
-				} else if v2, err := src.view(host.SectionDCB); err == nil {
-					req.Attr, req.AutoIndex = a, false
-					res, rerr = v2.ResolveAH(req)
+				probe = neighborProbeJSON(ne.Route, nb, perr)
+				if perr == nil {
+					if v2, err := src.view(host.SectionDCB); err == nil {
+						req.Attr, req.AutoIndex = a, false
+						res, rerr = v2.ResolveAH(req)
+					}
 				}
 			}
 			doc := ahDoc(a, res, rerr, v)
@@ -218,16 +241,12 @@ Reading needs no privileges. See docs/ah.md.`,
 			}
 			if create {
 				h, err := ah.Create(src.dev, a, ah.CreateOptions{})
-				cj := &ahCreateJSON{OK: err == nil}
-				if err != nil {
-					e, en := err.Error(), errnoOf(err)
-					cj.Error, cj.Errno = &e, strPtr(en)
-				} else {
-					q := h.QPN()
-					cj.QPN = &q
+				var qpn uint32
+				if err == nil {
+					qpn = h.QPN()
 					h.Close()
 				}
-				doc.Create = cj
+				doc.Create = createJSON(qpn, err)
 			}
 			out := cmd.OutOrStdout()
 			if format == "json" {

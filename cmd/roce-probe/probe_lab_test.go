@@ -50,7 +50,11 @@ func sendHere(t *testing.T, args ...string) cliResult {
 // The markings a sender puts on probes arrive unchanged at the listener on
 // every lab network (untagged, 802.1Q 100 and 200, QinQ 802.1ad 1000 +
 // 802.1Q 10), IPv4 and IPv6: VLAN = the network's outer tag, PCP = --sl,
-// DSCP/ECN = --tclass, TTL = 64.
+// DSCP/ECN = --tclass, TTL = 64. vlan_chain lists the network's tags,
+// each with PCP --sl (send gives every tag it writes the same PCP), as
+// sent, as left the host and as arrived at the listener; the markings a
+// reply's payload reports know only the outermost tag (vlan_chain null
+// when tagged). Every line follows docs/json.md.
 func TestLabProbeMarkingsArriveUnchanged(t *testing.T) {
 	wait := labListener(t, 120*time.Second, "-o", "json")
 	for _, n := range lab.Nets {
@@ -62,6 +66,7 @@ func TestLabProbeMarkingsArriveUnchanged(t *testing.T) {
 				t.Errorf("%s: exit %d\n%s%s", name, r.code, r.stdout, r.stderr)
 				continue
 			}
+			checkOutput(t, "send -o json", r.stdout)
 			lines := decodeLines(t, r.stdout)
 			for _, p := range lines[:len(lines)-1] {
 				for what, m := range map[string]*jsonMarkings{"sent": p.Sent, "egress": p.Egress, "received": p.Received} {
@@ -73,6 +78,13 @@ func TestLabProbeMarkingsArriveUnchanged(t *testing.T) {
 					if (m.VLAN != nil) != tagged || (tagged && (*m.VLAN != int(n.VLANs[0].ID) || m.PCP == nil || *m.PCP != 5)) ||
 						m.DSCP != 26 || m.ECN != 2 || m.TTL != 64 {
 						t.Errorf("%s: %s = %s, want VLAN %v PCP 5 (if tagged) DSCP 26 ECN 2 TTL 64", name, what, fmtMarkings(m), n.VLANs)
+					}
+					want := labChain(n, 5)
+					if what == "received" && tagged {
+						want = "null" // from the reply's payload: the outermost tag only
+					}
+					if got := rawChain(m.VLANChain); !jsonIs(got, want) {
+						t.Errorf("%s: %s.vlan_chain = %v, want %s", name, what, got, want)
 					}
 				}
 				if len(p.Findings) != 0 {
@@ -88,6 +100,44 @@ func TestLabProbeMarkingsArriveUnchanged(t *testing.T) {
 	if want := fmt.Sprintf(`"answered":%d`, 2*2*len(lab.Nets)); !strings.Contains(l.stdout, want) {
 		t.Errorf("listener summary lacks %s:\n%s", want, lastLine(l.stdout))
 	}
+	checkOutput(t, "listen -o json", l.stdout)
+	// What arrived at the listener has every tag of a network: the events
+	// of the QinQ network have both, outermost first.
+	events := decodeLines(t, l.stdout)
+	qinq, _ := lab.NetByName("qinq1000.10")
+	want, seen := labChain(qinq, 5), 0
+	for _, ev := range events[:len(events)-1] {
+		if ev.Received != nil && ev.Received.VLAN != nil && *ev.Received.VLAN == int(qinq.VLANs[0].ID) {
+			seen++
+			if got := rawChain(ev.Received.VLANChain); !jsonIs(got, want) {
+				t.Errorf("listener: received.vlan_chain %v, want %s", got, want)
+			}
+		}
+	}
+	if seen != 4 {
+		t.Errorf("listener: %d events of the QinQ network, want 4 (2 probes, IPv4 and IPv6)", seen)
+	}
+}
+
+// labChain is the vlan_chain of lab network n's tags, each with PCP pcp
+// and no netdev (the probe knows the tags, not the devices): [] untagged.
+func labChain(n lab.Net, pcp int) string {
+	var tags []string
+	for _, v := range n.VLANs {
+		tags = append(tags, fmt.Sprintf(`{"id":%d,"tpid":%d,"pcp":%d,"netdev":null}`, v.ID, v.Proto, pcp))
+	}
+	return "[" + strings.Join(tags, ",") + "]"
+}
+
+// rawChain decodes a markings' vlan_chain (nil: null).
+func rawChain(c []json.RawMessage) any {
+	if c == nil {
+		return nil
+	}
+	b, _ := json.Marshal(c)
+	var v any
+	json.Unmarshal(b, &v)
+	return v
 }
 
 // --dev rxe0 --gid-index I probes with what the address handle puts on the
@@ -393,11 +443,6 @@ func rssKiB(t *testing.T, pid int) int {
 	}
 	t.Fatalf("no VmRSS for pid %d", pid)
 	return 0
-}
-
-func lastLine(s string) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	return lines[len(lines)-1]
 }
 
 func fmtMarkings(m *jsonMarkings) string {

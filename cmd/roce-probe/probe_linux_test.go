@@ -8,6 +8,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +19,8 @@ import (
 	"time"
 
 	"github.com/roce-probe/roce-probe/internal/netnstest"
+	"github.com/roce-probe/roce-probe/internal/probe"
+	"github.com/roce-probe/roce-probe/roce"
 )
 
 // These tests run `roce-probe send` and `roce-probe listen` in-process, each
@@ -234,6 +238,7 @@ func TestSendListenJSON(t *testing.T) {
 	if r.code != exitOK {
 		t.Fatalf("send exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 	}
+	checkOutput(t, "send -o json", r.stdout) // docs/json.md
 	lines := decodeLines(t, r.stdout)
 	if len(lines) != 4 || !lines[3].Summary {
 		t.Fatalf("want 3 probe objects and a summary, got:\n%s", r.stdout)
@@ -262,6 +267,7 @@ func TestSendListenJSON(t *testing.T) {
 	if l.code != exitOK {
 		t.Fatalf("listen exit %d: %s", l.code, l.stderr)
 	}
+	checkOutput(t, "listen -o json", l.stdout) // docs/json.md
 	ll := decodeLines(t, l.stdout)
 	if len(ll) != 4 || !ll[3].Summary {
 		t.Fatalf("listener: want 3 event lines and a summary:\n%s", l.stdout)
@@ -320,6 +326,122 @@ func TestSendSweepThroughRemarkingSwitch(t *testing.T) {
 		}
 	}
 	wait()
+}
+
+// The same sweep with -o json: every line follows docs/json.md, the
+// summary's sweep map has DSCP 26 and 46 remarked to 0 and the probes
+// for them carry a dscp-remarked finding.
+func TestSendSweepJSON(t *testing.T) {
+	netnstest.RequireNFTables(t)
+	nsS, nsL := twoHosts(t, "ip dscp { 26, 46 } ip dscp set 0")
+	wait := startListener(t, nsL, 3*time.Second, "--netdev", "l0")
+	r := runIn(t, nsS, "send", "--netdev", "s0", "--dst", "10.78.0.2", "--sweep", "dscp", "--count", "1",
+		"--interval", "11ms", "--timeout", "1s", "-o", "json")
+	wait()
+	if r.code != exitFinding {
+		t.Fatalf("exit %d, want 1 (remarking found)\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	checkOutput(t, "send -o json", r.stdout)
+	lines := decodeLines(t, r.stdout)
+	if len(lines) != 65 || !lines[64].Summary || lines[64].Sweep == nil || len(lines[64].Sweep.Map) != 64 {
+		t.Fatalf("want 64 probe lines and a summary with a 64-value map:\n%s", lastLine(r.stdout))
+	}
+	remarked := 0
+	for _, p := range lines[:64] {
+		for _, f := range p.Findings {
+			if f.Code == "dscp-remarked" && strings.HasPrefix(f.Message, "DSCP remarked") {
+				remarked++
+			}
+		}
+	}
+	for _, e := range lines[64].Sweep.Map {
+		switch e.Value {
+		case 26, 46:
+			if e.Status != "remarked" || len(e.ReceivedValues) != 1 || e.ReceivedValues[0] != 0 {
+				t.Errorf("DSCP %d: %+v, want remarked to [0]", e.Value, e)
+			}
+		default:
+			if e.Status != "unchanged" || len(e.ReceivedValues) != 1 || e.ReceivedValues[0] != e.Value {
+				t.Errorf("DSCP %d: %+v, want unchanged", e.Value, e)
+			}
+		}
+	}
+	if remarked != 2 {
+		t.Errorf("%d probes with a dscp-remarked finding, want 2", remarked)
+	}
+}
+
+// A QinQ probe (802.1ad 1000 PCP 5 outside 802.1Q 10 PCP 2, written raw
+// on the sender's veth: this kernel needs no VLAN devices for it) arrives
+// at listen with both tags: received.vlan_chain lists them outermost first
+// as the frame carried them, vlan and pcp are the outer tag's; sent, from
+// the probe's payload, knows only the outer tag (vlan_chain null).
+func TestListenQinQJSON(t *testing.T) {
+	netnstest.RequireRoot(t)
+	nsS, nsL := twoHosts(t, "")
+	wait := startListener(t, nsL, 3*time.Second, "--netdev", "l0", "-o", "json")
+	mac := func(s string) net.HardwareAddr { m, _ := net.ParseMAC(s); return m }
+	tags := []roce.VLANTag{{TPID: 0x88a8, ID: 1000, PCP: 5}, {TPID: 0x8100, ID: 10, PCP: 2}}
+	if err := netnstest.Do(nsS, func() error {
+		p, err := probe.NewProber(probe.Frame{SrcMAC: mac(macS), DstMAC: mac(macL), Tags: tags,
+			Src: netip.MustParseAddr("10.78.0.1"), Dst: netip.MustParseAddr("10.78.0.2")})
+		if err != nil {
+			return err
+		}
+		frame, _, err := p.Next(probe.Markings{Tagged: true, VLAN: 1000, PCP: 5, DSCP: 26, ECN: 2, TTL: 64, Sport: 0xc001}, time.Now())
+		if err != nil {
+			return err
+		}
+		c, err := probe.Open("s0", probe.Incoming)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		if err := c.Write(frame); err != nil {
+			return err
+		}
+		// The listener's reply says it has seen (and printed) the probe.
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
+			f, _, err := c.Read()
+			if err != nil {
+				return err
+			}
+			if _, ok := p.Match(f, time.Now()); ok && p.Result(0).Received != nil {
+				return nil
+			}
+		}
+		return fmt.Errorf("no reply from the listener within 5 s")
+	}); err != nil {
+		t.Fatal(err)
+	}
+	l := wait()
+	if l.code != exitOK {
+		t.Fatalf("listen exit %d: %s", l.code, l.stderr)
+	}
+	checkOutput(t, "listen -o json", l.stdout)
+	lines := decodeLines(t, l.stdout)
+	if len(lines) != 2 || !lines[1].Summary {
+		t.Fatalf("want one event and the summary:\n%s", l.stdout)
+	}
+	ev := lines[0]
+	var chain any
+	if ev.Received != nil {
+		b, _ := json.Marshal(ev.Received.VLANChain)
+		json.Unmarshal(b, &chain)
+	}
+	if ev.Received == nil || ev.Received.VLAN == nil || *ev.Received.VLAN != 1000 || *ev.Received.PCP != 5 ||
+		!jsonIs(chain, `[{"id":1000,"tpid":34984,"pcp":5,"netdev":null},{"id":10,"tpid":33024,"pcp":2,"netdev":null}]`) {
+		t.Errorf("received %+v, want 802.1ad 1000 PCP 5 then 802.1Q 10 PCP 2", ev.Received)
+	}
+	if ev.Sent == nil || ev.Sent.VLAN == nil || *ev.Sent.VLAN != 1000 || *ev.Sent.PCP != 5 || ev.Sent.VLANChain != nil || !strings.Contains(l.stdout, `"vlan_chain":null`) {
+		t.Errorf("sent %+v, want VLAN 1000 PCP 5 and vlan_chain null (the payload has the outer tag only)", ev.Sent)
+	}
+}
+
+// lastLine is the last line of s.
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
 }
 
 func TestSendUsageErrors(t *testing.T) {
