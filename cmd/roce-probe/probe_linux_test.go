@@ -334,7 +334,9 @@ func TestSendSweepThroughRemarkingSwitch(t *testing.T) {
 func TestSendSweepJSON(t *testing.T) {
 	netnstest.RequireNFTables(t)
 	nsS, nsL := twoHosts(t, "ip dscp { 26, 46 } ip dscp set 0")
-	wait := startListener(t, nsL, 3*time.Second, "--netdev", "l0")
+	// --rate 1000: the rate limit is not what is tested, and probes that
+	// bunch up on a loaded machine must not be refused.
+	wait := startListener(t, nsL, 3*time.Second, "--netdev", "l0", "--rate", "1000")
 	r := runIn(t, nsS, "send", "--netdev", "s0", "--dst", "10.78.0.2", "--sweep", "dscp", "--count", "1",
 		"--interval", "11ms", "--timeout", "1s", "-o", "json")
 	wait()
