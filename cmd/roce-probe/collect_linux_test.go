@@ -54,7 +54,7 @@ func TestCollectThenFromEqualsLive(t *testing.T) {
 	}
 	// collect without -o writes the same document to stdout.
 	stdoutSnap, _, code := runCLI(t, "", "collect")
-	if code != exitOK || !json.Valid([]byte(stdoutSnap)) || !strings.Contains(stdoutSnap, `"format": "roce-probe-snapshot"`) {
+	if code != exitOK || !json.Valid([]byte(stdoutSnap)) || !strings.HasPrefix(stdoutSnap, `{"format":"roce-probe-snapshot","version":1,`) || strings.Count(stdoutSnap, "\n") != 1 {
 		t.Errorf("collect to stdout: exit %d", code)
 	}
 

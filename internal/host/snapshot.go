@@ -586,11 +586,10 @@ func nsName(netns string) string {
 	return fmt.Sprintf("%q", netns)
 }
 
-// Encode writes the snapshot as indented JSON.
+// Encode writes the snapshot as one line of JSON (jq pretty-prints it).
 func (s *Snapshot) Encode(w io.Writer) error {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
 	return enc.Encode(s)
 }
 
