@@ -131,7 +131,13 @@ func TestProberMatch(t *testing.T) {
 	}
 	// A reply from another session is not ours.
 	other, _ := NewProber(tmpl)
+	if other.Session() == p.Session() {
+		t.Fatal("two probers with one session ID")
+	}
 	op, _, _ := other.Next(m, t0)
+	if pl, err := ParsePayload(mustFrame(t, op).Payload); err != nil || pl.Session != other.Session() {
+		t.Errorf("probe carries session %x (%v), Session() says %x", pl.Session, err, other.Session())
+	}
 	if _, ok := p.Match(op, t0); ok {
 		t.Error("another session's probe matched")
 	}
@@ -242,4 +248,13 @@ func TestProberRelease(t *testing.T) {
 	if c := cap(p.results); c > 64 {
 		t.Errorf("after 100000 probes released one by one the results hold capacity %d", c)
 	}
+}
+
+func mustFrame(t *testing.T, b []byte) Frame {
+	t.Helper()
+	f, err := ParseFrame(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
 }

@@ -69,6 +69,10 @@ func NewProber(template Frame) (*Prober, error) {
 	return &Prober{template: template, session: binary.BigEndian.Uint64(b[:])}, nil
 }
 
+// Session returns the session ID the prober's probes carry (replies carry
+// it back), so a sender with many probers can hand each reply to its own.
+func (p *Prober) Session() uint64 { return p.session }
+
 // Next builds the next probe with markings m, sent at now, and returns its
 // frame and sequence number.
 func (p *Prober) Next(m Markings, now time.Time) ([]byte, uint32, error) {
