@@ -68,7 +68,7 @@ func (a *Agent) Handler() http.Handler {
 		enc.SetEscapeHTML(false)
 		enc.Encode(h)
 	})
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("GET /", func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "not found: the agent serves /metrics, /snapshot and /healthz", http.StatusNotFound)
 	})
 	return mux
