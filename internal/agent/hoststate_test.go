@@ -115,7 +115,7 @@ func TestFlowVerdict(t *testing.T) {
 	cfg.Flows = []FlowConfig{
 		{Name: "byindex", Select: SelectConfig{Device: "mlx5_0", GIDIndex: intp(5)}, TClass: &tc, SL: &sl},
 		{Name: "byrule", Select: SelectConfig{Netdev: "enp1s0f0.100"}, TClass: &tc, SL: &sl},
-		{Name: "lossy", Select: SelectConfig{Netdev: "enp1s0f0.100"}, TClass: intp(194), SL: intp(0)}, // DSCP 48 → priority 6, PFC off
+		{Name: "lossy", Select: SelectConfig{Netdev: "enp1s0f0.100"}, TClass: intp(194), SL: intp(0)},  // DSCP 48 → priority 6, PFC off
 		{Name: "unmapped", Select: SelectConfig{Netdev: "enp1s0f0.100"}, TClass: intp(0), SL: intp(0)}, // DSCP 0: no APP entry
 		{Name: "nonetdev", Select: SelectConfig{Netdev: "eth9"}, TClass: &tc, SL: &sl},
 	}
