@@ -42,8 +42,13 @@ var agentFlagFields = map[string]string{
 }
 
 func newAgentCmd() *cobra.Command {
-	var f agentFlags
-	f.cfg = agent.Default()
+	c, _ := agentCommand()
+	return c
+}
+
+// agentCommand builds the command and returns the flags it fills.
+func agentCommand() (*cobra.Command, *agentFlags) {
+	f := &agentFlags{cfg: agent.Default()}
 	c := &cobra.Command{
 		Use:   "agent [--config FILE] [flags]",
 		Short: "Run the per-host agent: probe the peers, watch the RoCE configuration, serve Prometheus metrics",
@@ -71,7 +76,7 @@ CAP_NET_RAW (raw sockets); reads need no other privilege.`,
 		Example: `  roce-probe agent --peers-dns roce-probe.monitoring.svc --flow name=rdma,netdev=eth0,tclass=106,sl=3
   roce-probe agent --config /etc/roce-probe/agent.yaml`,
 		Args: noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runAgent(cmd, &f) },
+		RunE: func(cmd *cobra.Command, _ []string) error { return runAgent(cmd, f) },
 	}
 	fl := c.Flags()
 	d := agent.Default()
@@ -94,7 +99,7 @@ CAP_NET_RAW (raw sockets); reads need no other privilege.`,
 	fl.StringArrayVar(&f.flows, "flow", nil, "a flow: KEY=VALUE,... with name, netdev, family, roce, device, port, gid_index, tclass, sl, tos, hop_limit (repeatable; replaces the file's flows)")
 	enumVar(fl, &f.logLevel, "log-level", slog.LevelInfo, "log level: debug, info, warn or error",
 		choice("debug", slog.LevelDebug), choice("info", slog.LevelInfo), choice("warn", slog.LevelWarn), choice("error", slog.LevelError))
-	return c
+	return c, f
 }
 
 // agentConfig is the configuration: the defaults, the file's values, the

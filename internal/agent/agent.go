@@ -253,6 +253,7 @@ func (e *ListenError) Unwrap() error { return e.Err }
 const (
 	debounce    = 200 * time.Millisecond
 	minEventGap = time.Second
+	followUpGap = 10 * time.Second
 )
 
 // Run runs the agent until ctx ends, then stops it: the sender, the
@@ -341,11 +342,21 @@ func (a *Agent) loop(ctx context.Context, peers <-chan []Peer) {
 		}
 	}()
 	pending := false
-	var lastRead time.Time
+	var lastRead, lastFollowUp time.Time
+	// After asking the kernel to resolve next hops, read again soon to
+	// pick up the answers, at most once per followUpGap (a peer that
+	// never answers ARP does not make the agent read every second).
+	followUp := func(kicked int) {
+		if kicked > 0 && !pending && a.d.Now().Sub(lastFollowUp) >= followUpGap {
+			pending, lastFollowUp = true, a.d.Now()
+			soon.Reset(time.Second)
+		}
+	}
 	read := func() {
-		a.read()
-		lastRead = a.d.Now()
 		pending = false
+		n := a.read()
+		lastRead = a.d.Now()
+		followUp(n)
 	}
 	read()
 	for {
@@ -359,7 +370,7 @@ func (a *Agent) loop(ctx context.Context, peers <-chan []Peer) {
 			read()
 		case p := <-peers:
 			a.peers = p
-			a.replan()
+			followUp(a.startKicks(a.replan()))
 		case c, ok := <-changes:
 			if !ok {
 				err := watcher.Err()
@@ -400,8 +411,9 @@ func (a *Agent) loop(ctx context.Context, peers <-chan []Peer) {
 	}
 }
 
-// read reads the host and updates everything that follows from it.
-func (a *Agent) read() {
+// read reads the host and updates everything that follows from it. It
+// returns how many next hops it asked the kernel to resolve.
+func (a *Agent) read() int {
 	snap, err := a.d.Collect(host.Options{Tool: a.d.Version})
 	var v *host.View
 	if err == nil {
@@ -412,7 +424,7 @@ func (a *Agent) read() {
 		st := *a.state.Load()
 		st.lastErr = err.Error()
 		a.state.Store(&st)
-		return
+		return 0
 	}
 	a.snap.Store(snap)
 	a.view = v
@@ -441,12 +453,21 @@ func (a *Agent) read() {
 	a.hostC.set(hostMetrics(rows, idx, a.gids, flows, rep, snap.Errors))
 	a.cap.setLocal(v.NS)
 	kicks := a.replan()
-	if a.d.Kick != nil && len(kicks) > 0 {
-		go a.kick(kicks)
-	}
+	a.log.Debug("host read", "gid_entries", len(rows), "errors", len(snap.Errors), "neighbours_to_resolve", len(kicks))
 	st := *a.state.Load()
 	st.lastRead, st.lastErr = now, ""
 	a.state.Store(&st)
+	return a.startKicks(kicks)
+}
+
+// startKicks has the kernel resolve next hops in the background; it
+// returns how many.
+func (a *Agent) startKicks(kicks []neighborKick) int {
+	if a.d.Kick == nil || len(kicks) == 0 {
+		return 0
+	}
+	go a.kick(kicks)
+	return len(kicks)
 }
 
 // maxKicks bounds the neighbour resolutions one read starts.
