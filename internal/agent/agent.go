@@ -38,8 +38,8 @@ type Deps struct {
 	// CheckRaw fails when raw sockets cannot be opened at all (no
 	// CAP_NET_RAW); nil: not checked.
 	CheckRaw func() error
-	// Kick makes the kernel resolve a next hop (host.ProbeNeighbor
-	// without waiting); nil: never.
+	// Kick makes the kernel resolve a next hop without waiting
+	// (host.SolicitNeighbor); nil: never.
 	Kick func(src, dst netip.Addr, rr vlan.RouteResult)
 	// Resolver resolves peers.dns (net.DefaultResolver).
 	Resolver Resolver
@@ -470,8 +470,9 @@ func (a *Agent) startKicks(kicks []neighborKick) int {
 	return len(kicks)
 }
 
-// maxKicks bounds the neighbour resolutions one read starts.
-const maxKicks = 64
+// maxKicks bounds the neighbour resolutions one read starts (one
+// datagram each).
+const maxKicks = 1024
 
 func (a *Agent) kick(ks []neighborKick) {
 	if !a.kicking.CompareAndSwap(false, true) {

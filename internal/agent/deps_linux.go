@@ -13,7 +13,7 @@ import (
 
 // DefaultDeps are the live host's: host.Collect and host.Watch of the
 // agent's own network namespace, probe.Open sockets (CAP_NET_RAW),
-// host.ProbeNeighbor without waiting, the system's DNS resolver.
+// host.SolicitNeighbor, the system's DNS resolver.
 func DefaultDeps(version string, log *slog.Logger) Deps {
 	return Deps{
 		Version: version,
@@ -29,7 +29,7 @@ func DefaultDeps(version string, log *slog.Logger) Deps {
 		},
 		CheckRaw: func() error { return probe.CheckRawSocket("any netdev") },
 		Kick: func(src, dst netip.Addr, rr vlan.RouteResult) {
-			host.ProbeNeighbor(src, dst, rr, 0) // the next read sees the answer
+			host.SolicitNeighbor(src, dst, rr) // the next read sees the answer
 		},
 		Resolver: net.DefaultResolver,
 		Now:      time.Now,
