@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"regexp"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -178,12 +179,23 @@ func agentFieldError(cmd *cobra.Command, f *agentFlags, err error) error {
 	return err
 }
 
+// agentMemoryLimit is the agent's soft memory limit (runtime/debug
+// SetMemoryLimit) unless GOMEMLIMIT says otherwise.
+const agentMemoryLimit = 24 << 20
+
 func runAgent(cmd *cobra.Command, f *agentFlags) error {
 	cfg, err := agentConfig(cmd, f)
 	if err != nil {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: f.logLevel}))
+	if os.Getenv("GOMEMLIMIT") == "" {
+		// A soft limit on the Go runtime's memory: the agent's live heap
+		// is a few MiB, but each /metrics render allocates as much again;
+		// without a limit the heap may grow to twice its peak before the
+		// garbage collector runs. GOMEMLIMIT overrides it.
+		debug.SetMemoryLimit(agentMemoryLimit)
+	}
 	a, err := agent.New(cfg, agent.DefaultDeps(version(), log))
 	if err != nil {
 		return usageError{err}

@@ -153,9 +153,10 @@ type mesh struct {
 }
 
 // minSleep is the sender's shortest sleep: probes due within it go out
-// together, so 500 peers at one probe per second wake it at most 200
-// times a second.
-const minSleep = 5 * time.Millisecond
+// together, so 500 peers at one probe per second wake it at most 50 times
+// a second (a probe leaves at most 20 ms after its time: the jitter is
+// ±20 % of a second by default).
+const minSleep = 20 * time.Millisecond
 
 func newMesh(cfg ProbeConfig, m *meshMetrics, log *slog.Logger, now func() time.Time) (*mesh, error) {
 	burst := max(cfg.MaxRate/10, 10)

@@ -35,7 +35,7 @@ var (
 )
 
 // roceProbeBinary builds cmd/roce-probe into a temporary directory.
-func roceProbeBinary(t *testing.T) string {
+func roceProbeBinary(t testing.TB) string {
 	t.Helper()
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("go is not on PATH")
@@ -67,7 +67,7 @@ type agentProc struct {
 	err  error
 }
 
-func startAgentIn(t *testing.T, ns string, args ...string) *agentProc {
+func startAgentIn(t testing.TB, ns string, args ...string) *agentProc {
 	t.Helper()
 	bin := roceProbeBinary(t)
 	p := &agentProc{ns: ns, out: &syncBuf{}, done: make(chan struct{})}
@@ -88,7 +88,7 @@ func startAgentIn(t *testing.T, ns string, args ...string) *agentProc {
 }
 
 // stop sends SIGTERM and waits up to limit for the exit.
-func (p *agentProc) stop(t *testing.T, limit time.Duration) (time.Duration, error) {
+func (p *agentProc) stop(t testing.TB, limit time.Duration) (time.Duration, error) {
 	t.Helper()
 	start := time.Now()
 	p.cmd.Process.Signal(syscall.SIGTERM)
@@ -100,7 +100,7 @@ func (p *agentProc) stop(t *testing.T, limit time.Duration) (time.Duration, erro
 	}
 }
 
-func (p *agentProc) fds(t *testing.T) int {
+func (p *agentProc) fds(t testing.TB) int {
 	ents, err := os.ReadDir("/proc/" + strconv.Itoa(p.cmd.Process.Pid) + "/fd")
 	if err != nil {
 		t.Fatalf("fds of the agent: %v", err)
@@ -109,7 +109,11 @@ func (p *agentProc) fds(t *testing.T) int {
 }
 
 // get fetches path from the agent's HTTP server inside its namespace.
-func (p *agentProc) get(path string) (int, []byte, error) {
+func (p *agentProc) get(path string) (int, []byte, error) { return p.getEnc(path, false) }
+
+// getEnc is get, asking for a gzip-compressed body when gz (returned as
+// sent, compressed).
+func (p *agentProc) getEnc(path string, gz bool) (int, []byte, error) {
 	tr := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 		var c net.Conn
 		err := netnstest.Do(p.ns, func() (err error) {
@@ -119,8 +123,13 @@ func (p *agentProc) get(path string) (int, []byte, error) {
 		return c, err
 	}}
 	defer tr.CloseIdleConnections()
+	tr.DisableCompression = true
 	cl := &http.Client{Transport: tr, Timeout: 5 * time.Second}
-	r, err := cl.Get("http://127.0.0.1:9469" + path)
+	req, _ := http.NewRequest("GET", "http://127.0.0.1:9469"+path, nil)
+	if gz {
+		req.Header.Set("Accept-Encoding", "gzip")
+	}
+	r, err := cl.Do(req)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -130,7 +139,7 @@ func (p *agentProc) get(path string) (int, []byte, error) {
 }
 
 // metrics parses the agent's /metrics (Prometheus text format).
-func (p *agentProc) metrics(t *testing.T) map[string]*dto.MetricFamily {
+func (p *agentProc) metrics(t testing.TB) map[string]*dto.MetricFamily {
 	t.Helper()
 	code, b, err := p.get("/metrics")
 	if err != nil || code != 200 {
@@ -144,7 +153,7 @@ func (p *agentProc) metrics(t *testing.T) map[string]*dto.MetricFamily {
 	return fams
 }
 
-func (p *agentProc) value(t *testing.T, name string, labels ...string) float64 {
+func (p *agentProc) value(t testing.TB, name string, labels ...string) float64 {
 	v, _ := value(p.metrics(t), name, labels...)
 	return v
 }
