@@ -73,6 +73,9 @@ func startAgentIn(t testing.TB, ns string, args ...string) *agentProc {
 	p := &agentProc{ns: ns, out: &syncBuf{}, done: make(chan struct{})}
 	p.cmd = exec.Command("ip", append([]string{"netns", "exec", ns, bin, "agent", "--listen", "127.0.0.1:9469", "--log-level", "debug"}, args...)...)
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
+	if e := os.Getenv("ROCE_PROBE_AGENT_ENV"); e != "" { // extra environment of the agent (benchmarks)
+		p.cmd.Env = append(os.Environ(), strings.Fields(e)...)
+	}
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
