@@ -18,21 +18,8 @@ func startLabAgent(t *testing.T, h lab.Host, args ...string) *agentProc {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &agentProc{ns: h.Name, out: &syncBuf{}, done: make(chan struct{})}
-	p.cmd = exec.Command(bin, append([]string{"agent", "--listen", "127.0.0.1:9469", "--log-level", "debug"}, args...)...)
-	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
-	if err := lab.StartIn(h.Name, p.cmd); err != nil {
-		t.Fatal(err)
-	}
-	go func() { p.err = p.cmd.Wait(); close(p.done) }()
-	t.Cleanup(func() {
-		p.cmd.Process.Kill()
-		<-p.done
-		if t.Failed() {
-			t.Logf("agent in %s:\n%s", h.Name, p.out.String())
-		}
-	})
-	return p
+	cmd := exec.Command(bin, append([]string{"agent", "--listen", "127.0.0.1:9469", "--log-level", "debug"}, args...)...)
+	return runAgentProc(t, h.Name, cmd, func(c *exec.Cmd) error { return lab.StartIn(h.Name, c) })
 }
 
 // An agent in every host of the 7.x fabric probing the others on the

@@ -70,13 +70,20 @@ type agentProc struct {
 func startAgentIn(t testing.TB, ns string, args ...string) *agentProc {
 	t.Helper()
 	bin := roceProbeBinary(t)
-	p := &agentProc{ns: ns, out: &syncBuf{}, done: make(chan struct{})}
-	p.cmd = exec.Command("ip", append([]string{"netns", "exec", ns, bin, "agent", "--listen", "127.0.0.1:9469", "--log-level", "debug"}, args...)...)
-	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
+	cmd := exec.Command("ip", append([]string{"netns", "exec", ns, bin, "agent", "--listen", "127.0.0.1:9469", "--log-level", "debug"}, args...)...)
 	if e := os.Getenv("ROCE_PROBE_AGENT_ENV"); e != "" { // extra environment of the agent (benchmarks)
-		p.cmd.Env = append(os.Environ(), strings.Fields(e)...)
+		cmd.Env = append(os.Environ(), strings.Fields(e)...)
 	}
-	if err := p.cmd.Start(); err != nil {
+	return runAgentProc(t, ns, cmd, (*exec.Cmd).Start)
+}
+
+// runAgentProc starts cmd, an agent in namespace ns, with start, and
+// kills it when the test ends (printing its log if the test failed).
+func runAgentProc(t testing.TB, ns string, cmd *exec.Cmd, start func(*exec.Cmd) error) *agentProc {
+	t.Helper()
+	p := &agentProc{ns: ns, cmd: cmd, out: &syncBuf{}, done: make(chan struct{})}
+	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
+	if err := start(p.cmd); err != nil {
 		t.Fatal(err)
 	}
 	go func() { p.err = p.cmd.Wait(); close(p.done) }()

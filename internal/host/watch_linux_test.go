@@ -50,14 +50,7 @@ func TestWatchNamespace(t *testing.T) {
 	next(t, w, "link removed", func(c Change) bool { return c.Kind == ChangeLink && c.Deleted && c.Netdev == "wd0" })
 
 	close(done)
-	deadline := time.After(5 * time.Second)
-	for open := true; open; {
-		select {
-		case _, open = <-w.C:
-		case <-deadline:
-			t.Fatal("the watch did not end within 5s of done")
-		}
-	}
+	waitEnded(t, w)
 	if err := w.Err(); err != nil {
 		t.Errorf("Err after done: %v", err)
 	}
@@ -89,6 +82,18 @@ func TestWatchSlowReader(t *testing.T) {
 		t.Errorf("%d changes waiting: want 1..%d", n, watchBuffer)
 	}
 	close(done)
+	waitEnded(t, w)
+}
+
+func TestWatchMissingNamespace(t *testing.T) {
+	if _, err := Watch("roce-probe-no-such-netns", make(chan struct{})); !errors.Is(err, ErrNoNetns) {
+		t.Errorf("err %v, want ErrNoNetns", err)
+	}
+}
+
+// waitEnded waits up to 5 s for the watch to close its channel.
+func waitEnded(t *testing.T, w *Watcher) {
+	t.Helper()
 	deadline := time.After(5 * time.Second)
 	for open := true; open; {
 		select {
@@ -96,11 +101,5 @@ func TestWatchSlowReader(t *testing.T) {
 		case <-deadline:
 			t.Fatal("the watch did not end within 5s of done")
 		}
-	}
-}
-
-func TestWatchMissingNamespace(t *testing.T) {
-	if _, err := Watch("roce-probe-no-such-netns", make(chan struct{})); !errors.Is(err, ErrNoNetns) {
-		t.Errorf("err %v, want ErrNoNetns", err)
 	}
 }
