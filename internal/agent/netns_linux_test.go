@@ -168,6 +168,14 @@ func (p *agentProc) value(t testing.TB, name string, labels ...string) float64 {
 	return v
 }
 
+// skipInLab skips a namespace test inside the lab's VM (scripts/lab.sh
+// sets LAB): it builds the binary with go and runs on the machine itself.
+func skipInLab(t *testing.T) {
+	if os.Getenv("LAB") != "" {
+		t.Skip("runs on the machine, not in the lab's VM (no go toolchain there)")
+	}
+}
+
 const (
 	macA = "02:00:00:79:00:01"
 	macB = "02:00:00:79:00:02"
@@ -220,6 +228,7 @@ func flowArgs(dev string) []string {
 // for both families), b's arrive at a as sent; a stopped agent (SIGTERM:
 // exit 0, promptly) shows as loss at the other.
 func TestAgentsInNamespaces(t *testing.T) {
+	skipInLab(t)
 	netnstest.RequireRoot(t, "nft")
 	a, b := threeNS(t)
 	pa := startAgentIn(t, a, append(flowArgs("a0"), "--peer", "10.79.0.2", "--peer", "fd79::2")...)
@@ -288,6 +297,7 @@ func TestAgentsInNamespaces(t *testing.T) {
 // changes, open the new sockets and probe again, and hold no more files
 // than before.
 func TestAgentNetdevChurn(t *testing.T) {
+	skipInLab(t)
 	netnstest.RequireRoot(t)
 	a, b := netnstest.New(t, "a"), netnstest.New(t, "b")
 	mk := func() {
