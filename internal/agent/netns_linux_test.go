@@ -60,7 +60,8 @@ func roceProbeBinary(t testing.TB) string {
 
 // agentProc is a `roce-probe agent` running in a namespace.
 type agentProc struct {
-	ns   string
+	ns   string // "" for this process's own namespace
+	addr string // its --listen address; 127.0.0.1:9469 when ""
 	cmd  *exec.Cmd
 	out  *syncBuf
 	done chan struct{}
@@ -125,9 +126,13 @@ func (p *agentProc) get(path string) (int, []byte, error) { return p.getEnc(path
 // sent, compressed).
 func (p *agentProc) getEnc(path string, gz bool) (int, []byte, error) {
 	tr := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		d := &net.Dialer{Timeout: 2 * time.Second}
+		if p.ns == "" {
+			return d.DialContext(ctx, network, addr)
+		}
 		var c net.Conn
 		err := netnstest.Do(p.ns, func() (err error) {
-			c, err = (&net.Dialer{Timeout: 2 * time.Second}).DialContext(ctx, network, addr)
+			c, err = d.DialContext(ctx, network, addr)
 			return err
 		})
 		return c, err
@@ -135,7 +140,11 @@ func (p *agentProc) getEnc(path string, gz bool) (int, []byte, error) {
 	defer tr.CloseIdleConnections()
 	tr.DisableCompression = true
 	cl := &http.Client{Transport: tr, Timeout: 5 * time.Second}
-	req, _ := http.NewRequest("GET", "http://127.0.0.1:9469"+path, nil)
+	addr := p.addr
+	if addr == "" {
+		addr = "127.0.0.1:9469"
+	}
+	req, _ := http.NewRequest("GET", "http://"+addr+path, nil)
 	if gz {
 		req.Header.Set("Accept-Encoding", "gzip")
 	}
