@@ -25,14 +25,15 @@ func TestLabAgentRXEReadded(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := lab.Nets[0]
-	// The VM's own namespace may have no loopback address: listen on veth0's.
+	// The VM's own namespace may have its loopback down: the agent listens
+	// on veth0's address and is asked from the peer namespace.
 	listen := n.HostIPv4.Addr().String() + ":9469"
 	host := runAgentProc(t, "", exec.Command(bin, "agent", "--listen", listen, "--log-level", "debug", "--interval", "2s",
 		"--probe-rate", "2", "--probe-timeout", "3s", "--peer", "peer="+n.PeerIPv4.Addr().String(),
 		"--flow", "name=rxe,device="+lab.RDMADevice+",netdev="+n.HostNetdev+",family=ipv4,tclass=106,sl=3"), (*exec.Cmd).Start)
 	runAgentProc(t, lab.PeerNetns, exec.Command(bin, "agent", "--listen", "127.0.0.1:9469", "--interval", "2s"),
 		func(c *exec.Cmd) error { return lab.StartIn(lab.PeerNetns, c) })
-	host.addr = listen
+	host.addr, host.dialNS = listen, lab.PeerNetns
 	answered := func() float64 { return host.value(t, metricProbesAnswered, "peer", "peer", "flow", "rxe") }
 	eventually(t, 2*time.Minute, "answers from the peer", func() bool { return answered() >= 2 })
 	if v := host.value(t, metricFlowSource, "flow", "rxe", "device", lab.RDMADevice); v != 1 {

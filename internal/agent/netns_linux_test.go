@@ -60,8 +60,9 @@ func roceProbeBinary(t testing.TB) string {
 
 // agentProc is a `roce-probe agent` running in a namespace.
 type agentProc struct {
-	ns   string // "" for this process's own namespace
-	addr string // its --listen address; 127.0.0.1:9469 when ""
+	ns     string // "" for this process's own namespace
+	addr   string // its --listen address; 127.0.0.1:9469 when ""
+	dialNS string // where to connect to addr from; ns when ""
 	cmd  *exec.Cmd
 	out  *syncBuf
 	done chan struct{}
@@ -89,11 +90,21 @@ func runAgentProc(t testing.TB, ns string, cmd *exec.Cmd, start func(*exec.Cmd) 
 	}
 	go func() { p.err = p.cmd.Wait(); close(p.done) }()
 	t.Cleanup(func() {
+		if t.Failed() {
+			var ms []string
+			if _, b, err := p.get("/metrics"); err == nil {
+				for _, l := range strings.Split(string(b), "\n") {
+					if strings.HasPrefix(l, "roce_probe_") && !strings.Contains(l, "_bucket") && !strings.HasPrefix(l, "roce_probe_gid_info") {
+						ms = append(ms, l)
+					}
+				}
+			}
+			p.cmd.Process.Kill()
+			<-p.done
+			t.Logf("agent in %s:\n%s\n%s", ns, p.out.String(), strings.Join(ms, "\n"))
+		}
 		p.cmd.Process.Kill()
 		<-p.done
-		if t.Failed() {
-			t.Logf("agent in %s:\n%s", ns, p.out.String())
-		}
 	})
 	return p
 }
@@ -127,11 +138,15 @@ func (p *agentProc) get(path string) (int, []byte, error) { return p.getEnc(path
 func (p *agentProc) getEnc(path string, gz bool) (int, []byte, error) {
 	tr := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 		d := &net.Dialer{Timeout: 2 * time.Second}
-		if p.ns == "" {
+		ns := p.ns
+		if p.dialNS != "" {
+			ns = p.dialNS
+		}
+		if ns == "" {
 			return d.DialContext(ctx, network, addr)
 		}
 		var c net.Conn
-		err := netnstest.Do(p.ns, func() (err error) {
+		err := netnstest.Do(ns, func() (err error) {
 			c, err = d.DialContext(ctx, network, addr)
 			return err
 		})
