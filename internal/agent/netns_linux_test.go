@@ -63,10 +63,10 @@ type agentProc struct {
 	ns     string // "" for this process's own namespace
 	addr   string // its --listen address; 127.0.0.1:9469 when ""
 	dialNS string // where to connect to addr from; ns when ""
-	cmd  *exec.Cmd
-	out  *syncBuf
-	done chan struct{}
-	err  error
+	cmd    *exec.Cmd
+	out    *syncBuf
+	done   chan struct{}
+	err    error
 }
 
 func startAgentIn(t testing.TB, ns string, args ...string) *agentProc {
