@@ -141,7 +141,7 @@ func runSend(cmd *cobra.Command, f sendFlags) error {
 			return usagef("--dst %s and GID index %d (%s) are of different families", dst, f.gidIndex, src)
 		}
 		var n []string
-		base, n = markingsFromWire(res.Wire, base)
+		base, n = res.ProbeMarkings(base)
 		notes = append(notes, fmt.Sprintf("markings from the %s address handle (driver %s): %s", f.dev, orDash(string(res.Driver)), markingsText(&base)))
 		notes = append(notes, n...)
 		for _, w := range res.Warnings {
@@ -508,32 +508,4 @@ func resolveAH(f sendFlags, dst gid.GID) (*host.AHResult, error) {
 		return nil, usagef("--gid-index %d: the address handle does not resolve: %v", f.gidIndex, err)
 	}
 	return res, nil
-}
-
-// markingsFromWire turns the markings an address handle puts on the wire
-// (ah.Wire) into the probe's markings: the outermost tag's PCP, DSCP, ECN,
-// TTL and UDP source port. What the driver's profile does not know keeps
-// the fallback (the flags' values), with a note saying so.
-func markingsFromWire(w ah.Wire, fallback probe.Markings) (probe.Markings, []string) {
-	m := fallback
-	var notes []string
-	m.TTL = w.TTL
-	if len(w.VLANChain) > 0 {
-		if p := w.VLANChain[0].PCP; p != nil {
-			m.PCP = *p
-		} else {
-			notes = append(notes, fmt.Sprintf("the driver's PCP is not known: probing with PCP %d (--sl)", fallback.PCP))
-		}
-	}
-	if w.DSCP != nil && w.ECN != nil {
-		m.DSCP, m.ECN = *w.DSCP, *w.ECN
-	} else {
-		notes = append(notes, fmt.Sprintf("the driver's DSCP/ECN is not known: probing with the traffic class byte as is (DSCP %d, ECN %d)", fallback.DSCP, fallback.ECN))
-	}
-	if w.UDPSport != nil {
-		m.Sport = *w.UDPSport
-	} else if w.UDPSportFrom != "" {
-		notes = append(notes, fmt.Sprintf("the UDP source port is not fixed (%s): probing with %d", w.UDPSportFrom, fallback.Sport))
-	}
-	return m, notes
 }

@@ -12,7 +12,8 @@
 // settings applied behind the application's back (rdma_cm's configfs
 // defaults, MLNX_OFED mlx5's traffic class override, DCQCN; Settings).
 // Collect reads it from the live kernel (Linux only; no
-// privileges for the own namespace); Decode and Load read the versioned
+// privileges for the own namespace), and Watch tells a long-running reader
+// (the agent) when links or addresses change so that it collects again; Decode and Load read the versioned
 // JSON document `roce-probe collect` writes (docs/snapshot.md), plain or
 // gzip-compressed. Nothing else in roce-probe reads sysfs or rtnetlink for
 // these facts, so a command's answer from a snapshot equals its live answer

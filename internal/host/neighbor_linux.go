@@ -60,6 +60,17 @@ func ProbeNeighbor(src, dst netip.Addr, rr vlan.RouteResult, timeout time.Durati
 	}
 }
 
+// SolicitNeighbor is ProbeNeighbor without the wait: it sends the one
+// datagram that makes the kernel resolve rr's next hop and returns at
+// once; the next Collect shows the answer. A long-running reader (the
+// agent) uses it for many next hops at a time.
+func SolicitNeighbor(src, dst netip.Addr, rr vlan.RouteResult) error {
+	if rr.Local || rr.Ifindex == 0 {
+		return fmt.Errorf("nothing to solicit: the destination %s is local or the route has no output device", dst)
+	}
+	return sendDiscard(src.Unmap(), dst.Unmap(), rr.Ifindex)
+}
+
 // sendDiscard sends one empty UDP datagram from src to dst:9 through the
 // interface ifindex.
 func sendDiscard(src, dst netip.Addr, ifindex int) error {

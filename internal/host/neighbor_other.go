@@ -14,3 +14,7 @@ import (
 func ProbeNeighbor(src, dst netip.Addr, rr vlan.RouteResult, timeout time.Duration) (vlan.Neighbor, error) {
 	return vlan.Neighbor{}, ErrNotLinux
 }
+
+// SolicitNeighbor makes the kernel resolve a next hop without waiting; it
+// is a live action on Linux only.
+func SolicitNeighbor(src, dst netip.Addr, rr vlan.RouteResult) error { return ErrNotLinux }

@@ -131,7 +131,13 @@ func TestProberMatch(t *testing.T) {
 	}
 	// A reply from another session is not ours.
 	other, _ := NewProber(tmpl)
+	if other.Session() == p.Session() {
+		t.Fatal("two probers with one session ID")
+	}
 	op, _, _ := other.Next(m, t0)
+	if pl, err := ParsePayload(mustFrame(t, op).Payload); err != nil || pl.Session != other.Session() {
+		t.Errorf("probe carries session %x (%v), Session() says %x", pl.Session, err, other.Session())
+	}
 	if _, ok := p.Match(op, t0); ok {
 		t.Error("another session's probe matched")
 	}
@@ -177,4 +183,78 @@ func TestResultFindingsEgress(t *testing.T) {
 	if fs := r.Findings(); len(fs) != 1 {
 		t.Errorf("egress as intended: findings %v, want only the path's", fs)
 	}
+}
+
+// replyTo answers probe as a listener at listenerIP would (through a
+// Responder), so the prober sees a real reply frame.
+func replyTo(t *testing.T, probe []byte) []byte {
+	t.Helper()
+	f, err := ParseFrame(probe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.DstMAC, f.Dst = listenerMAC, listenerIP
+	f.SrcMAC, f.Src = senderMAC, senderIP
+	in, _ := f.Build()
+	r, _ := NewResponder(ResponderConfig{})
+	reply, _ := r.Handle(in)
+	if reply == nil {
+		t.Fatal("no reply")
+	}
+	return reply
+}
+
+// A long-running sender releases the probes it is done with: their
+// replies are no longer matched, later probes keep their numbers, and the
+// results kept stay bounded by the probes in flight.
+func TestProberRelease(t *testing.T) {
+	p, err := NewProber(testFrame(nil, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Unix(100, 0)
+	m := Markings{DSCP: 26, ECN: ECNECT0, TTL: 64, Sport: 0xc000}
+	var probes [][]byte
+	for i := 0; i < 5; i++ {
+		b, seq, err := p.Next(m, t0)
+		if err != nil || seq != uint32(i) {
+			t.Fatal(seq, err)
+		}
+		probes = append(probes, b)
+	}
+	p.Release(3)
+	if p.Released() != 3 || len(p.Results()) != 2 || p.Results()[0].Seq != 3 {
+		t.Fatalf("after Release(3): base %d, results %+v", p.Released(), p.Results())
+	}
+	if _, ok := p.Match(replyTo(t, probes[1]), t0); ok {
+		t.Error("a released probe's reply matched")
+	}
+	if s, ok := p.Match(replyTo(t, probes[4]), t0.Add(time.Millisecond)); !ok || s != 4 || p.Result(4).Received == nil {
+		t.Errorf("probe 4's reply: %d %v %+v", s, ok, p.Result(4))
+	}
+	if _, seq, _ := p.Next(m, t0); seq != 5 {
+		t.Errorf("next probe after a release: seq %d, want 5", seq)
+	}
+	p.Release(2) // below the base: nothing
+	p.Release(100)
+	if p.Released() != 6 || len(p.Results()) != 0 || p.Pending() != 0 {
+		t.Errorf("after releasing everything: base %d, %d results", p.Released(), len(p.Results()))
+	}
+	// Sending and releasing for long keeps the backing array small.
+	for i := 0; i < 100000; i++ {
+		_, seq, _ := p.Next(m, t0)
+		p.Release(seq + 1)
+	}
+	if c := cap(p.results); c > 64 {
+		t.Errorf("after 100000 probes released one by one the results hold capacity %d", c)
+	}
+}
+
+func mustFrame(t *testing.T, b []byte) Frame {
+	t.Helper()
+	f, err := ParseFrame(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
 }

@@ -46,7 +46,8 @@ func (r Result) Findings() []Finding {
 type Prober struct {
 	template Frame
 	session  uint64
-	results  []Result // by sequence number; probes are numbered from 0
+	results  []Result // by sequence number - base; probes are numbered from 0
+	base     uint32   // sequence number of results[0]: those below were released
 	// PayloadLen pads probe payloads to this length (0: PayloadLen).
 	PayloadLen int
 }
@@ -74,13 +75,17 @@ func NewProber(template Frame) (*Prober, error) {
 	return &Prober{template: template, session: binary.BigEndian.Uint64(b[:])}, nil
 }
 
+// Session returns the session ID the prober's probes carry (replies carry
+// it back), so a sender with many probers can hand each reply to its own.
+func (p *Prober) Session() uint64 { return p.session }
+
 // Next builds the next probe with markings m, sent at now, and returns its
 // frame and sequence number.
 func (p *Prober) Next(m Markings, now time.Time) ([]byte, uint32, error) {
 	if err := m.Validate(); err != nil {
 		return nil, 0, err
 	}
-	seq := uint32(len(p.results))
+	seq := p.base + uint32(len(p.results))
 	f := p.template
 	f.SetMarkings(m)
 	f.PSN = seq & 0xffffff
@@ -108,10 +113,10 @@ func (p *Prober) Match(frame []byte, now time.Time) (uint32, bool) {
 		return 0, false
 	}
 	pl, err := ParsePayload(f.Payload)
-	if err != nil || pl.Session != p.session || int64(pl.Seq) >= int64(len(p.results)) {
+	if err != nil || pl.Session != p.session || pl.Seq < p.base || int64(pl.Seq-p.base) >= int64(len(p.results)) {
 		return 0, false
 	}
-	r := &p.results[pl.Seq]
+	r := &p.results[pl.Seq-p.base]
 	if pl.Sent != r.Sent {
 		return 0, false // not what we sent under that number
 	}
@@ -131,11 +136,33 @@ func (p *Prober) Match(frame []byte, now time.Time) (uint32, bool) {
 	return pl.Seq, true
 }
 
-// Result returns the result of probe seq so far.
-func (p *Prober) Result(seq uint32) Result { return p.results[seq] }
+// Result returns the result of probe seq so far. seq must be a probe sent
+// and not released.
+func (p *Prober) Result(seq uint32) Result { return p.results[seq-p.base] }
 
-// Results returns the results of every probe sent so far.
+// Results returns the results of every probe sent so far and not released.
 func (p *Prober) Results() []Result { return append([]Result(nil), p.results...) }
+
+// Release forgets the results of the probes numbered below seq (a reply
+// to one of them is no longer matched), so that a sender that runs for
+// long keeps only the probes it still waits for: memory stays bounded by
+// the probes in flight.
+func (p *Prober) Release(seq uint32) {
+	n := int64(seq) - int64(p.base)
+	if n <= 0 {
+		return
+	}
+	if n > int64(len(p.results)) {
+		n = int64(len(p.results))
+	}
+	clear(p.results[:n]) // no pointers into released results are kept
+	p.results = p.results[n:]
+	p.base += uint32(n)
+}
+
+// Released returns the sequence number of the oldest probe not released
+// (the next one to be sent when all are).
+func (p *Prober) Released() uint32 { return p.base }
 
 // Pending returns how many probes have no reply yet.
 func (p *Prober) Pending() int {

@@ -82,6 +82,15 @@ func NewResponder(cfg ResponderConfig) (*Responder, error) {
 	return &Responder{cfg: cfg, limit: rl}, nil
 }
 
+// SetLocal replaces the listener's own MAC and IP addresses (as
+// ResponderConfig's LocalMACs and LocalAddrs) when the host's addresses
+// change; the rate limiter and counters are kept. Like Handle, it must not
+// run concurrently with Handle.
+func (r *Responder) SetLocal(macs []net.HardwareAddr, addrs []netip.Addr) {
+	r.cfg.LocalMACs = append([]net.HardwareAddr(nil), macs...)
+	r.cfg.LocalAddrs = append([]netip.Addr(nil), addrs...)
+}
+
 // Limiter returns the responder's rate limiter (for its table size).
 func (r *Responder) Limiter() *RateLimiter { return r.limit }
 

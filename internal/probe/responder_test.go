@@ -337,3 +337,27 @@ func FuzzResponder(f *testing.F) {
 		}
 	})
 }
+
+// SetLocal changes which addresses the responder answers for, keeping its
+// counters.
+func TestResponderSetLocal(t *testing.T) {
+	clk := &fakeClock{t: time.Unix(1000, 0)}
+	r := newTestResponder(t, clk, RateConfig{})
+	m := Markings{DSCP: 26, ECN: ECNECT0, TTL: 64, Sport: 0xc000}
+	probe := probeFrom(t, senderIP, senderMAC, m, m, 0)
+	if reply, _ := r.Handle(probe); reply == nil {
+		t.Fatal("not answered before SetLocal")
+	}
+	other := netip.MustParseAddr("192.0.2.77")
+	r.SetLocal([]net.HardwareAddr{listenerMAC}, []netip.Addr{other})
+	if reply, _ := r.Handle(probe); reply != nil {
+		t.Error("answered a probe to an address that is no longer ours")
+	}
+	r.SetLocal([]net.HardwareAddr{listenerMAC}, []netip.Addr{other, listenerIP})
+	if reply, _ := r.Handle(probe); reply == nil {
+		t.Error("not answered after the address came back")
+	}
+	if c := r.Counters.Snapshot(); c.Answered != 2 || c.NotForUs != 1 {
+		t.Errorf("counters %+v, want 2 answered and 1 not for us", c)
+	}
+}

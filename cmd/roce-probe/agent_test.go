@@ -1,0 +1,70 @@
+package main
+
+import (
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A bad agent configuration exits 2 before anything starts, naming the
+// flag (or the file, line and field), the value and what is allowed.
+func TestAgentBadConfigExits2(t *testing.T) {
+	dir := t.TempDir()
+	file := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		os.WriteFile(p, []byte(content), 0o644)
+		return p
+	}
+	unknown := file("unknown.yaml", "listen: :9469\nprobes:\n  rate: 2\n")
+	rate := file("rate.yaml", "probe:\n  rate: 20\n")
+	flow := file("flow.json", `{"flows": [{"name": "a", "select": {"netdev": "eth0", "family": "inet"}}]}`)
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--probe-rate", "20"}, `--probe-rate 20 is out of range`},
+		{[]string{"--interval", "10ms"}, `--interval`},
+		{[]string{"--flow", "name=x,netdev=eth0,tclass=300"}, `--flow "name=x,netdev=eth0,tclass=300" (flow 1): tclass: 300 is out of range: want 0..255`},
+		{[]string{"--flow", "name=x,speed=1"}, `--flow "name=x,speed=1" (flow 1): unknown key "speed" in a flow`},
+		{[]string{"--flow", "name=x,device=mlx5_0,gid_index=3,netdev=eth0"}, `(flow 1): netdev: "eth0" given with gid_index`},
+		{[]string{"--flow", "name=x", "--flow", "name=x"}, `(flow 2): name: "x" is also the name of flows[0]`},
+		{[]string{"--peer", "nonsense"}, `--peer: "nonsense" is not a peer: want an IP address or NAME=ADDRESS`},
+		{[]string{"--peers-dns", "10.0.0.1"}, `--peers-dns: "10.0.0.1" is an address`},
+		{[]string{"--listen", ":99999"}, `--listen: ":99999" has port "99999": want a number 0..65535`},
+		{[]string{"--config", unknown}, `--config ` + unknown + `:2: unknown key "probes" in the configuration: want one of listen, interval`},
+		{[]string{"--config", rate}, `--config ` + rate + `: probe.rate: 20 is out of range: want 0.001..10`},
+		{[]string{"--config", flow}, `flows[0].select.family: "inet": want ipv4 or ipv6`},
+		{[]string{"--config", filepath.Join(dir, "none.yaml")}, `none.yaml: cannot be read: no such file or directory`},
+		{[]string{"--log-level", "loud"}, `--log-level`},
+		{[]string{"--listen", busy.Addr().String()}, `--listen "` + busy.Addr().String() + `"`},
+	} {
+		stdout, stderr, code := runCLI(t, "", append([]string{"agent"}, tc.args...)...)
+		if code != exitUsage || !strings.Contains(stderr, tc.want) || stdout != "" {
+			t.Errorf("agent %s: exit %d, stderr %q, want exit 2 and …%s…", strings.Join(tc.args, " "), code, stderr, tc.want)
+		}
+	}
+}
+
+// A flag overrides the file's value; the file's value stands otherwise.
+func TestAgentFlagsOverFile(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "a.yaml")
+	os.WriteFile(p, []byte("interval: 30s\nprobe:\n  rate: 2\n  timeout: 700ms\nflows:\n  - name: f\n    select: {netdev: eth0}\n"), 0o644)
+	c, f := agentCommand()
+	if err := c.ParseFlags([]string{"--config", p, "--probe-rate", "3", "--flow", "name=g,netdev=eth1"}); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := agentConfig(c, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Interval.String() != "30s" || cfg.Probe.Rate != 3 || cfg.Probe.Timeout.String() != "700ms" || len(cfg.Flows) != 1 || cfg.Flows[0].Name != "g" {
+		t.Errorf("config %+v", cfg)
+	}
+}

@@ -1,0 +1,571 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/netip"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/roce-probe/roce-probe/internal/counters"
+	"github.com/roce-probe/roce-probe/internal/host"
+	"github.com/roce-probe/roce-probe/internal/probe"
+	"github.com/roce-probe/roce-probe/vlan"
+)
+
+// Deps are what the agent reads, opens and asks: the live host by
+// default (DefaultDeps), fakes in tests (faults, simulated peers).
+type Deps struct {
+	// Version is the roce-probe version (build info, snapshots).
+	Version string
+	// Log receives the agent's events (GID index moves, peers, errors).
+	Log *slog.Logger
+	// Collect reads the host snapshot (host.Collect).
+	Collect func(host.Options) (*host.Snapshot, error)
+	// Watch subscribes to link and address changes (host.Watch of the
+	// own namespace); nil: periodic reads only.
+	Watch func(done <-chan struct{}) (*host.Watcher, error)
+	// Open opens a netdev's raw socket (probe.Open, probe.Incoming).
+	Open Opener
+	// CheckRaw fails when raw sockets cannot be opened at all (no
+	// CAP_NET_RAW); nil: not checked.
+	CheckRaw func() error
+	// Kick makes the kernel resolve a next hop without waiting
+	// (host.SolicitNeighbor); nil: never.
+	Kick func(src, dst netip.Addr, rr vlan.RouteResult)
+	// Resolver resolves peers.dns (net.DefaultResolver).
+	Resolver Resolver
+	// Now is the clock (time.Now).
+	Now func() time.Time
+	// Listener, when set, is the HTTP socket to serve on instead of
+	// listening on Config.Listen.
+	Listener net.Listener
+	// Limits of the HTTP server; zero fields take the defaults.
+	HTTP HTTPLimits
+}
+
+// HTTPLimits bound what the HTTP server holds at once and for how long.
+type HTTPLimits struct {
+	MaxConns          int           // open connections (more wait in the kernel's accept queue); 64
+	MaxScrapes        int           // /metrics renders at once (more get 503); 4
+	MaxSnapshots      int           // /snapshot answers at once (more get 503); 2
+	ReadHeaderTimeout time.Duration // 5s
+	WriteTimeout      time.Duration // 30s
+	IdleTimeout       time.Duration // 30s
+	ScrapeTimeout     time.Duration // a render taking longer gets 503; 10s
+}
+
+func (l *HTTPLimits) defaults() {
+	def := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	defd := func(v *time.Duration, d time.Duration) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def(&l.MaxConns, 64)
+	def(&l.MaxScrapes, 4)
+	def(&l.MaxSnapshots, 2)
+	defd(&l.ReadHeaderTimeout, 5*time.Second)
+	defd(&l.WriteTimeout, 30*time.Second)
+	defd(&l.IdleTimeout, 30*time.Second)
+	defd(&l.ScrapeTimeout, 10*time.Second)
+}
+
+// Agent is one host's agent: it reads the host periodically and on link
+// and address changes, probes its peers for every flow, answers their
+// probes, and serves the results (Handler).
+type Agent struct {
+	cfg  Config
+	d    Deps
+	log  *slog.Logger
+	reg  *prometheus.Registry
+	mm   *meshMetrics
+	mesh *mesh
+	cap  *capture
+	resp *probe.Responder
+
+	hostC      *constCollector
+	readErrors *prometheus.CounterVec
+	lastRead   *prometheus.GaugeVec
+	changes    prometheus.Counter
+	gids       *gidTracker
+	sports     map[string]uint16
+
+	snap     atomic.Pointer[host.Snapshot]
+	state    atomic.Pointer[agentState] // what the scrape-time metrics and /healthz show
+	lastLoop atomic.Int64               // unix ns of the control loop's last turn
+	kicking  atomic.Bool                // neighbour resolutions are running
+
+	// Control-loop state.
+	view      *host.View
+	flows     []*flowSource
+	peers     []Peer
+	peerNames map[string]bool
+	logged    map[string]logState
+	logMu     sync.Mutex
+}
+
+type agentState struct {
+	peers, leftOut int
+	flowPeers      map[string]int
+	lastRead       time.Time
+	lastErr        string
+}
+
+type logState struct {
+	msg string
+	at  time.Time
+}
+
+// New checks cfg (a *ConfigError names the field) and builds an agent
+// that Run starts.
+func New(cfg Config, d Deps) (*Agent, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if d.Log == nil {
+		d.Log = slog.New(slog.DiscardHandler)
+	}
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	if d.Collect == nil || d.Open == nil {
+		return nil, errors.New("agent: Deps.Collect and Deps.Open are required (DefaultDeps has them)")
+	}
+	if d.Resolver == nil {
+		d.Resolver = net.DefaultResolver
+	}
+	d.HTTP.defaults()
+	a := &Agent{cfg: cfg, d: d, log: d.Log, reg: prometheus.NewRegistry(), mm: newMeshMetrics(), gids: newGIDTracker(),
+		sports: map[string]uint16{}, peerNames: map[string]bool{}, logged: map[string]logState{}}
+	a.state.Store(&agentState{})
+	for _, f := range cfg.Flows {
+		a.sports[f.Name] = 0xc000 | uint16(rand.IntN(0x4000)) // one UDP source port per flow, as send picks one per run
+	}
+	var err error
+	a.resp, err = probe.NewResponder(probe.ResponderConfig{Now: d.Now,
+		Rate: probe.RateConfig{Rate: cfg.Listener.Rate, Burst: max(cfg.Listener.Rate/5, 5), GlobalRate: cfg.Listener.GlobalRate, GlobalBurst: max(cfg.Listener.GlobalRate/10, 100)}})
+	if err != nil {
+		return nil, err
+	}
+	if a.mesh, err = newMesh(cfg.Probe, a.mm, a.log, d.Now); err != nil {
+		return nil, err
+	}
+	a.cap = newCapture(d.Open, a.mesh, a.resp, a.log, a.readError)
+	a.hostC = &constCollector{descs: []*prometheus.Desc{descGIDInfo, descGIDIndex, descGIDIndexChanges, descFlowVerdict,
+		descFlowWarnings, descFlowSource, descRDMACounter, descPrioPackets, descPrioBytes, descPrioPauseFrames,
+		descPrioPauseSeconds, descPrioDiscards, descSnapshotErrors}}
+	a.readErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Name: metricReadErrors,
+		Help: "Reads that failed, by source (host: the whole host snapshot; dns; peers_file; netlink; capture; and the kinds of the snapshot's own errors: dcb, ethtool, ...)."}, []string{"source"})
+	a.lastRead = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: metricLastRead,
+		Help: "When the source was last read successfully (host, dns, peers_file), Unix seconds."}, []string{"source"})
+	a.changes = prometheus.NewCounter(prometheus.CounterOpts{Name: metricNetlinkChanges, Help: "Link and address changes the kernel announced (each makes the agent read the host again, at most once a second)."})
+	cs := []prometheus.Collector{newBuildInfo(d.Version), a.hostC, a.readErrors, a.lastRead, a.changes, a.scrapeCollector()}
+	cs = append(cs, a.mm.collectors()...)
+	cs = append(cs, standardCollectors()...)
+	for _, c := range cs {
+		if err := a.reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return a, nil
+}
+
+// scrapeCollector builds the metrics of live counters at each scrape.
+func (a *Agent) scrapeCollector() prometheus.Collector {
+	return &funcCollector{
+		descs: []*prometheus.Desc{descPeers, descPeersLeftOut, descFlowPeers, descStreams, descListener, descListenerSenders, descUnmatched, descCapture},
+		collect: func(ch chan<- prometheus.Metric) {
+			st := a.state.Load()
+			ch <- prometheus.MustNewConstMetric(descPeers, prometheus.GaugeValue, float64(st.peers))
+			ch <- prometheus.MustNewConstMetric(descPeersLeftOut, prometheus.GaugeValue, float64(st.leftOut))
+			for f, n := range st.flowPeers {
+				ch <- prometheus.MustNewConstMetric(descFlowPeers, prometheus.GaugeValue, float64(n), f)
+			}
+			ch <- prometheus.MustNewConstMetric(descStreams, prometheus.GaugeValue, float64(a.mesh.count()))
+			c := a.resp.Counters.Snapshot()
+			for _, x := range []struct {
+				r string
+				v uint64
+			}{{"answered", c.Answered}, {"rate_limited", c.RateLimited}, {"not_roce", c.NotRoCE}, {"bad_icrc", c.BadICRC},
+				{"foreign", c.Foreign}, {"malformed", c.Malformed}, {"not_for_us", c.NotForUs}, {"bad_source", c.BadSource}} {
+				ch <- prometheus.MustNewConstMetric(descListener, prometheus.CounterValue, float64(x.v), x.r)
+			}
+			a.cap.respMu.Lock()
+			senders := a.resp.Limiter().Tracked()
+			a.cap.respMu.Unlock()
+			ch <- prometheus.MustNewConstMetric(descListenerSenders, prometheus.GaugeValue, float64(senders))
+			ch <- prometheus.MustNewConstMetric(descUnmatched, prometheus.CounterValue, float64(a.mesh.unmatched.Load()))
+			ch <- prometheus.MustNewConstMetric(descCapture, prometheus.GaugeValue, float64(a.cap.count()))
+		},
+	}
+}
+
+// Registry is the agent's metrics registry (what /metrics serves).
+func (a *Agent) Registry() *prometheus.Registry { return a.reg }
+
+// readError counts a failed read and logs it (once per new message, or a
+// minute after the last time).
+func (a *Agent) readError(source string, err error) {
+	a.readErrors.WithLabelValues(source).Inc()
+	a.logOnce(source, slog.LevelWarn, "read failed", "source", source, "err", err)
+}
+
+func (a *Agent) logOnce(key string, level slog.Level, msg string, args ...any) {
+	a.logMu.Lock()
+	defer a.logMu.Unlock()
+	text := fmt.Sprint(msg, args)
+	now := a.d.Now()
+	if l, ok := a.logged[key]; ok && l.msg == text && now.Sub(l.at) < time.Minute {
+		return
+	}
+	a.logged[key] = logState{msg: text, at: now}
+	a.log.Log(context.Background(), level, msg, args...)
+}
+
+// ListenError is an HTTP address the agent could not listen on.
+type ListenError struct {
+	Addr string
+	Err  error
+}
+
+func (e *ListenError) Error() string {
+	return fmt.Sprintf("listen %q: %v: want a free HOST:PORT", e.Addr, e.Err)
+}
+
+func (e *ListenError) Unwrap() error { return e.Err }
+
+// debounce is how long the agent waits after a link or address change
+// before reading the host, so that a burst of changes makes one read;
+// minEventGap is the least time between two such reads.
+const (
+	debounce    = 200 * time.Millisecond
+	minEventGap = time.Second
+	followUpGap = 10 * time.Second
+)
+
+// Run runs the agent until ctx ends, then stops it: the sender, the
+// peer and change watchers and the capture sockets at once, the HTTP
+// server after the requests in progress (at most ShutdownTimeout). It
+// returns an error only when the agent cannot start (the HTTP address, no
+// raw sockets).
+func (a *Agent) Run(ctx context.Context) error {
+	if a.d.CheckRaw != nil {
+		if err := a.d.CheckRaw(); err != nil {
+			return err
+		}
+	}
+	ln := a.d.Listener
+	if ln == nil {
+		var err error
+		if ln, err = net.Listen("tcp", a.cfg.Listen); err != nil {
+			return &ListenError{Addr: a.cfg.Listen, Err: err}
+		}
+	}
+	srv := a.newServer()
+	var wg sync.WaitGroup
+	serveErr := make(chan error, 1)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		serveErr <- srv.Serve(limitListener(ln, a.d.HTTP.MaxConns))
+	}()
+	a.log.Info("agent started", "listen", ln.Addr().String(), "flows", len(a.cfg.Flows), "interval", a.cfg.Interval)
+
+	stop := make(chan struct{})
+	wg.Add(1)
+	go func() { defer wg.Done(); a.mesh.run(stop) }()
+
+	pctx, cancelPeers := context.WithCancel(context.Background())
+	pw, err := newPeerWatcher(a.cfg.Peers, a.d.Resolver, a.readError, func(s string) { a.lastRead.WithLabelValues(s).SetToCurrentTime() })
+	if err != nil {
+		cancelPeers()
+		close(stop)
+		srv.Close()
+		wg.Wait()
+		return err
+	}
+	wg.Add(1)
+	go func() { defer wg.Done(); pw.run(pctx) }()
+
+	a.loop(ctx, pw.out)
+
+	// Stop: everything but the HTTP server at once, then the server.
+	cancelPeers()
+	close(stop)
+	a.cap.close()
+	a.mesh.close()
+	sctx, cancel := context.WithTimeout(context.Background(), a.cfg.ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		srv.Close()
+	}
+	wg.Wait()
+	if err := <-serveErr; err != nil && !errors.Is(err, errServerClosed) {
+		a.log.Warn("HTTP server", "err", err)
+	}
+	a.log.Info("agent stopped")
+	return nil
+}
+
+// loop is the control loop: periodic and change-driven reads, peer
+// updates, the change subscription.
+func (a *Agent) loop(ctx context.Context, peers <-chan []Peer) {
+	tick := time.NewTicker(a.cfg.Interval)
+	defer tick.Stop()
+	soon := time.NewTimer(time.Hour) // a read after changes
+	soon.Stop()
+	defer soon.Stop()
+	resub := time.NewTimer(0) // (re)subscribe to changes
+	defer resub.Stop()
+	backoff := time.Second
+	var changes <-chan host.Change
+	var watcher *host.Watcher
+	var watchDone chan struct{}
+	defer func() {
+		if watchDone != nil {
+			close(watchDone)
+			for range changes { // until the subscription's goroutines end
+			}
+		}
+	}()
+	pending := false
+	var lastRead, lastFollowUp time.Time
+	// After asking the kernel to resolve next hops, read again soon to
+	// pick up the answers, at most once per followUpGap (a peer that
+	// never answers ARP does not make the agent read every second).
+	followUp := func(kicked int) {
+		if kicked > 0 && !pending && a.d.Now().Sub(lastFollowUp) >= followUpGap {
+			pending, lastFollowUp = true, a.d.Now()
+			soon.Reset(time.Second)
+		}
+	}
+	read := func() {
+		pending = false
+		n := a.read()
+		lastRead = a.d.Now()
+		followUp(n)
+	}
+	read()
+	for {
+		a.lastLoop.Store(a.d.Now().UnixNano())
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			read()
+		case <-soon.C:
+			read()
+		case p := <-peers:
+			a.peers = p
+			followUp(a.startKicks(a.replan()))
+		case c, ok := <-changes:
+			if !ok {
+				err := watcher.Err()
+				if err == nil {
+					err = errors.New("the subscription ended")
+				}
+				a.readError(sourceNetlink, err)
+				changes, watcher, watchDone = nil, nil, nil
+				resub.Reset(backoff)
+				backoff = min(2*backoff, 30*time.Second)
+				continue
+			}
+			a.changes.Inc()
+			a.log.Debug("change", "kind", c.Kind, "netdev", c.Netdev, "ifindex", c.Ifindex, "deleted", c.Deleted)
+			if !pending {
+				pending = true
+				soon.Reset(max(debounce, minEventGap-a.d.Now().Sub(lastRead)))
+			}
+		case <-resub.C:
+			if a.d.Watch == nil {
+				continue
+			}
+			done := make(chan struct{})
+			w, err := a.d.Watch(done)
+			if err != nil {
+				close(done)
+				a.readError(sourceNetlink, err)
+				resub.Reset(backoff)
+				backoff = min(2*backoff, 30*time.Second)
+				continue
+			}
+			watcher, changes, watchDone = w, w.C, done
+			if backoff > time.Second {
+				read() // changes may have been missed while unsubscribed
+			}
+			backoff = time.Second
+		}
+	}
+}
+
+// read reads the host and updates everything that follows from it. It
+// returns how many next hops it asked the kernel to resolve.
+func (a *Agent) read() int {
+	snap, err := a.d.Collect(host.Options{Tool: a.d.Version})
+	var v *host.View
+	if err == nil {
+		v, err = snap.View("")
+	}
+	if err != nil {
+		a.readError(sourceHost, err)
+		st := *a.state.Load()
+		st.lastErr = err.Error()
+		a.state.Store(&st)
+		return 0
+	}
+	a.snap.Store(snap)
+	a.view = v
+	now := a.d.Now()
+	a.lastRead.WithLabelValues(sourceHost).Set(float64(now.UnixNano()) / 1e9)
+	for _, e := range snap.Errors {
+		a.readErrors.WithLabelValues(errorKind(e.Source)).Inc()
+	}
+	rows := gidRows(v)
+	idx := usableIndex(rows)
+	for _, m := range a.gids.update(idx) {
+		a.log.Warn("GID index moved", "device", m.Key.Device, "port", m.Key.Port, "type", m.Key.Type.String(),
+			"family", m.Key.Family, "network", m.Key.Network, "from", m.From, "to", m.To)
+	}
+	flows := make([]*flowSource, len(a.cfg.Flows))
+	for i, f := range a.cfg.Flows {
+		flows[i] = resolveFlow(v, f, rows)
+		a.logFlow(flows[i])
+	}
+	a.flows = flows
+	var rep *counters.Report
+	if snap.Counters != nil {
+		r := counters.Analyze(v.CountersInput(nil, snap.Counters))
+		rep = &r
+	}
+	a.hostC.set(hostMetrics(rows, idx, a.gids, flows, rep, snap.Errors))
+	a.cap.setLocal(v.NS)
+	kicks := a.replan()
+	a.log.Debug("host read", "gid_entries", len(rows), "errors", len(snap.Errors), "neighbours_to_resolve", len(kicks))
+	st := *a.state.Load()
+	st.lastRead, st.lastErr = now, ""
+	a.state.Store(&st)
+	return a.startKicks(kicks)
+}
+
+// startKicks has the kernel resolve next hops in the background; it
+// returns how many.
+func (a *Agent) startKicks(kicks []neighborKick) int {
+	if a.d.Kick == nil || len(kicks) == 0 {
+		return 0
+	}
+	go a.kick(kicks)
+	return len(kicks)
+}
+
+// maxKicks bounds the neighbour resolutions one read starts (one
+// datagram each).
+const maxKicks = 1024
+
+func (a *Agent) kick(ks []neighborKick) {
+	if !a.kicking.CompareAndSwap(false, true) {
+		return // the last read's are still going
+	}
+	defer a.kicking.Store(false)
+	for i, k := range ks {
+		if i == maxKicks {
+			break
+		}
+		a.d.Kick(k.src, k.dst, k.route)
+	}
+}
+
+func (a *Agent) logFlow(fs *flowSource) {
+	key := "flow " + fs.cfg.Name
+	if fs.src == nil {
+		a.logOnce(key, slog.LevelWarn, "flow has no source", "flow", fs.cfg.Name, "err", fs.err)
+		return
+	}
+	verdict := "unknown"
+	if fs.check != nil {
+		verdict = string(fs.check.Verdict)
+	}
+	a.logOnce(key, slog.LevelInfo, "flow source", "flow", fs.cfg.Name, "device", fs.src.Port.Device, "port", fs.src.Port.Port,
+		"gid_index", fs.index, "netdev", fs.netdev(), "verdict", verdict)
+}
+
+// replan applies the peers to the last read of the host: the streams, the
+// sockets, the probe errors of peers no flow reaches. It returns the next
+// hops to resolve.
+func (a *Agent) replan() []neighborKick {
+	if a.view == nil {
+		return nil
+	}
+	_, own := localAddresses(a.view.NS)
+	ownSet := map[netip.Addr]bool{}
+	for _, o := range own {
+		ownSet[o] = true
+	}
+	var probed []Peer
+	names := map[string]bool{}
+	for _, p := range a.peers {
+		if ownSet[p.Addr] {
+			continue
+		}
+		if names[p.Name] { // two addresses under one name: label by address
+			p.Name = p.Addr.String()
+		}
+		names[p.Name] = true
+		probed = append(probed, p)
+	}
+	leftOut := 0
+	if len(probed) > a.cfg.Peers.Max {
+		leftOut = len(probed) - a.cfg.Peers.Max
+		a.logOnce("peers.max", slog.LevelWarn, "more peers than peers.max: some are not probed", "peers", len(probed), "max", a.cfg.Peers.Max)
+		probed = probed[:a.cfg.Peers.Max]
+		names = map[string]bool{}
+		for _, p := range probed {
+			names[p.Name] = true
+		}
+	}
+	p := makePlan(a.view, a.flows, probed, a.sports, a.mesh.targets())
+	a.mesh.sync(p.specs)
+	for name := range a.peerNames {
+		if !names[name] {
+			a.mm.deletePeer(name)
+		}
+	}
+	if len(a.peerNames) != len(names) {
+		a.log.Info("peers", "probed", len(probed), "left_out", leftOut)
+	}
+	a.peerNames = names
+	for _, e := range p.errors {
+		a.mm.probeErrors.WithLabelValues(e.peer.Name, e.reason).Inc()
+	}
+	wires := map[string]bool{}
+	for _, w := range wireNetdevs(a.view.NS) {
+		wires[w] = true
+	}
+	for _, s := range p.specs {
+		if s.tgt.wire != "" {
+			wires[s.tgt.wire] = true
+		}
+	}
+	list := make([]string, 0, len(wires))
+	for w := range wires {
+		list = append(list, w)
+	}
+	sort.Strings(list)
+	a.cap.sync(list)
+	st := *a.state.Load()
+	st.peers, st.leftOut, st.flowPeers = len(probed), leftOut, p.flowPeers
+	a.state.Store(&st)
+	return p.kicks
+}

@@ -1,0 +1,334 @@
+package agent
+
+import (
+	"fmt"
+	"math"
+	"net"
+	"net/netip"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// DefaultListen is the agent's default HTTP address (/metrics, /snapshot,
+// /healthz).
+const DefaultListen = ":9469"
+
+// Config is the agent's configuration: what `roce-probe agent` reads from
+// its flags and its optional file (YAML or JSON, the keys in the yaml
+// tags; docs/agent.md). Default returns the defaults; Validate checks
+// every field.
+type Config struct {
+	// Listen is the HTTP address of /metrics, /snapshot and /healthz.
+	Listen string `yaml:"listen"`
+	// Interval is how often GID tables, QoS/DCB, counters and settings
+	// are read again (also on link and address changes).
+	Interval time.Duration `yaml:"interval"`
+	// ShutdownTimeout bounds how long a stop may take: HTTP requests in
+	// progress are given this long to finish.
+	ShutdownTimeout time.Duration  `yaml:"shutdown_timeout"`
+	Peers           PeersConfig    `yaml:"peers"`
+	Probe           ProbeConfig    `yaml:"probe"`
+	Listener        ListenerConfig `yaml:"listener"`
+	Flows           []FlowConfig   `yaml:"flows"`
+}
+
+// PeersConfig says where the peers come from; the peers are the union of
+// the three sources, without this host's own addresses.
+type PeersConfig struct {
+	// Static lists peers as "ADDRESS" or "NAME=ADDRESS" (NAME becomes the
+	// peer label).
+	Static []string `yaml:"static"`
+	// DNS is a name whose A and AAAA records are the peers (a Kubernetes
+	// headless Service), resolved every DNSInterval.
+	DNS         string        `yaml:"dns"`
+	DNSInterval time.Duration `yaml:"dns_interval"`
+	// File lists peers one per line as Static does ('#' starts a
+	// comment); it is read again every FileInterval and used when its
+	// content changed.
+	File         string        `yaml:"file"`
+	FileInterval time.Duration `yaml:"file_interval"`
+	// Max bounds the peers probed (and the peer label's values); the
+	// rest are left out, said so in the log and counted.
+	Max int `yaml:"max"`
+}
+
+// ProbeConfig sets how often and how long probes go out.
+type ProbeConfig struct {
+	// Rate is the probes per second sent to each peer for each flow.
+	Rate float64 `yaml:"rate"`
+	// Timeout is how long a probe waits for its reply before it is lost.
+	Timeout time.Duration `yaml:"timeout"`
+	// Jitter spreads each interval between probes uniformly by ±Jitter of
+	// it (0.2: 0.8 s to 1.2 s at rate 1), so that agents started together
+	// do not probe in lockstep.
+	Jitter float64 `yaml:"jitter"`
+	// MaxRate bounds the probes per second sent in all; probes over it
+	// are not sent and counted as errors (reason rate_limited).
+	MaxRate float64 `yaml:"max_rate"`
+}
+
+// ListenerConfig sets the probe listener's reply rate limits (the
+// listener of `roce-probe listen`: docs/probe.md).
+type ListenerConfig struct {
+	// Rate is the replies per second to one sender.
+	Rate float64 `yaml:"rate"`
+	// GlobalRate is the replies per second to all senders together.
+	GlobalRate float64 `yaml:"global_rate"`
+}
+
+// FlowConfig is one flow the agent watches and probes with: a source GID
+// and the markings an application would ask for.
+type FlowConfig struct {
+	// Name labels the flow's metrics (flow="...").
+	Name   string       `yaml:"name"`
+	Select SelectConfig `yaml:"select"`
+	// TClass and SL are the address handle's traffic class and service
+	// level (verbs); TOS makes it an rdma_cm flow instead, whose traffic
+	// class and SL come from the ToS. Nil: not given (TClass and SL
+	// default to 0 without TOS).
+	TClass *int `yaml:"tclass"`
+	SL     *int `yaml:"sl"`
+	TOS    *int `yaml:"tos"`
+	// HopLimit is the AH's hop limit (the kernel uses the route's).
+	HopLimit int `yaml:"hop_limit"`
+}
+
+// SelectConfig chooses a flow's source GID: either an entry by device,
+// port and index (GIDIndex set), or a rule — the lowest usable entry of
+// RoCE version RoCE and address family Family, on Netdev and Device/Port
+// when given (the index roce_probe_gid_index reports).
+type SelectConfig struct {
+	RoCE     string `yaml:"roce"`   // "v2" (probes are RoCE v2 frames)
+	Family   string `yaml:"family"` // "ipv4" or "ipv6"
+	Netdev   string `yaml:"netdev"`
+	Device   string `yaml:"device"`
+	Port     int    `yaml:"port"`
+	GIDIndex *int   `yaml:"gid_index"`
+}
+
+// Bounds of the configuration values.
+const (
+	MaxFlows      = 16
+	MaxPeersLimit = 65536
+	maxProbeRate  = 10
+)
+
+// Default returns the default configuration: listen on DefaultListen,
+// read every 15 s, no peers and no flows (the agent then serves the host's
+// GID, QoS and counter metrics and answers probes), one probe per second
+// per peer and flow with a 1 s timeout and ±20 % jitter.
+func Default() Config {
+	return Config{
+		Listen:          DefaultListen,
+		Interval:        15 * time.Second,
+		ShutdownTimeout: 5 * time.Second,
+		Peers:           PeersConfig{DNSInterval: 30 * time.Second, FileInterval: 5 * time.Second, Max: 1024},
+		Probe:           ProbeConfig{Rate: 1, Timeout: time.Second, Jitter: 0.2, MaxRate: 5000},
+		Listener:        ListenerConfig{Rate: 100, GlobalRate: 5000},
+	}
+}
+
+// ConfigError is a configuration value that cannot be used: the field
+// (a path such as flows[1].select.netdev, or a flag), the value as given
+// and what is allowed. File and Line say where when it came from a file.
+type ConfigError struct {
+	File  string
+	Line  int
+	Field string
+	Msg   string
+}
+
+// Error reads "FILE:LINE: FIELD: MSG".
+func (e *ConfigError) Error() string {
+	var b strings.Builder
+	if e.File != "" {
+		b.WriteString(e.File)
+		if e.Line > 0 {
+			b.WriteString(":" + strconv.Itoa(e.Line))
+		}
+		b.WriteString(": ")
+	}
+	if e.Field != "" {
+		b.WriteString(e.Field + ": ")
+	}
+	b.WriteString(e.Msg)
+	return b.String()
+}
+
+func cfgErr(field, format string, args ...any) *ConfigError {
+	return &ConfigError{Field: field, Msg: fmt.Sprintf(format, args...)}
+}
+
+var flowName = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,64}$`)
+
+// Validate checks every field and fills in what follows from others
+// (a selection rule's RoCE version and family). The first problem is
+// returned as a *ConfigError.
+func (c *Config) Validate() error {
+	if err := checkListen(c.Listen); err != nil {
+		return cfgErr("listen", "%q %v", c.Listen, err)
+	}
+	for _, d := range []struct {
+		field    string
+		v        time.Duration
+		min, max time.Duration
+	}{
+		{"interval", c.Interval, time.Second, time.Hour},
+		{"shutdown_timeout", c.ShutdownTimeout, 100 * time.Millisecond, time.Minute},
+		{"peers.dns_interval", c.Peers.DNSInterval, time.Second, time.Hour},
+		{"peers.file_interval", c.Peers.FileInterval, 100 * time.Millisecond, time.Hour},
+		{"probe.timeout", c.Probe.Timeout, time.Millisecond, time.Minute},
+	} {
+		if d.v < d.min || d.v > d.max {
+			return cfgErr(d.field, "%v is out of range: want %v..%v", d.v, d.min, d.max)
+		}
+	}
+	for _, f := range []struct {
+		field    string
+		v        float64
+		min, max float64
+	}{
+		{"probe.rate", c.Probe.Rate, 0.001, maxProbeRate},
+		{"probe.jitter", c.Probe.Jitter, 0, 0.9},
+		{"probe.max_rate", c.Probe.MaxRate, 1, 100000},
+		{"listener.rate", c.Listener.Rate, 0.1, 10000},
+		{"listener.global_rate", c.Listener.GlobalRate, 1, 100000},
+	} {
+		if math.IsNaN(f.v) || f.v > f.max || f.v < f.min {
+			return cfgErr(f.field, "%g is out of range: want %g..%g", f.v, f.min, f.max)
+		}
+	}
+	if c.Peers.Max < 1 || c.Peers.Max > MaxPeersLimit {
+		return cfgErr("peers.max", "%d is out of range: want 1..%d", c.Peers.Max, MaxPeersLimit)
+	}
+	for i, s := range c.Peers.Static {
+		if _, err := ParsePeer(s); err != nil {
+			return cfgErr(fmt.Sprintf("peers.static[%d]", i), "%v", err)
+		}
+	}
+	if c.Peers.DNS != "" {
+		if err := checkDNSName(c.Peers.DNS); err != nil {
+			return cfgErr("peers.dns", "%q %v", c.Peers.DNS, err)
+		}
+	}
+	if strings.ContainsRune(c.Peers.File, 0) {
+		return cfgErr("peers.file", "%q holds a NUL byte: want a path", c.Peers.File)
+	}
+	if len(c.Flows) > MaxFlows {
+		return cfgErr("flows", "%d flows: want at most %d", len(c.Flows), MaxFlows)
+	}
+	names := map[string]int{}
+	for i := range c.Flows {
+		field := fmt.Sprintf("flows[%d]", i)
+		if err := c.Flows[i].validate(field); err != nil {
+			return err
+		}
+		if j, dup := names[c.Flows[i].Name]; dup {
+			return cfgErr(field+".name", "%q is also the name of flows[%d]: want names that differ (they label the metrics)", c.Flows[i].Name, j)
+		}
+		names[c.Flows[i].Name] = i
+	}
+	return nil
+}
+
+func (f *FlowConfig) validate(field string) error {
+	if !flowName.MatchString(f.Name) {
+		return cfgErr(field+".name", "%q: want 1..64 characters of letters, digits, '_', '.', ':' and '-'", f.Name)
+	}
+	s := &f.Select
+	if s.GIDIndex != nil {
+		if s.Device == "" {
+			return cfgErr(field+".select.device", "missing: gid_index names an entry of a device's port: want the RDMA device (mlx5_0, rxe0)")
+		}
+		if *s.GIDIndex < 0 || *s.GIDIndex > 255 {
+			return cfgErr(field+".select.gid_index", "%d is out of range: want 0..255", *s.GIDIndex)
+		}
+		for _, x := range []struct{ k, v string }{{"roce", s.RoCE}, {"family", s.Family}, {"netdev", s.Netdev}} {
+			if x.v != "" {
+				return cfgErr(field+".select."+x.k, "%q given with gid_index: want either device, port and gid_index, or a rule (roce, family, netdev)", x.v)
+			}
+		}
+	} else {
+		switch s.RoCE {
+		case "":
+			s.RoCE = "v2"
+		case "v2":
+		case "v1":
+			return cfgErr(field+".select.roce", "%q: probes are RoCE v2 frames (UDP 4791): want v2", s.RoCE)
+		default:
+			return cfgErr(field+".select.roce", "%q: want v2", s.RoCE)
+		}
+		switch s.Family {
+		case "":
+			s.Family = "ipv4"
+		case "ipv4", "ipv6":
+		default:
+			return cfgErr(field+".select.family", "%q: want ipv4 or ipv6", s.Family)
+		}
+	}
+	if s.Port == 0 {
+		s.Port = 1
+	}
+	if s.Port < 1 || s.Port > 255 {
+		return cfgErr(field+".select.port", "%d is out of range: want 1..255", s.Port)
+	}
+	for _, x := range []struct {
+		k   string
+		v   *int
+		max int
+	}{{"tclass", f.TClass, 255}, {"sl", f.SL, 15}, {"tos", f.TOS, 255}} {
+		if x.v != nil && (*x.v < 0 || *x.v > x.max) {
+			return cfgErr(field+"."+x.k, "%d is out of range: want 0..%d", *x.v, x.max)
+		}
+	}
+	if f.TOS != nil && (f.TClass != nil || f.SL != nil) {
+		return cfgErr(field+".tos", "given with tclass or sl: an rdma_cm flow's traffic class and sl come from its ToS: want tos alone, or tclass and sl")
+	}
+	if f.HopLimit == 0 {
+		f.HopLimit = 64
+	}
+	if f.HopLimit < 1 || f.HopLimit > 255 {
+		return cfgErr(field+".hop_limit", "%d is out of range: want 1..255", f.HopLimit)
+	}
+	return nil
+}
+
+// checkListen accepts HOST:PORT with a numeric port (HOST may be empty:
+// every address).
+func checkListen(s string) error {
+	host, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return fmt.Errorf("is not an address: want HOST:PORT, e.g. %s or 127.0.0.1:9469", DefaultListen)
+	}
+	if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
+		return fmt.Errorf("has port %q: want a number 0..65535", port)
+	}
+	if strings.ContainsAny(host, " /\x00") {
+		return fmt.Errorf("has host %q: want an address or a host name", host)
+	}
+	return nil
+}
+
+// checkDNSName accepts a DNS name (RFC 1123 labels, optional final dot).
+func checkDNSName(s string) error {
+	name := strings.TrimSuffix(s, ".")
+	if name == "" || len(name) > 253 {
+		return fmt.Errorf("is not a DNS name: want 1..253 characters")
+	}
+	if _, err := netip.ParseAddr(name); err == nil {
+		return fmt.Errorf("is an address: want a DNS name whose A/AAAA records are the peers (put addresses under peers.static)")
+	}
+	for _, l := range strings.Split(name, ".") {
+		if l == "" || len(l) > 63 || l[0] == '-' || l[len(l)-1] == '-' {
+			return fmt.Errorf("has label %q: want labels of 1..63 letters, digits and '-', not starting or ending with '-'", l)
+		}
+		for _, r := range l {
+			if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+				return fmt.Errorf("has label %q: want letters, digits and '-'", l)
+			}
+		}
+	}
+	return nil
+}

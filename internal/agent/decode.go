@@ -1,0 +1,263 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// MaxConfigSize bounds a configuration file.
+const MaxConfigSize = 1 << 20
+
+// LoadConfig reads the configuration file path onto c (ParseConfig); keys
+// the file does not give keep c's values.
+func LoadConfig(path string, c *Config) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return &ConfigError{File: path, Msg: fmt.Sprintf("cannot be read: %v", unwrapPath(err))}
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, MaxConfigSize+1))
+	if err != nil {
+		return &ConfigError{File: path, Msg: fmt.Sprintf("cannot be read: %v", unwrapPath(err))}
+	}
+	if len(b) > MaxConfigSize {
+		return &ConfigError{File: path, Msg: fmt.Sprintf("is larger than %d bytes: want a configuration file", MaxConfigSize)}
+	}
+	return ParseConfig(b, path, c)
+}
+
+func unwrapPath(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// ParseConfig decodes a configuration document (YAML, or JSON, which is
+// YAML) onto c, strictly: a key the configuration does not have, a key
+// given twice, a value of the wrong type or a YAML alias is a
+// *ConfigError naming the field, the line, the value and what is allowed.
+// A null value keeps c's value. name is the file's name in messages. It
+// does not validate ranges: call Config.Validate.
+func ParseConfig(data []byte, name string, c *Config) error {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		msg := strings.TrimPrefix(err.Error(), "yaml: ")
+		return &ConfigError{File: name, Msg: "is not YAML or JSON: " + msg}
+	}
+	if doc.Kind == 0 || len(doc.Content) == 0 {
+		return nil // empty: the defaults
+	}
+	d := decoder{file: name}
+	return d.value(doc.Content[0], reflect.ValueOf(c).Elem(), "")
+}
+
+// flowKeys are the keys of ParseFlow: a flow's own keys and its select
+// keys, flat.
+var flowKeys = map[string]bool{"roce": true, "family": true, "netdev": true, "device": true, "port": true, "gid_index": true}
+
+// ParseFlow decodes a flow given on the command line as
+// KEY=VALUE[,KEY=VALUE...]: the keys of a flow in the file (name, tclass,
+// sl, tos, hop_limit) and of its select (roce, family, netdev, device,
+// port, gid_index), flat. Errors name the key. It does not validate
+// ranges (Config.Validate does).
+func ParseFlow(s string) (FlowConfig, error) {
+	var f FlowConfig
+	top := &yaml.Node{Kind: yaml.MappingNode}
+	sel := &yaml.Node{Kind: yaml.MappingNode}
+	for _, kv := range strings.Split(s, ",") {
+		k, v, ok := strings.Cut(kv, "=")
+		k = strings.TrimSpace(k)
+		if !ok || k == "" {
+			return f, &ConfigError{Msg: fmt.Sprintf("%q is not KEY=VALUE: want e.g. name=rdma,netdev=eth0,family=ipv4,tclass=106,sl=3", kv)}
+		}
+		key := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: k}
+		val := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: strings.TrimSpace(v)}
+		if flowKeys[k] {
+			sel.Content = append(sel.Content, key, val)
+		} else {
+			top.Content = append(top.Content, key, val)
+		}
+	}
+	if len(sel.Content) > 0 {
+		top.Content = append(top.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: "select"}, sel)
+	}
+	d := decoder{flat: true}
+	return f, d.value(top, reflect.ValueOf(&f).Elem(), "")
+}
+
+// decoder walks a YAML node tree onto a value, by the yaml tags of its
+// struct fields.
+type decoder struct {
+	file string
+	flat bool // ParseFlow: name keys without the select. prefix
+}
+
+func (d *decoder) fail(n *yaml.Node, field, format string, args ...any) error {
+	return &ConfigError{File: d.file, Line: n.Line, Field: field, Msg: fmt.Sprintf(format, args...)}
+}
+
+var durationType = reflect.TypeOf(time.Duration(0))
+
+func kindName(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.ScalarNode:
+		return fmt.Sprintf("%q", n.Value)
+	}
+	return "something else"
+}
+
+func (d *decoder) value(n *yaml.Node, v reflect.Value, field string) error {
+	if n.Kind == yaml.AliasNode || n.Anchor != "" {
+		return d.fail(n, field, "YAML anchors and aliases are not allowed here: write the value out")
+	}
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+		return nil // null: keep the value
+	}
+	switch {
+	case v.Kind() == reflect.Struct:
+		if n.Kind != yaml.MappingNode {
+			return d.fail(n, field, "is %s: want a mapping of %s", kindName(n), strings.Join(keysOf(v.Type()), ", "))
+		}
+		seen := map[string]bool{}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, val := n.Content[i], n.Content[i+1]
+			if k.Kind != yaml.ScalarNode {
+				return d.fail(k, field, "has a key that is %s: want one of %s", kindName(k), strings.Join(keysOf(v.Type()), ", "))
+			}
+			sub := k.Value
+			if field != "" && !(d.flat && field == "select") {
+				sub = field + "." + k.Value
+			}
+			if seen[k.Value] {
+				return d.fail(k, sub, "given twice: want each key once")
+			}
+			seen[k.Value] = true
+			fv, ok := fieldByTag(v, k.Value)
+			if !ok {
+				where := field
+				if where == "" || (d.flat && field == "select") {
+					where = "the configuration"
+					if d.flat {
+						where = "a flow"
+					}
+				}
+				keys := keysOf(v.Type())
+				if d.flat {
+					keys = flatFlowKeys()
+				}
+				return d.fail(k, "", "unknown key %q in %s: want one of %s", k.Value, where, strings.Join(keys, ", "))
+			}
+			if err := d.value(val, fv, sub); err != nil {
+				return err
+			}
+		}
+		return nil
+	case v.Kind() == reflect.Slice:
+		if n.Kind != yaml.SequenceNode {
+			return d.fail(n, field, "is %s: want a list", kindName(n))
+		}
+		out := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
+		for i, el := range n.Content {
+			if err := d.value(el, out.Index(i), fmt.Sprintf("%s[%d]", field, i)); err != nil {
+				return err
+			}
+		}
+		v.Set(out)
+		return nil
+	case v.Kind() == reflect.Pointer:
+		p := reflect.New(v.Type().Elem())
+		if err := d.value(n, p.Elem(), field); err != nil {
+			return err
+		}
+		v.Set(p)
+		return nil
+	}
+	if n.Kind != yaml.ScalarNode {
+		return d.fail(n, field, "is %s: want %s", kindName(n), want(v.Type()))
+	}
+	s := n.Value
+	switch {
+	case v.Type() == durationType:
+		dur, err := time.ParseDuration(s)
+		if err != nil {
+			return d.fail(n, field, "%q is not a duration: want a number with a unit, e.g. 15s, 500ms, 2m", s)
+		}
+		v.SetInt(int64(dur))
+	case v.Kind() == reflect.String:
+		v.SetString(s)
+	case v.Kind() == reflect.Int:
+		i, err := strconv.Atoi(s)
+		if err != nil {
+			return d.fail(n, field, "%q is not a whole number: want a decimal integer", s)
+		}
+		v.SetInt(int64(i))
+	case v.Kind() == reflect.Float64:
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+			return d.fail(n, field, "%q is not a number: want a decimal number", s)
+		}
+		v.SetFloat(f)
+	default:
+		return d.fail(n, field, "cannot be set") // no such field type in Config
+	}
+	return nil
+}
+
+func want(t reflect.Type) string {
+	switch {
+	case t == durationType:
+		return "a duration such as 15s"
+	case t.Kind() == reflect.String:
+		return "text"
+	case t.Kind() == reflect.Int:
+		return "a whole number"
+	case t.Kind() == reflect.Float64:
+		return "a number"
+	}
+	return "a value"
+}
+
+func fieldByTag(v reflect.Value, key string) (reflect.Value, bool) {
+	t := v.Type()
+	for i := 0; i < t.NumField(); i++ {
+		if tag, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ","); tag == key {
+			return v.Field(i), true
+		}
+	}
+	return reflect.Value{}, false
+}
+
+func keysOf(t reflect.Type) []string {
+	var out []string
+	for i := 0; i < t.NumField(); i++ {
+		if tag, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ","); tag != "" {
+			out = append(out, tag)
+		}
+	}
+	return out
+}
+
+func flatFlowKeys() []string {
+	var out []string
+	for _, k := range keysOf(reflect.TypeOf(FlowConfig{})) {
+		if k != "select" {
+			out = append(out, k)
+		}
+	}
+	return append(out, keysOf(reflect.TypeOf(SelectConfig{}))...)
+}

@@ -1,0 +1,37 @@
+package agent
+
+import (
+	"log/slog"
+	"net"
+	"net/netip"
+	"time"
+
+	"github.com/roce-probe/roce-probe/internal/host"
+	"github.com/roce-probe/roce-probe/internal/probe"
+	"github.com/roce-probe/roce-probe/vlan"
+)
+
+// DefaultDeps are the live host's: host.Collect and host.Watch of the
+// agent's own network namespace, probe.Open sockets (CAP_NET_RAW),
+// host.SolicitNeighbor, the system's DNS resolver.
+func DefaultDeps(version string, log *slog.Logger) Deps {
+	return Deps{
+		Version: version,
+		Log:     log,
+		Collect: host.Collect,
+		Watch:   func(done <-chan struct{}) (*host.Watcher, error) { return host.Watch("", done) },
+		Open: func(netdev string) (Port, error) {
+			c, err := probe.Open(netdev, probe.Incoming)
+			if err != nil {
+				return nil, err
+			}
+			return c, nil
+		},
+		CheckRaw: func() error { return probe.CheckRawSocket("any netdev") },
+		Kick: func(src, dst netip.Addr, rr vlan.RouteResult) {
+			host.SolicitNeighbor(src, dst, rr) // the next read sees the answer
+		},
+		Resolver: net.DefaultResolver,
+		Now:      time.Now,
+	}
+}

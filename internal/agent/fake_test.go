@@ -1,0 +1,527 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/netip"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/roce-probe/roce-probe/internal/host"
+	"github.com/roce-probe/roce-probe/internal/probe"
+	"github.com/roce-probe/roce-probe/vlan"
+)
+
+// The in-process tests run the agent against a fake host (a snapshot
+// built here: one veth-like netdev eth0 with 10.9.0.1/24, no RDMA device,
+// so the view predicts Soft-RoCE's table) and a fake fabric: simulated
+// peers, each with its own probe.Responder and MAC, that answer the
+// agent's probes through the real frame builder and parser, and can
+// probe the agent. Faults: a peer that stops answering, a path that
+// rewrites DSCP, a netdev that disappears, a Collect that fails.
+
+const (
+	agentMAC = "02:00:00:09:00:01"
+	agentIP  = "10.9.0.1"
+)
+
+func mac(s string) net.HardwareAddr {
+	m, err := net.ParseMAC(s)
+	if err != nil {
+		panic(err)
+	}
+	return m
+}
+
+// peerAddr is the address of simulated peer i (1-based): 10.9.x.y.
+func peerAddr(i int) netip.Addr {
+	return netip.AddrFrom4([4]byte{10, 9, byte((i + 1) >> 8), byte((i + 1) & 0xff)})
+}
+
+func peerMAC(i int) net.HardwareAddr {
+	return net.HardwareAddr{0x02, 0, 0, 0x0a, byte(i >> 8), byte(i)}
+}
+
+// fakeHost builds the snapshots Collect returns.
+type fakeHost struct {
+	mu        sync.Mutex
+	peers     int  // neighbours 1..peers are in the table
+	netdevOff bool // eth0 removed
+	failNext  int  // Collect fails this many more times
+	collects  atomic.Int64
+	prefix    int // the /prefix of eth0's address
+}
+
+func (h *fakeHost) collect(host.Options) (*host.Snapshot, error) {
+	h.collects.Add(1)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.failNext > 0 {
+		h.failNext--
+		return nil, errors.New("injected: reading sysfs failed")
+	}
+	prefix := h.prefix
+	if prefix == 0 {
+		prefix = 16
+	}
+	ttl := 64
+	ns := &vlan.Namespace{Sysctls: vlan.Sysctls{IPv4DefaultTTL: &ttl}}
+	ns.Links = append(ns.Links, vlan.Link{Name: "lo", Index: 1, Kind: vlan.KindLoopback, MTU: 65536, OperState: "unknown",
+		Addrs: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/8")}})
+	local := netip.MustParseAddr(agentIP)
+	ns.Routes = append(ns.Routes, vlan.Route{Table: vlan.TableLocal, Type: vlan.RouteLocal, Dst: netip.MustParsePrefix("127.0.0.1/32"), Dev: "lo", Ifindex: 1})
+	if !h.netdevOff {
+		ns.Links = append(ns.Links, vlan.Link{Name: "eth0", Index: 2, Kind: vlan.KindVeth, MAC: vlan.MAC(mac(agentMAC)), MTU: 1500,
+			OperState: "up", Ether: true, Addrs: []netip.Prefix{netip.PrefixFrom(local, prefix)}})
+		ns.Routes = append(ns.Routes,
+			vlan.Route{Table: vlan.TableLocal, Type: vlan.RouteLocal, Dst: netip.PrefixFrom(local, 32), Dev: "eth0", Ifindex: 2, PrefSrc: local},
+			vlan.Route{Table: vlan.TableMain, Type: vlan.RouteUnicast, Dst: netip.PrefixFrom(local, prefix).Masked(), Dev: "eth0", Ifindex: 2, PrefSrc: local})
+		for i := 1; i <= h.peers; i++ {
+			ns.Neighbors = append(ns.Neighbors, vlan.Neighbor{IP: peerAddr(i), Dev: "eth0", Ifindex: 2, MAC: vlan.MAC(peerMAC(i)), State: vlan.NUDReachable})
+		}
+	}
+	ns.Freeze()
+	return &host.Snapshot{Tool: "test", Hostname: "agent-test", Kernel: "test", Time: time.Now().UTC(),
+		RDMA: &host.RDMA{Devices: []host.Device{}}, Namespaces: []*vlan.Namespace{ns}, DCB: []host.DCB{}}, nil
+}
+
+func (h *fakeHost) set(f func(h *fakeHost)) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	f(h)
+}
+
+// simPeer is one simulated peer: a listener, and what its path does.
+type simPeer struct {
+	addr netip.Addr
+	mac  net.HardwareAddr
+	resp *probe.Responder
+	down atomic.Bool   // answers nothing
+	dscp atomic.Int32  // >= 0: the path rewrites DSCP to this value
+	got  atomic.Int64  // probes it received
+	prob *probe.Prober // its own probes to the agent (probeAgent)
+	pmu  sync.Mutex
+}
+
+// fakeNet is the fabric behind the agent's one netdev, eth0.
+type fakeNet struct {
+	mu    sync.Mutex
+	peers map[netip.Addr]*simPeer
+	ports map[*fakePort]bool
+	opens atomic.Int64
+	fail  atomic.Bool // Open fails
+}
+
+func newFakeNet() *fakeNet {
+	return &fakeNet{peers: map[netip.Addr]*simPeer{}, ports: map[*fakePort]bool{}}
+}
+
+func (n *fakeNet) addPeers(t testing.TB, count int) []*simPeer {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var out []*simPeer
+	for i := 1; i <= count; i++ {
+		a := peerAddr(i)
+		if p := n.peers[a]; p != nil {
+			out = append(out, p)
+			continue
+		}
+		r, err := probe.NewResponder(probe.ResponderConfig{LocalMACs: []net.HardwareAddr{peerMAC(i)}, LocalAddrs: []netip.Addr{a},
+			Rate: probe.RateConfig{Rate: 1000, Burst: 100, GlobalRate: 100000, GlobalBurst: 10000}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := &simPeer{addr: a, mac: peerMAC(i), resp: r}
+		p.dscp.Store(-1)
+		n.peers[a] = p
+		out = append(out, p)
+	}
+	return out
+}
+
+func (n *fakeNet) open(netdev string) (Port, error) {
+	if n.fail.Load() {
+		return nil, errors.New("injected: socket() failed")
+	}
+	n.opens.Add(1)
+	p := &fakePort{name: netdev, net: n, in: make(chan []byte, 4096), closed: make(chan struct{})}
+	n.mu.Lock()
+	n.ports[p] = true
+	n.mu.Unlock()
+	return p, nil
+}
+
+// deliver puts a frame on every open port of the agent (its one wire).
+func (n *fakeNet) deliver(frame []byte) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for p := range n.ports {
+		select {
+		case p.in <- frame:
+		default: // a full ring drops frames, as the kernel's does
+		}
+	}
+}
+
+// breakPorts makes every open port's next Read fail, as a socket on a
+// netdev that went away does.
+func (n *fakeNet) breakPorts() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for p := range n.ports {
+		p.broken.Store(true)
+	}
+}
+
+func (n *fakeNet) openPorts() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return len(n.ports)
+}
+
+type fakePort struct {
+	name   string
+	net    *fakeNet
+	in     chan []byte
+	closed chan struct{}
+	once   sync.Once
+	broken atomic.Bool
+}
+
+var errFakeClosed = errors.New("fake port closed")
+
+func (p *fakePort) Read() ([]byte, time.Time, error) {
+	if p.broken.Load() {
+		return nil, time.Time{}, errors.New("injected: recvfrom: no such device")
+	}
+	t := time.NewTimer(20 * time.Millisecond)
+	defer t.Stop()
+	select {
+	case f := <-p.in:
+		return f, time.Now(), nil
+	case <-p.closed:
+		return nil, time.Time{}, errFakeClosed
+	case <-t.C:
+		return nil, time.Time{}, nil
+	}
+}
+
+// Write takes a frame the agent sends: a probe to a simulated peer (its
+// path may rewrite it, its listener answers), or the agent's reply to a
+// simulated peer's probe.
+func (p *fakePort) Write(frame []byte) error {
+	select {
+	case <-p.closed:
+		return errFakeClosed
+	default:
+	}
+	f, err := probe.ParseFrame(frame)
+	if err != nil {
+		return fmt.Errorf("fake wire: the agent sent a frame that does not parse: %v", err)
+	}
+	p.net.mu.Lock()
+	peer := p.net.peers[f.Dst]
+	p.net.mu.Unlock()
+	if peer == nil {
+		return nil // nobody there
+	}
+	pl, err := probe.ParsePayload(f.Payload)
+	if err != nil {
+		return fmt.Errorf("fake wire: bad payload: %v", err)
+	}
+	if pl.Kind == probe.KindReply {
+		peer.pmu.Lock()
+		if peer.prob != nil {
+			peer.prob.Match(frame, time.Now())
+		}
+		peer.pmu.Unlock()
+		return nil
+	}
+	peer.got.Add(1)
+	if peer.down.Load() {
+		return nil
+	}
+	if d := peer.dscp.Load(); d >= 0 {
+		f.DSCP = uint8(d)
+		if frame, err = f.Build(); err != nil {
+			return err
+		}
+	}
+	reply, _ := peer.resp.Handle(frame)
+	if reply != nil {
+		p.net.deliver(reply)
+	}
+	return nil
+}
+
+func (p *fakePort) Close() error {
+	p.once.Do(func() {
+		close(p.closed)
+		p.net.mu.Lock()
+		delete(p.net.ports, p)
+		p.net.mu.Unlock()
+	})
+	return nil
+}
+
+// probeAgent makes peer send one probe to the agent.
+func (n *fakeNet) probeAgent(t testing.TB, peer *simPeer) {
+	peer.pmu.Lock()
+	if peer.prob == nil {
+		pr, err := probe.NewProber(probe.Frame{SrcMAC: peer.mac, DstMAC: mac(agentMAC), Src: peer.addr, Dst: netip.MustParseAddr(agentIP)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		peer.prob = pr
+	}
+	frame, seq, err := peer.prob.Next(probe.Markings{DSCP: 26, ECN: probe.ECNECT0, TTL: 64, Sport: 0xc000}, time.Now())
+	peer.prob.Release(seq) // the tests count the agent's answers, not these
+	peer.pmu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.deliver(frame)
+}
+
+// fakeResolver answers peers.dns from a list the test sets, or fails.
+type fakeResolver struct {
+	mu    sync.Mutex
+	addrs []netip.Addr
+	err   error
+	calls atomic.Int64
+}
+
+func (r *fakeResolver) LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error) {
+	r.calls.Add(1)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.err != nil {
+		return nil, r.err
+	}
+	return append([]netip.Addr(nil), r.addrs...), nil
+}
+
+func (r *fakeResolver) set(addrs []netip.Addr, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.addrs, r.err = addrs, err
+}
+
+// fakeWatch delivers changes the test sends.
+type fakeWatch struct {
+	mu   sync.Mutex
+	ch   chan host.Change
+	subs atomic.Int64
+	fail atomic.Bool
+}
+
+func (w *fakeWatch) watch(done <-chan struct{}) (*host.Watcher, error) {
+	if w.fail.Load() {
+		return nil, errors.New("injected: netlink subscription failed")
+	}
+	w.subs.Add(1)
+	ch := make(chan host.Change, 16)
+	w.mu.Lock()
+	w.ch = ch
+	w.mu.Unlock()
+	go func() {
+		<-done
+		w.mu.Lock()
+		if w.ch == ch {
+			w.ch = nil
+		}
+		close(ch)
+		w.mu.Unlock()
+	}()
+	return &host.Watcher{C: ch}, nil
+}
+
+// send delivers a change (dropped when the subscription's buffer is full,
+// as host.Watch drops).
+func (w *fakeWatch) send(c host.Change) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.ch != nil {
+		select {
+		case w.ch <- c:
+		default:
+		}
+	}
+}
+
+// end ends the current subscription as a kernel error would.
+func (w *fakeWatch) end() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.ch != nil {
+		close(w.ch)
+		w.ch = nil
+	}
+}
+
+// testAgent is an agent on the fake host and fabric, serving on loopback.
+type testAgent struct {
+	*Agent
+	host   *fakeHost
+	net    *fakeNet
+	res    *fakeResolver
+	watch  *fakeWatch
+	url    string
+	cancel context.CancelFunc
+	done   chan error
+	logs   *syncBuf
+}
+
+type syncBuf struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// testConfig is a configuration for the fake host: one flow from eth0's
+// predicted RoCE v2 IPv4 GID with traffic class 106, fast probes.
+func testConfig() Config {
+	c := Default()
+	c.Listen = "127.0.0.1:0"
+	c.Interval = time.Second
+	c.ShutdownTimeout = 2 * time.Second
+	c.Probe.Rate = 10
+	c.Probe.Timeout = 300 * time.Millisecond
+	tc, sl := 106, 3
+	c.Flows = []FlowConfig{{Name: "rdma", Select: SelectConfig{Netdev: "eth0"}, TClass: &tc, SL: &sl}}
+	return c
+}
+
+// startAgent runs an agent with cfg on fakes until the test ends.
+func startAgent(t testing.TB, cfg Config, h *fakeHost, n *fakeNet, edit ...func(*Deps)) *testAgent {
+	t.Helper()
+	ta := &testAgent{host: h, net: n, res: &fakeResolver{}, watch: &fakeWatch{}, logs: &syncBuf{}, done: make(chan error, 1)}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := Deps{Version: "test", Log: slog.New(slog.NewTextHandler(ta.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Collect: h.collect, Watch: ta.watch.watch, Open: n.open, Resolver: ta.res, Listener: ln}
+	for _, e := range edit {
+		e(&d)
+	}
+	a, err := New(cfg, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ta.Agent, ta.url = a, "http://"+ln.Addr().String()
+	ctx, cancel := context.WithCancel(context.Background())
+	ta.cancel = cancel
+	go func() { ta.done <- a.Run(ctx) }()
+	t.Cleanup(func() { ta.stop(t) })
+	return ta
+}
+
+// stop stops the agent and waits for Run to return (at most 10 s).
+func (ta *testAgent) stop(t testing.TB) {
+	t.Helper()
+	if ta.cancel == nil {
+		return
+	}
+	ta.cancel()
+	ta.cancel = nil
+	select {
+	case err := <-ta.done:
+		if err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Errorf("Run did not return within 10s of the stop")
+	}
+}
+
+// gather returns the agent's metrics by family name.
+func gather(t testing.TB, reg *prometheus.Registry) map[string]*dto.MetricFamily {
+	t.Helper()
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatalf("gather: %v", err)
+	}
+	out := map[string]*dto.MetricFamily{}
+	for _, f := range fams {
+		out[f.GetName()] = f
+	}
+	return out
+}
+
+// value is the value of the series of family name whose labels include
+// want (label=value pairs); ok false when there is none.
+func value(fams map[string]*dto.MetricFamily, name string, want ...string) (float64, bool) {
+	f := fams[name]
+	if f == nil {
+		return 0, false
+	}
+	for _, m := range f.GetMetric() {
+		if !hasLabels(m, want) {
+			continue
+		}
+		switch {
+		case m.Counter != nil:
+			return m.Counter.GetValue(), true
+		case m.Gauge != nil:
+			return m.Gauge.GetValue(), true
+		case m.Histogram != nil:
+			return float64(m.Histogram.GetSampleCount()), true
+		case m.Untyped != nil:
+			return m.Untyped.GetValue(), true
+		}
+	}
+	return 0, false
+}
+
+func hasLabels(m *dto.Metric, want []string) bool {
+	for i := 0; i+1 < len(want); i += 2 {
+		found := false
+		for _, l := range m.GetLabel() {
+			if l.GetName() == want[i] && l.GetValue() == want[i+1] {
+				found = true
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+// eventually polls cond every 20 ms for up to d.
+func eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v", what, d)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+var _ = io.Discard
+
+func mustAddr(s string) netip.Addr { return netip.MustParseAddr(s) }

@@ -1,0 +1,334 @@
+package agent
+
+import (
+	"fmt"
+	"net/netip"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/roce-probe/roce-probe/gid"
+	"github.com/roce-probe/roce-probe/internal/counters"
+	"github.com/roce-probe/roce-probe/internal/host"
+	"github.com/roce-probe/roce-probe/qos"
+)
+
+// gidRow is one used GID table entry as roce_probe_gid_info shows it.
+type gidRow struct {
+	Device  string
+	Port    int
+	Index   int
+	GID     string
+	Type    gid.Type
+	Family  string // "ipv4" or "ipv6"
+	Netdev  string
+	VLAN    string // outermost tag's ID, "" when untagged
+	Network string // the netdev address's prefix, "link-local", or "" when no netdev has the address
+	Usable  bool   // a workload can send with it: not link-local, netdev up and in this namespace, not stale
+}
+
+// gidKey is what roce_probe_gid_index is per: the entries a workload
+// chooses among for one network.
+type gidKey struct {
+	Device  string
+	Port    int
+	Type    gid.Type
+	Family  string
+	Network string
+}
+
+func familyOf(a netip.Addr) string {
+	if a.Is4() {
+		return "ipv4"
+	}
+	return "ipv6"
+}
+
+// netdevUp: operstate up, or unknown (drivers that do not report it).
+func netdevUp(state string) bool { return state == "up" || state == "unknown" }
+
+// gidRows lists the used entries of every port of the view.
+func gidRows(v *host.View) []gidRow {
+	var rows []gidRow
+	for _, p := range v.Ports {
+		stale := v.Stale(p)
+		for _, e := range p.Entries {
+			if e.Empty || !e.IP.IsValid() {
+				continue
+			}
+			r := gidRow{Device: p.Device, Port: p.Port, Index: e.Index, GID: e.GID.String(), Type: e.Type,
+				Family: familyOf(e.IP), Netdev: e.Netdev}
+			if e.VLAN != nil {
+				r.VLAN = strconv.Itoa(int(*e.VLAN))
+			}
+			if e.Kind.LinkLocal() {
+				r.Network = "link-local"
+			} else if l, ok := v.NS.ByName(e.Netdev); ok && e.Netns != gid.NetnsOther {
+				for _, a := range l.Addrs {
+					if a.Addr().Unmap() == e.IP {
+						r.Network = a.Masked().String()
+						break
+					}
+				}
+			}
+			_, isStale := stale[e.Index]
+			r.Usable = !e.Kind.LinkLocal() && e.Netdev != "" && e.Netns != gid.NetnsOther && e.Netns != "" &&
+				netdevUp(e.State) && !isStale && r.Network != ""
+			rows = append(rows, r)
+		}
+	}
+	return rows
+}
+
+// usableIndex returns the lowest usable index of every (device, port,
+// type, family, network).
+func usableIndex(rows []gidRow) map[gidKey]int {
+	out := map[gidKey]int{}
+	for _, r := range rows {
+		if !r.Usable {
+			continue
+		}
+		k := gidKey{r.Device, r.Port, r.Type, r.Family, r.Network}
+		if i, ok := out[k]; !ok || r.Index < i {
+			out[k] = r.Index
+		}
+	}
+	return out
+}
+
+// gidMove is an entry of a (type, family, network) that moved to another
+// index since an earlier read.
+type gidMove struct {
+	Key      gidKey
+	From, To int
+}
+
+// gidTracker remembers the last index seen for each gidKey (also while
+// the entry is absent, so a table that re-registers after a port flap
+// counts the move) and counts the moves per port.
+type gidTracker struct {
+	last  map[gidKey]int
+	moves map[[2]string]uint64 // (device, port) → moves
+}
+
+func newGIDTracker() *gidTracker {
+	return &gidTracker{last: map[gidKey]int{}, moves: map[[2]string]uint64{}}
+}
+
+// update records the indexes of one read and returns the moves.
+func (t *gidTracker) update(idx map[gidKey]int) []gidMove {
+	var out []gidMove
+	for k, i := range idx {
+		if prev, ok := t.last[k]; ok && prev != i {
+			out = append(out, gidMove{Key: k, From: prev, To: i})
+			t.moves[[2]string{k.Device, strconv.Itoa(k.Port)}]++
+		}
+		t.last[k] = i
+	}
+	sort.Slice(out, func(a, b int) bool { return fmt.Sprint(out[a].Key) < fmt.Sprint(out[b].Key) })
+	return out
+}
+
+// flowSource is a flow resolved against one read of the host: the GID
+// entry it sends from, the AH parameters, and its check.
+type flowSource struct {
+	cfg    FlowConfig
+	src    *host.Source // nil when the select finds no usable entry
+	err    error        // why src is nil
+	index  int
+	tclass uint8
+	sl     uint8
+	path   qos.Path
+	check  *qos.Result // nil when src is nil or the check failed
+}
+
+// resolveFlow finds the flow's source entry (its select) in the view and
+// checks the flow as `roce-probe check` does.
+func resolveFlow(v *host.View, f FlowConfig, rows []gidRow) *flowSource {
+	fs := &flowSource{cfg: f, index: -1}
+	s := f.Select
+	dev, port, index := s.Device, s.Port, -1
+	if s.GIDIndex != nil {
+		index = *s.GIDIndex
+	} else {
+		for _, r := range rows {
+			if !r.Usable || r.Type != gid.TypeRoCEv2 || r.Family != s.Family ||
+				(s.Netdev != "" && r.Netdev != s.Netdev) || (s.Device != "" && (r.Device != s.Device || r.Port != s.Port)) {
+				continue
+			}
+			if index < 0 || r.Device < dev || (r.Device == dev && (r.Port < port || (r.Port == port && r.Index < index))) {
+				dev, port, index = r.Device, r.Port, r.Index
+			}
+		}
+		if index < 0 {
+			fs.err = fmt.Errorf("no usable RoCE v2 %s GID%s", s.Family, selectWhere(s))
+			return fs
+		}
+	}
+	src, err := v.Source(dev, port, index)
+	if err != nil {
+		fs.err = err
+		return fs
+	}
+	if src.Entry.Type != gid.TypeRoCEv2 {
+		fs.err = fmt.Errorf("GID index %d of %s port %d is a %s GID: want RoCE v2 (probes are RoCE v2 frames)", index, dev, port, src.Entry.Type)
+		return fs
+	}
+	fs.src, fs.index = src, index
+	flow := qos.Flow{Device: dev, Port: port, GIDIndex: index, GIDType: src.Entry.Type, Driver: src.Driver.Driver,
+		Link: qos.LinkOf(src.Desc), DCB: src.DCB, TCOverride: v.Snap.Settings.TCOverrideOf(dev, port)}
+	if f.TOS != nil {
+		tos := uint8(*f.TOS)
+		flow.RDMACM, flow.TOS = true, tos
+		fs.tclass, fs.sl, fs.path = tos, qos.TOSToSL(flow.Link, tos), qos.PathConnectedQP
+	} else {
+		if f.TClass != nil {
+			fs.tclass = uint8(*f.TClass)
+		}
+		if f.SL != nil {
+			fs.sl = uint8(*f.SL)
+		}
+		flow.TrafficClass, flow.SL = fs.tclass, fs.sl
+	}
+	if r, err := qos.Check(flow); err == nil {
+		fs.check = &r
+	}
+	return fs
+}
+
+func selectWhere(s SelectConfig) string {
+	var w []string
+	if s.Netdev != "" {
+		w = append(w, "on "+s.Netdev)
+	}
+	if s.Device != "" {
+		w = append(w, fmt.Sprintf("of %s port %d", s.Device, s.Port))
+	}
+	if len(w) == 0 {
+		return ""
+	}
+	return " " + strings.Join(w, " ")
+}
+
+// netdev is the flow's source netdev ("" when unresolved).
+func (fs *flowSource) netdev() string {
+	if fs.src == nil {
+		return ""
+	}
+	return fs.src.Entry.Netdev
+}
+
+// hostMetrics builds the metrics of one read: GID entries and indexes,
+// index moves, flows, counters.
+func hostMetrics(rows []gidRow, idx map[gidKey]int, t *gidTracker, flows []*flowSource, rep *counters.Report, snapErrs []host.SourceError) []prometheus.Metric {
+	var ms []prometheus.Metric
+	gauge := func(d *prometheus.Desc, v float64, l ...string) {
+		ms = append(ms, prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, l...))
+	}
+	counter := func(d *prometheus.Desc, v float64, l ...string) {
+		ms = append(ms, prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, l...))
+	}
+	for _, r := range rows {
+		gauge(descGIDInfo, 1, r.Device, strconv.Itoa(r.Port), strconv.Itoa(r.Index), r.GID, r.Type.String(), r.Family, r.Netdev, r.VLAN, r.Network)
+	}
+	for k, i := range idx {
+		gauge(descGIDIndex, float64(i), k.Device, strconv.Itoa(k.Port), k.Type.String(), k.Family, k.Network)
+	}
+	// Every port of the tables has the counter, 0 until an entry moves.
+	ports := map[[2]string]bool{}
+	for _, r := range rows {
+		ports[[2]string{r.Device, strconv.Itoa(r.Port)}] = true
+	}
+	for p := range t.moves {
+		ports[p] = true
+	}
+	for p := range ports {
+		counter(descGIDIndexChanges, float64(t.moves[p]), p[0], p[1])
+	}
+	for _, f := range flows {
+		verdict := qos.Unknown
+		if f.check != nil {
+			verdict = f.check.Verdict
+			gauge(descFlowWarnings, float64(len(f.check.Warnings)), f.cfg.Name)
+		}
+		for _, v := range []qos.Verdict{qos.Lossless, qos.Lossy, qos.Unknown} {
+			val := 0.0
+			if v == verdict {
+				val = 1
+			}
+			gauge(descFlowVerdict, val, f.cfg.Name, string(v))
+		}
+		if f.src != nil {
+			gauge(descFlowSource, 1, f.cfg.Name, f.src.Port.Device, strconv.Itoa(f.src.Port.Port), strconv.Itoa(f.index), f.netdev())
+		}
+	}
+	if rep != nil {
+		ms = append(ms, counterMetrics(rep)...)
+	}
+	kinds := map[string]int{}
+	for _, e := range snapErrs {
+		kinds[errorKind(e.Source)]++
+	}
+	for k, n := range kinds {
+		gauge(descSnapshotErrors, float64(n), k)
+	}
+	return ms
+}
+
+// errorKind is the first word of a snapshot error's source ("dcb eth0" →
+// "dcb"), so the label has few values.
+func errorKind(source string) string {
+	k, _, _ := strings.Cut(source, " ")
+	return k
+}
+
+// counterMetrics are the RDMA and per-priority counters of one sample:
+// only the counters the driver has (absent, never 0).
+func counterMetrics(rep *counters.Report) []prometheus.Metric {
+	var ms []prometheus.Metric
+	add := func(d *prometheus.Desc, v float64, l ...string) {
+		ms = append(ms, prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, l...))
+	}
+	for _, p := range rep.Ports {
+		port := strconv.Itoa(p.Port)
+		for name, v := range p.Counters {
+			meaning := ""
+			if v.Meaning != nil {
+				meaning = *v.Meaning
+			}
+			add(descRDMACounter, float64(v.Value), p.Device, port, name, meaning)
+		}
+	}
+	type pc struct {
+		d     *prometheus.Desc
+		c     counters.PrioCounter
+		label string
+		scale float64
+	}
+	table := []pc{
+		{descPrioPackets, counters.PrioRxPackets, "rx", 1}, {descPrioPackets, counters.PrioTxPackets, "tx", 1},
+		{descPrioBytes, counters.PrioRxBytes, "rx", 1}, {descPrioBytes, counters.PrioTxBytes, "tx", 1},
+		{descPrioPauseFrames, counters.PrioRxPause, "rx", 1}, {descPrioPauseFrames, counters.PrioTxPause, "tx", 1},
+		{descPrioPauseSeconds, counters.PrioRxPauseDuration, "rx", 1e-6}, {descPrioPauseSeconds, counters.PrioTxPauseDuration, "tx", 1e-6},
+		{descPrioDiscards, counters.PrioRxDiscards, "discard", 1}, {descPrioDiscards, counters.PrioRxBufDiscard, "buffer", 1},
+		{descPrioDiscards, counters.PrioRxCongDiscard, "congestion", 1},
+	}
+	for _, pr := range rep.Priorities {
+		prio := strconv.Itoa(int(pr.Prio))
+		for _, x := range table {
+			if v := pr.Values[x.c]; v != nil {
+				add(x.d, float64(v.Value)*x.scale, pr.Netdev, prio, x.label)
+			}
+		}
+		// DCB's PFC frame counters where the driver counts no pause frames.
+		if pr.Values[counters.PrioRxPause] == nil && pr.PFCIndications != nil {
+			add(descPrioPauseFrames, float64(pr.PFCIndications.Value), pr.Netdev, prio, "rx")
+		}
+		if pr.Values[counters.PrioTxPause] == nil && pr.PFCRequests != nil {
+			add(descPrioPauseFrames, float64(pr.PFCRequests.Value), pr.Netdev, prio, "tx")
+		}
+	}
+	return ms
+}

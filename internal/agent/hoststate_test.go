@@ -1,0 +1,231 @@
+package agent
+
+import (
+	"encoding/json"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/roce-probe/roce-probe/internal/host"
+)
+
+const hostTestdata = "../host/testdata/"
+
+// fixtureCollect returns the snapshot fixtures in turn (the last one
+// again and again).
+type fixtureCollect struct {
+	mu    sync.Mutex
+	names []string
+	n     int
+}
+
+func (f *fixtureCollect) collect(host.Options) (*host.Snapshot, error) {
+	f.mu.Lock()
+	name := f.names[min(f.n, len(f.names)-1)]
+	f.n++
+	f.mu.Unlock()
+	return host.Load(hostTestdata + name + ".json")
+}
+
+func startFixtureAgent(t *testing.T, cfg Config, names ...string) (*testAgent, *fixtureCollect) {
+	fc := &fixtureCollect{names: names}
+	ta := startAgent(t, cfg, &fakeHost{}, newFakeNet(), func(d *Deps) { d.Collect = fc.collect })
+	return ta, fc
+}
+
+// The GID metrics of the mlx5 fixture (internal/host/testdata/README.md):
+// every used entry, and per (type, family, network) the lowest usable
+// index — mv0's 10.100.0.20 (index 9) shares 10.100.0.0/24 with
+// enp1s0f0.100's index 5, link-local entries have no index, and port 2
+// (enp1s0f1 down, link-local only) none at all.
+func TestGIDMetricsMLX5(t *testing.T) {
+	cfg := testConfig()
+	cfg.Flows = nil
+	ta, _ := startFixtureAgent(t, cfg, "mlx5-dscp")
+	eventually(t, 5*time.Second, "first read", func() bool { _, ok := value(gather(t, ta.Registry()), metricGIDIndex); return ok })
+	f := gather(t, ta.Registry())
+	for _, w := range []struct {
+		typ, family, network string
+		index                float64
+	}{
+		{"RoCE v2", "ipv4", "192.168.1.0/24", 3}, {"RoCE v1", "ipv4", "192.168.1.0/24", 2},
+		{"RoCE v2", "ipv4", "10.100.0.0/24", 5}, {"RoCE v1", "ipv4", "10.100.0.0/24", 4},
+		{"RoCE v2", "ipv6", "fd00:100::/64", 11}, {"RoCE v1", "ipv6", "fd00:100::/64", 10},
+	} {
+		if v, ok := value(f, metricGIDIndex, "device", "mlx5_0", "port", "1", "type", w.typ, "family", w.family, "network", w.network); !ok || v != w.index {
+			t.Errorf("gid_index %s %s %s = %v (%v), want %v", w.typ, w.family, w.network, v, ok, w.index)
+		}
+	}
+	if n := len(f[metricGIDIndex].GetMetric()); n != 6 {
+		t.Errorf("%d gid_index series, want 6 (no link-local, nothing for port 2)", n)
+	}
+	if n := len(f[metricGIDInfo].GetMetric()); n != 16 {
+		t.Errorf("%d gid_info series, want the 16 used entries", n)
+	}
+	if _, ok := value(f, metricGIDInfo, "device", "mlx5_0", "port", "1", "index", "5", "gid", "::ffff:10.100.0.10", "type", "RoCE v2",
+		"family", "ipv4", "netdev", "enp1s0f0.100", "vlan", "100", "network", "10.100.0.0/24"); !ok {
+		t.Error("gid_info of index 5 missing or wrong")
+	}
+	if _, ok := value(f, metricGIDInfo, "index", "1", "netdev", "enp1s0f0", "vlan", "", "network", "link-local"); !ok {
+		t.Error("gid_info of the link-local index 1 missing or wrong")
+	}
+}
+
+// A table that re-registers an address at another index (rxe-churned:
+// 10.0.0.1 went from index 1 to 13, README.md) is a move: counted on the
+// port and logged; 10.0.0.5 at 14, an address no netdev has, is stale and
+// never the index.
+func TestGIDIndexMove(t *testing.T) {
+	cfg := testConfig()
+	cfg.Flows = nil
+	ta, fc := startFixtureAgent(t, cfg, "rxe", "rxe-churned")
+	key := []string{"device", "rxe0", "port", "1", "type", "RoCE v2", "family", "ipv4", "network", "10.0.0.0/24"}
+	eventually(t, 5*time.Second, "first read", func() bool { v, ok := value(gather(t, ta.Registry()), metricGIDIndex, key...); return ok && v == 1 })
+	eventually(t, 5*time.Second, "the churned table read", func() bool {
+		v, _ := value(gather(t, ta.Registry()), metricGIDIndex, key...)
+		return v == 13
+	})
+	f := gather(t, ta.Registry())
+	if v, _ := value(f, metricGIDIndexChanges, "device", "rxe0", "port", "1"); v != 1 {
+		t.Errorf("changes %v, want 1", v)
+	}
+	if !strings.Contains(ta.logs.String(), `msg="GID index moved" device=rxe0 port=1 type="RoCE v2" family=ipv4 network=10.0.0.0/24 from=1 to=13`) {
+		t.Errorf("no move in the log:\n%s", ta.logs.String())
+	}
+	// Reading the same table again is no move.
+	n := fc.n
+	eventually(t, 5*time.Second, "another read", func() bool { fc.mu.Lock(); defer fc.mu.Unlock(); return fc.n > n+1 })
+	if v, _ := value(gather(t, ta.Registry()), metricGIDIndexChanges, "device", "rxe0", "port", "1"); v != 1 {
+		t.Errorf("changes %v after reading the same table again, want 1", v)
+	}
+}
+
+// A flow's verdict is `roce-probe check`'s: mlx5_0 index 5 with tclass
+// 106 and sl 3 on the DSCP-trusting, PFC-on-3 port of mlx5-dscp is
+// lossless (cmd/roce-probe TestCheckMLX5Lossless); the select rule for
+// enp1s0f0.100 finds index 5; DSCP 48 maps to priority 6, whose PFC is
+// off: lossy; DSCP 0 has no APP entry: unknown (as `check` says); a flow
+// whose netdev does not exist is unknown, with no warnings series.
+func TestFlowVerdict(t *testing.T) {
+	cfg := testConfig()
+	tc, sl := 106, 3
+	cfg.Flows = []FlowConfig{
+		{Name: "byindex", Select: SelectConfig{Device: "mlx5_0", GIDIndex: intp(5)}, TClass: &tc, SL: &sl},
+		{Name: "byrule", Select: SelectConfig{Netdev: "enp1s0f0.100"}, TClass: &tc, SL: &sl},
+		{Name: "lossy", Select: SelectConfig{Netdev: "enp1s0f0.100"}, TClass: intp(194), SL: intp(0)},  // DSCP 48 → priority 6, PFC off
+		{Name: "unmapped", Select: SelectConfig{Netdev: "enp1s0f0.100"}, TClass: intp(0), SL: intp(0)}, // DSCP 0: no APP entry
+		{Name: "nonetdev", Select: SelectConfig{Netdev: "eth9"}, TClass: &tc, SL: &sl},
+	}
+	ta, _ := startFixtureAgent(t, cfg, "mlx5-dscp")
+	eventually(t, 5*time.Second, "first read", func() bool { _, ok := value(gather(t, ta.Registry()), metricFlowVerdict); return ok })
+	f := gather(t, ta.Registry())
+	for flow, want := range map[string]string{"byindex": "lossless", "byrule": "lossless", "lossy": "lossy", "unmapped": "unknown", "nonetdev": "unknown"} {
+		for _, v := range []string{"lossless", "lossy", "unknown"} {
+			got, ok := value(f, metricFlowVerdict, "flow", flow, "verdict", v)
+			if wantV := map[bool]float64{true: 1, false: 0}[v == want]; !ok || got != wantV {
+				t.Errorf("flow %s verdict %s = %v (%v), want %v", flow, v, got, ok, wantV)
+			}
+		}
+	}
+	if v, ok := value(f, metricFlowWarnings, "flow", "byindex"); !ok || v != 0 {
+		t.Errorf("byindex warnings %v %v, want 0", v, ok)
+	}
+	if _, ok := value(f, metricFlowWarnings, "flow", "nonetdev"); ok {
+		t.Error("an unresolved flow has a warnings series")
+	}
+	if _, ok := value(f, metricFlowSource, "flow", "byrule", "device", "mlx5_0", "port", "1", "index", "5", "netdev", "enp1s0f0.100"); !ok {
+		t.Error("byrule does not send from mlx5_0 port 1 index 5")
+	}
+}
+
+// The counters of the mlx5-counters fixture: every RDMA port counter with
+// its value and meaning, the per-priority counters the driver has (mlx5
+// counts pause frames only on priority 3, where PFC is on) in base units,
+// DCB's PFC frames where it has none.
+func TestCounterMetrics(t *testing.T) {
+	cfg := testConfig()
+	cfg.Flows = nil
+	ta, _ := startFixtureAgent(t, cfg, "mlx5-counters")
+	eventually(t, 5*time.Second, "first read", func() bool { _, ok := value(gather(t, ta.Registry()), metricRDMACounter); return ok })
+	f := gather(t, ta.Registry())
+	var doc struct {
+		Counters struct {
+			RDMA []struct {
+				Device     string            `json:"device"`
+				Port       int               `json:"port"`
+				HWCounters map[string]uint64 `json:"hw_counters"`
+			} `json:"rdma"`
+			Ethtool []struct {
+				Netdev string            `json:"netdev"`
+				Stats  map[string]uint64 `json:"stats"`
+			} `json:"ethtool"`
+			PFC []struct {
+				Netdev      string    `json:"netdev"`
+				Indications [8]uint64 `json:"indications"`
+			} `json:"pfc"`
+		} `json:"counters"`
+	}
+	b, err := os.ReadFile(hostTestdata + "mlx5-counters.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, p := range doc.Counters.RDMA {
+		for name, v := range p.HWCounters {
+			got, ok := value(f, metricRDMACounter, "device", p.Device, "port", strconv.Itoa(p.Port), "counter", name)
+			if !ok || got != float64(v) {
+				t.Errorf("%s port %d %s = %v (%v), want %d", p.Device, p.Port, name, got, ok, v)
+			}
+			n++
+		}
+	}
+	if n == 0 {
+		t.Fatal("the fixture has no RDMA counters")
+	}
+	// Meanings (docs/counters.md): mlx5's names.
+	for name, meaning := range map[string]string{"out_of_sequence": "out_of_sequence", "local_ack_timeout_err": "local_ack_timeout", "rx_write_requests": ""} {
+		if _, ok := value(f, metricRDMACounter, "device", "mlx5_0", "port", "1", "counter", name, "meaning", meaning); !ok {
+			t.Errorf("%s: no series with meaning %q", name, meaning)
+		}
+	}
+	st := doc.Counters.Ethtool[0].Stats
+	nd := doc.Counters.Ethtool[0].Netdev
+	for _, c := range []struct {
+		metric, prio, label, stat string
+		scale                     float64
+	}{
+		{metricPrioPackets, "3", "rx", "rx_prio3_packets", 1}, {metricPrioBytes, "3", "rx", "rx_prio3_bytes", 1},
+		{metricPrioPauseFrames, "3", "rx", "rx_prio3_pause", 1},
+		{metricPrioPauseSeconds, "3", "rx", "rx_prio3_pause_duration", 1e-6},
+		{metricPrioDiscards, "3", "buffer", "rx_prio3_buf_discard", 1},
+		{metricPrioDiscards, "3", "congestion", "rx_prio3_cong_discard", 1},
+	} {
+		want, ok := st[c.stat]
+		if !ok {
+			t.Fatalf("the fixture has no %s", c.stat)
+		}
+		lk := "direction"
+		if c.metric == metricPrioDiscards {
+			lk = "reason"
+		}
+		if got, ok := value(f, c.metric, "netdev", nd, "prio", c.prio, lk, c.label); !ok || got != float64(want)*c.scale {
+			t.Errorf("%s{prio=%s,%s=%s} = %v (%v), want %v", c.metric, c.prio, lk, c.label, got, ok, float64(want)*c.scale)
+		}
+	}
+	// Priority 0 has no mlx5 pause counter: DCB's PFC indications stand in.
+	if _, has := st["rx_prio0_pause"]; has {
+		t.Fatal("the fixture has rx_prio0_pause")
+	}
+	if got, ok := value(f, metricPrioPauseFrames, "netdev", nd, "prio", "0", "direction", "rx"); !ok || got != float64(doc.Counters.PFC[0].Indications[0]) {
+		t.Errorf("prio 0 rx pause = %v (%v), want DCB's %d", got, ok, doc.Counters.PFC[0].Indications[0])
+	}
+	if _, ok := value(f, metricPrioPauseSeconds, "netdev", nd, "prio", "0"); ok {
+		t.Error("prio 0 has a pause duration the driver does not count")
+	}
+}

@@ -1,0 +1,491 @@
+package agent
+
+import (
+	"container/heap"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/netip"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/roce-probe/roce-probe/internal/probe"
+	"github.com/roce-probe/roce-probe/roce"
+)
+
+// Port is the raw socket of one netdev that probes leave through and
+// replies and probes arrive on: *probe.Conn on Linux, a fake in tests.
+type Port interface {
+	// Read returns the next frame, or nil and no error when none came
+	// within a short poll timeout (about 50 ms).
+	Read() ([]byte, time.Time, error)
+	// Write sends one frame as it is (tags included).
+	Write(frame []byte) error
+	Close() error
+}
+
+// streamKey names one (peer, flow) pair.
+type streamKey struct {
+	peer netip.Addr
+	flow string
+}
+
+// target is how probes of one (peer, flow) go out: the wire netdev, the
+// frame template (MACs, tags, addresses) and the markings, or why they
+// cannot go (a probe error reason).
+type target struct {
+	wire   string
+	frame  probe.Frame
+	marks  probe.Markings
+	reason string
+}
+
+func sameTarget(a, b target) bool {
+	return a.wire == b.wire && a.marks == b.marks && a.reason == b.reason &&
+		string(a.frame.SrcMAC) == string(b.frame.SrcMAC) && string(a.frame.DstMAC) == string(b.frame.DstMAC) &&
+		a.frame.Src == b.frame.Src && a.frame.Dst == b.frame.Dst && slices.Equal(a.frame.Tags, b.frame.Tags)
+}
+
+// streamSpec is a (peer, flow) the agent should probe, and how.
+type streamSpec struct {
+	peer Peer
+	flow string
+	tgt  target
+}
+
+// stream is one (peer, flow) being probed.
+type stream struct {
+	key    streamKey
+	peer   Peer
+	flow   string
+	tgt    target
+	prober *probe.Prober // nil while tgt cannot send
+	next   uint32        // sequence number of the prober's next probe
+	failed []uint32      // probes the socket refused: neither answered nor lost
+	due    time.Time
+	hi     int // index in the heap
+
+	sent, answered, lost prometheus.Counter
+	rtt                  prometheus.Observer
+	recv                 [5]prometheus.Gauge // by field index; nil when absent
+}
+
+// Fields of the marking metrics.
+var markingFields = [5]string{"vlan", "pcp", "dscp", "ecn", "ttl"}
+
+func fieldValues(m probe.Markings) [5]*float64 {
+	var out [5]*float64
+	f := func(v float64) *float64 { return &v }
+	if m.Tagged {
+		out[0], out[1] = f(float64(m.VLAN)), f(float64(m.PCP))
+	}
+	out[2], out[3], out[4] = f(float64(m.DSCP)), f(float64(m.ECN)), f(float64(m.TTL))
+	return out
+}
+
+// markingEvent maps a probe finding to the (field, event) of
+// roce_probe_probe_marking_events_total; ok false for findings that have
+// none (UDP source port, family).
+func markingEvent(k probe.FindingKind) (field, event string, ok bool) {
+	switch k {
+	case probe.FindingTagStripped:
+		return "vlan", "stripped", true
+	case probe.FindingTagAdded:
+		return "vlan", "added", true
+	case probe.FindingVLANChanged:
+		return "vlan", "remarked", true
+	case probe.FindingPCPRemarked:
+		return "pcp", "remarked", true
+	case probe.FindingDSCPRemarked:
+		return "dscp", "remarked", true
+	case probe.FindingECNMarked:
+		return "ecn", "ce_marked", true
+	case probe.FindingECNChanged:
+		return "ecn", "remarked", true
+	case probe.FindingRoutedHops:
+		return "ttl", "decremented", true
+	case probe.FindingTTLRaised:
+		return "ttl", "raised", true
+	}
+	return "", "", false
+}
+
+// streamHeap orders streams by their next probe's time.
+type streamHeap []*stream
+
+func (h streamHeap) Len() int           { return len(h) }
+func (h streamHeap) Less(i, j int) bool { return h[i].due.Before(h[j].due) }
+func (h streamHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i]; h[i].hi = i; h[j].hi = j }
+func (h *streamHeap) Push(x any)        { s := x.(*stream); s.hi = len(*h); *h = append(*h, s) }
+func (h *streamHeap) Pop() any {
+	old := *h
+	s := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	s.hi = -1
+	return s
+}
+
+// mesh probes every stream at the configured rate and accounts for the
+// replies. One goroutine sends (run); capture goroutines hand it replies
+// (reply); the control loop sets the streams (sync) and the sockets
+// (setPort).
+type mesh struct {
+	cfg     ProbeConfig
+	m       *meshMetrics
+	log     *slog.Logger
+	now     func() time.Time
+	limiter *probe.RateLimiter
+	wake    chan struct{}
+
+	mu       sync.Mutex
+	streams  map[streamKey]*stream
+	sessions map[uint64]*stream
+	h        streamHeap
+	ports    map[string]Port
+	rng      *rand.Rand
+
+	unmatched atomic.Uint64
+}
+
+// minSleep is the sender's shortest sleep: probes due within it go out
+// together, so 500 peers at one probe per second wake it at most 50 times
+// a second (a probe leaves at most 20 ms after its time: the jitter is
+// ±20 % of a second by default).
+const minSleep = 20 * time.Millisecond
+
+func newMesh(cfg ProbeConfig, m *meshMetrics, log *slog.Logger, now func() time.Time) (*mesh, error) {
+	burst := max(cfg.MaxRate/10, 10)
+	lim, err := probe.NewRateLimiter(probe.RateConfig{Rate: cfg.MaxRate, Burst: burst, GlobalRate: cfg.MaxRate, GlobalBurst: burst, Slots: 64})
+	if err != nil {
+		return nil, err
+	}
+	lim.Now = now
+	return &mesh{cfg: cfg, m: m, log: log, now: now, limiter: lim, wake: make(chan struct{}, 1),
+		streams: map[streamKey]*stream{}, sessions: map[uint64]*stream{}, ports: map[string]Port{},
+		rng: rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))}, nil
+}
+
+func (m *mesh) period() time.Duration { return time.Duration(float64(time.Second) / m.cfg.Rate) }
+
+// jittered is one interval between probes: the period ± jitter.
+func (m *mesh) jittered() time.Duration {
+	j := m.cfg.Jitter * (2*m.rng.Float64() - 1)
+	return time.Duration(float64(m.period()) * (1 + j))
+}
+
+func (m *mesh) poke() {
+	select {
+	case m.wake <- struct{}{}:
+	default:
+	}
+}
+
+// setPort makes p the socket of netdev (nil: none).
+func (m *mesh) setPort(netdev string, p Port) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if p == nil {
+		delete(m.ports, netdev)
+	} else {
+		m.ports[netdev] = p
+	}
+}
+
+// dropPort forgets netdev's socket if it is still p.
+func (m *mesh) dropPort(netdev string, p Port) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.ports[netdev] == p {
+		delete(m.ports, netdev)
+	}
+}
+
+// sync makes the streams those of specs: new ones start at a random point
+// of their first period, gone ones are accounted for and their series
+// deleted, and a stream whose target changed gets a new prober (a new
+// session; its probes in flight are neither answered nor lost).
+func (m *mesh) sync(specs []streamSpec) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.now()
+	want := make(map[streamKey]bool, len(specs))
+	for _, sp := range specs {
+		k := streamKey{sp.peer.Addr, sp.flow}
+		want[k] = true
+		s := m.streams[k]
+		if s == nil {
+			s = &stream{key: k, peer: sp.peer, flow: sp.flow, hi: -1}
+			s.sent = m.m.sent.WithLabelValues(sp.peer.Name, sp.flow)
+			s.answered = m.m.answered.WithLabelValues(sp.peer.Name, sp.flow)
+			s.lost = m.m.lost.WithLabelValues(sp.peer.Name, sp.flow)
+			s.rtt = m.m.rtt.WithLabelValues(sp.peer.Name, sp.flow)
+			m.streams[k] = s
+			s.due = now.Add(time.Duration(m.rng.Int64N(int64(m.period()) + 1)))
+			heap.Push(&m.h, s)
+			m.setTarget(s, sp.tgt, now)
+			continue
+		}
+		if !sameTarget(s.tgt, sp.tgt) {
+			m.setTarget(s, sp.tgt, now)
+		}
+	}
+	for k, s := range m.streams {
+		if want[k] {
+			continue
+		}
+		m.flush(s, now)
+		if s.prober != nil {
+			delete(m.sessions, sessionOf(s))
+		}
+		heap.Remove(&m.h, s.hi)
+		delete(m.streams, k)
+		m.m.deleteStream(s.peer.Name, s.flow)
+	}
+	m.poke()
+}
+
+// sessionOf is the session ID of a stream's prober (as its probes carry it).
+func sessionOf(s *stream) uint64 { return s.prober.Session() }
+
+// setTarget gives s a new target: its probes in flight are accounted for
+// or abandoned, a new prober starts, the sent markings are published.
+func (m *mesh) setTarget(s *stream, t target, now time.Time) {
+	if s.prober != nil {
+		m.flush(s, now)
+		delete(m.sessions, sessionOf(s))
+		s.prober = nil
+	}
+	s.tgt = t
+	m.m.sentMark.DeletePartialMatch(prometheus.Labels{"peer": s.peer.Name, "flow": s.flow})
+	if t.reason != "" {
+		return
+	}
+	p, err := probe.NewProber(t.frame)
+	if err != nil {
+		s.tgt.reason = reasonBuildFailed
+		m.log.Warn("cannot probe", "peer", s.peer.Name, "flow", s.flow, "err", err)
+		return
+	}
+	s.prober, s.next, s.failed = p, 0, nil
+	m.sessions[p.Session()] = s
+	for i, v := range fieldValues(t.marks) {
+		if v != nil {
+			m.m.sentMark.WithLabelValues(s.peer.Name, s.flow, markingFields[i]).Set(*v)
+		}
+	}
+}
+
+// finalize accounts, in order, for the probes of s that are answered or
+// timed out, and releases them. A probe still waiting holds back the
+// ones after it.
+func (m *mesh) finalize(s *stream, now time.Time) {
+	if s.prober == nil {
+		return
+	}
+	seq := s.prober.Released()
+	for ; seq != s.next; seq++ {
+		if i := slices.Index(s.failed, seq); i >= 0 {
+			s.failed = slices.Delete(s.failed, i, i+1)
+			continue
+		}
+		r := s.prober.Result(seq)
+		if r.Received != nil {
+			m.account(s, r)
+		} else if now.Sub(r.SentAt) >= m.cfg.Timeout {
+			s.lost.Inc()
+		} else {
+			break
+		}
+	}
+	s.prober.Release(seq)
+}
+
+// flush is finalize at the end of a prober: answered probes are accounted
+// for, those still waiting abandoned.
+func (m *mesh) flush(s *stream, now time.Time) {
+	if s.prober == nil {
+		return
+	}
+	m.finalize(s, now)
+	for seq := s.prober.Released(); seq != s.next; seq++ {
+		if slices.Contains(s.failed, seq) {
+			continue
+		}
+		if r := s.prober.Result(seq); r.Received != nil {
+			m.account(s, r)
+		}
+	}
+	s.prober.Release(s.next)
+	s.failed = nil
+}
+
+// account records one answered probe.
+func (m *mesh) account(s *stream, r probe.Result) {
+	s.answered.Inc()
+	s.rtt.Observe(r.RTT.Seconds())
+	for _, f := range probe.Compare(r.Sent, r.Received) {
+		if field, event, ok := markingEvent(f.Kind); ok {
+			m.m.events.WithLabelValues(s.peer.Name, s.flow, field, event).Inc()
+		}
+	}
+	for i, v := range fieldValues(*r.Received) {
+		switch {
+		case v != nil && s.recv[i] == nil:
+			s.recv[i] = m.m.received.WithLabelValues(s.peer.Name, s.flow, markingFields[i])
+			fallthrough
+		case v != nil:
+			s.recv[i].Set(*v)
+		case s.recv[i] != nil:
+			m.m.received.DeleteLabelValues(s.peer.Name, s.flow, markingFields[i])
+			s.recv[i] = nil
+		}
+	}
+}
+
+// reply hands the mesh a captured reply of session.
+func (m *mesh) reply(frame []byte, session uint64, at time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.sessions[session]
+	if s == nil {
+		m.unmatched.Add(1)
+		return
+	}
+	if _, ok := s.prober.Match(frame, at); !ok {
+		m.unmatched.Add(1)
+		return
+	}
+	m.finalize(s, m.now())
+}
+
+// write is one probe to send.
+type write struct {
+	s     *stream
+	port  Port
+	frame []byte
+	seq   uint32
+}
+
+// due takes the streams due by now (and within minSleep), builds their
+// probes, schedules their next ones, and returns the probes and when the
+// next stream is due.
+func (m *mesh) due(now time.Time) ([]write, time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []write
+	horizon := now.Add(minSleep)
+	for len(m.h) > 0 && !m.h[0].due.After(horizon) {
+		s := m.h[0]
+		if w, ok := m.probeOne(s, now); ok {
+			out = append(out, w)
+		}
+		s.due = s.due.Add(m.jittered())
+		if s.due.Before(now) { // fell behind (a stalled process): no burst
+			s.due = now.Add(m.jittered())
+		}
+		heap.Fix(&m.h, 0)
+	}
+	next := now.Add(time.Hour)
+	if len(m.h) > 0 {
+		next = m.h[0].due
+	}
+	return out, next
+}
+
+// probeOne builds s's next probe, or counts why it cannot go.
+func (m *mesh) probeOne(s *stream, now time.Time) (write, bool) {
+	m.finalize(s, now)
+	fail := func(reason string) (write, bool) {
+		m.m.probeErrors.WithLabelValues(s.peer.Name, reason).Inc()
+		return write{}, false
+	}
+	if s.tgt.reason != "" {
+		return fail(s.tgt.reason)
+	}
+	port := m.ports[s.tgt.wire]
+	if port == nil {
+		return fail(reasonNoCapture)
+	}
+	if !m.limiter.Allow(s.peer.Addr) {
+		return fail(reasonRateLimited)
+	}
+	frame, seq, err := s.prober.Next(s.tgt.marks, now)
+	if err != nil {
+		return fail(reasonBuildFailed)
+	}
+	s.next = seq + 1
+	return write{s: s, port: port, frame: frame, seq: seq}, true
+}
+
+// sendFailed records that the socket refused probe seq of s.
+func (m *mesh) sendFailed(w write) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.streams[w.s.key] == w.s && w.s.prober != nil && w.s.prober.Released() <= w.seq && w.seq < w.s.next {
+		w.s.failed = append(w.s.failed, w.seq)
+	}
+	m.m.probeErrors.WithLabelValues(w.s.peer.Name, reasonSendFailed).Inc()
+}
+
+// run sends probes until stop is closed.
+func (m *mesh) run(stop <-chan struct{}) {
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		ws, next := m.due(m.now())
+		for _, w := range ws {
+			if err := w.port.Write(w.frame); err != nil {
+				m.sendFailed(w)
+				continue
+			}
+			w.s.sent.Inc()
+		}
+		d := max(next.Sub(m.now()), minSleep)
+		timer.Reset(d)
+		select {
+		case <-stop:
+			return
+		case <-timer.C:
+		case <-m.wake:
+		}
+	}
+}
+
+// targets returns every stream's current target.
+func (m *mesh) targets() map[streamKey]target {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make(map[streamKey]target, len(m.streams))
+	for k, s := range m.streams {
+		out[k] = s.tgt
+	}
+	return out
+}
+
+// count returns the number of streams.
+func (m *mesh) count() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.streams)
+}
+
+// close accounts for every stream's answered probes.
+func (m *mesh) close() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.now()
+	for _, s := range m.streams {
+		m.flush(s, now)
+	}
+}
+
+// targetFrame is the template of probes from src (MAC smac) with tags to
+// dst (MAC dmac).
+func targetFrame(smac, dmac net.HardwareAddr, tags []roce.VLANTag, src, dst netip.Addr) probe.Frame {
+	return probe.Frame{SrcMAC: smac, DstMAC: dmac, Tags: tags, Src: src, Dst: dst}
+}

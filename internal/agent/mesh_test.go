@@ -1,0 +1,118 @@
+package agent
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/roce-probe/roce-probe/internal/probe"
+)
+
+// The agent probes every peer with the flow's markings (Soft-RoCE's rule
+// for the predicted rxe_eth0: the traffic class byte as is, TTL the
+// route's 64, untagged), counts what each peer's listener saw arrive, and
+// tells a remarking path and a silent peer from the rest.
+func TestMeshMarkingsAndLoss(t *testing.T) {
+	h := &fakeHost{peers: 3}
+	n := newFakeNet()
+	peers := n.addPeers(t, 3)
+	peers[1].dscp.Store(0)    // the path to peer 2 remarks DSCP to 0
+	peers[2].down.Store(true) // peer 3 answers nothing
+	cfg := testConfig()
+	for _, p := range peers {
+		cfg.Peers.Static = append(cfg.Peers.Static, p.addr.String())
+	}
+	cfg.Peers.Static = append(cfg.Peers.Static, agentIP) // itself: left out
+	ta := startAgent(t, cfg, h, n)
+	p1, p2, p3 := peers[0].addr.String(), peers[1].addr.String(), peers[2].addr.String()
+
+	eventually(t, 10*time.Second, "answers and losses", func() bool {
+		f := gather(t, ta.Registry())
+		a1, _ := value(f, metricProbesAnswered, "peer", p1, "flow", "rdma")
+		a2, _ := value(f, metricProbesAnswered, "peer", p2, "flow", "rdma")
+		l3, _ := value(f, metricProbesLost, "peer", p3, "flow", "rdma")
+		return a1 >= 3 && a2 >= 3 && l3 >= 3
+	})
+	f := gather(t, ta.Registry())
+	// What was sent: tclass 106 = DSCP 26 + ECT(0), TTL 64, untagged.
+	for field, want := range map[string]float64{"dscp": 26, "ecn": 2, "ttl": 64} {
+		if v, ok := value(f, metricProbeSentMarking, "peer", p1, "flow", "rdma", "field", field); !ok || v != want {
+			t.Errorf("sent %s to %s: %v (%v), want %v", field, p1, v, ok, want)
+		}
+	}
+	if _, ok := value(f, metricProbeSentMarking, "peer", p1, "field", "vlan"); ok {
+		t.Error("a vlan marking is published for an untagged flow")
+	}
+	// What arrived.
+	if v, _ := value(f, metricProbeReceived, "peer", p1, "field", "dscp"); v != 26 {
+		t.Errorf("peer 1 received DSCP %v, want 26", v)
+	}
+	if v, _ := value(f, metricProbeReceived, "peer", p2, "field", "dscp"); v != 0 {
+		t.Errorf("peer 2 received DSCP %v, want 0 (remarked)", v)
+	}
+	if _, ok := value(f, metricProbeReceived, "peer", p3); ok {
+		t.Error("peer 3 never answered but has received markings")
+	}
+	if v, _ := value(f, metricMarkingEvents, "peer", p2, "field", "dscp", "event", "remarked"); v < 3 {
+		t.Errorf("peer 2: %v DSCP remark events, want ≥ 3", v)
+	}
+	if _, ok := value(f, metricMarkingEvents, "peer", p1); ok {
+		t.Error("peer 1's path changes nothing but has marking events")
+	}
+	if v, _ := value(f, metricProbesLost, "peer", p1); v != 0 {
+		t.Errorf("peer 1: %v lost", v)
+	}
+	if v, _ := value(f, metricProbeRTT, "peer", p1, "flow", "rdma"); v < 3 {
+		t.Errorf("peer 1: %v RTT samples", v)
+	}
+	// sent = answered + lost + in flight (at most a few at 10/s with a 300 ms timeout).
+	for _, p := range []string{p1, p2, p3} {
+		s, _ := value(f, metricProbesSent, "peer", p)
+		a, _ := value(f, metricProbesAnswered, "peer", p)
+		l, _ := value(f, metricProbesLost, "peer", p)
+		if s < a+l || s > a+l+5 {
+			t.Errorf("peer %s: sent %v, answered %v, lost %v", p, s, a, l)
+		}
+	}
+	if _, ok := value(f, metricProbesSent, "peer", agentIP); ok {
+		t.Error("the agent probes its own address")
+	}
+	if v, _ := value(f, metricPeers); v != 3 {
+		t.Errorf("%s = %v, want 3", metricPeers, v)
+	}
+	if v, _ := value(f, metricFlowPeers, "flow", "rdma"); v != 3 {
+		t.Errorf("%s = %v, want 3", metricFlowPeers, v)
+	}
+	// The peers received the probes the agent says it sent (±1 in flight).
+	s1, _ := value(f, metricProbesSent, "peer", p1)
+	if got := float64(peers[0].got.Load()); got < s1 || got > s1+1 {
+		t.Errorf("peer 1 got %v probes, the agent counts %v sent", got, s1)
+	}
+	if !strings.Contains(ta.logs.String(), "flow source") {
+		t.Errorf("no flow source in the log:\n%s", ta.logs.String())
+	}
+}
+
+// The listener answers the peers' probes, and counts what it is sent.
+func TestListenerAnswers(t *testing.T) {
+	h := &fakeHost{peers: 2}
+	n := newFakeNet()
+	peers := n.addPeers(t, 2)
+	ta := startAgent(t, testConfig(), h, n)
+	eventually(t, 5*time.Second, "capture open", func() bool { return n.openPorts() > 0 })
+	for i := 0; i < 5; i++ {
+		n.probeAgent(t, peers[0])
+	}
+	eventually(t, 5*time.Second, "answers", func() bool {
+		v, _ := value(gather(t, ta.Registry()), metricListenerFrames, "result", "answered")
+		return v == 5
+	})
+	// A probe to another address is not for us.
+	pr, _ := probe.NewProber(probe.Frame{SrcMAC: peers[1].mac, DstMAC: mac(agentMAC), Src: peers[1].addr, Dst: peerAddr(9)})
+	frame, _, _ := pr.Next(probe.Markings{TTL: 64}, time.Now())
+	n.deliver(frame)
+	eventually(t, 5*time.Second, "not for us", func() bool {
+		v, _ := value(gather(t, ta.Registry()), metricListenerFrames, "result", "not_for_us")
+		return v == 1
+	})
+}

@@ -1,0 +1,234 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Peer is one host the agent probes.
+type Peer struct {
+	// Name is the peer label of its metrics: the name it was given
+	// (NAME=ADDRESS), else its address.
+	Name string
+	Addr netip.Addr
+}
+
+// ParsePeer parses a peer as given in peers.static and the peers file:
+// "ADDRESS" or "NAME=ADDRESS" (IPv4 or IPv6; NAME: 1..64 characters of
+// letters, digits, '_', '.', ':' and '-').
+func ParsePeer(s string) (Peer, error) {
+	name, addr, named := strings.Cut(strings.TrimSpace(s), "=")
+	if !named {
+		addr, name = name, ""
+	}
+	a, err := netip.ParseAddr(strings.TrimSpace(addr))
+	if err != nil || a.Zone() != "" {
+		return Peer{}, fmt.Errorf("%q is not a peer: want an IP address or NAME=ADDRESS", s)
+	}
+	a = a.Unmap()
+	if !a.IsGlobalUnicast() {
+		return Peer{}, fmt.Errorf("%q: %s is not a unicast address another host can have: want a peer's address", s, a)
+	}
+	name = strings.TrimSpace(name)
+	if named && !flowName.MatchString(name) {
+		return Peer{}, fmt.Errorf("%q: name %q: want 1..64 characters of letters, digits, '_', '.', ':' and '-'", s, name)
+	}
+	if name == "" {
+		name = a.String()
+	}
+	return Peer{Name: name, Addr: a}, nil
+}
+
+// parsePeerFile parses a peers file: one peer per line as ParsePeer takes
+// it, blank lines and '#' comments ignored. An error names the line.
+func parsePeerFile(b []byte) ([]Peer, error) {
+	var out []Peer
+	for i, line := range bytes.Split(b, []byte("\n")) {
+		if j := bytes.IndexByte(line, '#'); j >= 0 {
+			line = line[:j]
+		}
+		s := strings.TrimSpace(string(line))
+		if s == "" {
+			continue
+		}
+		p, err := ParsePeer(s)
+		if err != nil {
+			return nil, fmt.Errorf("line %d: %v", i+1, err)
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// Resolver looks up the addresses of a name; *net.Resolver is one.
+type Resolver interface {
+	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
+}
+
+// peerSources holds the last good peer list of each source.
+type peerSources struct {
+	static, file, dns []Peer
+}
+
+// merged returns the union of the sources, one peer per address (a
+// static peer's name first, then the file's), sorted by address.
+func (s peerSources) merged() []Peer {
+	seen := map[netip.Addr]bool{}
+	var out []Peer
+	for _, list := range [][]Peer{s.static, s.file, s.dns} {
+		for _, p := range list {
+			if !seen[p.Addr] {
+				seen[p.Addr] = true
+				out = append(out, p)
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b Peer) int { return a.Addr.Compare(b.Addr) })
+	return out
+}
+
+// peerWatcher re-resolves the DNS name and re-reads the peers file and
+// sends the merged list on out whenever it changed. A source that fails
+// keeps its last good list; the failure is counted and logged once per
+// new error text.
+type peerWatcher struct {
+	cfg     PeersConfig
+	res     Resolver
+	out     chan []Peer // capacity 1: the newest list replaces one not yet taken
+	onError func(source string, err error)
+	onRead  func(source string)
+
+	src      peerSources
+	lastFile []byte
+	fileRead bool
+	last     []Peer
+	sent     bool
+}
+
+func newPeerWatcher(cfg PeersConfig, res Resolver, onError func(string, error), onRead func(string)) (*peerWatcher, error) {
+	w := &peerWatcher{cfg: cfg, res: res, out: make(chan []Peer, 1), onError: onError, onRead: onRead}
+	for _, s := range cfg.Static {
+		p, err := ParsePeer(s)
+		if err != nil {
+			return nil, err
+		}
+		w.src.static = append(w.src.static, p)
+	}
+	return w, nil
+}
+
+// dnsTimeout bounds one lookup.
+func (w *peerWatcher) dnsTimeout() time.Duration {
+	return min(5*time.Second, w.cfg.DNSInterval)
+}
+
+func (w *peerWatcher) resolve(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, w.dnsTimeout())
+	defer cancel()
+	addrs, err := w.res.LookupNetIP(ctx, "ip", w.cfg.DNS)
+	if err != nil {
+		if ctx.Err() != nil && errors.Is(ctx.Err(), context.Canceled) {
+			return // stopping
+		}
+		w.onError(sourceDNS, fmt.Errorf("resolving peers.dns %q: %w (keeping the %d peers of the last answer)", w.cfg.DNS, err, len(w.src.dns)))
+		return
+	}
+	var ps []Peer
+	for _, a := range addrs {
+		a = a.Unmap()
+		if a.IsValid() && !a.IsUnspecified() && !a.IsLoopback() && !a.IsMulticast() {
+			ps = append(ps, Peer{Name: a.String(), Addr: a})
+		}
+	}
+	w.src.dns = ps
+	w.onRead(sourceDNS)
+}
+
+func (w *peerWatcher) readFile() {
+	b, err := readLimited(w.cfg.File, MaxConfigSize)
+	if err == nil && w.fileRead && bytes.Equal(b, w.lastFile) {
+		w.onRead(sourcePeersFile)
+		return
+	}
+	var ps []Peer
+	if err == nil {
+		ps, err = parsePeerFile(b)
+	}
+	if err != nil {
+		w.onError(sourcePeersFile, fmt.Errorf("peers.file %q: %w (keeping its %d peers of the last good read)", w.cfg.File, err, len(w.src.file)))
+		return
+	}
+	w.src.file, w.lastFile, w.fileRead = ps, b, true
+	w.onRead(sourcePeersFile)
+}
+
+// readLimited reads at most max bytes of path; a larger file is an error.
+func readLimited(path string, max int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, unwrapPath(err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, unwrapPath(err)
+	}
+	if int64(len(b)) > max {
+		return nil, fmt.Errorf("larger than %d bytes", max)
+	}
+	return b, nil
+}
+
+// publish sends the merged list if it differs from the last one sent.
+func (w *peerWatcher) publish() {
+	m := w.merged()
+	if w.sent && slices.Equal(m, w.last) {
+		return
+	}
+	w.last, w.sent = m, true
+	select {
+	case <-w.out: // drop the list not taken yet
+	default:
+	}
+	w.out <- m
+}
+
+func (w *peerWatcher) merged() []Peer { return w.src.merged() }
+
+// run updates the sources until ctx ends: DNS every DNSInterval, the file
+// every FileInterval, both at once at the start.
+func (w *peerWatcher) run(ctx context.Context) {
+	var dnsC, fileC <-chan time.Time
+	if w.cfg.DNS != "" {
+		w.resolve(ctx)
+		t := time.NewTicker(w.cfg.DNSInterval)
+		defer t.Stop()
+		dnsC = t.C
+	}
+	if w.cfg.File != "" {
+		w.readFile()
+		t := time.NewTicker(w.cfg.FileInterval)
+		defer t.Stop()
+		fileC = t.C
+	}
+	w.publish()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-dnsC:
+			w.resolve(ctx)
+		case <-fileC:
+			w.readFile()
+		}
+		w.publish()
+	}
+}

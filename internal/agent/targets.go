@@ -1,0 +1,156 @@
+package agent
+
+import (
+	"errors"
+	"net"
+	"net/netip"
+
+	"github.com/roce-probe/roce-probe/ah"
+	"github.com/roce-probe/roce-probe/gid"
+	"github.com/roce-probe/roce-probe/internal/host"
+	"github.com/roce-probe/roce-probe/internal/probe"
+	"github.com/roce-probe/roce-probe/roce"
+	"github.com/roce-probe/roce-probe/vlan"
+)
+
+// localAddresses are every MAC and IP address of the namespace: the
+// listener answers probes sent to them only, and they are not peers.
+func localAddresses(ns *vlan.Namespace) ([]net.HardwareAddr, []netip.Addr) {
+	var macs []net.HardwareAddr
+	var addrs []netip.Addr
+	for _, l := range ns.Links {
+		if len(l.MAC) == 6 {
+			macs = append(macs, net.HardwareAddr(l.MAC))
+		}
+		for _, a := range l.Addrs {
+			addrs = append(addrs, a.Addr().Unmap())
+		}
+	}
+	return macs, addrs
+}
+
+// neighborKick asks the kernel to resolve a peer's next hop (an ARP or
+// NDP request): probes go out raw, so the kernel would never learn it
+// otherwise.
+type neighborKick struct {
+	src, dst netip.Addr
+	route    vlan.RouteResult
+}
+
+// plan is what one read of the host makes of the flows and peers.
+type plan struct {
+	specs     []streamSpec
+	flowPeers map[string]int
+	errors    []peerError // peers no flow can probe
+	kicks     []neighborKick
+}
+
+type peerError struct {
+	peer   Peer
+	reason string
+}
+
+// flowFamily is the address family a flow probes.
+func flowFamily(fs *flowSource) string {
+	if fs.src != nil {
+		return familyOf(fs.src.Entry.IP)
+	}
+	return fs.cfg.Select.Family // "" for an unresolved gid_index flow: none
+}
+
+// makePlan decides which flows probe which peers and how: a flow probes
+// the peers of its family whose route (as `ip route get`) leaves through
+// its source netdev; a flow whose source is unusable now keeps the peers
+// it probed (prev), which then count no_source errors. Each stream's
+// target comes from the flow's address handle to the peer, resolved as
+// `roce-probe send --dev --gid-index` resolves it (View.ResolveAH,
+// probe.FromWire); a next hop without MAC keeps the last known one (the
+// kernel forgets neighbours it does not use) and is kicked.
+func makePlan(v *host.View, flows []*flowSource, peers []Peer, sports map[string]uint16, prev map[streamKey]target) plan {
+	p := plan{flowPeers: map[string]int{}}
+	for _, peer := range peers {
+		probed, family := false, false
+		var route *vlan.RouteResult
+		if rr, err := v.NS.RouteGet(peer.Addr); err == nil {
+			route = &rr
+		}
+		for _, fs := range flows {
+			if flowFamily(fs) != familyOf(peer.Addr) {
+				continue
+			}
+			family = true
+			key := streamKey{peer.Addr, fs.cfg.Name}
+			var t target
+			switch {
+			case fs.src == nil:
+				if _, ok := prev[key]; !ok {
+					continue
+				}
+				t = target{reason: reasonNoSource}
+			case route == nil || route.Dev != fs.netdev():
+				continue
+			default:
+				var kick *neighborKick
+				t, kick = resolveTarget(v, fs, peer.Addr, sports[fs.cfg.Name], prev[key])
+				if kick != nil {
+					p.kicks = append(p.kicks, *kick)
+				}
+			}
+			probed = true
+			p.flowPeers[fs.cfg.Name]++
+			p.specs = append(p.specs, streamSpec{peer: peer, flow: fs.cfg.Name, tgt: t})
+		}
+		switch {
+		case probed || len(flows) == 0:
+		case !family:
+			p.errors = append(p.errors, peerError{peer, reasonFamily})
+		default:
+			p.errors = append(p.errors, peerError{peer, reasonNoRoute})
+		}
+	}
+	return p
+}
+
+// resolveTarget resolves the flow's address handle to peer.
+func resolveTarget(v *host.View, fs *flowSource, peer netip.Addr, sport uint16, prev target) (target, *neighborKick) {
+	e := fs.src.Entry
+	req := host.AHRequest{Device: fs.src.Port.Device, Path: fs.path, Attr: ah.Attr{IsGlobal: true, PortNum: uint8(fs.src.Port.Port), SL: fs.sl,
+		GRH: ah.GlobalRoute{DGID: gid.FromAddr(peer), SGIDIndex: uint8(e.Index), HopLimit: uint8(fs.cfg.HopLimit), TrafficClass: fs.tclass}}}
+	res, err := v.ResolveAH(req)
+	var nerr *ah.NeighborError
+	var kick *neighborKick
+	switch {
+	case err == nil:
+	case errors.As(err, &nerr) && res != nil && res.Resolution != nil:
+		kick = &neighborKick{src: res.Wire.Src, dst: peer, route: nerr.Route}
+	default:
+		return target{reason: reasonNoRoute}, nil
+	}
+	w := res.Wire
+	base := probe.Markings{PCP: fs.sl & 7, DSCP: fs.tclass >> 2, ECN: fs.tclass & 3, TTL: uint8(fs.cfg.HopLimit), Sport: sport}
+	m, _ := res.ProbeMarkings(base)
+	tags := make([]roce.VLANTag, len(w.VLANChain))
+	for i, c := range w.VLANChain {
+		tags[i] = roce.VLANTag{TPID: uint16(c.TPID), ID: c.ID, PCP: m.PCP}
+		if c.PCP != nil {
+			tags[i].PCP = *c.PCP
+		}
+	}
+	if m.Tagged = len(tags) > 0; m.Tagged {
+		m.VLAN, m.PCP = tags[0].ID, tags[0].PCP
+	} else {
+		m.VLAN, m.PCP = 0, 0
+	}
+	wire := fs.src.Desc.Real
+	if wire == "" {
+		wire = w.Netdev
+	}
+	dmac := net.HardwareAddr(w.DMAC)
+	if len(dmac) != 6 {
+		if prev.reason != "" || len(prev.frame.DstMAC) != 6 {
+			return target{reason: reasonNoNeighbor}, kick
+		}
+		dmac = prev.frame.DstMAC
+	}
+	return target{wire: wire, marks: m, frame: targetFrame(net.HardwareAddr(w.SMAC), dmac, tags, w.Src, w.Dst)}, kick
+}
