@@ -3,8 +3,13 @@ package host
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/vishvananda/netlink"
@@ -137,5 +142,52 @@ func TestLinkFromNetlink(t *testing.T) {
 	lo := linkFromNetlink(&netlink.Device{LinkAttrs: netlink.LinkAttrs{Name: "lo", Index: 1, NetNsID: -1, EncapType: "loopback"}})
 	if d.Kind != vlan.KindPhysical || lo.Kind != vlan.KindLoopback {
 		t.Errorf("device kinds: %s %s", d.Kind, lo.Kind)
+	}
+}
+
+// Entering another network namespace without CAP_SYS_ADMIN is named as
+// such, not as vishvananda/netlink's "failed to set into network namespace
+// 5 while creating netlink socket: operation not permitted". The test
+// binary runs itself as nobody in a namespace it created as root.
+func TestCollectNetnsNeedsRoot(t *testing.T) {
+	if ns := os.Getenv("ROCE_PROBE_TEST_NETNS_AS_NOBODY"); ns != "" {
+		_, err := Collect(Options{Netns: []string{ns}})
+		fmt.Printf("collect error: %v; ErrPermission %v\n", err, errors.Is(err, ErrPermission))
+		return
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: it creates a network namespace and drops to nobody")
+	}
+	ns := fmt.Sprintf("rp-perm-%d", os.Getpid())
+	if out, err := exec.Command("ip", "netns", "add", ns).CombinedOutput(); err != nil {
+		t.Fatalf("ip netns add: %v: %s", err, out)
+	}
+	defer exec.Command("ip", "netns", "del", ns).Run()
+	dir, err := os.MkdirTemp("", "rp-perm-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	bin := filepath.Join(dir, "host.test")
+	b, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "-test.run", "^TestCollectNetnsNeedsRoot$", "-test.v")
+	cmd.Env = append(os.Environ(), "ROCE_PROBE_TEST_NETNS_AS_NOBODY="+ns)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the test binary as nobody: %v: %s", err, out)
+	}
+	want := fmt.Sprintf(`network namespace %q: permission denied: entering another namespace needs root (CAP_SYS_ADMIN); ErrPermission true`, ns)
+	if !strings.Contains(string(out), want) {
+		t.Errorf("as nobody: %s\nwant %q", out, want)
 	}
 }

@@ -52,7 +52,9 @@ func openNetns(name string) (*nsHandle, error) {
 	h, err := netlink.NewHandleAt(ns, unix.NETLINK_ROUTE)
 	if err != nil {
 		ns.Close()
-		if errors.Is(err, os.ErrPermission) {
+		// vishvananda/netlink formats setns's EPERM with %v: its text is
+		// all that is left of it.
+		if errors.Is(err, os.ErrPermission) || strings.Contains(err.Error(), unix.EPERM.Error()) {
 			return nil, fmt.Errorf("network namespace %q: %w: entering another namespace needs root (CAP_SYS_ADMIN)", name, ErrPermission)
 		}
 		return nil, fmt.Errorf("entering network namespace %q: %w", name, err)
