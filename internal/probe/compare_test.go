@@ -168,7 +168,9 @@ func TestProberMatch(t *testing.T) {
 }
 
 // A probe that left this host with other markings than intended (tc or
-// netfilter on the sender) is reported as such, before what the path did.
+// netfilter on the sender) is reported as such, once: the path is judged
+// by what left the host (the issue saw "dscp-remarked ×4" for 2 probes
+// remarked by the sender alone).
 func TestResultFindingsEgress(t *testing.T) {
 	sent := Markings{DSCP: 26, ECN: ECNECT0, TTL: 64, Sport: 0xc000}
 	egress := sent
@@ -176,11 +178,25 @@ func TestResultFindingsEgress(t *testing.T) {
 	received := egress
 	r := Result{Sent: sent, Egress: &egress, Received: &received}
 	fs := r.Findings()
-	if len(fs) != 2 || fs[0].Message != "on egress from this host: DSCP remarked 26→0" || fs[1].Kind != FindingDSCPRemarked {
-		t.Errorf("findings %v", fs)
+	if len(fs) != 1 || fs[0].Message != "on egress from this host: DSCP remarked 26→0" || fs[0].Kind != FindingDSCPRemarked {
+		t.Errorf("host remarks, path keeps: findings %v, want the host's remark once", fs)
 	}
-	r.Egress = &sent
-	if fs := r.Findings(); len(fs) != 1 {
+	// The host remarks 26→0 and the path 0→10: two findings, each where
+	// it happened.
+	received.DSCP = 10
+	fs = r.Findings()
+	if len(fs) != 2 || fs[0].Message != "on egress from this host: DSCP remarked 26→0" || fs[1].Message != "DSCP remarked 0→10" {
+		t.Errorf("host and path remark: findings %v", fs)
+	}
+	// Lost after leaving as intended: the path's loss only.
+	r.Egress, r.Received = &sent, nil
+	if fs := r.Findings(); len(fs) != 1 || fs[0].Kind != FindingLoss {
+		t.Errorf("egress as intended, lost: findings %v, want only the path's loss", fs)
+	}
+	r.Received = &received
+	received = sent
+	received.DSCP = 8
+	if fs := r.Findings(); len(fs) != 1 || fs[0].Message != "DSCP remarked 26→8" {
 		t.Errorf("egress as intended: findings %v, want only the path's", fs)
 	}
 }

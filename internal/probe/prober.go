@@ -31,13 +31,20 @@ type Result struct {
 // be sent with what left the host.
 func (r Result) Findings() []Finding {
 	var fs []Finding
-	if r.Egress != nil && *r.Egress != r.Sent {
-		for _, f := range Compare(r.Sent, r.Egress) {
-			f.Message = "on egress from this host: " + f.Message
-			fs = append(fs, f)
+	// What the path did is judged against what left this host: a change
+	// made on the sending host is reported once, as the host's, not a
+	// second time as the path's.
+	left := r.Sent
+	if r.Egress != nil {
+		left = *r.Egress
+		if left != r.Sent {
+			for _, f := range Compare(r.Sent, r.Egress) {
+				f.Message = "on egress from this host: " + f.Message
+				fs = append(fs, f)
+			}
 		}
 	}
-	return append(fs, Compare(r.Sent, r.Received)...)
+	return append(fs, Compare(left, r.Received)...)
 }
 
 // Prober is the sender's logic without sockets: it builds numbered probes
