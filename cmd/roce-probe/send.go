@@ -219,7 +219,7 @@ func runSend(cmd *cobra.Command, f sendFlags) error {
 		return findingError{"interrupted"}
 	}
 	if sum.Answered == 0 {
-		return findingError{fmt.Sprintf("nothing answered: no reply from %s to %d probes", ep.Dst, sum.Sent)}
+		return findingError{fmt.Sprintf("nothing answered: no reply from %s to %s", ep.Dst, plural(sum.Sent, "probe"))}
 	}
 	if len(sum.Findings) > 0 {
 		return findingError{}
@@ -408,12 +408,12 @@ func printSummary(w io.Writer, s probe.Summary, ep probe.Endpoint) {
 	fmt.Fprintln(w)
 	switch {
 	case s.EgressSeen == s.Sent && s.EgressOff == 0:
-		fmt.Fprintf(w, "egress: all %d probes left %s with the intended markings\n", s.Sent, ep.Wire)
+		fmt.Fprintf(w, "egress: %s left %s with the intended markings\n", allOf(s.Sent, "probe"), ep.Wire)
 	case s.EgressSeen < s.Sent:
-		fmt.Fprintf(w, "egress: only %d of %d probes were seen leaving %s\n", s.EgressSeen, s.Sent, ep.Wire)
+		fmt.Fprintf(w, "egress: only %d of %s %s seen leaving %s\n", s.EgressSeen, plural(s.Sent, "probe"), wasWere(s.EgressSeen), ep.Wire)
 	}
 	if s.EgressOff > 0 {
-		fmt.Fprintf(w, "egress: %d probes left %s with other markings than intended (this host changed them)\n", s.EgressOff, ep.Wire)
+		fmt.Fprintf(w, "egress: %s left %s with other markings than intended (this host changed them)\n", plural(s.EgressOff, "probe"), ep.Wire)
 	}
 	if s.Answered == 0 {
 		fmt.Fprintf(w, "nothing answered: no reply from %s (is 'roce-probe listen' running there, and can its replies come back?)\n", ep.Dst)
@@ -508,4 +508,27 @@ func resolveAH(f sendFlags, dst gid.GID) (*host.AHResult, error) {
 		return nil, usagef("--gid-index %d: the address handle does not resolve: %v", f.gidIndex, err)
 	}
 	return res, nil
+}
+
+// plural is "1 probe", "2 probes".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// allOf is "the probe" for one, "all 5 probes" for more.
+func allOf(n int, noun string) string {
+	if n == 1 {
+		return "the " + noun
+	}
+	return fmt.Sprintf("all %d %ss", n, noun)
+}
+
+func wasWere(n int) string {
+	if n == 1 {
+		return "was"
+	}
+	return "were"
 }
