@@ -3,13 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/signal"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/roce-probe/roce-probe/internal/host"
 	"github.com/roce-probe/roce-probe/internal/probe"
 	"github.com/spf13/cobra"
 )
@@ -57,33 +57,31 @@ func runListen(cmd *cobra.Command, f listenFlags) error {
 	out := cmd.OutOrStdout()
 	format := f.output
 	var netdevs []string
-	var err error
+	ns, err := liveNamespace()
+	if err != nil {
+		return err
+	}
 	if f.netdev != "" {
-		if err := checkLiveNetdev("--netdev", f.netdev); err != nil {
+		if err := checkNetdevIn(ns, "--netdev", f.netdev); err != nil {
 			return err
 		}
-		wire, _, err := probe.WireDevice(f.netdev)
+		wire, _, err := host.WireDevice(ns, f.netdev)
 		if err != nil {
 			return netdevError("--netdev", err)
 		}
 		// Checked here, not only when the capture opens, so that nothing
 		// is printed before the error.
-		if ifi, err := net.InterfaceByName(wire); err == nil && ifi.Flags&net.FlagUp == 0 {
+		if l, ok := ns.ByName(wire); ok && (l.OperState == "down" || l.OperState == "lowerlayerdown") {
 			if wire == f.netdev {
 				return usagef("--netdev %q is down: want a netdev that is up (ip link set %s up)", f.netdev, wire)
 			}
 			return usagef("--netdev %q: its lower device %s is down: want it up (ip link set %s up)", f.netdev, wire, wire)
 		}
 		netdevs = []string{wire}
-	} else if netdevs, err = probe.WireDevices(); err != nil {
-		return err
-	} else if len(netdevs) == 0 {
+	} else if netdevs = host.WireDevices(ns); len(netdevs) == 0 {
 		return usagef("no Ethernet netdev is up to listen on: give --netdev")
 	}
-	addrs, macs, err := probe.LocalAddresses()
-	if err != nil {
-		return err
-	}
+	addrs, macs := host.LocalAddresses(ns)
 	if err := probe.CheckRawSocket(netdevs[0]); err != nil {
 		return rawSocketError("listen", err)
 	}

@@ -119,8 +119,22 @@ func runSend(cmd *cobra.Command, f sendFlags) error {
 		sport = 0xc000 | binary.BigEndian.Uint16(b[:])&0x3fff
 	}
 
+	// One read of the host: the namespace the probes leave from and, with
+	// --dev, the GID tables and DCB the address handle resolves against.
+	sections := host.SectionNet
+	if byGID {
+		sections |= host.SectionRDMA | host.SectionDCB
+	}
+	snap, err := host.Collect(host.Options{Tool: version(), SysfsRoot: liveSysfs, Sections: sections})
+	if err != nil {
+		return liveError("", err)
+	}
+	ns, err := snap.Namespace("")
+	if err != nil {
+		return usageError{err}
+	}
 	if f.netdev != "" {
-		if err := checkLiveNetdev("--netdev", f.netdev); err != nil {
+		if err := checkNetdevIn(ns, "--netdev", f.netdev); err != nil {
 			return err
 		}
 	}
@@ -132,7 +146,7 @@ func runSend(cmd *cobra.Command, f sendFlags) error {
 		// The address handle the application would create: resolved by ah/
 		// to the netdev, address and markings the RDMA stack puts on the wire.
 		var res *host.AHResult
-		if res, err = resolveAH(f, g); err != nil {
+		if res, err = resolveAH(snap, f, g); err != nil {
 			return err
 		}
 		netdev, src = res.Wire.Netdev, res.Wire.Src
@@ -148,7 +162,7 @@ func runSend(cmd *cobra.Command, f sendFlags) error {
 			notes = append(notes, w.String())
 		}
 	}
-	ep, err := probe.ResolveEndpoint(netdev, src, dst, f.resolveWait)
+	ep, err := host.ResolveEndpoint(ns, netdev, src, dst, f.resolveWait)
 	if err != nil {
 		return netdevError(netdevFlag, err)
 	}
@@ -430,17 +444,23 @@ func printSummary(w io.Writer, s probe.Summary, ep probe.Endpoint) {
 
 func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
 
-// checkLiveNetdev returns a usage error naming flag when this network
-// namespace has no netdev called name.
-func checkLiveNetdev(flag, name string) error {
+// liveNamespace reads this network namespace (links, addresses, routes,
+// neighbours) for the live commands send and listen.
+func liveNamespace() (*vlan.Namespace, error) {
 	snap, err := host.Collect(host.Options{Sections: host.SectionNet, Tool: version()})
 	if err != nil {
-		return liveError("", err)
+		return nil, liveError("", err)
 	}
 	ns, err := snap.Namespace("")
 	if err != nil {
-		return err
+		return nil, usageError{err}
 	}
+	return ns, nil
+}
+
+// checkNetdevIn returns a usage error naming flag when namespace ns has no
+// netdev called name.
+func checkNetdevIn(ns *vlan.Namespace, flag, name string) error {
 	if _, ok := ns.ByName(name); !ok {
 		return usagef("%s %q: no such network device in %s (see 'ip link')", flag, name, ns.What())
 	}
@@ -470,11 +490,7 @@ func rawSocketError(command string, err error) error {
 // resolveAH resolves the address handle {sgid_index, dgid, sl,
 // traffic_class, hop_limit} on --dev/--port of this host: the GID entry's
 // netdev and address, and the markings the device's driver applies.
-func resolveAH(f sendFlags, dst gid.GID) (*host.AHResult, error) {
-	snap, err := host.Collect(host.Options{Tool: version(), SysfsRoot: liveSysfs})
-	if err != nil {
-		return nil, liveError("", err)
-	}
+func resolveAH(snap *host.Snapshot, f sendFlags, dst gid.GID) (*host.AHResult, error) {
 	v, err := snap.View("")
 	if err != nil {
 		return nil, usageError{err}

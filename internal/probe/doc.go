@@ -24,11 +24,12 @@
 //     egress copies), free of sockets.
 //   - Compare and Sweep: findings and the DSCP/PCP map a path applies.
 //   - Linux only: Conn (AF_PACKET send and capture through gopacket's
-//     afpacket, with a kernel filter that passes only RoCE v2 frames),
-//     ResolveEndpoint and WireDevice (netlink: addresses, routes,
-//     neighbours, VLAN stacks), Send and Listen (the commands' loops). On
-//     other systems the package builds, and these return an error wrapping
-//     ErrNeedsLinux.
+//     afpacket, with a kernel filter that passes only RoCE v2 frames), Send
+//     and Listen (the commands' loops). On other systems the package
+//     builds, and these return an error wrapping ErrNeedsLinux. Where a
+//     probe goes (the Endpoint: wire device, tags, addresses, next hop and
+//     its MAC) is worked out from the host snapshot by internal/host
+//     (ResolveEndpoint, WireDevice): this package reads no netdev.
 //
 // It is internal: the CLI is its only user.
 package probe

@@ -81,7 +81,7 @@ type Endpoint struct {
 
 // ListenConfig configures Listen.
 type ListenConfig struct {
-	Netdevs   []string // wire devices to capture on (see WireDevice, WireDevices)
+	Netdevs   []string // wire devices to capture on (host.WireDevice, host.WireDevices)
 	Responder ResponderConfig
 }
 

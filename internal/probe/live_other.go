@@ -5,12 +5,8 @@ package probe
 import (
 	"context"
 	"fmt"
-	"net"
-	"net/netip"
 	"runtime"
 	"time"
-
-	"github.com/roce-probe/roce-probe/roce"
 )
 
 // needsLinux names the operation and the system in an error wrapping
@@ -40,24 +36,6 @@ func (c *Conn) Close() error { return nil }
 
 // CheckRawSocket returns an error wrapping ErrNeedsLinux.
 func CheckRawSocket(netdev string) error { return needsLinux("opening a raw socket on " + netdev) }
-
-// WireDevice returns an error wrapping ErrNeedsLinux.
-func WireDevice(netdev string) (string, []roce.VLANTag, error) {
-	return "", nil, needsLinux("reading netdev " + netdev)
-}
-
-// ResolveEndpoint returns an error wrapping ErrNeedsLinux.
-func ResolveEndpoint(netdev string, src, dst netip.Addr, wait time.Duration) (Endpoint, error) {
-	return Endpoint{Netdev: netdev, Dst: dst}, needsLinux("resolving the path to " + dst.String())
-}
-
-// LocalAddresses returns an error wrapping ErrNeedsLinux.
-func LocalAddresses() ([]netip.Addr, []net.HardwareAddr, error) {
-	return nil, nil, needsLinux("listing local addresses")
-}
-
-// WireDevices returns an error wrapping ErrNeedsLinux.
-func WireDevices() ([]string, error) { return nil, needsLinux("listing netdevs") }
 
 // Listen returns an error wrapping ErrNeedsLinux.
 func Listen(ctx context.Context, cfg ListenConfig, onEvent func(Event)) (*Responder, error) {
