@@ -16,13 +16,21 @@ import (
 
 // summarizeFrames is a capture of several of Summarize's batches: the
 // synthetic flows with the sample's frames (bad ICRC, not RoCE, RoCE v1,
-// CNP, QinQ) and RoCE frames cut short inside their headers (malformed)
-// mixed in.
+// CNP, QinQ), RoCE frames cut short inside their headers (malformed) and
+// the RC connections of the loss tests (as their responder received them:
+// PSN gaps, retransmission rounds, reordering, NAKs), spread over the whole
+// capture so that their PSN sequences cross the chunks' ends, mixed in.
 func summarizeFrames() []rocegen.Frame {
 	frames := rocegen.Synthetic(5000)
 	sample := rocegen.Sample()
+	var rc []rocegen.Frame
+	for i, tc := range rcCases() {
+		tc.conn.QPA, tc.conn.QPB = 0x300+uint32(i), 0x400+uint32(i)
+		rc = append(rc, tc.conn.Simulate().After...)
+	}
 	var out []rocegen.Frame
 	for i, f := range frames {
+		out = append(out, rc[i*len(rc)/len(frames):(i+1)*len(rc)/len(frames)]...)
 		out = append(out, f)
 		if i%700 == 0 {
 			out = append(out, sample...)
@@ -121,6 +129,19 @@ func TestSummarizeMatchesSequential(t *testing.T) {
 				if tc.name != "pcap header only" && (wantStats.Malformed == 0 || wantStats.NonRoCE == 0 || wantStats.BadICRC == 0 || len(wantFlows) < 8) {
 					t.Fatalf("the test capture lacks malformed, non-RoCE or bad-ICRC frames or flows: %+v, %d flows", wantStats, len(wantFlows))
 				}
+				if tc.name == "pcap" {
+					var l capture.Loss
+					for _, f := range wantFlows {
+						l.Retransmitted += f.Loss.Retransmitted
+						l.Missing += f.Loss.Missing
+						l.LostResent += f.Loss.LostResent
+						l.OutOfOrder += f.Loss.OutOfOrder
+						l.NAKs.PSNSequenceError += f.Loss.NAKs.PSNSequenceError
+					}
+					if l.Retransmitted == 0 || l.Missing == 0 || l.LostResent == 0 || l.OutOfOrder == 0 || l.NAKs.PSNSequenceError == 0 {
+						t.Fatalf("the test capture lacks some loss: %+v", l)
+					}
+				}
 				if (wantErr != nil) != tc.wantErr {
 					t.Fatalf("sequential read error %v, want error %v", wantErr, tc.wantErr)
 				}
@@ -195,6 +216,11 @@ func TestSummarizeIdleWorkers(t *testing.T) {
 func TestSummaryMerge(t *testing.T) {
 	frames := append(rocegen.Sample(), rocegen.Synthetic(40)...)
 	frames = append(frames, rocegen.Sample()...)
+	for _, tc := range rcCases() {
+		if tc.name == "mixed, READs lost" || tc.name == "UC: lost for good" {
+			frames = append(frames, tc.conn.Simulate().After...)
+		}
+	}
 	dec := roce.NewDecoder()
 	var pkts []roce.Packet
 	var lens []int
