@@ -37,6 +37,7 @@ type Capture struct {
 	done   chan struct{}
 	stop   chan struct{}
 	once   sync.Once
+	drops  uint // frames the kernel dropped (ring full), read by Stop
 }
 
 // CapturePeer starts a capture on the peer's end of the veth pair
@@ -141,9 +142,20 @@ func (c *Capture) Stop() []Frame {
 	c.once.Do(func() {
 		close(c.stop)
 		<-c.done
+		if st, _, err := c.tp.SocketStats(); err == nil {
+			c.drops = st.Drops()
+		}
 		c.tp.Close()
 	})
 	return c.Frames()
+}
+
+// Drops ends the capture (Stop) and returns how many frames the kernel
+// dropped because the capture's ring was full (PACKET_STATISTICS): a test
+// that counts frames needs it to be 0.
+func (c *Capture) Drops() uint {
+	c.Stop()
+	return c.drops
 }
 
 // WritePcapng writes frames to path as a pcapng file with one Ethernet
