@@ -230,11 +230,15 @@ type Loss struct {
 	// messages are not gaps (other requests' PSNs lie between them).
 	Missing uint64
 	// LostResent counts packets lost before the capture point and sent
-	// again: seen for the first time below the highest PSN, in a run that
-	// goes on with PSNs seen before (a go-back-N retransmission round).
+	// again: seen for the first time below the highest PSN, in a
+	// retransmission round (go-back-N): right after packets sent again, or
+	// followed by a PSN seen before or by a jump forward over PSNs lost
+	// again that stays at or below the highest PSN.
 	LostResent uint64
 	// OutOfOrder counts the other packets seen for the first time below
-	// the highest PSN: reordered on the way.
+	// the highest PSN: reordered on the way. (A packet reordered on the way
+	// and followed at once by a retransmission round over it reads as lost
+	// and sent again.)
 	OutOfOrder uint64
 	// Rewinds counts the times the sequence went back: a packet at or
 	// below the highest PSN seen that does not follow the packet before
@@ -415,8 +419,14 @@ type seqState struct {
 	readOpen bool
 	readAt   int64
 	readMax  int64
-	// late packets whose successor has not come yet
-	late uint64
+	// late packets whose successor has not come yet, the last of them,
+	// and whether they came in a retransmission round (right after
+	// packets sent again); whether the element before was at or below
+	// the highest PSN
+	late       uint64
+	lateLast   int64
+	lateRound  bool
+	prevBehind bool
 
 	out *Loss
 }
@@ -470,12 +480,18 @@ func (s *seqState) element(psn uint32, c seqClass, dmaLen uint32) {
 			s.holes.insert(s.hi+1, q-1)
 		}
 		s.hi = q
+		s.prevBehind = false
 	} else {
 		if !follows {
-			s.settleLate(false)
+			// late packets before a jump forward, at or below the highest
+			// PSN, were in a retransmission round that skipped PSNs lost
+			// again; before a jump back (to themselves or earlier), they
+			// came late on their own
+			s.settleLate(q > s.lateLast)
 			s.out.Rewinds++
 		}
-		s.behind(q, q)
+		s.behind(q, q, follows && s.prevBehind)
+		s.prevBehind = true
 	}
 	s.first(q, c, dmaLen)
 	s.trim()
@@ -483,10 +499,12 @@ func (s *seqState) element(psn uint32, c seqClass, dmaLen uint32) {
 
 // behind processes PSNs lo..top, at or below the highest PSN, each
 // following the one before: a PSN seen before is a retransmission, a PSN
-// not seen before is late; late PSNs followed by one seen before were
-// lost before the capture point and sent again (the sender went back),
-// others were reordered (settleLate decides).
-func (s *seqState) behind(lo, top int64) {
+// not seen before is late. Late PSNs followed by one seen before, or by a
+// jump forward that stays at or below the highest PSN, came in a
+// retransmission round (the sender went back): lost before the capture
+// point and sent again. Late PSNs followed by a new PSN or a jump back
+// came late on their own: reordered (settleLate counts them).
+func (s *seqState) behind(lo, top int64, inRound bool) {
 	for from := lo; from <= top; {
 		i := s.seen.find(from)
 		if i < len(s.seen) && s.seen[i].lo <= from {
@@ -500,7 +518,13 @@ func (s *seqState) behind(lo, top int64) {
 		if i < len(s.seen) {
 			end = min(top, s.seen[i].lo-1)
 		}
+		if s.late == 0 {
+			// late packets right after packets sent again are in the
+			// same retransmission round
+			s.lateRound = from > lo || inRound
+		}
 		s.late += uint64(end - from + 1)
+		s.lateLast = end
 		s.holes.remove(from, end)
 		from = end + 1
 	}
@@ -508,9 +532,10 @@ func (s *seqState) behind(lo, top int64) {
 }
 
 // settleLate counts the late packets waiting for what follows them: sent
-// again after a loss (followed by a PSN seen before) or reordered.
+// again after a loss (in a retransmission round, or followed by a PSN seen
+// before or a jump forward over PSNs lost again) or reordered.
 func (s *seqState) settleLate(resent bool) {
-	if resent {
+	if resent || s.lateRound {
 		s.out.LostResent += s.late
 	} else {
 		s.out.OutOfOrder += s.late
@@ -575,12 +600,14 @@ func (s *seqState) run(r psnRun) {
 	hi := lo + int64(r.n) - 2
 	s.out.Sequenced += uint64(r.n - 1)
 	if top := min(hi, s.hi); lo <= top {
-		s.behind(lo, top)
+		s.behind(lo, top, s.prevBehind)
+		s.prevBehind = true
 	}
 	if hi > s.hi {
 		s.settleLate(false)
 		s.seen.insert(max(lo, s.hi+1), hi)
 		s.hi = hi
+		s.prevBehind = false
 	}
 	s.next = hi + 1
 	s.trim()

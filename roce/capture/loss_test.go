@@ -37,6 +37,8 @@ func rcCases() []struct {
 		{"no loss", rocegen.RCConn{Ops: writes(20, 4096), PMTU: 1024}},
 		{"writes, every 7th PSN lost once", rocegen.RCConn{Ops: writes(30, 4096), PMTU: 1024, Drop: every(7)}},
 		{"writes, lost twice", rocegen.RCConn{Ops: writes(30, 2048), PMTU: 1024, Drop: func(psn uint32, n int) bool { return psn%11 == 5 && n < 2 }}},
+		{"retransmissions lost again", rocegen.RCConn{Ops: writes(30, 4096), PMTU: 1024,
+			Drop: func(psn uint32, n int) bool { return n == 0 && psn%7 == 3 || n == 1 && psn%7 == 4 }}},
 		{"tail loss: timeouts", rocegen.RCConn{Ops: writes(3, 1024), PMTU: 1024, Window: 3, Drop: func(psn uint32, n int) bool { return psn == 2 && n < 3 }}},
 		{"PSNs wrap", rocegen.RCConn{Ops: writes(20, 4096), PMTU: 1024, FirstPSN: 0xFFFFF0, Drop: every(5)}},
 		{"mixed, with READs", rocegen.RCConn{Ops: mixed, PMTU: 1024, Drop: every(6)}},
