@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"reflect"
 	"runtime"
 	"testing"
@@ -112,7 +114,7 @@ func TestSummarizeMatchesSequential(t *testing.T) {
 		if split {
 			restore = capture.SetSplit(0, mode.minChunk)
 		}
-		splits, chunks := capture.SplitCount(), capture.ChunkCount()
+		splits, chunks, mapped := capture.SplitCount(), capture.ChunkCount(), capture.MappedCount()
 		for _, tc := range []struct {
 			name    string
 			capt    []byte
@@ -145,23 +147,40 @@ func TestSummarizeMatchesSequential(t *testing.T) {
 				if (wantErr != nil) != tc.wantErr {
 					t.Fatalf("sequential read error %v, want error %v", wantErr, tc.wantErr)
 				}
-				cr, err := capture.NewReader(bytes.NewReader(tc.capt))
-				if err != nil {
+				// from memory; and from a file, mapped (pcap) and read
+				path := filepath.Join(t.TempDir(), "capture")
+				if err := os.WriteFile(path, tc.capt, 0o644); err != nil {
 					t.Fatal(err)
 				}
-				var bad []string
-				sum, st, err := cr.Summarize(func(e capture.FrameError) { bad = append(bad, fmt.Sprintf("frame %d: %v", e.Frame, e.Err)) })
-				if fmt.Sprint(err) != fmt.Sprint(wantErr) {
-					t.Errorf("error %v, want %v", err, wantErr)
-				}
-				if st != wantStats {
-					t.Errorf("stats %+v, want %+v", st, wantStats)
-				}
-				if !reflect.DeepEqual(bad, wantBad) {
-					t.Errorf("malformed frames %q, want %q", bad, wantBad)
-				}
-				if got := sum.Flows(); !reflect.DeepEqual(got, wantFlows) {
-					t.Errorf("flows differ:\n got %+v\nwant %+v", got, wantFlows)
+				for _, src := range []string{"bytes", "file mapped", "file read"} {
+					var in io.Reader = bytes.NewReader(tc.capt)
+					if src != "bytes" {
+						f, err := os.Open(path)
+						if err != nil {
+							t.Fatal(err)
+						}
+						defer f.Close()
+						in = f
+						defer capture.SetMapFiles(src == "file mapped")()
+					}
+					cr, err := capture.NewReader(in)
+					if err != nil {
+						t.Fatal(err)
+					}
+					var bad []string
+					sum, st, err := cr.Summarize(func(e capture.FrameError) { bad = append(bad, fmt.Sprintf("frame %d: %v", e.Frame, e.Err)) })
+					if fmt.Sprint(err) != fmt.Sprint(wantErr) {
+						t.Errorf("%s: error %v, want %v", src, err, wantErr)
+					}
+					if st != wantStats {
+						t.Errorf("%s: stats %+v, want %+v", src, st, wantStats)
+					}
+					if !reflect.DeepEqual(bad, wantBad) {
+						t.Errorf("%s: malformed frames %q, want %q", src, bad, wantBad)
+					}
+					if got := sum.Flows(); !reflect.DeepEqual(got, wantFlows) {
+						t.Errorf("%s: flows differ:\n got %+v\nwant %+v", src, got, wantFlows)
+					}
 				}
 			})
 		}
@@ -169,8 +188,12 @@ func TestSummarizeMatchesSequential(t *testing.T) {
 		// (a damaged pcapng is read again in one sequence)
 		if runtime.GOMAXPROCS(0) > 1 {
 			got, gotChunks := capture.SplitCount()-splits, capture.ChunkCount()-chunks
-			if split && (got < 3 || gotChunks < 3*mode.wantChunksPerOK) {
-				t.Errorf("%s: Summarize cut %d of the captures into %d chunks, want at least 3 into %d each", mode.name, got, gotChunks, mode.wantChunksPerOK)
+			if split && (got < 9 || gotChunks < 9*mode.wantChunksPerOK) {
+				t.Errorf("%s: Summarize cut %d of the captures into %d chunks, want at least 9 (3 captures, 3 ways) into %d each", mode.name, got, gotChunks, mode.wantChunksPerOK)
+			}
+			// the whole pcap and the truncated one, from a mapped file
+			if m := capture.MappedCount() - mapped; split && mapFilesWork && m != 2 {
+				t.Errorf("%s: Summarize mapped %d captures, want 2", mode.name, m)
 			}
 			if !split && got != 0 {
 				t.Errorf("%s: Summarize cut %d captures", mode.name, got)
