@@ -304,6 +304,7 @@ type countersWatch struct {
 
 // countersReport is the part of a counters report the loss test reads.
 type countersReport struct {
+	Time  time.Time `json:"time"` // when the sample was read
 	Ports []struct {
 		Device   string `json:"device"`
 		Counters map[string]struct {
@@ -363,19 +364,25 @@ func startCountersWatch(t *testing.T) *countersWatch {
 	return w
 }
 
-// next waits for the next report.
-func (w *countersWatch) next(t *testing.T, ctx context.Context) countersReport {
+// after returns the reports up to the first whose sample was read after
+// tm, waiting for it.
+func (w *countersWatch) after(t *testing.T, ctx context.Context, tm time.Time) []countersReport {
 	t.Helper()
-	select {
-	case r, ok := <-w.reports:
-		if !ok {
-			t.Fatalf("counters --watch ended")
+	var rs []countersReport
+	for {
+		select {
+		case r, ok := <-w.reports:
+			if !ok {
+				t.Fatalf("counters --watch ended")
+			}
+			rs = append(rs, r)
+			if r.Time.After(tm) {
+				return rs
+			}
+		case <-ctx.Done():
+			t.Fatalf("no counters report after %v: %v", tm, ctx.Err())
 		}
-		return r
-	case <-ctx.Done():
-		t.Fatalf("no counters report: %v", ctx.Err())
 	}
-	return countersReport{}
 }
 
 // stop ends the watch with SIGINT and returns the reports it still had.
@@ -470,14 +477,15 @@ func TestFabricLossRetransmits(t *testing.T) {
 	defer cancel()
 
 	watch := startCountersWatch(t)
-	first := watch.next(t, ctx) // its sample precedes the traffic
+	reports := watch.after(t, ctx, time.Time{}) // one report, sampled before the traffic
+	first := reports[0]
 	c0, s0 := hwCounters(t, cl.RDMADevice), hwCounters(t, srv.RDMADevice)
 	atReq, atResp := sw.Capture("h1"), sw.CaptureHost("h2")
 	lab.Perftest("ib_write_bw", cl, srv, ci, si, 21300, 100, 4096, "-m", "1024").Run(t, ctx)
 	reqFrames, respFrames := atReq.Stop(), atResp.Stop()
 	c1, s1 := hwCounters(t, cl.RDMADevice), hwCounters(t, srv.RDMADevice)
-	watch.next(t, ctx) // a report whose sample follows c1, s1
-	reports := append([]countersReport{first}, watch.stop(t)...)
+	reports = append(reports, watch.after(t, ctx, time.Now())...) // up to one sampled after c1, s1
+	reports = append(reports, watch.stop(t)...)
 
 	if d1, d2 := atReq.Drops(), atResp.Drops(); d1+d2 > 0 {
 		t.Fatalf("the captures dropped frames (ring full): %d on %s, %d on h2's NIC: the counts below would not hold", d1, cl.Port, d2)

@@ -56,9 +56,15 @@ func CaptureIn(namespace, iface string) (*Capture, error) {
 			afpacket.OptTPacketVersion(afpacket.TPacketVersion2),
 			afpacket.OptPollTimeout(50*time.Millisecond),
 			afpacket.OptAddVLANHeader(true),
-			afpacket.OptFrameSize(1<<16),
+			// 8192 frame slots of 2 KiB (16 MiB): a whole MTU-1500 frame
+			// with its tags fits a slot (longer ones, TCP segments the
+			// kernel has not cut yet, are kept cut to the slot, Info.Length
+			// telling their length), and a burst of RC traffic under TCG
+			// fits the ring; 64 slots of 64 KiB dropped frames of an
+			// ib_write_bw run (TestFabricLossRetransmits checks Drops)
+			afpacket.OptFrameSize(1<<11),
 			afpacket.OptBlockSize(1<<16),
-			afpacket.OptNumBlocks(64),
+			afpacket.OptNumBlocks(256),
 		)
 		if err != nil {
 			return fmt.Errorf("lab: capture on %s: %w (AF_PACKET sockets need CAP_NET_RAW)", iface, err)
