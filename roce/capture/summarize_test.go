@@ -290,23 +290,38 @@ func addCaptureSeeds(f *testing.F) {
 }
 
 // FuzzSummarize: whatever the capture, Summarize cutting it into chunks
-// gives what reading it frame by frame gives.
+// gives what reading it frame by frame gives, from memory and from a
+// mapped file.
 func FuzzSummarize(f *testing.F) {
 	addCaptureSeeds(f)
 	defer capture.SetSplit(0, 64)()
+	path := filepath.Join(f.TempDir(), "capture")
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if _, err := capture.NewReader(bytes.NewReader(data)); err != nil {
 			return
 		}
 		wantFlows, wantStats, wantBad, wantErr := sequential(t, data)
-		cr, _ := capture.NewReader(bytes.NewReader(data))
-		var bad []string
-		sum, st, err := cr.Summarize(func(e capture.FrameError) { bad = append(bad, fmt.Sprintf("frame %d: %v", e.Frame, e.Err)) })
-		if fmt.Sprint(err) != fmt.Sprint(wantErr) || st != wantStats || !reflect.DeepEqual(bad, wantBad) {
-			t.Fatalf("Summarize: %v %+v %q, frame by frame: %v %+v %q", err, st, bad, wantErr, wantStats, wantBad)
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
 		}
-		if got := sum.Flows(); !reflect.DeepEqual(got, wantFlows) {
-			t.Fatalf("flows differ:\n got %+v\nwant %+v", got, wantFlows)
+		file, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer file.Close()
+		for _, in := range []io.Reader{bytes.NewReader(data), file} {
+			cr, err := capture.NewReader(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var bad []string
+			sum, st, err := cr.Summarize(func(e capture.FrameError) { bad = append(bad, fmt.Sprintf("frame %d: %v", e.Frame, e.Err)) })
+			if fmt.Sprint(err) != fmt.Sprint(wantErr) || st != wantStats || !reflect.DeepEqual(bad, wantBad) {
+				t.Fatalf("Summarize (%T): %v %+v %q, frame by frame: %v %+v %q", in, err, st, bad, wantErr, wantStats, wantBad)
+			}
+			if got := sum.Flows(); !reflect.DeepEqual(got, wantFlows) {
+				t.Fatalf("%T: flows differ:\n got %+v\nwant %+v", in, got, wantFlows)
+			}
 		}
 	})
 }
