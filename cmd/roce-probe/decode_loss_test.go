@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -57,16 +56,7 @@ func TestDecodeRCHeadersMatchTshark(t *testing.T) {
 	for _, c := range cols {
 		args = append(args, "-e", c.field)
 	}
-	raw, err := exec.Command(tshark, args...).Output()
-	if err != nil {
-		t.Fatalf("tshark: %v", err)
-	}
-	rows := strings.Split(strings.TrimRight(string(raw), "\n"), "\n")
-	out, stderr, code := runCLI(t, "", "decode", "-o", "json", path)
-	if code != exitOK {
-		t.Fatalf("decode: exit %d: %s", code, stderr)
-	}
-	lines := strings.Split(strings.TrimSpace(out), "\n")
+	rows, lines := tsharkAndDecode(t, tshark, path, args)
 	if len(lines) != len(rows) {
 		t.Fatalf("decode printed %d packets, tshark %d", len(lines), len(rows))
 	}
@@ -120,20 +110,8 @@ func TestDecodeSummaryLoss(t *testing.T) {
 	sim := lossyRC().Simulate()
 	tr := sim.Truth
 	type flow struct {
-		DestQP uint32 `json:"dest_qp"`
-		Loss   struct {
-			Verdict       *string `json:"verdict"`
-			Reason        string  `json:"reason"`
-			Retransmitted uint64  `json:"retransmitted"`
-			LostResent    uint64  `json:"lost_resent"`
-			Missing       uint64  `json:"missing"`
-			OutOfOrder    uint64  `json:"out_of_order"`
-			Rewinds       uint64  `json:"rewinds"`
-			NAKs          struct {
-				PSNSequenceError uint64 `json:"psn_sequence_error"`
-			} `json:"naks"`
-			PathMTU *uint32 `json:"path_mtu"`
-		} `json:"loss"`
+		DestQP uint32   `json:"dest_qp"`
+		Loss   lossJSON `json:"loss"`
 	}
 	summary := func(frames []rocegen.Frame) (req, resp flow) {
 		out, stderr, code := runCLI(t, "", "decode", "--summary", "-o", "json", writeCapture(t, "rc.pcap", frames))

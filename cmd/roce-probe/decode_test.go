@@ -347,17 +347,7 @@ func TestDecodeRXECaptureMatchesTshark(t *testing.T) {
 			fields = append(fields, f)
 		}
 	}
-	raw, err := exec.Command(tshark, args...).Output()
-	if err != nil {
-		t.Fatalf("tshark: %v", err)
-	}
-	rows := strings.Split(strings.TrimRight(string(raw), "\n"), "\n")
-
-	out, stderr, code := runCLI(t, "", "decode", "-o", "json", capture)
-	if code != exitOK {
-		t.Fatalf("decode: exit %d: %s", code, stderr)
-	}
-	lines := strings.Split(strings.TrimSpace(out), "\n")
+	rows, lines := tsharkAndDecode(t, tshark, capture, args)
 	if len(lines) != 8 || len(rows) != 8 {
 		t.Fatalf("decode printed %d packets, tshark %d; want 8 each", len(lines), len(rows))
 	}
@@ -437,4 +427,20 @@ func TestDecodeRXECaptureMatchesTshark(t *testing.T) {
 	if compared < 8*14 {
 		t.Errorf("only %d values compared", compared)
 	}
+}
+
+// tsharkAndDecode runs tshark with args (tab-separated fields, one row per
+// frame) and `roce-probe decode -o json capture`, and returns tshark's rows
+// and decode's lines.
+func tsharkAndDecode(t *testing.T, tshark, capture string, args []string) (rows, lines []string) {
+	t.Helper()
+	raw, err := exec.Command(tshark, args...).Output()
+	if err != nil {
+		t.Fatalf("tshark: %v", err)
+	}
+	out, stderr, code := runCLI(t, "", "decode", "-o", "json", capture)
+	if code != exitOK {
+		t.Fatalf("decode: exit %d: %s", code, stderr)
+	}
+	return strings.Split(strings.TrimRight(string(raw), "\n"), "\n"), strings.Split(strings.TrimSpace(out), "\n")
 }

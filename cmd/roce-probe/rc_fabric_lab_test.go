@@ -251,22 +251,10 @@ func hwCounters(t *testing.T, dev string) map[string]uint64 {
 
 // lossFlow is a flow of `decode --summary -o json` with its loss analysis.
 type lossFlow struct {
-	Src    string `json:"src"`
-	Dst    string `json:"dst"`
-	DestQP uint32 `json:"dest_qp"`
-	Loss   struct {
-		Verdict       *string `json:"verdict"`
-		Reason        string  `json:"reason"`
-		Sequenced     uint64  `json:"sequenced"`
-		Retransmitted uint64  `json:"retransmitted"`
-		LostResent    uint64  `json:"lost_resent"`
-		Missing       uint64  `json:"missing"`
-		OutOfOrder    uint64  `json:"out_of_order"`
-		Rewinds       uint64  `json:"rewinds"`
-		NAKs          struct {
-			PSNSequenceError uint64 `json:"psn_sequence_error"`
-		} `json:"naks"`
-	} `json:"loss"`
+	Src    string   `json:"src"`
+	Dst    string   `json:"dst"`
+	DestQP uint32   `json:"dest_qp"`
+	Loss   lossJSON `json:"loss"`
 }
 
 // summaryFlow runs `decode --summary -o json FILE` and returns the flow
