@@ -8,8 +8,8 @@ import (
 
 // AETH is the ACK Extended Transport Header (4 bytes) of ACKNOWLEDGE,
 // ATOMIC ACKNOWLEDGE and RDMA READ RESPONSE FIRST/LAST/ONLY packets:
-// syndrome (8) | MSN (24) (IBTA vol. 1, chapter 9, "ACK Extended Transport
-// Header"). The syndrome's bit 7 is reserved, bits 6-5 its type and bits
+// syndrome (8) | MSN (24) (IBTA vol. 1, 9.3, the extended transport
+// headers: "ACK Extended Transport Header"). The syndrome's bit 7 is reserved, bits 6-5 its type and bits
 // 4-0 a value whose meaning the type gives: an ACK with a credit count, an
 // RNR NAK with a timer, or a NAK with an error code (Kind, Credits,
 // RNRTimer, NAKCode; the kernel's rxe_hdr.h enum aeth_syndrome,
