@@ -484,6 +484,7 @@ type lossJSON struct {
 	LostResent    uint64       `json:"lost_resent"`
 	Missing       uint64       `json:"missing"`
 	OutOfOrder    uint64       `json:"out_of_order"`
+	Gaps          uint64       `json:"gaps"`
 	Rewinds       uint64       `json:"rewinds"`
 	NAKs          nakCountJSON `json:"naks"`
 	RNRNAKs       uint64       `json:"rnr_naks"`
@@ -502,7 +503,7 @@ type nakCountJSON struct {
 
 func lossOf(l capture.Loss) lossJSON {
 	j := lossJSON{Reason: l.Reason, Sequenced: l.Sequenced, Retransmitted: l.Retransmitted, LostResent: l.LostResent,
-		Missing: l.Missing, OutOfOrder: l.OutOfOrder, Rewinds: l.Rewinds, RNRNAKs: l.RNRNAKs,
+		Missing: l.Missing, OutOfOrder: l.OutOfOrder, Gaps: l.Gaps, Rewinds: l.Rewinds, RNRNAKs: l.RNRNAKs,
 		NAKs: nakCountJSON{l.NAKs.PSNSequenceError, l.NAKs.InvalidRequest, l.NAKs.RemoteAccessError,
 			l.NAKs.RemoteOperationalError, l.NAKs.InvalidRDRequest, l.NAKs.Reserved}}
 	if l.Verdict != capture.VerdictUnknown {

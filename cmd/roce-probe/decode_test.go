@@ -193,7 +193,7 @@ func TestDecodeSummary(t *testing.T) {
 	// the UD flow's PSN 4 has a bad ICRC: left out of the PSN analysis,
 	// and a loss (a receiver drops it); the CNP flow has nothing to judge
 	loss, _ := udp["loss"].(map[string]any)
-	if loss["verdict"] != "loss" || loss["sequenced"] != 2.0 || loss["missing"] != 0.0 || loss["retransmitted"] != 0.0 ||
+	if loss["verdict"] != "loss" || loss["sequenced"] != 2.0 || loss["missing"] != 0.0 || loss["retransmitted"] != 0.0 || loss["gaps"] != 0.0 ||
 		!strings.Contains(fmt.Sprint(loss["reason"]), "invalid ICRC") {
 		t.Errorf("UD flow loss: %v", loss)
 	}

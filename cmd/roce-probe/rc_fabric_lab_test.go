@@ -436,11 +436,14 @@ func findingSum(rs []countersReport, dev, name string) (sum uint64, findings int
 //     is below the one expected: one the responder accepted before, so one
 //     h2 received before. h2's duplicate_request rise is AT MOST the
 //     packets decode finds sent again (PSN seen before) on h2's NIC.
-//   - each sequence-error NAK names the PSN h2 expected when a later one
-//     came: distinct PSNs (the next NAK waits for that PSN to be accepted),
-//     each missing on h2's NIC when the later one arrived, so out_of_seq_request
-//     is AT MOST the PSNs decode finds lost (lost and sent again, missing)
-//     or out of order there.
+//   - check_psn NAKs a request beyond the expected PSN only while no NAK is
+//     outstanding, that is when the request before it was accepted (its
+//     PSN the expected one less one) or a duplicate (below): the NAKed
+//     request skips ahead of the one after the request before it. So
+//     out_of_seq_request is AT MOST the gaps decode finds in the requests
+//     on h2's NIC (packets beyond the PSN after the one before). (Not the
+//     PSNs lost or late there: a PSN NAKed in a retransmission round may
+//     have arrived before, while h2 was dropping out-of-sequence requests.)
 //
 // And `roce-probe counters` reads the same counters: the rises of its
 // reports add up to the sysfs rises, and its loss findings name them.
@@ -512,8 +515,8 @@ func TestFabricLossRetransmits(t *testing.T) {
 	if l.Rewinds == 0 || l.Rewinds > retry || l.Retransmitted < l.Rewinds {
 		t.Errorf("at %s: %d rewinds, %d packets sent again; want 1 ≤ rewinds ≤ completer_retry_err +%d ≤ ... and at least one packet per rewind", cl.Port, l.Rewinds, l.Retransmitted, retry)
 	}
-	if l.Missing != 0 || l.LostResent != 0 || l.OutOfOrder != 0 || l.Verdict == nil || *l.Verdict != "retransmitted" {
-		t.Errorf("at %s (before the loss): %+v; want nothing missing, late or out of order, verdict retransmitted", cl.Port, l)
+	if l.Missing != 0 || l.LostResent != 0 || l.OutOfOrder != 0 || l.Gaps != 0 || l.Verdict == nil || *l.Verdict != "retransmitted" {
+		t.Errorf("at %s (before the loss): %+v; want nothing missing, late, out of order or skipped, verdict retransmitted", cl.Port, l)
 	}
 	if naks.Loss.Verdict == nil || *naks.Loss.Verdict != "loss" {
 		t.Errorf("the responses' verdict: %+v, want loss (sequence-error NAKs)", naks.Loss)
@@ -522,8 +525,8 @@ func TestFabricLossRetransmits(t *testing.T) {
 	if dup > r.Retransmitted {
 		t.Errorf("%s duplicate_request +%d, more than the %d packets decode finds received again on its NIC", srv.RDMADevice, dup, r.Retransmitted)
 	}
-	if lost := r.LostResent + r.Missing + r.OutOfOrder; outOfSeq > lost {
-		t.Errorf("%s out_of_seq_request +%d, more than the %d PSNs decode finds lost or out of order on its NIC", srv.RDMADevice, outOfSeq, lost)
+	if outOfSeq > r.Gaps {
+		t.Errorf("%s out_of_seq_request +%d, more than the %d gaps decode finds on its NIC", srv.RDMADevice, outOfSeq, r.Gaps)
 	}
 	if r.Verdict == nil || *r.Verdict != "loss" || r.LostResent+r.Missing == 0 {
 		t.Errorf("at h2's NIC: %+v; want verdict loss, PSNs lost before the capture point", r)

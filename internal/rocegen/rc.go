@@ -65,6 +65,7 @@ type RCTruth struct {
 	RecvResent  int // request packets received for the first time after a later one, sent again after a loss
 	RecvLate    int // request packets received for the first time after a later one, reordered (first transmission)
 	RecvRewinds int // received packets that went back: not after the one before, and not beyond every one before
+	RecvGaps    int // received packets beyond the one after the packet received before
 	RecvMissing int // PSNs of request packets never received, below the last one received
 }
 
@@ -223,6 +224,9 @@ func (c RCConn) Simulate() RCFrames {
 		}
 		if i <= maxRecv && i != lastRecv+1 {
 			out.Truth.RecvRewinds++
+		}
+		if lastRecv >= 0 && i > lastRecv+1 {
+			out.Truth.RecvGaps++
 		}
 		recv[i]++
 		maxRecv, lastRecv = max(maxRecv, i), i

@@ -240,6 +240,12 @@ type Loss struct {
 	// and followed at once by a retransmission round over it reads as lost
 	// and sent again.)
 	OutOfOrder uint64
+	// Gaps counts the times the sequence skipped ahead: a packet whose PSN
+	// is beyond the one that would follow the packet before it (a gap
+	// opened, or PSNs skipped again in a retransmission round), filled
+	// later or not. A responder NAKs a PSN sequence error at most once per
+	// gap (rxe_resp.c check_psn).
+	Gaps uint64
 	// Rewinds counts the times the sequence went back: a packet at or
 	// below the highest PSN seen that does not follow the packet before
 	// it. A go-back-N retransmission round is one rewind; so is a packet
@@ -473,6 +479,9 @@ func (s *seqState) element(psn uint32, c seqClass, dmaLen uint32) {
 		if end > s.readAt {
 			s.take(s.readAt+1, end)
 		}
+	}
+	if !follows && q > s.next && c != seqRespStart {
+		s.out.Gaps++
 	}
 	if q > s.hi {
 		s.settleLate(false)

@@ -103,7 +103,7 @@ func TestLossAnalysisRC(t *testing.T) {
 			req, resp := summarizeRC(t, sim.Before, sim.QPA, sim.QPB, tc.conn.UC)
 			l := req.Loss
 			if l.Retransmitted != uint64(tr.Resent) || l.Rewinds != uint64(tr.Rounds) || l.Missing != 0 || l.OutOfOrder != 0 ||
-				l.LostResent != 0 || l.Sequenced != uint64(tr.Sent) {
+				l.LostResent != 0 || l.Gaps != 0 || l.Sequenced != uint64(tr.Sent) {
 				t.Errorf("at A: requests %+v; want %d sent, %d sent again in %d rounds, none missing or late", l, tr.Sent, tr.Resent, tr.Rounds)
 			}
 			wantV := capture.VerdictNone
@@ -137,9 +137,13 @@ func TestLossAnalysisRC(t *testing.T) {
 			req, resp = summarizeRC(t, sim.After, sim.QPA, sim.QPB, tc.conn.UC)
 			l = req.Loss
 			if l.Retransmitted != uint64(tr.RecvAgain) || l.LostResent != uint64(tr.RecvResent) || l.OutOfOrder != uint64(tr.RecvLate) ||
-				l.Rewinds != uint64(tr.RecvRewinds) || l.Missing != uint64(tr.RecvMissing) {
-				t.Errorf("at B: requests %+v; want %d received again, %d lost and sent again, %d reordered, %d rewinds, %d PSNs missing",
-					l, tr.RecvAgain, tr.RecvResent, tr.RecvLate, tr.RecvRewinds, tr.RecvMissing)
+				l.Rewinds != uint64(tr.RecvRewinds) || l.Missing != uint64(tr.RecvMissing) || l.Gaps != uint64(tr.RecvGaps) {
+				t.Errorf("at B: requests %+v; want %d received again, %d lost and sent again, %d reordered, %d rewinds, %d PSNs missing, %d gaps",
+					l, tr.RecvAgain, tr.RecvResent, tr.RecvLate, tr.RecvRewinds, tr.RecvMissing, tr.RecvGaps)
+			}
+			// B NAKs at most once per gap
+			if tr.NAKs > int(l.Gaps) {
+				t.Errorf("at B: %d NAKs, %d gaps", tr.NAKs, l.Gaps)
 			}
 			wantV = capture.VerdictNone
 			switch {
