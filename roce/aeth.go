@@ -6,10 +6,22 @@ import (
 	"github.com/gopacket/gopacket"
 )
 
-// AETH is the ACK Extended Transport Header (4 bytes) of ACKs and RDMA
-// READ responses: syndrome (8) | MSN (24). The syndrome says whether the
-// packet is an ACK (with a credit count), an RNR NAK (with a timer) or a
-// NAK (with an error code); see Kind, Credits, RNRTimer and NAKCode.
+// AETH is the ACK Extended Transport Header (4 bytes) of ACKNOWLEDGE,
+// ATOMIC ACKNOWLEDGE and RDMA READ RESPONSE FIRST/LAST/ONLY packets:
+// syndrome (8) | MSN (24) (IBTA vol. 1, 9.3, the extended transport
+// headers: "ACK Extended Transport Header"). The syndrome's bit 7 is reserved, bits 6-5 its type and bits
+// 4-0 a value whose meaning the type gives: an ACK with a credit count, an
+// RNR NAK with a timer, or a NAK with an error code (Kind, Credits,
+// RNRTimer, NAKCode; the kernel's rxe_hdr.h enum aeth_syndrome,
+// AETH_TYPE_MASK 0xe0: ACK 0x00, RNR NAK 0x20, reserved 0x40, NAK 0x60;
+// Wireshark's infiniband.aeth.syndrome.opcode, .credit_count, .timer and
+// .error_code split it the same way, which TestTsharkInterop checks).
+//
+// The MSN (message sequence number) is the responder's count of request
+// messages it has completed, modulo 2^24: the requester learns from it how
+// many messages an ACK acknowledges (rxe_resp.c increments qp->resp.msn
+// per completed SEND, RDMA WRITE, READ and atomic, and send_common_ack puts
+// it in the AETH; Linux 6.1.192 and 7.3.4).
 type AETH struct {
 	extHeader
 	Syndrome uint8
@@ -45,7 +57,9 @@ func (k AckKind) String() string {
 // NAKCode is the low 5 bits of a NAK syndrome.
 type NAKCode uint8
 
-// NAK codes (IBTA table 45).
+// NAK codes (IBTA vol. 1, the NAK code table of the AETH; rxe_hdr.h
+// AETH_NAK_PSN_SEQ_ERROR 0x60, AETH_NAK_INVALID_REQ 0x61,
+// AETH_NAK_REM_ACC_ERR 0x62, AETH_NAK_REM_OP_ERR 0x63 with the type bits).
 const (
 	NAKPSNSequenceError     NAKCode = 0
 	NAKInvalidRequest       NAKCode = 1

@@ -47,7 +47,25 @@ type Packet struct {
 	Imm    uint32
 
 	HasAETH bool
-	AETH    AETH
+	AETH    AETH // ACKs, READ responses: syndrome and MSN
+
+	HasRETH bool
+	RETH    RETH // RDMA WRITE FIRST/ONLY, READ requests, FLUSH, ATOMIC_WRITE: VA, R_Key, DMA length
+
+	HasAtomicETH bool
+	AtomicETH    AtomicETH // COMPARE_SWAP, FETCH_ADD
+
+	HasAtomicAckETH bool
+	AtomicAckETH    AtomicAckETH // ATOMIC_ACKNOWLEDGE: the original remote data
+
+	HasIETH bool
+	IETH    IETH // SEND with invalidate: the R_Key to invalidate
+
+	HasXRCETH bool
+	XRCETH    XRCETH // XRC requests: the XRC SRQ
+
+	HasRDETH bool
+	RDETH    RDETH // RD packets: the EE context
 
 	PayloadLen int // application data bytes, without pad
 	PadLen     int
@@ -144,6 +162,18 @@ func (d *Decoder) Decode(frame []byte, p *Packet) error {
 			p.HasImm, p.Imm = true, r.ImmDt.Immediate
 		case LayerTypeAETH:
 			p.HasAETH, p.AETH = true, r.AETH
+		case LayerTypeRETH:
+			p.HasRETH, p.RETH = true, r.RETH
+		case LayerTypeAtomicETH:
+			p.HasAtomicETH, p.AtomicETH = true, r.AtomicETH
+		case LayerTypeAtomicAckETH:
+			p.HasAtomicAckETH, p.AtomicAckETH = true, r.AtomicAckETH
+		case LayerTypeIETH:
+			p.HasIETH, p.IETH = true, r.IETH
+		case LayerTypeXRCETH:
+			p.HasXRCETH, p.XRCETH = true, r.XRCETH
+		case LayerTypeRDETH:
+			p.HasRDETH, p.RDETH = true, r.RDETH
 		}
 	}
 	pl := &r.Payload

@@ -14,6 +14,12 @@ func addFrameSeeds(f *testing.F) {
 	for i, e := range encaps {
 		f.Add(buildFrame(f, specFor(e, OpcodeUDSendOnlyWithImmediate, i)))
 		f.Add(buildFrame(f, specFor(e, Opcode(0x0B), i)))
+		// every extension header: RDMA READ response (AETH), COMPARE_SWAP
+		// (AtomicETH), ATOMIC_ACKNOWLEDGE, SEND with invalidate (IETH), XRC
+		// RDMA WRITE (XRCETH, RETH), RD SEND (RDETH, DETH)
+		for _, op := range []Opcode{0x0D, 0x13, 0x12, 0x17, 0xAA, 0x44} {
+			f.Add(buildFrame(f, specFor(e, op, i)))
+		}
 	}
 }
 
@@ -172,6 +178,22 @@ func FuzzDecoderMatchesNewPacket(f *testing.F) {
 		}
 		if len(pl.Data) != p.PayloadLen || len(pl.Pad) != p.PadLen || pl.ICRC != p.ICRC {
 			t.Fatalf("payload: NewPacket %d+%d %x, Decoder %d+%d %x", len(pl.Data), len(pl.Pad), pl.ICRC, p.PayloadLen, p.PadLen, p.ICRC)
+		}
+		// the extension headers: the same set, with the same fields
+		for _, h := range []struct {
+			t   gopacket.LayerType
+			has bool
+			l   gopacket.Layer
+		}{{LayerTypeRETH, p.HasRETH, &p.RETH}, {LayerTypeAETH, p.HasAETH, &p.AETH}, {LayerTypeAtomicETH, p.HasAtomicETH, &p.AtomicETH},
+			{LayerTypeAtomicAckETH, p.HasAtomicAckETH, &p.AtomicAckETH}, {LayerTypeIETH, p.HasIETH, &p.IETH},
+			{LayerTypeXRCETH, p.HasXRCETH, &p.XRCETH}, {LayerTypeRDETH, p.HasRDETH, &p.RDETH}} {
+			l := pk.Layer(h.t)
+			if (l != nil) != h.has {
+				t.Fatalf("%v: NewPacket has it %v, Decoder %v", h.t, l != nil, h.has)
+			}
+			if l != nil && !reflect.DeepEqual(strip(l), strip(h.l)) {
+				t.Fatalf("%v: NewPacket %+v, Decoder %+v", h.t, l, h.l)
+			}
 		}
 		if pl.ICRCStatus != p.ICRCStatus {
 			t.Fatalf("ICRC: NewPacket %v, Decoder %v (truncated %v)", pl.ICRCStatus, p.ICRCStatus, p.Truncated)

@@ -279,6 +279,46 @@ func checkDecoder(t *testing.T, name string, dec *Decoder, frame []byte, f frame
 			if !p.HasImm || p.Imm != h.Immediate {
 				t.Errorf("%s: ImmDt %v %#x, want %#x", name, p.HasImm, p.Imm, h.Immediate)
 			}
+		case *RETH:
+			if !p.HasRETH || !reflect.DeepEqual(strip(&p.RETH), strip(h)) {
+				t.Errorf("%s: RETH %v %+v, want %+v", name, p.HasRETH, p.RETH, *h)
+			}
+		case *AETH:
+			if !p.HasAETH || !reflect.DeepEqual(strip(&p.AETH), strip(h)) {
+				t.Errorf("%s: AETH %v %+v, want %+v", name, p.HasAETH, p.AETH, *h)
+			}
+		case *AtomicETH:
+			if !p.HasAtomicETH || !reflect.DeepEqual(strip(&p.AtomicETH), strip(h)) {
+				t.Errorf("%s: AtomicETH %v %+v, want %+v", name, p.HasAtomicETH, p.AtomicETH, *h)
+			}
+		case *AtomicAckETH:
+			if !p.HasAtomicAckETH || !reflect.DeepEqual(strip(&p.AtomicAckETH), strip(h)) {
+				t.Errorf("%s: AtomicAckETH %v %+v, want %+v", name, p.HasAtomicAckETH, p.AtomicAckETH, *h)
+			}
+		case *IETH:
+			if !p.HasIETH || !reflect.DeepEqual(strip(&p.IETH), strip(h)) {
+				t.Errorf("%s: IETH %v %+v, want %+v", name, p.HasIETH, p.IETH, *h)
+			}
+		case *XRCETH:
+			if !p.HasXRCETH || !reflect.DeepEqual(strip(&p.XRCETH), strip(h)) {
+				t.Errorf("%s: XRCETH %v %+v, want %+v", name, p.HasXRCETH, p.XRCETH, *h)
+			}
+		case *RDETH:
+			if !p.HasRDETH || !reflect.DeepEqual(strip(&p.RDETH), strip(h)) {
+				t.Errorf("%s: RDETH %v %+v, want %+v", name, p.HasRDETH, p.RDETH, *h)
+			}
+		}
+	}
+	// a header the opcode does not call for is not there
+	has := map[gopacket.LayerType]bool{LayerTypeRETH: p.HasRETH, LayerTypeAETH: p.HasAETH, LayerTypeAtomicETH: p.HasAtomicETH,
+		LayerTypeAtomicAckETH: p.HasAtomicAckETH, LayerTypeIETH: p.HasIETH, LayerTypeXRCETH: p.HasXRCETH,
+		LayerTypeRDETH: p.HasRDETH, LayerTypeDETH: p.HasDETH, LayerTypeImmDt: p.HasImm}
+	for _, h := range f.bth.Opcode.Info().Headers {
+		delete(has, h)
+	}
+	for h, on := range has {
+		if on {
+			t.Errorf("%s: Packet has a %v, which %s does not carry", name, h, f.bth.Opcode)
 		}
 	}
 	if p.PayloadLen != len(f.payload) || p.PadLen != int(PadCount(len(f.payload))) {

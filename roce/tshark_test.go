@@ -27,6 +27,10 @@ var tsharkFields = []string{
 	"infiniband.grh.tclass", "infiniband.grh.flowlabel", "infiniband.grh.hoplmt",
 	"infiniband.reth.va", "infiniband.reth.r_key", "infiniband.reth.dmalen",
 	"infiniband.aeth.syndrome", "infiniband.aeth.msn",
+	"infiniband.aeth.syndrome.opcode", "infiniband.aeth.syndrome.credit_count", "infiniband.aeth.syndrome.timer",
+	"infiniband.aeth.syndrome.error_code",
+	"infiniband.atomiceth.swapdt", "infiniband.atomiceth.cmpdt", "infiniband.atomicacketh.origremdt",
+	"infiniband.ieth",
 }
 
 // TestTsharkInterop writes frames serialized by this package to a pcap,
@@ -91,18 +95,42 @@ func TestTsharkInterop(t *testing.T) {
 			}
 			checked["icrc"]++
 		}
-		// RETH and AETH as built (the spec, not our decoder), on RC and UC
+		// The extension headers as our decoder read them, on RC and UC
 		// (Wireshark 4.0 does not know XRC or the newer RC FLUSH 0x1C and
-		// ATOMIC_WRITE 0x1D, and misplaces RD headers).
+		// ATOMIC_WRITE 0x1D, and misplaces RD headers). Wireshark shows an
+		// AtomicETH's VA and R_Key in the RETH's fields (parse_ATOMICETH,
+		// epan/dissectors/packet-infiniband.c), the IETH as 4 bytes, and
+		// the AETH syndrome split as IBTA 9.7.5.2 (table 43) does: the
+		// type in bits 6-5 ("opcode"), then a credit count, an RNR timer
+		// or a NAK code in bits 4-0.
 		if tr := b.Opcode.Transport(); (tr == TransportRC || tr == TransportUC) && b.Opcode != 0x1C && b.Opcode != 0x1D {
-			for _, x := range f.exts {
-				switch h := x.(type) {
-				case *RETH:
-					ours["infiniband.reth.va"], ours["infiniband.reth.r_key"] = h.VA, uint64(h.RKey)
-					ours["infiniband.reth.dmalen"] = uint64(h.DMALen)
-				case *AETH:
-					ours["infiniband.aeth.syndrome"], ours["infiniband.aeth.msn"] = uint64(h.Syndrome), uint64(h.MSN)
+			if p.HasRETH {
+				ours["infiniband.reth.va"], ours["infiniband.reth.r_key"] = p.RETH.VA, uint64(p.RETH.RKey)
+				ours["infiniband.reth.dmalen"] = uint64(p.RETH.DMALen)
+			}
+			if p.HasAETH {
+				a := &p.AETH
+				ours["infiniband.aeth.syndrome"], ours["infiniband.aeth.msn"] = uint64(a.Syndrome), uint64(a.MSN)
+				ours["infiniband.aeth.syndrome.opcode"] = uint64(a.Kind())
+				switch a.Kind() {
+				case AckKindACK:
+					ours["infiniband.aeth.syndrome.credit_count"] = uint64(a.Credits())
+				case AckKindRNRNAK:
+					ours["infiniband.aeth.syndrome.timer"] = uint64(a.RNRTimer())
+				case AckKindNAK:
+					ours["infiniband.aeth.syndrome.error_code"] = uint64(a.NAKCode())
 				}
+			}
+			if p.HasAtomicETH {
+				a := &p.AtomicETH
+				ours["infiniband.reth.va"], ours["infiniband.reth.r_key"] = a.VA, uint64(a.RKey)
+				ours["infiniband.atomiceth.swapdt"], ours["infiniband.atomiceth.cmpdt"] = a.SwapAddData, a.CompareData
+			}
+			if p.HasAtomicAckETH {
+				ours["infiniband.atomicacketh.origremdt"] = p.AtomicAckETH.OrigRemoteData
+			}
+			if p.HasIETH {
+				ours["infiniband.ieth"] = uint64(p.IETH.RKey)
 			}
 		}
 		if p.Version == 1 {
@@ -119,6 +147,16 @@ func TestTsharkInterop(t *testing.T) {
 				t.Errorf("%s: tshark has no %s", name, k)
 				continue
 			}
+			if k == "infiniband.ieth" {
+				// FT_BYTES, hex digits, twice: Wireshark 4.0 names the
+				// header and its R_Key field both "infiniband.ieth"
+				v := strings.Split(s, ",")
+				if len(v) != 2 || v[0] != v[1] {
+					t.Errorf("%s: tshark %s = %q, want the R_Key twice", name, k, s)
+					continue
+				}
+				s = "0x" + strings.ReplaceAll(v[0], ":", "")
+			}
 			got, err := strconv.ParseUint(s, 0, 64)
 			if err != nil {
 				t.Errorf("%s: tshark %s = %q: %v", name, k, s, err)
@@ -131,7 +169,10 @@ func TestTsharkInterop(t *testing.T) {
 		}
 	}
 	if checked["infiniband.deth.srcqp"] == 0 || checked["icrc"] == 0 || checked["infiniband.grh.flowlabel"] == 0 ||
-		checked["infiniband.reth.va"] == 0 || checked["infiniband.aeth.msn"] == 0 {
+		checked["infiniband.reth.va"] == 0 || checked["infiniband.aeth.msn"] == 0 || checked["infiniband.atomiceth.cmpdt"] == 0 ||
+		checked["infiniband.atomicacketh.origremdt"] == 0 || checked["infiniband.ieth"] == 0 ||
+		checked["infiniband.aeth.syndrome.credit_count"] == 0 || checked["infiniband.aeth.syndrome.timer"] == 0 ||
+		checked["infiniband.aeth.syndrome.error_code"] == 0 {
 		t.Errorf("too little compared: %v", checked)
 	}
 	t.Logf("compared with tshark over %d frames: %v", len(frames), checked)

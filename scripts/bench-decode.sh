@@ -1,21 +1,33 @@
 #!/bin/bash
 # bench-decode.sh [ROUNDS] — `roce-probe decode --summary` against `tshark -r` on the same
-# 100,000-frame captures (pcap and pcapng), the comparison of issue #2 ("at least 50× faster").
+# 100,000-frame captures (pcap and pcapng), whole process against whole process: the comparison
+# of issue #2 ("at least 50× faster") and issue 14 ("≥ 100×, with the loss analysis").
 #
 # Builds roce-probe twice (the default `go build`, which uses cmd/roce-probe/default.pgo, and a
 # CGO_ENABLED=0 static build), writes the captures with internal/cmd/rocegen once, then runs
 # ROUNDS rounds (default 5) of hyperfine over all six commands and prints, per round and file,
 # each mean and the ratio tshark / roce-probe, and the median ratio over the rounds. On a shared
 # machine the speed changes from minute to minute; a ratio within one round compares like with
-# like. Needs hyperfine, jq and tshark (Debian packages). Not part of the test suite.
+# like. Needs hyperfine, jq and tshark: the Debian packages of the same names, which it installs
+# with apt-get when they are missing (as root, or through sudo). Not part of the test suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-5}
 dir=${BENCH_DIR:-/tmp/roce-probe-bench}
 mkdir -p "$dir"
+missing=()
 for t in hyperfine jq tshark; do
-	command -v "$t" >/dev/null || { echo "bench-decode.sh: $t not found (apt-get install $t)" >&2; exit 2; }
+	command -v "$t" >/dev/null || missing+=("$t")
 done
+if [ ${#missing[@]} -gt 0 ]; then
+	SUDO=""
+	[ "$(id -u)" -ne 0 ] && SUDO="sudo"
+	echo "bench-decode.sh: installing ${missing[*]}" >&2
+	export DEBIAN_FRONTEND=noninteractive
+	echo "wireshark-common wireshark-common/install-setuid boolean false" | $SUDO debconf-set-selections 2>/dev/null || true
+	$SUDO apt-get -o DPkg::Lock::Timeout=600 update -qq
+	$SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
 for f in pcap pcapng; do
 	[ -s "$dir/roce-100k.$f" ] || go run ./internal/cmd/rocegen -n 100000 -o "$dir/roce-100k.$f"
 done

@@ -41,10 +41,18 @@ DETH (source QP, Q_Key), immediate data, payload and pad length, and whether
 the ICRC is valid. RoCE v2 is recognised by UDP destination port 4791, RoCE v1
 by EtherType 0x8915. Other frames are counted and skipped.
 
+The extension headers are shown as the opcode carries them: RETH (VA, R_Key,
+DMA length), AETH (ACK with its credit count, RNR NAK with its timer, or NAK
+with its code, and the MSN), AtomicETH, AtomicAckETH, IETH, XRCETH, RDETH.
+
 --summary prints one row per flow (addresses, UDP ports, QPs) instead: packets,
 bytes, first and last PSN, the VLAN/PCP/DSCP/ECN values seen, CE-marked
-packets, CNPs and ICRC failures. -o json prints one JSON object per packet
-(or one document for --summary). See docs/decode.md.
+packets, CNPs and ICRC failures, and what the PSNs and AETHs say about loss:
+packets sent again (RETX), PSNs lost before the capture point (LOST: missing,
+or lost and sent again), out of order (OOO), NAKs, RNR NAKs, and a verdict
+(loss, retransmitted, reordered, none) with its reason below the table.
+-o json prints one JSON object per packet (or one document for --summary).
+See docs/decode.md.
 
 Reading a capture needs no privileges. Exit status: 0 ok; 1 with
 --fail-on-bad-icrc when a packet has an invalid ICRC; 2 bad usage or an
@@ -247,10 +255,31 @@ type decodedPacket struct {
 	SrcQP      *uint32         `json:"src_qp"`
 	QKey       *uint32         `json:"qkey"`
 	Imm        *uint32         `json:"imm"`
-	PayloadLen int             `json:"payload_len"`
-	Pad        int             `json:"pad"`
-	ICRC       *string         `json:"icrc"`
-	ICRCValid  *bool           `json:"icrc_valid"`
+	// RETH and AtomicETH: the remote buffer
+	VA     *uint64 `json:"va"`
+	RKey   *uint32 `json:"rkey"`
+	DMALen *uint32 `json:"dma_len"`
+	// AETH
+	Syndrome     *uint8  `json:"syndrome"`
+	SyndromeType *string `json:"syndrome_type"`
+	Credits      *uint8  `json:"credits"`
+	RNRTimer     *uint8  `json:"rnr_timer"`
+	RNRTimerUS   *uint32 `json:"rnr_timer_us"`
+	NAKCode      *uint8  `json:"nak_code"`
+	NAKName      *string `json:"nak_name"`
+	MSN          *uint32 `json:"msn"`
+	// AtomicETH, AtomicAckETH
+	SwapAdd        *uint64 `json:"swap_add"`
+	Compare        *uint64 `json:"compare"`
+	OrigRemoteData *uint64 `json:"orig_remote_data"`
+	// IETH, XRCETH, RDETH
+	InvalidateRKey *uint32 `json:"invalidate_rkey"`
+	XRCSRQ         *uint32 `json:"xrc_srq"`
+	EEC            *uint32 `json:"eec"`
+	PayloadLen     int     `json:"payload_len"`
+	Pad            int     `json:"pad"`
+	ICRC           *string `json:"icrc"`
+	ICRCValid      *bool   `json:"icrc_valid"`
 }
 
 const decodeTimeFormat = "2006-01-02T15:04:05.000000000Z07:00"
@@ -304,6 +333,37 @@ func packetJSON(frame int, ts time.Time, p *roce.Packet) decodedPacket {
 	if p.HasImm {
 		j.Imm = decodePtr(p.Imm)
 	}
+	if p.HasRETH {
+		j.VA, j.RKey, j.DMALen = decodePtr(p.RETH.VA), decodePtr(p.RETH.RKey), decodePtr(p.RETH.DMALen)
+	}
+	if p.HasAtomicETH {
+		a := &p.AtomicETH
+		j.VA, j.RKey, j.SwapAdd, j.Compare = decodePtr(a.VA), decodePtr(a.RKey), decodePtr(a.SwapAddData), decodePtr(a.CompareData)
+	}
+	if p.HasAETH {
+		a := &p.AETH
+		j.Syndrome, j.SyndromeType, j.MSN = decodePtr(a.Syndrome), decodePtr(a.Kind().String()), decodePtr(a.MSN)
+		switch a.Kind() {
+		case roce.AckKindACK:
+			j.Credits = decodePtr(a.Credits())
+		case roce.AckKindRNRNAK:
+			j.RNRTimer, j.RNRTimerUS = decodePtr(a.RNRTimer()), decodePtr(a.RNRTimerMicros())
+		case roce.AckKindNAK:
+			j.NAKCode, j.NAKName = decodePtr(uint8(a.NAKCode())), decodePtr(a.NAKCode().String())
+		}
+	}
+	if p.HasAtomicAckETH {
+		j.OrigRemoteData = decodePtr(p.AtomicAckETH.OrigRemoteData)
+	}
+	if p.HasIETH {
+		j.InvalidateRKey = decodePtr(p.IETH.RKey)
+	}
+	if p.HasXRCETH {
+		j.XRCSRQ = decodePtr(p.XRCETH.XRCSRQ)
+	}
+	if p.HasRDETH {
+		j.EEC = decodePtr(p.RDETH.EEC)
+	}
 	if p.ICRCStatus != roce.ICRCUnchecked {
 		j.ICRC = decodePtr(fmt.Sprintf("%x", p.ICRC[:]))
 		j.ICRCValid = decodePtr(p.ICRCStatus == roce.ICRCValid)
@@ -345,14 +405,29 @@ func packetLine(frame int, ts time.Time, p *roce.Packet) string {
 			b.WriteString(" " + fl.name)
 		}
 	}
-	if p.HasDETH {
-		fmt.Fprintf(&b, " src-qp %#x qkey %#x", p.SrcQP, p.QKey)
-	}
-	if p.HasImm {
-		fmt.Fprintf(&b, " imm %#08x", p.Imm)
-	}
-	if p.HasAETH {
-		fmt.Fprintf(&b, " %s msn %d", p.AETH.Describe(), p.AETH.MSN)
+	// the extension headers in wire order
+	for _, t := range h.Opcode.Info().Headers {
+		switch t {
+		case roce.LayerTypeRDETH:
+			fmt.Fprintf(&b, " eec %#x", p.RDETH.EEC)
+		case roce.LayerTypeXRCETH:
+			fmt.Fprintf(&b, " xrc-srq %#x", p.XRCETH.XRCSRQ)
+		case roce.LayerTypeDETH:
+			fmt.Fprintf(&b, " src-qp %#x qkey %#x", p.SrcQP, p.QKey)
+		case roce.LayerTypeRETH:
+			fmt.Fprintf(&b, " va %#x rkey %#x dma-len %d", p.RETH.VA, p.RETH.RKey, p.RETH.DMALen)
+		case roce.LayerTypeAETH:
+			fmt.Fprintf(&b, " %s msn %d", p.AETH.Describe(), p.AETH.MSN)
+		case roce.LayerTypeAtomicETH:
+			a := &p.AtomicETH
+			fmt.Fprintf(&b, " va %#x rkey %#x swap-add %#x compare %#x", a.VA, a.RKey, a.SwapAddData, a.CompareData)
+		case roce.LayerTypeAtomicAckETH:
+			fmt.Fprintf(&b, " orig-remote-data %#x", p.AtomicAckETH.OrigRemoteData)
+		case roce.LayerTypeIETH:
+			fmt.Fprintf(&b, " invalidate-rkey %#x", p.IETH.RKey)
+		case roce.LayerTypeImmDt:
+			fmt.Fprintf(&b, " imm %#08x", p.Imm)
+		}
 	}
 	fmt.Fprintf(&b, " len %d pad %d", p.PayloadLen, p.PadLen)
 	switch p.ICRCStatus {
@@ -397,6 +472,47 @@ type decodeFlowJSON struct {
 	CNPs          uint64   `json:"cnps"`
 	ICRCFailures  uint64   `json:"icrc_failures"`
 	ICRCUnchecked uint64   `json:"icrc_unchecked"`
+	Loss          lossJSON `json:"loss"`
+}
+
+// lossJSON is a flow's loss analysis (capture.Loss).
+type lossJSON struct {
+	Verdict       *string      `json:"verdict"`
+	Reason        string       `json:"reason"`
+	Sequenced     uint64       `json:"sequenced"`
+	Retransmitted uint64       `json:"retransmitted"`
+	LostResent    uint64       `json:"lost_resent"`
+	Missing       uint64       `json:"missing"`
+	OutOfOrder    uint64       `json:"out_of_order"`
+	Gaps          uint64       `json:"gaps"`
+	Rewinds       uint64       `json:"rewinds"`
+	NAKs          nakCountJSON `json:"naks"`
+	RNRNAKs       uint64       `json:"rnr_naks"`
+	PathMTU       *uint32      `json:"path_mtu"`
+}
+
+// nakCountJSON is capture.NAKCounts.
+type nakCountJSON struct {
+	PSNSequenceError       uint64 `json:"psn_sequence_error"`
+	InvalidRequest         uint64 `json:"invalid_request"`
+	RemoteAccessError      uint64 `json:"remote_access_error"`
+	RemoteOperationalError uint64 `json:"remote_operational_error"`
+	InvalidRDRequest       uint64 `json:"invalid_rd_request"`
+	Reserved               uint64 `json:"reserved"`
+}
+
+func lossOf(l capture.Loss) lossJSON {
+	j := lossJSON{Reason: l.Reason, Sequenced: l.Sequenced, Retransmitted: l.Retransmitted, LostResent: l.LostResent,
+		Missing: l.Missing, OutOfOrder: l.OutOfOrder, Gaps: l.Gaps, Rewinds: l.Rewinds, RNRNAKs: l.RNRNAKs,
+		NAKs: nakCountJSON{l.NAKs.PSNSequenceError, l.NAKs.InvalidRequest, l.NAKs.RemoteAccessError,
+			l.NAKs.RemoteOperationalError, l.NAKs.InvalidRDRequest, l.NAKs.Reserved}}
+	if l.Verdict != capture.VerdictUnknown {
+		j.Verdict = decodePtr(string(l.Verdict))
+	}
+	if l.PMTU != 0 {
+		j.PathMTU = decodePtr(l.PMTU)
+	}
+	return j
 }
 
 type decodeSummaryJSON struct {
@@ -416,7 +532,7 @@ func printDecodeSummary(w io.Writer, format string, flows []capture.FlowSummary,
 			j := decodeFlowJSON{RoCEVersion: f.Version, Src: f.Src.String(), Dst: f.Dst.String(),
 				DestQP: f.DestQP, Packets: f.Packets, Bytes: f.Bytes, FirstPSN: f.FirstPSN, LastPSN: f.LastPSN,
 				VLANs: f.VLANs, Untagged: f.Untagged, PCPs: ints(f.PCPs), DSCPs: ints(f.DSCPs), ECNs: ints(f.ECNs), CE: f.CE,
-				CNPs: f.CNPs, ICRCFailures: f.ICRCFailures, ICRCUnchecked: f.ICRCUnchecked}
+				CNPs: f.CNPs, ICRCFailures: f.ICRCFailures, ICRCUnchecked: f.ICRCUnchecked, Loss: lossOf(f.Loss)}
 			if f.Version == 2 {
 				j.UDPSport, j.UDPDport = decodePtr(f.SrcPort), decodePtr(f.DstPort)
 			}
@@ -428,7 +544,8 @@ func printDecodeSummary(w io.Writer, format string, flows []capture.FlowSummary,
 		return writeJSONIndent(w, s)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "VER\tSRC\tDST\tQP\tPACKETS\tBYTES\tPSN\tVLAN\tPCP\tDSCP\tECN\tCE\tCNP\tBAD-ICRC")
+	fmt.Fprintln(tw, "VER\tSRC\tDST\tQP\tPACKETS\tBYTES\tPSN\tVLAN\tPCP\tDSCP\tECN\tCE\tCNP\tBAD-ICRC\tRETX\tLOST\tOOO\tNAK\tRNR\tLOSS")
+	var reasons []string
 	for _, f := range flows {
 		src, dst := f.Src.String(), f.Dst.String()
 		if f.Version == 2 {
@@ -442,11 +559,27 @@ func printDecodeSummary(w io.Writer, format string, flows []capture.FlowSummary,
 		if f.Untagged > 0 {
 			vlans = strings.TrimPrefix(vlans+",untagged", "-,")
 		}
-		fmt.Fprintf(tw, "v%d\t%s\t%s\t%s\t%d\t%d\t%d-%d\t%s\t%s\t%s\t%s\t%d\t%d\t%d\n", f.Version, src, dst, qp,
+		l := &f.Loss
+		verdict := string(l.Verdict)
+		if l.Verdict == capture.VerdictUnknown {
+			verdict = "-"
+		}
+		fmt.Fprintf(tw, "v%d\t%s\t%s\t%s\t%d\t%d\t%d-%d\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", f.Version, src, dst, qp,
 			f.Packets, f.Bytes, f.FirstPSN, f.LastPSN, vlans, decodeJoinNums(f.PCPs), decodeJoinNums(f.DSCPs), decodeJoinNums(f.ECNs),
-			f.CE, f.CNPs, f.ICRCFailures)
+			f.CE, f.CNPs, f.ICRCFailures, l.Retransmitted, l.Missing+l.LostResent, l.OutOfOrder, l.NAKs.Total(), l.RNRNAKs, verdict)
+		if l.Verdict != capture.VerdictNone && l.Verdict != capture.VerdictUnknown {
+			reasons = append(reasons, fmt.Sprintf("%s > %s qp %s: %s: %s", src, dst, qp, l.Verdict, l.Reason))
+		}
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, r := range reasons {
+		if _, err := fmt.Fprintln(w, r); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func decodeJoinNums[T uint8 | uint16](v []T) string {

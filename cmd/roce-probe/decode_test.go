@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -24,10 +25,14 @@ const sampleCapture = "../../roce/testdata/sample.pcapng"
 
 // The keys of one decode -o json object, in order (issue #2; vlan_chain
 // and ecn_name since issue 12: every output lists the tag chain, and ecn
-// has its name next to it).
+// has its name next to it; the extension headers since issue 14).
 var decodeKeys = []string{"frame", "time", "roce_version", "vlan", "pcp", "dei", "vlan_chain", "ip_version", "src", "dst",
 	"dscp", "ecn", "ecn_name", "ttl", "flow_label", "udp_sport", "opcode", "opcode_name", "pkey", "dest_qp", "psn",
-	"ack_req", "fecn", "becn", "src_qp", "qkey", "imm", "payload_len", "pad", "icrc", "icrc_valid"}
+	"ack_req", "fecn", "becn", "src_qp", "qkey", "imm",
+	"va", "rkey", "dma_len", // RETH, AtomicETH (issue 14)
+	"syndrome", "syndrome_type", "credits", "rnr_timer", "rnr_timer_us", "nak_code", "nak_name", "msn", // AETH
+	"swap_add", "compare", "orig_remote_data", "invalidate_rkey", "xrc_srq", "eec", // AtomicETH, AtomicAckETH, IETH, XRCETH, RDETH
+	"payload_len", "pad", "icrc", "icrc_valid"}
 
 func TestDecodeText(t *testing.T) {
 	out, stderr, code := runCLI(t, "", "decode", sampleCapture)
@@ -42,6 +47,7 @@ func TestDecodeText(t *testing.T) {
 		"1 03:04:05.000000001 RoCEv2 192.168.100.1:57236 > 192.168.100.2:4791 dscp 0 ecn 0 ttl 64 UD_SEND_ONLY qp 0x12 psn 1 pkey 0xffff src-qp 0x11 qkey 0x11111111 len 17 pad 3 icrc ok",
 		"RoCEv2 vlan 1000 pcp 5 vlan 10 pcp 2 [fd00:100::1]:",
 		"RC_ACKNOWLEDGE qp 0x20 psn 100 pkey 0xffff ACK credits=31 (unlimited) msn 1",
+		"RC_RDMA_WRITE_ONLY qp 0x21 psn 100 pkey 0xffff ack-req va 0x7f7e91000000 rkey 0x1234 dma-len 16 len 16",
 		"CNP qp 0x20 psn 0 pkey 0xffff BECN",
 		"7 03:04:05.006000001 RoCEv1 ::ffff:192.168.100.1 > ::ffff:192.168.100.2",
 		"imm 0xdeadbeef",
@@ -84,11 +90,11 @@ func TestDecodeJSON(t *testing.T) {
 			t.Fatalf("line %d keys\n got %v\nwant %v", i+1, keys, decodeKeys)
 		}
 	}
-	var first, ack, v1, bad map[string]any
+	var first, write, ack, v1, bad map[string]any
 	for _, p := range []struct {
 		line int
 		m    *map[string]any
-	}{{0, &first}, {3, &ack}, {6, &v1}, {8, &bad}} {
+	}{{0, &first}, {2, &write}, {3, &ack}, {6, &v1}, {8, &bad}} {
 		if err := json.Unmarshal([]byte(lines[p.line]), p.m); err != nil {
 			t.Fatal(err)
 		}
@@ -101,6 +107,9 @@ func TestDecodeJSON(t *testing.T) {
 		"opcode_name": "UD_SEND_ONLY", "pkey": 65535.0, "dest_qp": 18.0, "psn": 1.0, "ack_req": false,
 		"fecn": false, "becn": false, "src_qp": 17.0, "qkey": float64(0x11111111), "imm": nil,
 		"payload_len": 17.0, "pad": 3.0, "icrc_valid": true}
+	for _, k := range decodeKeys[slices.Index(decodeKeys, "va") : slices.Index(decodeKeys, "eec")+1] { // the extension headers a UD packet lacks
+		want[k] = nil
+	}
 	for k, v := range want {
 		if first[k] != v {
 			t.Errorf("frame 1 %s = %#v, want %#v", k, first[k], v)
@@ -108,6 +117,19 @@ func TestDecodeJSON(t *testing.T) {
 	}
 	if !jsonIs(first["vlan_chain"], `[]`) {
 		t.Errorf("frame 1 vlan_chain = %v, want []", first["vlan_chain"])
+	}
+	// frame 3: RDMA WRITE ONLY with a RETH (rocegen.Sample: VA 0x7f7e91000000,
+	// R_Key 0x1234, 16 bytes); frame 4: an ACK with credits 31, MSN 1
+	for k, v := range map[string]any{"va": float64(0x7f7e91000000), "rkey": float64(0x1234), "dma_len": 16.0, "syndrome": nil, "msn": nil} {
+		if write[k] != v {
+			t.Errorf("frame 3 %s = %#v, want %#v", k, write[k], v)
+		}
+	}
+	for k, v := range map[string]any{"va": nil, "syndrome": 31.0, "syndrome_type": "ACK", "credits": 31.0, "rnr_timer": nil,
+		"nak_code": nil, "nak_name": nil, "msn": 1.0} {
+		if ack[k] != v {
+			t.Errorf("frame 4 %s = %#v, want %#v", k, ack[k], v)
+		}
 	}
 	if s, _ := first["icrc"].(string); len(s) != 8 {
 		t.Errorf("icrc %q, want 8 hex digits", first["icrc"])
@@ -167,6 +189,18 @@ func TestDecodeSummary(t *testing.T) {
 	}
 	if cnps != 1 || ce != 1 {
 		t.Errorf("CNPs %v, CE %v; want 1, 1", cnps, ce)
+	}
+	// the UD flow's PSN 4 has a bad ICRC: left out of the PSN analysis,
+	// and a loss (a receiver drops it); the CNP flow has nothing to judge
+	loss, _ := udp["loss"].(map[string]any)
+	if loss["verdict"] != "loss" || loss["sequenced"] != 2.0 || loss["missing"] != 0.0 || loss["retransmitted"] != 0.0 || loss["gaps"] != 0.0 ||
+		!strings.Contains(fmt.Sprint(loss["reason"]), "invalid ICRC") {
+		t.Errorf("UD flow loss: %v", loss)
+	}
+	for _, f := range s.Flows {
+		if l, _ := f["loss"].(map[string]any); f["cnps"] == 1.0 && (l["verdict"] != nil || l["reason"] == "") {
+			t.Errorf("CNP flow loss: %v", l)
+		}
 	}
 	table, _, code := runCLI(t, "", "decode", "--summary", sampleCapture)
 	if code != exitOK || !strings.Contains(table, "VER") || !strings.Contains(table, "0x11>0x12") {
@@ -313,17 +347,7 @@ func TestDecodeRXECaptureMatchesTshark(t *testing.T) {
 			fields = append(fields, f)
 		}
 	}
-	raw, err := exec.Command(tshark, args...).Output()
-	if err != nil {
-		t.Fatalf("tshark: %v", err)
-	}
-	rows := strings.Split(strings.TrimRight(string(raw), "\n"), "\n")
-
-	out, stderr, code := runCLI(t, "", "decode", "-o", "json", capture)
-	if code != exitOK {
-		t.Fatalf("decode: exit %d: %s", code, stderr)
-	}
-	lines := strings.Split(strings.TrimSpace(out), "\n")
+	rows, lines := tsharkAndDecode(t, tshark, capture, args)
 	if len(lines) != 8 || len(rows) != 8 {
 		t.Fatalf("decode printed %d packets, tshark %d; want 8 each", len(lines), len(rows))
 	}
@@ -403,4 +427,20 @@ func TestDecodeRXECaptureMatchesTshark(t *testing.T) {
 	if compared < 8*14 {
 		t.Errorf("only %d values compared", compared)
 	}
+}
+
+// tsharkAndDecode runs tshark with args (tab-separated fields, one row per
+// frame) and `roce-probe decode -o json capture`, and returns tshark's rows
+// and decode's lines.
+func tsharkAndDecode(t *testing.T, tshark, capture string, args []string) (rows, lines []string) {
+	t.Helper()
+	raw, err := exec.Command(tshark, args...).Output()
+	if err != nil {
+		t.Fatalf("tshark: %v", err)
+	}
+	out, stderr, code := runCLI(t, "", "decode", "-o", "json", capture)
+	if code != exitOK {
+		t.Fatalf("decode: exit %d: %s", code, stderr)
+	}
+	return strings.Split(strings.TrimRight(string(raw), "\n"), "\n"), strings.Split(strings.TrimSpace(out), "\n")
 }

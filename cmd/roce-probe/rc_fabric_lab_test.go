@@ -6,10 +6,12 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"fmt"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -19,15 +21,38 @@ import (
 )
 
 // decodedFrame is what `roce-probe decode -o json` says of one frame.
+// encoding/json reads the 64-bit numbers exactly into uint64.
 type decodedFrame struct {
-	Frame     int    `json:"frame"`
-	Opcode    uint8  `json:"opcode"`
-	PSN       uint32 `json:"psn"`
-	DestQP    uint32 `json:"dest_qp"`
-	ICRCValid *bool  `json:"icrc_valid"`
-	// RETH/AETH: issue 14 adds them to decode; compare them with tshark's
-	// infiniband.reth.* and infiniband.aeth.* in compareWithTshark then.
+	Frame     int     `json:"frame"`
+	Opcode    uint8   `json:"opcode"`
+	PSN       uint32  `json:"psn"`
+	DestQP    uint32  `json:"dest_qp"`
+	ICRCValid *bool   `json:"icrc_valid"`
+	VA        *uint64 `json:"va"`
+	RKey      *uint64 `json:"rkey"`
+	DMALen    *uint64 `json:"dma_len"`
+	Syndrome  *uint64 `json:"syndrome"`
+	MSN       *uint64 `json:"msn"`
+	Credits   *uint64 `json:"credits"`
+	NAKCode   *uint64 `json:"nak_code"`
+	RNRTimer  *uint64 `json:"rnr_timer"`
 }
+
+// ext returns the RETH and AETH fields of decode's frame, by tshark field
+// name; nil where decode has none.
+func (d decodedFrame) ext() map[string]*uint64 {
+	return map[string]*uint64{
+		"infiniband.reth.va": d.VA, "infiniband.reth.r_key": d.RKey, "infiniband.reth.dmalen": d.DMALen,
+		"infiniband.aeth.syndrome": d.Syndrome, "infiniband.aeth.msn": d.MSN,
+		"infiniband.aeth.syndrome.credit_count": d.Credits, "infiniband.aeth.syndrome.error_code": d.NAKCode,
+		"infiniband.aeth.syndrome.timer": d.RNRTimer,
+	}
+}
+
+// extFields are the RETH and AETH fields tshark is asked for.
+var extFields = []string{"infiniband.reth.va", "infiniband.reth.r_key", "infiniband.reth.dmalen",
+	"infiniband.aeth.syndrome", "infiniband.aeth.msn", "infiniband.aeth.syndrome.credit_count",
+	"infiniband.aeth.syndrome.error_code", "infiniband.aeth.syndrome.timer"}
 
 // decodeFrames runs `roce-probe decode -o json FILE` and returns its
 // frames by frame number. The one place that reads decode's JSON here.
@@ -55,6 +80,7 @@ type tsharkFrame struct {
 	opcode uint8
 	psn    uint32
 	destQP uint32
+	ext    map[string]string // extFields; "" where tshark shows none
 }
 
 // tsharkFrames reads the BTH of every InfiniBand frame of a capture with
@@ -65,37 +91,46 @@ func tsharkFrames(t *testing.T, file string) []tsharkFrame {
 	if err != nil {
 		t.Fatalf("tshark: %v (scripts/lab.sh installs it)", err)
 	}
-	out, err := exec.Command(ts, "-r", file, "-Y", "infiniband.bth", "-T", "fields", "-E", "separator=,",
-		"-e", "frame.number", "-e", "infiniband.bth.opcode", "-e", "infiniband.bth.psn", "-e", "infiniband.bth.destqp").Output()
+	args := []string{"-r", file, "-Y", "infiniband.bth", "-T", "fields", "-E", "separator=,", "-E", "occurrence=f",
+		"-e", "frame.number", "-e", "infiniband.bth.opcode", "-e", "infiniband.bth.psn", "-e", "infiniband.bth.destqp"}
+	for _, f := range extFields {
+		args = append(args, "-e", f)
+	}
+	out, err := exec.Command(ts, args...).Output()
 	if err != nil {
 		t.Fatalf("tshark -r %s: %v", file, err)
 	}
 	var fs []tsharkFrame
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		p := strings.Split(line, ",")
-		if len(p) != 4 {
+		if len(p) != 4+len(extFields) {
 			continue
 		}
 		n, _ := strconv.Atoi(p[0])
 		op, _ := strconv.ParseUint(p[1], 0, 8)
 		psn, _ := strconv.ParseUint(p[2], 0, 32)
 		qp, _ := strconv.ParseUint(p[3], 0, 32)
-		fs = append(fs, tsharkFrame{n, uint8(op), uint32(psn), uint32(qp)})
+		f := tsharkFrame{n, uint8(op), uint32(psn), uint32(qp), map[string]string{}}
+		for i, name := range extFields {
+			f.ext[name] = p[4+i]
+		}
+		fs = append(fs, f)
 	}
 	return fs
 }
 
 // compareWithTshark checks that decode and tshark agree on every RoCE
-// frame of a capture, that every ICRC is valid, and returns the opcodes
-// seen (count per opcode).
-func compareWithTshark(t *testing.T, file string) map[uint8]int {
+// frame of a capture (BTH, RETH, AETH), that every ICRC is valid, and
+// returns the opcodes seen (count per opcode) and how many RETH and AETH
+// fields were compared (by tshark field name).
+func compareWithTshark(t *testing.T, file string) (ops map[uint8]int, ext map[string]int) {
 	t.Helper()
 	dec := decodeFrames(t, file)
 	ts := tsharkFrames(t, file)
 	if len(ts) == 0 {
 		t.Fatalf("tshark found no InfiniBand frame in %s", file)
 	}
-	ops := map[uint8]int{}
+	ops, ext = map[uint8]int{}, map[string]int{}
 	for _, f := range ts {
 		d, ok := dec[f.frame]
 		if !ok {
@@ -109,14 +144,30 @@ func compareWithTshark(t *testing.T, file string) map[uint8]int {
 			t.Errorf("frame %d (opcode %#x PSN %d): ICRC not valid (%v)", f.frame, d.Opcode, d.PSN, d.ICRCValid)
 		}
 		// RETH (RDMA WRITE/READ request: VA, R_Key, DMA length) and AETH
-		// (ACK, READ response: syndrome, MSN): compare with tshark here once
-		// decode shows them (issue 14).
+		// (ACK, READ response: syndrome, its credit count, NAK code or RNR
+		// timer, MSN): decode's values are tshark's, and each is there
+		// exactly when tshark shows it.
+		for name, v := range d.ext() {
+			want := f.ext[name]
+			switch {
+			case want == "" && v != nil:
+				t.Errorf("frame %d (opcode %#x): decode has %s %d, tshark none", f.frame, f.opcode, name, *v)
+			case want != "" && v == nil:
+				t.Errorf("frame %d (opcode %#x): tshark %s %s, decode none", f.frame, f.opcode, name, want)
+			case want != "":
+				n, err := strconv.ParseUint(want, 0, 64)
+				if err != nil || n != *v {
+					t.Errorf("frame %d (opcode %#x): decode %s %d, tshark %s", f.frame, f.opcode, name, *v, want)
+				}
+				ext[name]++
+			}
+		}
 		ops[f.opcode]++
 	}
 	if len(dec) != len(ts) {
 		t.Errorf("decode has %d RoCE frames, tshark %d", len(dec), len(ts))
 	}
-	return ops
+	return ops, ext
 }
 
 // RC traffic as decode and tshark read it: the frames of ibv_rc_pingpong,
@@ -130,11 +181,15 @@ func TestFabricRCDecodeMatchesTshark(t *testing.T) {
 		name, client, server, net string
 		v6                        bool
 		prog                      string
-		want                      []uint8 // opcodes that must appear
+		want                      []uint8  // opcodes that must appear
+		fields                    []string // RETH/AETH fields that must have been compared
 	}{
-		{"ibv_rc_pingpong", "h1", "h2", "vlan100", false, "", []uint8{0x00, 0x01, 0x02, 0x11}}, // 4 KiB SENDs: FIRST, MIDDLE, LAST
-		{"ib_write_bw", "h2", "h1", "untagged", true, "ib_write_bw", []uint8{0x06, 0x07, 0x08, 0x11}},
-		{"ib_read_bw", "h4", "h2", "vlan200", false, "ib_read_bw", []uint8{0x0c, 0x0d, 0x0e, 0x0f}},
+		{"ibv_rc_pingpong", "h1", "h2", "vlan100", false, "", []uint8{0x00, 0x01, 0x02, 0x11}, // 4 KiB SENDs: FIRST, MIDDLE, LAST
+			[]string{"infiniband.aeth.syndrome", "infiniband.aeth.msn", "infiniband.aeth.syndrome.credit_count"}},
+		{"ib_write_bw", "h2", "h1", "untagged", true, "ib_write_bw", []uint8{0x06, 0x07, 0x08, 0x11},
+			[]string{"infiniband.reth.va", "infiniband.reth.r_key", "infiniband.reth.dmalen", "infiniband.aeth.msn"}},
+		{"ib_read_bw", "h4", "h2", "vlan200", false, "ib_read_bw", []uint8{0x0c, 0x0d, 0x0e, 0x0f},
+			[]string{"infiniband.reth.va", "infiniband.reth.dmalen", "infiniband.aeth.syndrome", "infiniband.aeth.msn"}},
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -158,11 +213,16 @@ func TestFabricRCDecodeMatchesTshark(t *testing.T) {
 			if err := lab.WritePcapng(file, srv.Port, capt.Stop()); err != nil {
 				t.Fatal(err)
 			}
-			ops := compareWithTshark(t, file)
-			t.Logf("%s: opcodes %v", c.name, ops)
+			ops, ext := compareWithTshark(t, file)
+			t.Logf("%s: opcodes %v; RETH/AETH fields compared %v", c.name, ops, ext)
 			for _, op := range c.want {
 				if ops[op] == 0 {
 					t.Errorf("no frame with opcode %#x (opcodes seen: %v)", op, ops)
+				}
+			}
+			for _, f := range c.fields {
+				if ext[f] == 0 {
+					t.Errorf("no %s compared with tshark (compared: %v)", f, ext)
 				}
 			}
 		})
@@ -189,51 +249,305 @@ func hwCounters(t *testing.T, dev string) map[string]uint64 {
 	return m
 }
 
-// Loss on an RC path: with netem dropping 10 % of h1 → h2, ib_write_bw
-// still completes; the capture on h1's switch port (before the loss)
-// shows retransmissions (a PSN of h1's QP sent again), h2's rxe counts
-// out-of-sequence requests and h1's rxe counts NAKs (rcvd_seq_err) or
-// retries.
+// lossFlow is a flow of `decode --summary -o json` with its loss analysis.
+type lossFlow struct {
+	Src    string   `json:"src"`
+	Dst    string   `json:"dst"`
+	DestQP uint32   `json:"dest_qp"`
+	Loss   lossJSON `json:"loss"`
+}
+
+// summaryFlow runs `decode --summary -o json FILE` and returns the flow
+// from src to dst that carries the most sequenced packets (the RC
+// connection's, not the rdma_cm or perftest handshakes').
+func summaryFlow(t *testing.T, file string, src, dst netip.Addr) lossFlow {
+	t.Helper()
+	out, stderr, code := runCLI(t, "", "decode", "--summary", "-o", "json", file)
+	if code != exitOK {
+		t.Fatalf("decode --summary %s: exit %d: %s", file, code, stderr)
+	}
+	var s struct{ Flows []lossFlow }
+	if err := json.Unmarshal([]byte(out), &s); err != nil {
+		t.Fatal(err)
+	}
+	var best lossFlow
+	found := false
+	for _, f := range s.Flows {
+		if f.Src == src.String() && f.Dst == dst.String() && (!found || f.Loss.Sequenced+f.Loss.NAKs.PSNSequenceError > best.Loss.Sequenced+best.Loss.NAKs.PSNSequenceError) {
+			best, found = f, true
+		}
+	}
+	if !found {
+		t.Fatalf("%s: no flow %s > %s in %s", file, src, dst, out)
+	}
+	return best
+}
+
+// countersWatch is `roce-probe counters --watch -o json` running in the
+// initial namespace (where rxe's hw_counters are), one report per second.
+type countersWatch struct {
+	cmd     *exec.Cmd
+	reports chan countersReport
+}
+
+// countersReport is the part of a counters report the loss test reads.
+type countersReport struct {
+	Time  time.Time `json:"time"` // when the sample was read
+	Ports []struct {
+		Device   string `json:"device"`
+		Counters map[string]struct {
+			Value uint64 `json:"value"`
+		} `json:"counters"`
+	} `json:"ports"`
+	Findings []struct {
+		Severity string `json:"severity"`
+		Code     string `json:"code"`
+		Message  string `json:"message"`
+	} `json:"findings"`
+}
+
+func (r countersReport) value(dev, name string) (uint64, bool) {
+	for _, p := range r.Ports {
+		if p.Device == dev {
+			c, ok := p.Counters[name]
+			return c.Value, ok
+		}
+	}
+	return 0, false
+}
+
+func startCountersWatch(t *testing.T) *countersWatch {
+	t.Helper()
+	rp, err := lab.RoceProbe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &countersWatch{cmd: exec.Command(rp, "counters", "--watch", "--interval", "1s", "-o", "json"), reports: make(chan countersReport, 1000)}
+	out, err := w.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	w.cmd.Stderr = &stderr
+	if err := w.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		defer close(w.reports)
+		sc := bufio.NewScanner(out)
+		sc.Buffer(make([]byte, 1<<20), 16<<20)
+		for sc.Scan() {
+			var r countersReport
+			if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+				t.Errorf("counters --watch -o json: %v: %.200s", err, sc.Text())
+				continue
+			}
+			w.reports <- r
+		}
+	}()
+	t.Cleanup(func() {
+		w.cmd.Process.Kill()
+		w.cmd.Wait()
+	})
+	return w
+}
+
+// after returns the reports up to the first whose sample was read after
+// tm, waiting for it.
+func (w *countersWatch) after(t *testing.T, ctx context.Context, tm time.Time) []countersReport {
+	t.Helper()
+	var rs []countersReport
+	for {
+		select {
+		case r, ok := <-w.reports:
+			if !ok {
+				t.Fatalf("counters --watch ended")
+			}
+			rs = append(rs, r)
+			if r.Time.After(tm) {
+				return rs
+			}
+		case <-ctx.Done():
+			t.Fatalf("no counters report after %v: %v", tm, ctx.Err())
+		}
+	}
+}
+
+// stop ends the watch with SIGINT and returns the reports it still had.
+func (w *countersWatch) stop(t *testing.T) []countersReport {
+	t.Helper()
+	w.cmd.Process.Signal(os.Interrupt)
+	var rs []countersReport
+	for r := range w.reports {
+		rs = append(rs, r)
+	}
+	if err := w.cmd.Wait(); err != nil {
+		t.Errorf("counters --watch: %v", err)
+	}
+	return rs
+}
+
+// findingSum adds up the rises "NAME +N" of counter name on dev that the
+// loss findings (loss_on_lossless, loss_without_pfc) of the reports name.
+func findingSum(rs []countersReport, dev, name string) (sum uint64, findings int) {
+	re := regexp.MustCompile(`\b` + regexp.QuoteMeta(name) + ` \+(\d+)`)
+	for _, r := range rs {
+		for _, f := range r.Findings {
+			if (f.Code != "loss_on_lossless" && f.Code != "loss_without_pfc") || !strings.HasPrefix(f.Message, dev+" port ") {
+				continue
+			}
+			if m := re.FindStringSubmatch(f.Message); m != nil {
+				n, _ := strconv.ParseUint(m[1], 10, 64)
+				sum += n
+				findings++
+			}
+		}
+	}
+	return sum, findings
+}
+
+// Loss on an RC path, three ways. netem drops 10 % of what h1 sends to h2
+// (on h2's switch port) while ib_write_bw writes from h1 to h2; the frames
+// are captured on h1's switch port (before the loss: all h1 sent, all h2
+// answered) and on h2's NIC (what h2 received); rxe's hw_counters are read
+// before and after, and `roce-probe counters --watch` runs across. What rxe
+// does (drivers/infiniband/sw/rxe, Linux 6.1.192 and 7.3.4, the same code):
+//
+//   - rxe_resp.c check_psn: a request whose PSN is beyond the one expected,
+//     while no NAK is outstanding, increments out_of_seq_request and goes
+//     to RESPST_ERR_PSN_OUT_OF_SEQ, which sends one PSN sequence error NAK
+//     (send_ack(qp, AETH_NAK_PSN_SEQ_ERROR, ...)); nothing else sends that
+//     NAK. The way back to h1 loses nothing, so h2's out_of_seq_request
+//     rise EQUALS the sequence-error NAKs decode counts in h2 → h1 on h1's
+//     port.
+//   - rxe_comp.c check_ack counts rcvd_seq_err for a sequence-error NAK
+//     only if its PSN is beyond qp->comp.psn, so h1's rcvd_seq_err rise is
+//     AT MOST those NAKs.
+//   - rxe_comp.c (COMPST_ERROR_RETRY) increments completer_retry_err each
+//     time it sets qp->req.need_retry, and the completer does nothing more
+//     until the requester has run req_retry (rxe_completer: "if
+//     (qp->req.need_retry) goto exit"); need_retry is set nowhere else but
+//     by the RNR NAK timer (rxe_req.c rnr_nak_timer), and RDMA WRITEs get
+//     no RNR NAK. req_retry sends again from qp->comp.psn: each rewind of
+//     the PSN sequence on h1's port comes from one retry, so decode's
+//     rewinds are AT MOST h1's completer_retry_err rise (a retry finds
+//     nothing to send again when ACKs acknowledged everything meanwhile).
+//   - rxe_resp.c check_psn counts duplicate_request for a request whose PSN
+//     is below the one expected: one the responder accepted before, so one
+//     h2 received before. h2's duplicate_request rise is AT MOST the
+//     packets decode finds sent again (PSN seen before) on h2's NIC.
+//   - check_psn NAKs a request beyond the expected PSN only while no NAK is
+//     outstanding, that is when the request before it was accepted (its
+//     PSN the expected one less one) or a duplicate (below): the NAKed
+//     request skips ahead of the one after the request before it. So
+//     out_of_seq_request is AT MOST the gaps decode finds in the requests
+//     on h2's NIC (packets beyond the PSN after the one before). (Not the
+//     PSNs lost or late there: a PSN NAKed in a retransmission round may
+//     have arrived before, while h2 was dropping out-of-sequence requests.)
+//
+// And `roce-probe counters` reads the same counters: the rises of its
+// reports add up to the sysfs rises, and its loss findings name them.
 func TestFabricLossRetransmits(t *testing.T) {
 	sw := lab.UseFabric(t)
+	facts, err := lab.Facts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := []string{"out_of_seq_request", "duplicate_request", "rcvd_seq_err", "completer_retry_err"}
+	for _, n := range names {
+		if !slices.Contains(facts.HWCounters, n) {
+			t.Fatalf("rxe on %s has no hw_counter %s (KernelFacts: %v)", facts.Measured, n, facts.HWCounters)
+		}
+	}
 	cl, srv := sw.Host("h1"), sw.Host("h2")
 	n, _ := lab.FabricNetByName("vlan100")
 	ci := gidIdx(t, cl, cl.IPv4(n).Addr(), n.Netdev)
 	si := gidIdx(t, srv, srv.IPv4(n).Addr(), n.Netdev)
 	sw.Link("h1", "h2").Loss(10)
-	c0, s0 := hwCounters(t, cl.RDMADevice), hwCounters(t, srv.RDMADevice)
-	capt := sw.Capture("h1")
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
 	defer cancel()
-	lab.Perftest("ib_write_bw", cl, srv, ci, si, 21300, 100, 4096, "-m", "1024").Run(t, ctx)
-	frames := capt.Stop()
-	c1, s1 := hwCounters(t, cl.RDMADevice), hwCounters(t, srv.RDMADevice)
-	file := filepath.Join(lab.ArtifactDir(t), "rc-loss.pcapng")
-	_ = lab.WritePcapng(file, cl.Port, frames)
 
-	seen := map[string]int{}
-	again := 0
-	for _, p := range rcFramesFrom(frames, cl.IPv4(n).Addr(), srv.IPv4(n).Addr()) {
-		if p.BTH.Opcode == 0x11 {
-			continue
-		}
-		k := fmt.Sprintf("%#x/%#x", p.BTH.DestQP, p.BTH.PSN)
-		seen[k]++
-		if seen[k] == 2 {
-			again++
-		}
+	watch := startCountersWatch(t)
+	reports := watch.after(t, ctx, time.Time{}) // one report, sampled before the traffic
+	first := reports[0]
+	c0, s0 := hwCounters(t, cl.RDMADevice), hwCounters(t, srv.RDMADevice)
+	atReq, atResp := sw.Capture("h1"), sw.CaptureHost("h2")
+	lab.Perftest("ib_write_bw", cl, srv, ci, si, 21300, 100, 4096, "-m", "1024").Run(t, ctx)
+	reqFrames, respFrames := atReq.Stop(), atResp.Stop()
+	c1, s1 := hwCounters(t, cl.RDMADevice), hwCounters(t, srv.RDMADevice)
+	reports = append(reports, watch.after(t, ctx, time.Now())...) // up to one sampled after c1, s1
+	reports = append(reports, watch.stop(t)...)
+
+	if d1, d2 := atReq.Drops(), atResp.Drops(); d1+d2 > 0 {
+		t.Fatalf("the captures dropped frames (ring full): %d on %s, %d on h2's NIC: the counts below would not hold", d1, cl.Port, d2)
+	}
+	dir := lab.ArtifactDir(t)
+	reqFile, respFile := filepath.Join(dir, "rc-loss-h1-port.pcapng"), filepath.Join(dir, "rc-loss-h2-nic.pcapng")
+	if err := lab.WritePcapng(reqFile, cl.Port, reqFrames); err != nil {
+		t.Fatal(err)
+	}
+	if err := lab.WritePcapng(respFile, lab.HostNIC, respFrames); err != nil {
+		t.Fatal(err)
 	}
 	delta := func(a, b map[string]uint64, k string) uint64 { return b[k] - a[k] }
-	t.Logf("%d PSNs sent again; %s: rcvd_seq_err +%d completer_retry_err +%d retry_exceeded_err +%d; %s: out_of_seq_request +%d duplicate_request +%d",
-		again, cl.RDMADevice, delta(c0, c1, "rcvd_seq_err"), delta(c0, c1, "completer_retry_err"), delta(c0, c1, "retry_exceeded_err"),
-		srv.RDMADevice, delta(s0, s1, "out_of_seq_request"), delta(s0, s1, "duplicate_request"))
-	if again == 0 {
-		t.Errorf("no PSN of %s's QP was sent twice in %d frames on %s: no retransmission under 10 %% loss", cl.Name, len(frames), cl.Port)
+	outOfSeq, dup := delta(s0, s1, "out_of_seq_request"), delta(s0, s1, "duplicate_request")
+	seqErr, retry := delta(c0, c1, "rcvd_seq_err"), delta(c0, c1, "completer_retry_err")
+
+	h1, h2 := cl.IPv4(n).Addr(), srv.IPv4(n).Addr()
+	sent := summaryFlow(t, reqFile, h1, h2)   // the requests, before the loss
+	naks := summaryFlow(t, reqFile, h2, h1)   // the ACKs and NAKs h1 received
+	recvd := summaryFlow(t, respFile, h1, h2) // the requests h2 received
+	t.Logf("%s: rcvd_seq_err +%d completer_retry_err +%d; %s: out_of_seq_request +%d duplicate_request +%d",
+		cl.RDMADevice, seqErr, retry, srv.RDMADevice, outOfSeq, dup)
+	t.Logf("decode at %s: requests %+v; responses %+v", cl.Port, sent.Loss, naks.Loss)
+	t.Logf("decode at h2's NIC: requests %+v", recvd.Loss)
+
+	if outOfSeq == 0 || retry == 0 {
+		t.Fatalf("no loss under 10 %% netem loss: out_of_seq_request +%d, completer_retry_err +%d", outOfSeq, retry)
 	}
-	if delta(s0, s1, "out_of_seq_request") == 0 {
-		t.Errorf("%s out_of_seq_request did not move", srv.RDMADevice)
+	if got := naks.Loss.NAKs.PSNSequenceError; got != outOfSeq {
+		t.Errorf("decode counts %d PSN sequence error NAKs from %s, %s out_of_seq_request rose by %d: want equal", got, srv.Name, srv.RDMADevice, outOfSeq)
 	}
-	if delta(c0, c1, "rcvd_seq_err")+delta(c0, c1, "completer_retry_err") == 0 {
-		t.Errorf("%s: neither rcvd_seq_err nor completer_retry_err moved", cl.RDMADevice)
+	if seqErr > naks.Loss.NAKs.PSNSequenceError {
+		t.Errorf("%s rcvd_seq_err +%d, more than the %d sequence-error NAKs it received", cl.RDMADevice, seqErr, naks.Loss.NAKs.PSNSequenceError)
+	}
+	l := sent.Loss
+	if l.Rewinds == 0 || l.Rewinds > retry || l.Retransmitted < l.Rewinds {
+		t.Errorf("at %s: %d rewinds, %d packets sent again; want 1 ≤ rewinds ≤ completer_retry_err +%d ≤ ... and at least one packet per rewind", cl.Port, l.Rewinds, l.Retransmitted, retry)
+	}
+	if l.Missing != 0 || l.LostResent != 0 || l.OutOfOrder != 0 || l.Gaps != 0 || l.Verdict == nil || *l.Verdict != "retransmitted" {
+		t.Errorf("at %s (before the loss): %+v; want nothing missing, late, out of order or skipped, verdict retransmitted", cl.Port, l)
+	}
+	if naks.Loss.Verdict == nil || *naks.Loss.Verdict != "loss" {
+		t.Errorf("the responses' verdict: %+v, want loss (sequence-error NAKs)", naks.Loss)
+	}
+	r := recvd.Loss
+	if dup > r.Retransmitted {
+		t.Errorf("%s duplicate_request +%d, more than the %d packets decode finds received again on its NIC", srv.RDMADevice, dup, r.Retransmitted)
+	}
+	if outOfSeq > r.Gaps {
+		t.Errorf("%s out_of_seq_request +%d, more than the %d gaps decode finds on its NIC", srv.RDMADevice, outOfSeq, r.Gaps)
+	}
+	if r.Verdict == nil || *r.Verdict != "loss" || r.LostResent+r.Missing == 0 {
+		t.Errorf("at h2's NIC: %+v; want verdict loss, PSNs lost before the capture point", r)
+	}
+
+	// roce-probe counters: its reports' rises add up to sysfs's, and its
+	// loss findings name them
+	last := reports[len(reports)-1]
+	for _, c := range []struct {
+		dev, name string
+		want      uint64
+	}{{srv.RDMADevice, "out_of_seq_request", outOfSeq}, {srv.RDMADevice, "duplicate_request", dup},
+		{cl.RDMADevice, "rcvd_seq_err", seqErr}, {cl.RDMADevice, "completer_retry_err", retry}} {
+		v0, ok0 := first.value(c.dev, c.name)
+		v1, ok1 := last.value(c.dev, c.name)
+		if !ok0 || !ok1 || v1-v0 != c.want {
+			t.Errorf("counters: %s %s rose by %d over its reports (%v %v), sysfs by %d", c.dev, c.name, v1-v0, ok0, ok1, c.want)
+		}
+		sum, nf := findingSum(reports, c.dev, c.name)
+		if sum != c.want || (c.want > 0 && nf == 0) {
+			t.Errorf("counters: the loss findings name %s %s +%d in all (%d findings), sysfs rose by %d", c.dev, c.name, sum, nf, c.want)
+		}
 	}
 }

@@ -14,3 +14,14 @@ func SplitCount() int64 { return splitCount.Load() }
 
 // ChunkCount is how many chunks Summarize has summarised, in all.
 func ChunkCount() int64 { return chunkCount.Load() }
+
+// SetMapFiles turns mapping pcap capture files on or off; it returns a
+// function restoring the old value.
+func SetMapFiles(on bool) (restore func()) {
+	old := mapFiles
+	mapFiles = on
+	return func() { mapFiles = old }
+}
+
+// MappedCount is how many captures Summarize summarised from a mapped file.
+func MappedCount() int64 { return mappedCount.Load() }

@@ -6,9 +6,12 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"os"
+	"runtime/debug"
 	"sync/atomic"
 
 	"github.com/gopacket/gopacket"
+	"github.com/gopacket/gopacket/layers"
 	"github.com/gopacket/gopacket/pcapgo"
 
 	"github.com/roce-probe/roce-probe/roce"
@@ -47,6 +50,11 @@ const (
 	splitWindow    = 256 << 10
 	splitMaxLen    = 1 << 18 // largest frame or block a candidate chain accepts
 )
+
+// mapFiles makes Summarize map a pcap capture file into memory and walk its
+// records there (no copy out of the page cache) where the system can map
+// files; tests turn it off to check the other path.
+var mapFiles = true
 
 // Chunking: up to splitPerCore chunks per core, none smaller than
 // splitMinChunk bytes.
@@ -91,9 +99,27 @@ func (c *Reader) summarizeSplit(workers int, malformed func(FrameError)) (*Summa
 	var next atomic.Int64
 	var stop atomic.Bool
 	failed := make(chan bool, workers)
+	// a pcap file is read in place, mapped, where the system can
+	var mapped []byte
+	if f, ok := c.ra.(*os.File); ok && c.format == FormatPcap && mapFiles {
+		if mapped = mapFile(f, c.size); mapped != nil {
+			defer unmapFile(mapped)
+		}
+	}
 	for w := 0; w < workers; w++ {
 		go func() {
-			ng, ok := c.summarizeChunks(hdr, order, cuts, &next, &stop, res)
+			if mapped != nil {
+				// a file cut short under the mapping faults (SIGBUS): read
+				// it again in one sequence, which names the damage
+				defer func() {
+					if recover() != nil {
+						stop.Store(true)
+						failed <- true
+					}
+				}()
+				debug.SetPanicOnFault(true)
+			}
+			ng, ok := c.summarizeChunks(hdr, order, cuts, mapped, &next, &stop, res)
 			failed <- !ok || ng != nil && !sameInterfaces(interfaces(ng), want)
 		}()
 	}
@@ -120,6 +146,9 @@ func (c *Reader) summarizeSplit(workers int, malformed func(FrameError)) (*Summa
 		return nil, Stats{}, nil, false
 	}
 	chunkCount.Add(int64(n))
+	if mapped != nil {
+		mappedCount.Add(1)
+	}
 	total := res[0].sum
 	var stats Stats
 	for k := range res {
@@ -142,21 +171,22 @@ func (c *Reader) summarizeSplit(workers int, malformed func(FrameError)) (*Summa
 	return total, stats, nil, true
 }
 
-// chunkCount counts the chunks of the captures summarised in chunks, for
-// tests.
-var chunkCount atomic.Int64
+// chunkCount counts the chunks of the captures summarised in chunks, and
+// mappedCount the captures summarised from a mapping, for tests.
+var chunkCount, mappedCount atomic.Int64
 
 // summarizeChunks takes chunks (the capture's bytes cuts[k]..cuts[k+1]) in
-// order from next and summarises each into res[k], reading them all with
-// one pcapgo reader: the first chunk after hdr (chunk 0 holds it), the
-// others by resetting the buffered reader under it to the chunk's bytes
-// once it has reported the end of the one before. It returns the pcapng
-// reader (nil for pcap, or when other goroutines took all the chunks), and
-// false if a reader could not be made or a chunk before the last did not
-// end cleanly (the others then stop too).
-func (c *Reader) summarizeChunks(hdr []byte, order binary.ByteOrder, cuts []int64, next *atomic.Int64, stop *atomic.Bool, res []segResult) (*pcapgo.NgReader, bool) {
+// order from next and summarises each into res[k], reading them all
+// through one buffered reader, reset to each chunk's bytes in turn. A pcap
+// chunk's records are walked in the reader's buffer (summarizePcapChunk); a
+// pcapng capture is read with one pcapgo reader, given the header blocks
+// first (chunk 0 holds them), which goes on from chunk to chunk once it has
+// reported the end of the one before. It returns the pcapng reader (nil for
+// pcap, or when other goroutines took all the chunks), and false if a
+// reader could not be made or a chunk before the last did not end cleanly
+// (the others then stop too).
+func (c *Reader) summarizeChunks(hdr []byte, order binary.ByteOrder, cuts []int64, mapped []byte, next *atomic.Int64, stop *atomic.Bool, res []segResult) (*pcapgo.NgReader, bool) {
 	in := bufio.NewReaderSize(nil, 256<<10)
-	var src gopacket.ZeroCopyPacketDataSource
 	var ng *pcapgo.NgReader
 	dec := roce.NewDecoder()
 	for !stop.Load() {
@@ -164,34 +194,36 @@ func (c *Reader) summarizeChunks(hdr []byte, order binary.ByteOrder, cuts []int6
 		if k >= len(res) {
 			break
 		}
-		var sec io.Reader = io.NewSectionReader(c.ra, cuts[k], cuts[k+1]-cuts[k])
-		var watch *blockWatch
-		if c.format == FormatPcapNG {
-			watch = &blockWatch{r: sec, order: order, first: k == 0}
-			sec = watch
+		sec := io.NewSectionReader(c.ra, cuts[k], cuts[k+1]-cuts[k])
+		if c.format == FormatPcap {
+			var chunk []byte
+			if mapped != nil {
+				chunk = mapped[cuts[k]:cuts[k+1]]
+			}
+			if !c.pcapChunk(in, sec, chunk, hdr, order, k == 0, k == len(res)-1, dec, &res[k]) {
+				stop.Store(true)
+				return nil, false
+			}
+			continue
 		}
-		if src != nil {
-			in.Reset(sec)
-		} else {
-			if k == 0 {
-				in.Reset(sec)
-			} else {
-				in.Reset(io.MultiReader(bytes.NewReader(hdr), sec))
-			}
+		watch := &blockWatch{r: sec, order: order, first: k == 0}
+		switch {
+		case ng != nil:
+			in.Reset(watch)
+		case k == 0:
+			in.Reset(watch)
+		default:
+			in.Reset(io.MultiReader(bytes.NewReader(hdr), watch))
+		}
+		if ng == nil {
 			var err error
-			if c.format == FormatPcapNG {
-				ng, err = pcapgo.NewNgReader(in, ngOptions)
-				src = ng
-			} else {
-				src, err = pcapgo.NewReader(in)
-			}
-			if err != nil {
+			if ng, err = pcapgo.NewNgReader(in, ngOptions); err != nil {
 				stop.Store(true)
 				return nil, false
 			}
 		}
-		res[k] = summarizeChunk(src, dec)
-		if watch != nil && res[k].err == io.EOF && !watch.clean() {
+		res[k] = summarizeChunk(ng, dec)
+		if res[k].err == io.EOF && !watch.clean() {
 			// another section, or blocks not ending at the cut
 			stop.Store(true)
 			return nil, false
@@ -204,6 +236,44 @@ func (c *Reader) summarizeChunks(hdr []byte, order binary.ByteOrder, cuts []int6
 		}
 	}
 	return ng, true
+}
+
+// pcapChunk summarises one chunk of a pcap capture into r: chunk, its
+// bytes in memory, or else sec read through in. A chunk whose records summarizePcapChunk leaves to pcapgo is
+// read again with pcapgo when it is the last (a capture cut short, or still
+// being written: pcapgo names the damage); before the last, pcapChunk
+// returns false, and the capture is read again in one sequence.
+func (c *Reader) pcapChunk(in *bufio.Reader, sec *io.SectionReader, chunk, hdr []byte, order binary.ByteOrder, first, last bool, dec *roce.Decoder, r *segResult) bool {
+	switch {
+	case chunk != nil && first:
+		*r = summarizePcapBytes(chunk[len(hdr):], order, pcapMaxCapture(hdr, order), dec)
+	case chunk != nil:
+		*r = summarizePcapBytes(chunk, order, pcapMaxCapture(hdr, order), dec)
+	default:
+		in.Reset(sec)
+		if first {
+			in.Discard(len(hdr))
+		}
+		*r = summarizePcapChunk(in, order, pcapMaxCapture(hdr, order), dec)
+	}
+	switch {
+	case r.err == io.EOF:
+		return true
+	case !last:
+		return false
+	}
+	sec.Seek(0, io.SeekStart)
+	if first {
+		in.Reset(sec)
+	} else {
+		in.Reset(io.MultiReader(bytes.NewReader(hdr), sec))
+	}
+	pr, err := pcapgo.NewReader(in)
+	if err != nil {
+		return false
+	}
+	*r = summarizeChunk(pr, dec)
+	return true
 }
 
 // blockWatch passes the bytes of a pcapng chunk through and walks its
@@ -279,6 +349,106 @@ func summarizeChunk(src gopacket.ZeroCopyPacketDataSource, dec *roce.Decoder) se
 	r.stats, r.bytes = st, nbytes
 	return r
 }
+
+// pcapMaxCapture is the longest frame pcapgo's Reader takes from a pcap
+// capture with this file header: the snap length, and at least 256 KiB
+// (pcapgo's maxCaptureLength, eagerReadMax).
+func pcapMaxCapture(hdr []byte, order binary.ByteOrder) int {
+	return max(int(order.Uint32(hdr[16:20])), 256<<10)
+}
+
+// summarizePcapChunk is summarizeChunk for a chunk of a classic pcap
+// capture, the file header left out, read through in: it walks the
+// records in in's buffer (pcapRecords) instead of having pcapgo copy each
+// frame out of it. io.EOF: the chunk ended after a whole record; any other
+// error: a record pcapgo's Reader would refuse or read otherwise, a record
+// longer than in's buffer, or the chunk ending inside a record.
+func summarizePcapChunk(in *bufio.Reader, order binary.ByteOrder, maxCap int, dec *roce.Decoder) segResult {
+	var w pcapWalk
+	w.init(order, maxCap, dec)
+	for {
+		b, err := in.Peek(in.Size())
+		n, werr := w.records(b)
+		in.Discard(n)
+		switch {
+		case werr != nil:
+			return w.result(werr)
+		case err == nil: // a full buffer
+			if n == 0 {
+				return w.result(errPcapRecord) // a record longer than the buffer
+			}
+		case errors.Is(err, io.EOF):
+			if n == len(b) {
+				return w.result(io.EOF)
+			}
+			return w.result(io.ErrUnexpectedEOF)
+		default:
+			return w.result(err)
+		}
+	}
+}
+
+// summarizePcapBytes is summarizePcapChunk for a chunk in memory (a mapped
+// capture file).
+func summarizePcapBytes(b []byte, order binary.ByteOrder, maxCap int, dec *roce.Decoder) segResult {
+	var w pcapWalk
+	w.init(order, maxCap, dec)
+	n, err := w.records(b)
+	switch {
+	case err != nil:
+	case n < len(b):
+		err = io.ErrUnexpectedEOF
+	default:
+		err = io.EOF
+	}
+	return w.result(err)
+}
+
+// pcapWalk summarises the records of one pcap chunk.
+type pcapWalk struct {
+	order  binary.ByteOrder
+	maxCap uint32
+	dec    *roce.Decoder
+	p      roce.Packet
+	st     Stats
+	r      segResult
+	nbytes int64
+}
+
+func (w *pcapWalk) init(order binary.ByteOrder, maxCap int, dec *roce.Decoder) {
+	w.order, w.maxCap, w.dec, w.r.sum = order, uint32(min(maxCap, 1<<31)), dec, NewSummary()
+}
+
+// records summarises the whole records at the start of b and returns the
+// bytes they took; an error at a record pcapgo's Reader would refuse (a
+// captured length beyond the original length or the largest capture
+// length it takes), which is left unread.
+func (w *pcapWalk) records(b []byte) (int, error) {
+	n := 0
+	for len(b)-n >= 16 {
+		h := b[n : n+16]
+		capLen, length := w.order.Uint32(h[8:12]), w.order.Uint32(h[12:16])
+		if capLen > length || capLen > w.maxCap {
+			return n, errPcapRecord
+		}
+		end := n + 16 + int(capLen)
+		if end > len(b) {
+			break
+		}
+		summarizeFrame(w.dec, &w.p, b[n+16:end], int(capLen), int(length), layers.LinkTypeEthernet, w.st.Frames+1, &w.st, w.r.sum, &w.r.bad)
+		n = end
+	}
+	w.nbytes += int64(n)
+	return n, nil
+}
+
+func (w *pcapWalk) result(err error) segResult {
+	w.r.stats, w.r.bytes, w.r.err = w.st, w.nbytes, err
+	return w.r
+}
+
+// errPcapRecord: a pcap record summarizePcapChunk leaves to pcapgo.
+var errPcapRecord = errors.New("capture: a pcap record for pcapgo to read")
 
 // interfaces returns the interfaces a pcapng reader has seen.
 func interfaces(ng *pcapgo.NgReader) []pcapgo.NgInterface {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"reflect"
 	"runtime"
 	"testing"
@@ -16,13 +18,21 @@ import (
 
 // summarizeFrames is a capture of several of Summarize's batches: the
 // synthetic flows with the sample's frames (bad ICRC, not RoCE, RoCE v1,
-// CNP, QinQ) and RoCE frames cut short inside their headers (malformed)
-// mixed in.
+// CNP, QinQ), RoCE frames cut short inside their headers (malformed) and
+// the RC connections of the loss tests (as their responder received them:
+// PSN gaps, retransmission rounds, reordering, NAKs), spread over the whole
+// capture so that their PSN sequences cross the chunks' ends, mixed in.
 func summarizeFrames() []rocegen.Frame {
 	frames := rocegen.Synthetic(5000)
 	sample := rocegen.Sample()
+	var rc []rocegen.Frame
+	for i, tc := range rcCases() {
+		tc.conn.QPA, tc.conn.QPB = 0x300+uint32(i), 0x400+uint32(i)
+		rc = append(rc, tc.conn.Simulate().After...)
+	}
 	var out []rocegen.Frame
 	for i, f := range frames {
+		out = append(out, rc[i*len(rc)/len(frames):(i+1)*len(rc)/len(frames)]...)
 		out = append(out, f)
 		if i%700 == 0 {
 			out = append(out, sample...)
@@ -104,7 +114,7 @@ func TestSummarizeMatchesSequential(t *testing.T) {
 		if split {
 			restore = capture.SetSplit(0, mode.minChunk)
 		}
-		splits, chunks := capture.SplitCount(), capture.ChunkCount()
+		splits, chunks, mapped := capture.SplitCount(), capture.ChunkCount(), capture.MappedCount()
 		for _, tc := range []struct {
 			name    string
 			capt    []byte
@@ -121,26 +131,56 @@ func TestSummarizeMatchesSequential(t *testing.T) {
 				if tc.name != "pcap header only" && (wantStats.Malformed == 0 || wantStats.NonRoCE == 0 || wantStats.BadICRC == 0 || len(wantFlows) < 8) {
 					t.Fatalf("the test capture lacks malformed, non-RoCE or bad-ICRC frames or flows: %+v, %d flows", wantStats, len(wantFlows))
 				}
+				if tc.name == "pcap" {
+					var l capture.Loss
+					for _, f := range wantFlows {
+						l.Retransmitted += f.Loss.Retransmitted
+						l.Missing += f.Loss.Missing
+						l.LostResent += f.Loss.LostResent
+						l.OutOfOrder += f.Loss.OutOfOrder
+						l.NAKs.PSNSequenceError += f.Loss.NAKs.PSNSequenceError
+					}
+					if l.Retransmitted == 0 || l.Missing == 0 || l.LostResent == 0 || l.OutOfOrder == 0 || l.NAKs.PSNSequenceError == 0 {
+						t.Fatalf("the test capture lacks some loss: %+v", l)
+					}
+				}
 				if (wantErr != nil) != tc.wantErr {
 					t.Fatalf("sequential read error %v, want error %v", wantErr, tc.wantErr)
 				}
-				cr, err := capture.NewReader(bytes.NewReader(tc.capt))
-				if err != nil {
+				// from memory; and from a file, mapped (pcap) and read
+				path := filepath.Join(t.TempDir(), "capture")
+				if err := os.WriteFile(path, tc.capt, 0o644); err != nil {
 					t.Fatal(err)
 				}
-				var bad []string
-				sum, st, err := cr.Summarize(func(e capture.FrameError) { bad = append(bad, fmt.Sprintf("frame %d: %v", e.Frame, e.Err)) })
-				if fmt.Sprint(err) != fmt.Sprint(wantErr) {
-					t.Errorf("error %v, want %v", err, wantErr)
-				}
-				if st != wantStats {
-					t.Errorf("stats %+v, want %+v", st, wantStats)
-				}
-				if !reflect.DeepEqual(bad, wantBad) {
-					t.Errorf("malformed frames %q, want %q", bad, wantBad)
-				}
-				if got := sum.Flows(); !reflect.DeepEqual(got, wantFlows) {
-					t.Errorf("flows differ:\n got %+v\nwant %+v", got, wantFlows)
+				for _, src := range []string{"bytes", "file mapped", "file read"} {
+					var in io.Reader = bytes.NewReader(tc.capt)
+					if src != "bytes" {
+						f, err := os.Open(path)
+						if err != nil {
+							t.Fatal(err)
+						}
+						defer f.Close()
+						in = f
+						defer capture.SetMapFiles(src == "file mapped")()
+					}
+					cr, err := capture.NewReader(in)
+					if err != nil {
+						t.Fatal(err)
+					}
+					var bad []string
+					sum, st, err := cr.Summarize(func(e capture.FrameError) { bad = append(bad, fmt.Sprintf("frame %d: %v", e.Frame, e.Err)) })
+					if fmt.Sprint(err) != fmt.Sprint(wantErr) {
+						t.Errorf("%s: error %v, want %v", src, err, wantErr)
+					}
+					if st != wantStats {
+						t.Errorf("%s: stats %+v, want %+v", src, st, wantStats)
+					}
+					if !reflect.DeepEqual(bad, wantBad) {
+						t.Errorf("%s: malformed frames %q, want %q", src, bad, wantBad)
+					}
+					if got := sum.Flows(); !reflect.DeepEqual(got, wantFlows) {
+						t.Errorf("%s: flows differ:\n got %+v\nwant %+v", src, got, wantFlows)
+					}
 				}
 			})
 		}
@@ -148,8 +188,12 @@ func TestSummarizeMatchesSequential(t *testing.T) {
 		// (a damaged pcapng is read again in one sequence)
 		if runtime.GOMAXPROCS(0) > 1 {
 			got, gotChunks := capture.SplitCount()-splits, capture.ChunkCount()-chunks
-			if split && (got < 3 || gotChunks < 3*mode.wantChunksPerOK) {
-				t.Errorf("%s: Summarize cut %d of the captures into %d chunks, want at least 3 into %d each", mode.name, got, gotChunks, mode.wantChunksPerOK)
+			if split && (got < 9 || gotChunks < 9*mode.wantChunksPerOK) {
+				t.Errorf("%s: Summarize cut %d of the captures into %d chunks, want at least 9 (3 captures, 3 ways) into %d each", mode.name, got, gotChunks, mode.wantChunksPerOK)
+			}
+			// the whole pcap and the truncated one, from a mapped file
+			if m := capture.MappedCount() - mapped; split && mapFilesWork && m != 2 {
+				t.Errorf("%s: Summarize mapped %d captures, want 2", mode.name, m)
 			}
 			if !split && got != 0 {
 				t.Errorf("%s: Summarize cut %d captures", mode.name, got)
@@ -195,6 +239,11 @@ func TestSummarizeIdleWorkers(t *testing.T) {
 func TestSummaryMerge(t *testing.T) {
 	frames := append(rocegen.Sample(), rocegen.Synthetic(40)...)
 	frames = append(frames, rocegen.Sample()...)
+	for _, tc := range rcCases() {
+		if tc.name == "mixed, READs lost" || tc.name == "UC: lost for good" {
+			frames = append(frames, tc.conn.Simulate().After...)
+		}
+	}
 	dec := roce.NewDecoder()
 	var pkts []roce.Packet
 	var lens []int
@@ -241,23 +290,38 @@ func addCaptureSeeds(f *testing.F) {
 }
 
 // FuzzSummarize: whatever the capture, Summarize cutting it into chunks
-// gives what reading it frame by frame gives.
+// gives what reading it frame by frame gives, from memory and from a
+// mapped file.
 func FuzzSummarize(f *testing.F) {
 	addCaptureSeeds(f)
 	defer capture.SetSplit(0, 64)()
+	path := filepath.Join(f.TempDir(), "capture")
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if _, err := capture.NewReader(bytes.NewReader(data)); err != nil {
 			return
 		}
 		wantFlows, wantStats, wantBad, wantErr := sequential(t, data)
-		cr, _ := capture.NewReader(bytes.NewReader(data))
-		var bad []string
-		sum, st, err := cr.Summarize(func(e capture.FrameError) { bad = append(bad, fmt.Sprintf("frame %d: %v", e.Frame, e.Err)) })
-		if fmt.Sprint(err) != fmt.Sprint(wantErr) || st != wantStats || !reflect.DeepEqual(bad, wantBad) {
-			t.Fatalf("Summarize: %v %+v %q, frame by frame: %v %+v %q", err, st, bad, wantErr, wantStats, wantBad)
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
 		}
-		if got := sum.Flows(); !reflect.DeepEqual(got, wantFlows) {
-			t.Fatalf("flows differ:\n got %+v\nwant %+v", got, wantFlows)
+		file, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer file.Close()
+		for _, in := range []io.Reader{bytes.NewReader(data), file} {
+			cr, err := capture.NewReader(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var bad []string
+			sum, st, err := cr.Summarize(func(e capture.FrameError) { bad = append(bad, fmt.Sprintf("frame %d: %v", e.Frame, e.Err)) })
+			if fmt.Sprint(err) != fmt.Sprint(wantErr) || st != wantStats || !reflect.DeepEqual(bad, wantBad) {
+				t.Fatalf("Summarize (%T): %v %+v %q, frame by frame: %v %+v %q", in, err, st, bad, wantErr, wantStats, wantBad)
+			}
+			if got := sum.Flows(); !reflect.DeepEqual(got, wantFlows) {
+				t.Fatalf("%T: flows differ:\n got %+v\nwant %+v", in, got, wantFlows)
+			}
 		}
 	})
 }

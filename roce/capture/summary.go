@@ -36,10 +36,14 @@ type FlowSummary struct {
 	CNPs          uint64 // CNP packets (opcode 0x81)
 	ICRCFailures  uint64 // packets whose ICRC is invalid
 	ICRCUnchecked uint64 // packets whose ICRC could not be checked (truncated)
+	// Loss is what the flow's PSNs and AETHs say about lost and resent
+	// packets, and the verdict.
+	Loss Loss
 }
 
 type flowAcc struct {
 	s     FlowSummary
+	loss  lossAcc
 	vlans [4096 / 64]uint64
 	pcps  uint8
 	dscps uint64
@@ -67,12 +71,19 @@ func KeyOf(p *roce.Packet) FlowKey {
 	return k
 }
 
+// sameKey is a == b, field by field with the likeliest difference first,
+// inlined (a struct compare of a FlowKey calls memeqbody).
+func sameKey(a, b *FlowKey) bool {
+	return a.DestQP == b.DestQP && a.SrcPort == b.SrcPort && a.SrcQP == b.SrcQP && a.Src == b.Src && a.Dst == b.Dst &&
+		a.DstPort == b.DstPort && a.Version == b.Version && a.HasSrcQP == b.HasSrcQP
+}
+
 // Add counts a packet of wireLen bytes.
 func (s *Summary) Add(p *roce.Packet, wireLen int) {
 	k := KeyOf(p)
 	slot := &s.cache[(k.DestQP^k.SrcQP^uint32(k.SrcPort)^uint32(k.SrcPort>>6))&63]
 	a := *slot
-	if a == nil || a.s.FlowKey != k {
+	if a == nil || !sameKey(&a.s.FlowKey, &k) {
 		a = s.flows[k]
 		if a == nil {
 			if n := len(s.spare); n > 0 {
@@ -110,11 +121,14 @@ func (s *Summary) Add(p *roce.Packet, wireLen int) {
 	case roce.ICRCUnchecked:
 		a.s.ICRCUnchecked++
 	}
+	a.loss.add(p)
 }
 
-// Flows returns the flows in the order they first appeared.
+// Flows returns the flows in the order they first appeared, each with its
+// loss analysis.
 func (s *Summary) Flows() []FlowSummary {
 	out := make([]FlowSummary, 0, len(s.order))
+	pmtus := s.pathMTUs()
 	for _, a := range s.order {
 		f := a.s
 		f.VLANs = []uint16{}
@@ -132,9 +146,40 @@ func (s *Summary) Flows() []FlowSummary {
 			f.DSCPs = append(f.DSCPs, uint8(bits.TrailingZeros64(w)))
 		}
 		sort.Slice(f.VLANs, func(i, j int) bool { return f.VLANs[i] < f.VLANs[j] })
+		pmtu := a.loss.pmtu
+		if pmtu == 0 {
+			pmtu = pmtus[addrPair{f.Version, f.Dst, f.Src}]
+		}
+		f.Loss = a.loss.analyze(&f, pmtu)
 		out = append(out, f)
 	}
 	return out
+}
+
+// addrPair is a direction between two addresses.
+type addrPair struct {
+	version  int
+	src, dst netip.Addr
+}
+
+// pathMTUs returns, per direction, the path MTU its flows' FIRST and
+// MIDDLE packets show, when they all agree. A flow whose own packets show
+// none (RDMA READ requests only) takes the one of the other direction: the
+// READ responses of the same connection carry it.
+func (s *Summary) pathMTUs() map[addrPair]uint32 {
+	m := map[addrPair]uint32{}
+	for _, a := range s.order {
+		if a.loss.pmtu == 0 {
+			continue
+		}
+		k := addrPair{a.s.Version, a.s.Src, a.s.Dst}
+		if v, ok := m[k]; ok && v != a.loss.pmtu {
+			m[k] = 0 // flows disagree: unknown
+			continue
+		}
+		m[k] = a.loss.pmtu
+	}
+	return m
 }
 
 func setBits8(w uint8) []uint8 {
@@ -164,6 +209,7 @@ func (s *Summary) Merge(o *Summary) {
 		a := s.flows[b.s.FlowKey]
 		if a == nil {
 			c := *b
+			c.loss = b.loss.clone()
 			s.flows[b.s.FlowKey] = &c
 			s.order = append(s.order, &c)
 			continue
@@ -182,5 +228,6 @@ func (s *Summary) Merge(o *Summary) {
 		a.pcps |= b.pcps
 		a.dscps |= b.dscps
 		a.ecns |= b.ecns
+		a.loss.merge(&b.loss)
 	}
 }
