@@ -200,13 +200,20 @@ func TestLabLiveEqualsSnapshot(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if stableState(t, before) == stableState(t, after) {
+		a, b := stableState(t, before), stableState(t, after)
+		if a == b {
 			break
 		}
-		if round == 5 {
-			t.Fatalf("the host changed during each of 5 rounds of live runs: cannot compare")
+		i := 0
+		for i < len(a) && i < len(b) && a[i] == b[i] {
+			i++
 		}
-		t.Logf("round %d: the host changed during the live runs (neighbour states?): again", round)
+		from := max(0, i-120)
+		changed := fmt.Sprintf("before …%s… after …%s…", a[from:min(len(a), i+80)], b[from:min(len(b), i+80)])
+		if round == 5 {
+			t.Fatalf("the host changed during each of 5 rounds of live runs: cannot compare (last change: %s)", changed)
+		}
+		t.Logf("round %d: the host changed during the live runs: %s; again", round, changed)
 	}
 	for _, r := range runs {
 		fromArgs := append(append([]string(nil), r.Args...), "--from", snapFile)
