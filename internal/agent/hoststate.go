@@ -11,23 +11,15 @@ import (
 
 	"github.com/roce-probe/roce-probe/gid"
 	"github.com/roce-probe/roce-probe/internal/counters"
+	"github.com/roce-probe/roce-probe/internal/fabric"
 	"github.com/roce-probe/roce-probe/internal/host"
 	"github.com/roce-probe/roce-probe/qos"
 )
 
-// gidRow is one used GID table entry as roce_probe_gid_info shows it.
-type gidRow struct {
-	Device  string
-	Port    int
-	Index   int
-	GID     string
-	Type    gid.Type
-	Family  string // "ipv4" or "ipv6"
-	Netdev  string
-	VLAN    string // outermost tag's ID, "" when untagged
-	Network string // the netdev address's prefix, "link-local", or "" when no netdev has the address
-	Usable  bool   // a workload can send with it: not link-local, netdev up and in this namespace, not stale
-}
+// gidRow is one used GID table entry as roce_probe_gid_info shows it:
+// internal/fabric's GIDEntry (the one rule of networks and usable
+// entries, which the fabric report applies to the same snapshot).
+type gidRow = fabric.GIDEntry
 
 // gidKey is what roce_probe_gid_index is per: the entries a workload
 // chooses among for one network.
@@ -41,59 +33,23 @@ type gidKey struct {
 
 func familyOf(a netip.Addr) string {
 	if a.Is4() {
-		return "ipv4"
+		return fabric.FamilyIPv4
 	}
-	return "ipv6"
+	return fabric.FamilyIPv6
 }
 
 // netdevUp: operstate up, or unknown (drivers that do not report it).
 func netdevUp(state string) bool { return state == "up" || state == "unknown" }
 
 // gidRows lists the used entries of every port of the view.
-func gidRows(v *host.View) []gidRow {
-	var rows []gidRow
-	for _, p := range v.Ports {
-		stale := v.Stale(p)
-		for _, e := range p.Entries {
-			if e.Empty || !e.IP.IsValid() {
-				continue
-			}
-			r := gidRow{Device: p.Device, Port: p.Port, Index: e.Index, GID: e.GID.String(), Type: e.Type,
-				Family: familyOf(e.IP), Netdev: e.Netdev}
-			if e.VLAN != nil {
-				r.VLAN = strconv.Itoa(int(*e.VLAN))
-			}
-			if e.Kind.LinkLocal() {
-				r.Network = "link-local"
-			} else if l, ok := v.NS.ByName(e.Netdev); ok && e.Netns != gid.NetnsOther {
-				for _, a := range l.Addrs {
-					if a.Addr().Unmap() == e.IP {
-						r.Network = a.Masked().String()
-						break
-					}
-				}
-			}
-			_, isStale := stale[e.Index]
-			r.Usable = !e.Kind.LinkLocal() && e.Netdev != "" && e.Netns != gid.NetnsOther && e.Netns != "" &&
-				netdevUp(e.State) && !isStale && r.Network != ""
-			rows = append(rows, r)
-		}
-	}
-	return rows
-}
+func gidRows(v *host.View) []gidRow { return fabric.GIDEntries(v) }
 
-// usableIndex returns the lowest usable index of every (device, port,
-// type, family, network).
-func usableIndex(rows []gidRow) map[gidKey]int {
+// usableIndex returns the index of every (device, port, type, family,
+// network): fabric.GIDIndexes, the fabric report's usable GID index.
+func usableIndex(v *host.View) map[gidKey]int {
 	out := map[gidKey]int{}
-	for _, r := range rows {
-		if !r.Usable {
-			continue
-		}
-		k := gidKey{r.Device, r.Port, r.Type, r.Family, r.Network}
-		if i, ok := out[k]; !ok || r.Index < i {
-			out[k] = r.Index
-		}
+	for _, gi := range fabric.GIDIndexes(v) {
+		out[gidKey{gi.Device, gi.Port, gi.Type, gi.Family, gi.Network}] = gi.Index
 	}
 	return out
 }
@@ -154,12 +110,12 @@ func resolveFlow(v *host.View, f FlowConfig, rows []gidRow) *flowSource {
 		index = *s.GIDIndex
 	} else {
 		for _, r := range rows {
-			if !r.Usable || r.Type != gid.TypeRoCEv2 || r.Family != s.Family ||
-				(s.Netdev != "" && r.Netdev != s.Netdev) || (s.Device != "" && (r.Device != s.Device || r.Port != s.Port)) {
+			if !r.Usable || r.Entry.Type != gid.TypeRoCEv2 || r.Family != s.Family ||
+				(s.Netdev != "" && r.Entry.Netdev != s.Netdev) || (s.Device != "" && (r.Device != s.Device || r.Port != s.Port)) {
 				continue
 			}
-			if index < 0 || r.Device < dev || (r.Device == dev && (r.Port < port || (r.Port == port && r.Index < index))) {
-				dev, port, index = r.Device, r.Port, r.Index
+			if index < 0 || r.Device < dev || (r.Device == dev && (r.Port < port || (r.Port == port && r.Entry.Index < index))) {
+				dev, port, index = r.Device, r.Port, r.Entry.Index
 			}
 		}
 		if index < 0 {
@@ -231,7 +187,11 @@ func hostMetrics(rows []gidRow, idx map[gidKey]int, t *gidTracker, flows []*flow
 		ms = append(ms, prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, l...))
 	}
 	for _, r := range rows {
-		gauge(descGIDInfo, 1, r.Device, strconv.Itoa(r.Port), strconv.Itoa(r.Index), r.GID, r.Type.String(), r.Family, r.Netdev, r.VLAN, r.Network)
+		vl := ""
+		if r.Entry.VLAN != nil {
+			vl = strconv.Itoa(int(*r.Entry.VLAN))
+		}
+		gauge(descGIDInfo, 1, r.Device, strconv.Itoa(r.Port), strconv.Itoa(r.Entry.Index), r.Entry.GID.String(), r.Entry.Type.String(), r.Family, r.Entry.Netdev, vl, r.Network)
 	}
 	for k, i := range idx {
 		gauge(descGIDIndex, float64(i), k.Device, strconv.Itoa(k.Port), k.Type.String(), k.Family, k.Network)

@@ -3,12 +3,17 @@ package agent
 import (
 	"encoding/json"
 	"os"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/roce-probe/roce-probe/gid"
+	"github.com/roce-probe/roce-probe/internal/fabric"
 	"github.com/roce-probe/roce-probe/internal/host"
 )
 
@@ -228,4 +233,146 @@ func TestCounterMetrics(t *testing.T) {
 	if _, ok := value(f, metricPrioPauseSeconds, "netdev", nd, "prio", "0"); ok {
 		t.Error("prio 0 has a pause duration the driver does not count")
 	}
+}
+
+// samples turns a gathered metric family into the samples Prometheus
+// would answer an instant query with: the series' labels plus the ones a
+// scrape adds.
+func samples(f map[string]*dto.MetricFamily, name string, extra map[string]string) []fabric.Sample {
+	var out []fabric.Sample
+	for _, m := range f[name].GetMetric() {
+		l := map[string]string{"__name__": name}
+		for _, p := range m.GetLabel() {
+			l[p.GetName()] = p.GetValue()
+		}
+		for k, v := range extra {
+			l[k] = v
+		}
+		out = append(out, fabric.Sample{Labels: l, Value: m.GetGauge().GetValue()})
+	}
+	return out
+}
+
+// One rule for the GID index a workload should use: the agent's
+// roce_probe_gid_index (and roce_probe_gid_info's netdev and VLAN), read
+// back as `fabric --prometheus` reads them, is what the fabric report
+// derives from the same snapshot (`fabric --from`), for every fixture and
+// for a host without RDMA devices (the predicted Soft-RoCE tables); and a
+// report over the rxe host and its churned table finds the same GID index
+// finding from both. Known answers (the fixtures' README): rxe's
+// 10.0.0.0/24 is index 1, rxe-churned's 13, mlx5's 10.100.0.0/24 RoCE v2
+// 5.
+func TestGIDIndexEqualsFabric(t *testing.T) {
+	noRDMA := func() (*host.Snapshot, error) {
+		s, err := host.Load(hostTestdata + "rxe.json")
+		if err == nil {
+			s.RDMA = &host.RDMA{}
+			s.Hostname = "fixture-no-rdma"
+		}
+		return s, err
+	}
+	type fixture struct {
+		name string
+		load func() (*host.Snapshot, error)
+	}
+	var fixtures []fixture
+	for _, n := range []string{"rxe", "rxe-churned", "mlx5", "mlx5-dscp", "mlx5-pcp", "mlx5-counters", "mlx5-tcoverride"} {
+		fixtures = append(fixtures, fixture{n, func() (*host.Snapshot, error) { return host.Load(hostTestdata + n + ".json") }})
+	}
+	fixtures = append(fixtures, fixture{"no-rdma", noRDMA})
+	known := map[string]struct {
+		network, typ string
+		index        int
+	}{
+		"rxe": {"10.0.0.0/24", "RoCE v2", 1}, "rxe-churned": {"10.0.0.0/24", "RoCE v2", 13}, "mlx5": {"10.100.0.0/24", "RoCE v2", 5},
+	}
+	var fromMetrics, fromSnapshots []fabric.Host
+	for _, fx := range fixtures {
+		cfg := testConfig()
+		cfg.Flows = nil
+		ta := startAgent(t, cfg, &fakeHost{}, newFakeNet(), func(d *Deps) { d.Collect = func(host.Options) (*host.Snapshot, error) { return fx.load() } })
+		eventually(t, 5*time.Second, fx.name+": first read", func() bool { _, ok := value(gather(t, ta.Registry()), metricGIDIndex); return ok })
+		f := gather(t, ta.Registry())
+		ta.stop(t)
+		s, err := fx.load()
+		if err != nil {
+			t.Fatal(err)
+		}
+		scrape := map[string]string{"instance": fx.name + ":9469", "job": "roce-probe", "node": s.Hostname}
+		mh, err := fabric.HostsFromMetrics(samples(f, metricGIDIndex, scrape), samples(f, metricGIDInfo, scrape), "node")
+		if err != nil {
+			t.Fatalf("%s: the agent's metrics: %v", fx.name, err)
+		}
+		sh, err := fabric.FromSnapshot(s, fx.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(mh) != 1 {
+			t.Fatalf("%s: %d hosts from the metrics", fx.name, len(mh))
+		}
+		got, want := mh[0].Attachments, sh.Attachments
+		if len(got) == 0 || len(got) != len(want) {
+			t.Fatalf("%s: %d attachments from the agent's metrics, %d from the snapshot", fx.name, len(got), len(want))
+		}
+		for i := range got {
+			g, w := got[i], want[i]
+			for _, typ := range []gid.Type{gid.TypeRoCEv1, gid.TypeRoCEv2} {
+				gi, wi := g.Index[typ], w.Index[typ]
+				if (gi == nil) != (wi == nil) || (gi != nil && *gi != *wi) {
+					t.Errorf("%s %s/%d %s %s: agent index %v, fabric %v", fx.name, w.Device, w.Port, w.Network, typ, ptrText(gi), ptrText(wi))
+				}
+			}
+			if g.Device != w.Device || g.Port != w.Port || g.Network != w.Network || g.Family != w.Family || g.Netdev != w.Netdev ||
+				!reflect.DeepEqual(g.VLANs, w.VLANs[:min(1, len(w.VLANs))]) {
+				t.Errorf("%s: agent %s/%d %s %s %s %v, fabric %s/%d %s %s %s %v", fx.name, g.Device, g.Port, g.Network, g.Family, g.Netdev, g.VLANs,
+					w.Device, w.Port, w.Network, w.Family, w.Netdev, w.VLANs)
+			}
+			if k, ok := known[fx.name]; ok && w.Network == k.network {
+				typ, _ := gid.ParseType(k.typ)
+				if p := g.Index[typ]; p == nil || *p != k.index {
+					t.Errorf("%s %s %s: index %s, want %d", fx.name, k.network, k.typ, ptrText(p), k.index)
+				}
+			}
+		}
+		if fx.name == "rxe" || fx.name == "rxe-churned" {
+			fromMetrics = append(fromMetrics, mh[0])
+			fromSnapshots = append(fromSnapshots, sh)
+		}
+	}
+	pr, err := fabric.Analyze(fromMetrics, fabric.SourcePrometheus)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fr, err := fabric.Analyze(fromSnapshots, fabric.SourceFiles)
+	if err != nil {
+		t.Fatal(err)
+	}
+	findings := func(r *fabric.Report) []string {
+		var out []string
+		for _, f := range r.Findings {
+			if f.Check != fabric.CheckGIDIndex {
+				continue
+			}
+			s := f.Network + " " + f.Type.String()
+			for _, g := range f.Groups {
+				s += " " + g.Text + "=" + fabric.HostList(g.Ports, 10)
+			}
+			out = append(out, s)
+		}
+		return out
+	}
+	want := []string{"10.0.0.0/24 RoCE v2 1=fixture-rxe 13=fixture-rxe-churned"}
+	if got := findings(pr); !reflect.DeepEqual(got, want) {
+		t.Errorf("from the agents' metrics: %q, want %q", got, want)
+	}
+	if got := findings(fr); !reflect.DeepEqual(got, want) {
+		t.Errorf("from the snapshots: %q, want %q", got, want)
+	}
+}
+
+func ptrText(p *int) string {
+	if p == nil {
+		return "none"
+	}
+	return strconv.Itoa(*p)
 }

@@ -39,7 +39,7 @@ func Network(e gid.Entry, ns *vlan.Namespace) string {
 	if e.Default || e.GID.Kind().LinkLocal() {
 		return NetworkLinkLocal
 	}
-	if e.Netdev == "" || ns == nil {
+	if e.Netdev == "" || e.Netns == gid.NetnsOther || ns == nil {
 		return ""
 	}
 	l, ok := ns.ByName(e.Netdev)
@@ -101,6 +101,59 @@ func Usable(e gid.Entry, p gid.Port, stale map[int]string) (bool, string) {
 	return true, ""
 }
 
+// usableOn is the one rule of what a workload can choose: entry e of port
+// p is a candidate for the port's GID index on a network when it is
+// Usable and its address is on a network that reaches other hosts (not
+// link-local, and some netdev of ns has the address). It returns that
+// network. GIDIndexes, GIDEntries and through them the agent's metrics
+// and its flows' select rule all decide by it.
+func usableOn(e gid.Entry, p gid.Port, stale map[int]string, ns *vlan.Namespace) (string, bool) {
+	if ok, _ := Usable(e, p, stale); !ok {
+		return "", false
+	}
+	net := Network(e, ns)
+	if net == "" || net == NetworkLinkLocal {
+		return "", false
+	}
+	return net, true
+}
+
+// GIDEntry is one used GID table entry with what the rules make of it:
+// the roce_probe_gid_info series of the agent.
+type GIDEntry struct {
+	Device string
+	Port   int
+	// Entry is the entry, mapped (netdev, VLAN chain, state).
+	Entry gid.Entry
+	// Family is Family(Entry.GID); Network is Network(Entry, ns).
+	Family  string
+	Network string
+	// Usable says a workload can choose the entry for Network: it is
+	// Usable and Network is a prefix (not "", not NetworkLinkLocal).
+	// GIDIndexes' index of a network is its lowest usable entry.
+	Usable bool
+}
+
+// GIDEntries returns every used entry (not empty, with an address) of
+// every port of v, in port and index order, with its family, network and
+// whether it is usable. On a host without RDMA devices the ports are the
+// predicted Soft-RoCE tables, as in GIDIndexes.
+func GIDEntries(v *host.View) []GIDEntry {
+	var out []GIDEntry
+	for _, p := range v.Ports {
+		stale := v.Stale(p)
+		for _, e := range p.Entries {
+			if e.Empty || !e.IP.IsValid() {
+				continue
+			}
+			ge := GIDEntry{Device: p.Device, Port: p.Port, Entry: e, Family: Family(e.GID), Network: Network(e, v.NS)}
+			_, ge.Usable = usableOn(e, p, stale, v.NS)
+			out = append(out, ge)
+		}
+	}
+	return out
+}
+
 // GIDIndexes returns, for every port of v, the usable index of each (type,
 // family, network): the lowest index of a usable entry, in device, port,
 // network, type order. On a host without RDMA devices the ports are the
@@ -126,11 +179,8 @@ func GIDIndexes(v *host.View) []GIDIndex {
 				// for ports with a candidate entry.
 				stale, staleDone = v.Stale(p), true
 			}
-			if ok, _ := Usable(e, p, stale); !ok {
-				continue
-			}
-			net := Network(e, v.NS)
-			if net == "" || net == NetworkLinkLocal {
+			net, ok := usableOn(e, p, stale, v.NS)
+			if !ok {
 				continue
 			}
 			k := key{e.Type, net}
