@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -15,19 +16,18 @@ import (
 
 const hostFixtures = "../../internal/host/testdata/"
 
-// fabricDoc is the fabric -o json document as docs/json.md ("fabric")
-// defines it; decoded strictly, so a key the dictionary lacks fails.
+// fabricDoc is the part of the fabric -o json document (docs/json.md,
+// fabric_report) these tests look at; decodeFabric checks the whole
+// document against the dictionary first.
 type fabricDoc struct {
 	Source string `json:"source"`
 	Hosts  []struct {
 		Host     string   `json:"host"`
 		Origin   string   `json:"origin"`
-		Networks []string `json:"networks"`
-		Notes    []string `json:"notes"`
+		Networks []string `json:"network_names"`
 	} `json:"hosts"`
 	Networks []struct {
 		Network   string `json:"network"`
-		Family    string `json:"family"`
 		HostCount int    `json:"host_count"`
 		PortCount int    `json:"port_count"`
 	} `json:"networks"`
@@ -43,9 +43,8 @@ type fabricDoc struct {
 		Type    *string `json:"type"`
 		Message string  `json:"message"`
 		Groups  []struct {
-			Value json.RawMessage `json:"value"`
-			Text  string          `json:"text"`
-			Ports []fabricPort    `json:"ports"`
+			Index *int         `json:"index"`
+			Ports []fabricPort `json:"ports"`
 		} `json:"groups"`
 		Unknown []fabricPort `json:"unknown"`
 	} `json:"findings"`
@@ -53,37 +52,16 @@ type fabricDoc struct {
 
 type fabricPort struct {
 	Host       string  `json:"host"`
-	Device     string  `json:"device"`
-	Port       int     `json:"port"`
 	Netdev     *string `json:"netdev"`
 	RealNetdev *string `json:"real_netdev"`
 }
 
 func decodeFabric(t *testing.T, s string) fabricDoc {
 	t.Helper()
+	checkOutput(t, "fabric -o json", s)
 	var d fabricDoc
-	dec := json.NewDecoder(strings.NewReader(s))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&d); err != nil {
+	if err := json.Unmarshal([]byte(s), &d); err != nil {
 		t.Fatalf("%v\n%.400s", err, s)
-	}
-	// Every key always present: re-decode into maps.
-	var raw struct {
-		Findings []map[string]json.RawMessage `json:"findings"`
-		Checks   []map[string]json.RawMessage `json:"checks"`
-	}
-	json.Unmarshal([]byte(s), &raw)
-	for _, f := range raw.Findings {
-		for _, k := range []string{"check", "network", "family", "type", "message", "groups", "unknown"} {
-			if _, ok := f[k]; !ok {
-				t.Errorf("a finding lacks %q", k)
-			}
-		}
-	}
-	for _, c := range raw.Checks {
-		if _, ok := c["reason"]; !ok {
-			t.Error("a check lacks reason")
-		}
 	}
 	return d
 }
@@ -143,9 +121,9 @@ func TestFabricFromFindings(t *testing.T) {
 		t.Fatalf("findings %+v", d.Findings)
 	}
 	for i, f := range d.Findings {
-		want := map[int][2]string{0: {"4", "8"}, 1: {"5", "9"}}[i]
+		want := map[int][2]int{0: {4, 8}, 1: {5, 9}}[i]
 		if f.Check != "gid_index" || f.Network != "10.100.0.0/16" || f.Family != "ipv4" || *f.Type != []string{"RoCE v1", "RoCE v2"}[i] ||
-			string(f.Groups[0].Value) != want[0] || string(f.Groups[1].Value) != want[1] || len(f.Groups[0].Ports) != 3 ||
+			f.Groups[0].Index == nil || *f.Groups[0].Index != want[0] || f.Groups[1].Index == nil || *f.Groups[1].Index != want[1] || len(f.Groups[0].Ports) != 3 ||
 			f.Groups[1].Ports[0].Host != "node-00002" || *f.Groups[1].Ports[0].Netdev != "mv0" || *f.Groups[0].Ports[0].Netdev != "enp1s0f0.100" ||
 			len(f.Unknown) != 0 {
 			t.Errorf("finding %d: %+v", i, f)
@@ -251,7 +229,7 @@ func TestFabricAgentsAndPrometheus(t *testing.T) {
 		t.Fatalf("agents %+v\nprometheus %+v", a.Findings, p.Findings)
 	}
 	af, pf := a.Findings[0], p.Findings[0]
-	if af.Message != pf.Message || af.Network != "10.0.0.0/24" || string(pf.Groups[0].Value) != "1" || string(pf.Groups[1].Value) != "13" ||
+	if af.Message != pf.Message || af.Network != "10.0.0.0/24" || *pf.Groups[0].Index != 1 || *pf.Groups[1].Index != 13 ||
 		pf.Groups[1].Ports[0].Host != "fixture-rxe-churned" || *pf.Groups[1].Ports[0].Netdev != "veth0" || pf.Groups[1].Ports[0].RealNetdev != nil {
 		t.Errorf("agents %+v\nprometheus %+v", af, pf)
 	}
@@ -270,5 +248,61 @@ func TestFabricAgentsAndPrometheus(t *testing.T) {
 	tout, _, _ := runCLI(t, "", "fabric", "--prometheus", prom.URL)
 	if !strings.Contains(tout, "not compared (the agents' metrics do not carry it") || !strings.Contains(tout, "10.0.0.2:9469 rxe0/1 (veth0)") {
 		t.Errorf("table from Prometheus:\n%s", tout)
+	}
+}
+
+// docs/fabric.md's example is what fabric prints for its fleet
+// (fabricgen -vary example): the table, and the JSON group it shows.
+func TestFabricDocExample(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/fabric.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, ex, ok := strings.Cut(string(doc), "### An example\n")
+	if !ok {
+		t.Fatal("docs/fabric.md has no \"### An example\"")
+	}
+	block := func(fence string) string {
+		_, rest, ok := strings.Cut(ex, fence+"\n")
+		if !ok {
+			t.Fatalf("the example has no %s block", fence)
+		}
+		b, _, _ := strings.Cut(rest, "```\n")
+		return b
+	}
+	dir := writeFabricFleet(t, 4, fabrictest.VaryExample)
+	out, stderr, code := runCLI(t, "", "fabric", "--from", dir)
+	if code != exitFinding {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if want := block("```"); out != want {
+		t.Errorf("docs/fabric.md's example table is not what fabric prints:\n%s\nwant (docs):\n%s", out, want)
+	}
+	jout, _, _ := runCLI(t, "", "fabric", "--from", dir, "-o", "json")
+	var rep struct {
+		Findings []struct {
+			Check   string `json:"check"`
+			Network string `json:"network"`
+			Groups  []any  `json:"groups"`
+		} `json:"findings"`
+	}
+	if err := json.Unmarshal([]byte(jout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	var want any
+	if err := json.Unmarshal([]byte(block("```json")), &want); err != nil {
+		t.Fatalf("the example's JSON: %v", err)
+	}
+	found := false
+	for _, f := range rep.Findings {
+		if f.Check == "pfc" && f.Network == "10.100.0.0/16" && len(f.Groups) == 2 {
+			found = true
+			if !reflect.DeepEqual(f.Groups[1], want) {
+				t.Errorf("docs/fabric.md's JSON group is not what fabric prints:\n%#v\nwant (docs):\n%#v", f.Groups[1], want)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no pfc finding on 10.100.0.0/16 with two groups:\n%s", jout)
 	}
 }

@@ -50,8 +50,8 @@ type check struct {
 	// key returns the fact's text: what tables print, and what ports
 	// are grouped by. It runs for every port, so it is cheap.
 	key func(a *Attachment, t gid.Type) (string, state)
-	// value returns the fact's JSON value; it runs once per group.
-	value func(a *Attachment, t gid.Type) any
+	// value returns the fact's value; it runs once per group.
+	value func(a *Attachment, t gid.Type) Value
 }
 
 // checks are every check, in report order.
@@ -65,7 +65,7 @@ var checks = []check{
 			}
 			return strconv.Itoa(*p), known
 		},
-		value: func(a *Attachment, t gid.Type) any { return *a.indexOf(t) }},
+		value: func(a *Attachment, t gid.Type) Value { i := *a.indexOf(t); return Value{Index: &i} }},
 	{name: CheckRoCEVersion, what: "the RoCE versions with a usable GID", plural: true, metrics: true,
 		why: "a workload that asks for a RoCE version (NCCL_IB_ROCE_VERSION_NUM, rdma_cm's default_roce_mode) finds no GID of it on some hosts",
 		key: func(a *Attachment, _ gid.Type) (string, state) {
@@ -78,14 +78,14 @@ var checks = []check{
 			}
 			return "RoCE v2", known
 		},
-		value: func(a *Attachment, _ gid.Type) any {
-			v := []string{}
-			for _, t := range []gid.Type{gid.TypeRoCEv1, gid.TypeRoCEv2} {
+		value: func(a *Attachment, _ gid.Type) Value {
+			v := []int{}
+			for n, t := range []gid.Type{gid.TypeRoCEv1, gid.TypeRoCEv2} {
 				if a.indexOf(t) != nil {
-					v = append(v, t.String())
+					v = append(v, n+1)
 				}
 			}
-			return v
+			return Value{RoCEVersions: v}
 		}},
 	{name: CheckVLAN, what: "the VLAN tags", plural: true, metrics: true,
 		why: "frames leave some hosts tagged differently: the switches put them in another VLAN or classify them by another PCP",
@@ -105,7 +105,13 @@ var checks = []check{
 			}
 			return string(b), known
 		},
-		value: func(a *Attachment, _ gid.Type) any { return a.VLANs }},
+		value: func(a *Attachment, _ gid.Type) Value {
+			v := make([]int, len(a.VLANs))
+			for i, id := range a.VLANs {
+				v[i] = int(id)
+			}
+			return Value{VLANIDs: v}
+		}},
 	{name: CheckMTU, what: "the netdev MTU",
 		why: "a connection's path MTU must fit both ends (iboe_get_mtu: 4096 needs an MTU of 4192, 1024 one of 1120); frames larger than a hop's MTU are dropped",
 		key: func(a *Attachment, _ gid.Type) (string, state) {
@@ -114,7 +120,7 @@ var checks = []check{
 			}
 			return strconv.Itoa(*a.MTU) + " (RoCE MTU " + strconv.Itoa(gid.RoCEMTU(*a.MTU)) + ")", known
 		},
-		value: func(a *Attachment, _ gid.Type) any { return *a.MTU }},
+		value: func(a *Attachment, _ gid.Type) Value { m := *a.MTU; return Value{MTU: &m} }},
 	{name: CheckTrust, what: "the DCB trust mode",
 		why: "the NICs classify received RoCE by PCP on some hosts and by DSCP on others: the same marking lands in different priorities",
 		key: func(a *Attachment, _ gid.Type) (string, state) {
@@ -123,7 +129,7 @@ var checks = []check{
 			}
 			return string(a.DCB.Trust()), known
 		},
-		value: func(a *Attachment, _ gid.Type) any { return string(a.DCB.Trust()) }},
+		value: func(a *Attachment, _ gid.Type) Value { t := string(a.DCB.Trust()); return Value{Trust: &t} }},
 	{name: CheckPFC, what: "the priorities with PFC on", plural: true,
 		why: "a priority lossless on some hosts is lossy on others: its frames are dropped instead of paused there",
 		key: func(a *Attachment, _ gid.Type) (string, state) {
@@ -132,7 +138,7 @@ var checks = []check{
 			}
 			return listText(pfcPrios(a), "none"), known
 		},
-		value: func(a *Attachment, _ gid.Type) any { return pfcPrios(a) }},
+		value: func(a *Attachment, _ gid.Type) Value { return Value{PFCPriorities: pfcPrios(a)} }},
 	{name: CheckDSCPPrio, what: "the DSCP to priority map",
 		why: "the same DSCP lands in different priorities (and traffic classes) on different hosts",
 		key: func(a *Attachment, _ gid.Type) (string, state) {
@@ -155,12 +161,12 @@ var checks = []check{
 			}
 			return orText(string(b), "none"), known
 		},
-		value: func(a *Attachment, _ gid.Type) any {
+		value: func(a *Attachment, _ gid.Type) Value {
 			v := map[string][]int{}
 			for _, e := range dscpEntries(a) {
 				v[strconv.Itoa(e.dscp)] = e.prios
 			}
-			return v
+			return Value{DSCPPrio: v}
 		}},
 	{name: CheckETS, what: "ETS",
 		why: "priorities map to other traffic classes, or the classes get other schedulers or bandwidth shares, on some hosts",
@@ -182,13 +188,9 @@ var checks = []check{
 			b = appendInts(b, e.TCTxBW[:])
 			return string(b), known
 		},
-		value: func(a *Attachment, _ gid.Type) any {
+		value: func(a *Attachment, _ gid.Type) Value {
 			e := a.DCB.ETS
-			v := etsValue{PrioTC: ints8(e.PrioTC), TSA: make([]string, 8), TxBW: ints8(e.TCTxBW)}
-			for i, t := range e.TCTSA {
-				v.TSA[i] = qos.TSAName(t)
-			}
-			return v
+			return Value{ETS: &ETSValue{PrioTC: ints8(e.PrioTC), TSA: ints8(e.TCTSA), TxBW: ints8(e.TCTxBW)}}
 		}},
 	{name: CheckEgressQoSMap, what: "the VLAN egress QoS maps", plural: true,
 		why: "the same skb priority (socket priority, rdma_cm ToS) leaves with a different PCP on some hosts",
@@ -212,7 +214,7 @@ var checks = []check{
 			}
 			return string(b), known
 		},
-		value: func(a *Attachment, _ gid.Type) any { return a.Egress }},
+		value: func(a *Attachment, _ gid.Type) Value { return Value{EgressQoSMaps: a.Egress} }},
 	{name: CheckRDMACMToS, what: "rdma_cm's default ToS",
 		why: "rdma_cm connections whose application sets no ToS are marked differently (DSCP, and the priority that follows) on some hosts",
 		key: func(a *Attachment, _ gid.Type) (string, state) {
@@ -222,7 +224,7 @@ var checks = []check{
 			t := int(*a.RDMACM.ToS)
 			return strconv.Itoa(t) + " (DSCP " + strconv.Itoa(t>>2) + ")", known
 		},
-		value: func(a *Attachment, _ gid.Type) any { return int(*a.RDMACM.ToS) }},
+		value: func(a *Attachment, _ gid.Type) Value { t := int(*a.RDMACM.ToS); return Value{DefaultRoCEToS: &t} }},
 	{name: CheckRDMACMMode, what: "rdma_cm's default RoCE mode",
 		why: "rdma_cm picks GIDs of another RoCE version on some hosts",
 		key: func(a *Attachment, _ gid.Type) (string, state) {
@@ -231,7 +233,7 @@ var checks = []check{
 			}
 			return *a.RDMACM.Mode, known
 		},
-		value: func(a *Attachment, _ gid.Type) any { return *a.RDMACM.Mode }},
+		value: func(a *Attachment, _ gid.Type) Value { m := *a.RDMACM.Mode; return Value{DefaultRoCEMode: &m} }},
 	{name: CheckTrafficClass, what: "the traffic class override",
 		why: "MLNX_OFED replaces the traffic class of connected QPs on some hosts only: their DSCP differs from what the application asks",
 		key: func(a *Attachment, _ gid.Type) (string, state) {
@@ -241,8 +243,8 @@ var checks = []check{
 			}
 			v := tcOf(o)
 			var parts []string
-			if v.Global != nil {
-				parts = append(parts, "global "+strconv.Itoa(int(*v.Global)))
+			if v.TrafficClass != nil {
+				parts = append(parts, "global "+strconv.Itoa(int(*v.TrafficClass)))
 			}
 			for _, r := range v.Rules {
 				src, dst := "any", "any"
@@ -256,7 +258,7 @@ var checks = []check{
 			}
 			return orText(strings.Join(parts, ", "), "none"), known
 		},
-		value: func(a *Attachment, _ gid.Type) any { return tcOf(a.TCOverride) }},
+		value: func(a *Attachment, _ gid.Type) Value { v := tcOf(a.TCOverride); return Value{TCOverride: &v} }},
 	{name: CheckDCQCN, what: "DCQCN",
 		why: "congestion notification and reaction differ: some hosts do not send CNPs or do not slow down on them, or send CNPs with another DSCP or priority",
 		key: func(a *Attachment, _ gid.Type) (string, state) {
@@ -266,9 +268,9 @@ var checks = []check{
 			}
 			return "np " + enabled(d.NP) + ", rp " + enabled(d.RP) + ", cnp dscp " + u8Text(d.CNPDSCP) + " prio " + u8Text(d.CNPPrio), known
 		},
-		value: func(a *Attachment, _ gid.Type) any {
+		value: func(a *Attachment, _ gid.Type) Value {
 			d := a.DCQCN
-			return dcqcnValue{NP: d.NP, RP: d.RP, CNPDSCP: d.CNPDSCP, CNPPrio: d.CNPPrio}
+			return Value{DCQCN: &DCQCNValue{NP: d.NP, RP: d.RP, CNPDSCP: d.CNPDSCP, CNPPrio: d.CNPPrio}}
 		}},
 }
 
@@ -303,10 +305,10 @@ func dscpEntries(a *Attachment) []dscpEntry {
 
 // tcOf is the override in effect: "not exposed" means the driver has no
 // override (upstream mlx5, every other driver).
-func tcOf(o *qos.TCOverride) tcValue {
-	v := tcValue{Rules: []qos.TCRule{}}
+func tcOf(o *qos.TCOverride) TCOverrideValue {
+	v := TCOverrideValue{Rules: []qos.TCRule{}}
 	if o.Status == qos.SettingRead {
-		v.Global = o.Global
+		v.TrafficClass = o.Global
 		if o.Rules != nil {
 			v.Rules = o.Rules
 		}
@@ -322,28 +324,6 @@ func appendInts(b []byte, v []uint8) []byte {
 		b = strconv.AppendInt(b, int64(x), 10)
 	}
 	return b
-}
-
-// etsValue is the JSON value of the ets check.
-type etsValue struct {
-	PrioTC []int    `json:"prio_tc"`
-	TSA    []string `json:"tc_tsa"`
-	TxBW   []int    `json:"tc_tx_bw"`
-}
-
-// tcValue is the JSON value of the traffic_class check: the override in
-// effect (none: traffic_class null, no rules).
-type tcValue struct {
-	Global *uint8       `json:"traffic_class"`
-	Rules  []qos.TCRule `json:"rules"`
-}
-
-// dcqcnValue is the JSON value of the dcqcn check.
-type dcqcnValue struct {
-	NP      [8]*bool `json:"np_enable"`
-	RP      [8]*bool `json:"rp_enable"`
-	CNPDSCP *uint8   `json:"cnp_dscp"`
-	CNPPrio *uint8   `json:"cnp_802p_prio"`
 }
 
 func ints8(a [8]uint8) []int {

@@ -179,6 +179,7 @@ func TestAnalyzeOddHost(t *testing.T) {
 		name     string
 		vary     func(s *host.Snapshot)
 		findings []string // "check network" or "check network type"
+		key      string   // the group key of the first finding's value
 		odd      any      // node-2's value (JSON form)
 		common   any      // the other three's
 	}{
@@ -195,7 +196,7 @@ func TestAnalyzeOddHost(t *testing.T) {
 					p.GIDs[i].Index = 15
 				}
 			}
-		}, findings: []string{"gid_index " + netVLAN + " RoCE v1", "gid_index " + netVLAN + " RoCE v2"}, odd: 8.0, common: 4.0},
+		}, findings: []string{"gid_index " + netVLAN + " RoCE v1", "gid_index " + netVLAN + " RoCE v2"}, key: "index", odd: 8.0, common: 4.0},
 		{name: "RoCE v1 gone", vary: func(s *host.Snapshot) {
 			p := &s.RDMA.Devices[0].Ports[0]
 			var keep []host.Slot
@@ -206,34 +207,38 @@ func TestAnalyzeOddHost(t *testing.T) {
 			}
 			p.GIDs = keep
 		}, findings: []string{"roce_version " + netVLAN, "roce_version " + netUntagged, "roce_version " + netV6},
-			odd: []any{"RoCE v2"}, common: []any{"RoCE v1", "RoCE v2"}},
+			key: "roce_versions", odd: []any{2.0}, common: []any{1.0, 2.0}},
 		{name: "VLAN ID", vary: func(s *host.Snapshot) { link(s, "enp1s0f0.100").Tag.ID = 101 },
-			findings: []string{"vlan " + netVLAN, "vlan " + netV6}, odd: []any{101.0}, common: []any{100.0}},
+			findings: []string{"vlan " + netVLAN, "vlan " + netV6}, key: "vlan_ids", odd: []any{101.0}, common: []any{100.0}},
 		{name: "MTU", vary: func(s *host.Snapshot) { link(s, "enp1s0f0").MTU = 1500 },
-			findings: []string{"mtu " + netUntagged}, odd: 1500.0, common: 9000.0},
+			findings: []string{"mtu " + netUntagged}, key: "mtu", odd: 1500.0, common: 9000.0},
 		{name: "PCP trust", vary: func(s *host.Snapshot) { dcb(s).Apps = nil },
-			findings: []string{"trust " + netVLAN, "trust " + netUntagged, "trust " + netV6}, odd: "pcp", common: "dscp"},
+			findings: []string{"trust " + netVLAN, "trust " + netUntagged, "trust " + netV6}, key: "trust", odd: "pcp", common: "dscp"},
 		{name: "PFC", vary: func(s *host.Snapshot) { dcb(s).PFC.Enabled = 0x18 },
-			findings: prefixed("pfc ", allNets), odd: []any{3.0, 4.0}, common: []any{3.0}},
+			findings: prefixed("pfc ", allNets), key: "pfc_priorities", odd: []any{3.0, 4.0}, common: []any{3.0}},
 		{name: "DSCP map", vary: func(s *host.Snapshot) { dcb(s).Apps[0].Priority = 4 },
-			findings: prefixed("dscp_prio ", allNets), odd: map[string]any{"26": []any{4.0}, "48": []any{6.0}}, common: map[string]any{"26": []any{3.0}, "48": []any{6.0}}},
+			findings: prefixed("dscp_prio ", allNets), key: "dscp_prio", odd: map[string]any{"26": []any{4.0}, "48": []any{6.0}}, common: map[string]any{"26": []any{3.0}, "48": []any{6.0}}},
 		{name: "ETS", vary: func(s *host.Snapshot) { dcb(s).ETS.PrioTC = [8]uint8{0, 0, 0, 0, 1, 0, 0, 0} },
-			findings: prefixed("ets ", allNets),
-			odd:      map[string]any{"prio_tc": []any{0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0}, "tc_tsa": []any{"ets", "ets", "strict", "strict", "strict", "strict", "strict", "strict"}, "tc_tx_bw": []any{50.0, 50.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0}},
-			common:   map[string]any{"prio_tc": []any{0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0}, "tc_tsa": []any{"ets", "ets", "strict", "strict", "strict", "strict", "strict", "strict"}, "tc_tx_bw": []any{50.0, 50.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0}}},
+			findings: prefixed("ets ", allNets), key: "ets", // TSA 2 ETS, 0 strict (struct ieee_ets)
+			odd:    map[string]any{"prio_tc": []any{0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0}, "tc_tsa": []any{2.0, 2.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0}, "tc_tx_bw": []any{50.0, 50.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0}},
+			common: map[string]any{"prio_tc": []any{0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0}, "tc_tsa": []any{2.0, 2.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0}, "tc_tx_bw": []any{50.0, 50.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0}}},
 		{name: "egress map", vary: func(s *host.Snapshot) { link(s, "enp1s0f0.100").EgressQoS = vlan.QoSMap{0: 4} },
-			findings: []string{"egress_qos_map " + netVLAN, "egress_qos_map " + netV6}, odd: []any{map[string]any{"0": 4.0}}, common: []any{map[string]any{"0": 3.0}}},
+			findings: []string{"egress_qos_map " + netVLAN, "egress_qos_map " + netV6}, key: "egress_qos_maps", odd: []any{map[string]any{"0": 4.0}}, common: []any{map[string]any{"0": 3.0}}},
 		{name: "rdma_cm ToS", vary: func(s *host.Snapshot) { s.Settings.RDMACM[0].ToS = u8(96) },
-			findings: prefixed("rdma_cm_tos ", allNets), odd: 96.0, common: 106.0},
+			findings: prefixed("rdma_cm_tos ", allNets), key: "default_roce_tos", odd: 96.0, common: 106.0},
 		{name: "rdma_cm mode", vary: func(s *host.Snapshot) { m := "IB/RoCE v1"; s.Settings.RDMACM[0].Mode = &m },
-			findings: prefixed("rdma_cm_mode ", allNets), odd: "IB/RoCE v1", common: "RoCE v2"},
+			findings: prefixed("rdma_cm_mode ", allNets), key: "default_roce_mode", odd: "IB/RoCE v1", common: "RoCE v2"},
 		{name: "traffic class override", vary: func(s *host.Snapshot) {
 			o := &s.Settings.TrafficClass[0]
 			o.Status, o.Reason, o.Global = qos.SettingRead, nil, u8(96)
-		}, findings: prefixed("traffic_class ", allNets),
+		}, findings: prefixed("traffic_class ", allNets), key: "traffic_class_override",
 			odd: map[string]any{"traffic_class": 96.0, "rules": []any{}}, common: map[string]any{"traffic_class": nil, "rules": []any{}}},
 		{name: "DCQCN", vary: func(s *host.Snapshot) { f := false; s.Settings.DCQCN[0].RP[3] = &f },
-			findings: prefixed("dcqcn ", allNets)},
+			findings: prefixed("dcqcn ", allNets), key: "dcqcn",
+			odd: map[string]any{"np_enable": []any{false, false, false, true, false, false, false, false}, "rp_enable": []any{false, false, false, false, false, false, false, false},
+				"cnp_dscp": 48.0, "cnp_802p_prio": 6.0},
+			common: map[string]any{"np_enable": []any{false, false, false, true, false, false, false, false}, "rp_enable": []any{false, false, false, true, false, false, false, false},
+				"cnp_dscp": 48.0, "cnp_802p_prio": 6.0}},
 		{name: "settings not collected", vary: func(s *host.Snapshot) { s.Settings = nil }},
 	}
 	for _, c := range cases {
@@ -278,25 +283,39 @@ func TestAnalyzeOddHost(t *testing.T) {
 			if c.odd == nil || len(r.Findings) == 0 {
 				return
 			}
-			// The values as JSON has them.
+			// The values as JSON has them: every value key in every
+			// group, null but the check's (docs/json.md, fabric_group).
 			b, err := json.Marshal(r.Findings[0])
 			if err != nil {
 				t.Fatal(err)
 			}
 			var f struct {
-				Groups []struct {
-					Value any `json:"value"`
-				} `json:"groups"`
+				Groups []map[string]any `json:"groups"`
 			}
 			if err := json.Unmarshal(b, &f); err != nil {
 				t.Fatal(err)
 			}
-			if !reflect.DeepEqual(f.Groups[0].Value, c.common) || !reflect.DeepEqual(f.Groups[1].Value, c.odd) {
-				t.Errorf("values %#v (others) and %#v (node-2), want %#v and %#v", f.Groups[0].Value, f.Groups[1].Value, c.common, c.odd)
+			for i, g := range f.Groups {
+				for _, k := range valueKeys {
+					v, ok := g[k]
+					if !ok {
+						t.Errorf("group %d has no key %q", i, k)
+					} else if (v != nil) != (k == c.key) {
+						t.Errorf("group %d: %s = %v, want null but for %s", i, k, v, c.key)
+					}
+				}
+			}
+			if !reflect.DeepEqual(f.Groups[0][c.key], c.common) || !reflect.DeepEqual(f.Groups[1][c.key], c.odd) {
+				t.Errorf("%s: %#v (others) and %#v (node-2), want %#v and %#v", c.key, f.Groups[0][c.key], f.Groups[1][c.key], c.common, c.odd)
 			}
 		})
 	}
 }
+
+// valueKeys are the keys of a group's value, one per kind (docs/json.md,
+// `fabric_group`).
+var valueKeys = []string{"index", "roce_versions", "vlan_ids", "mtu", "trust", "pfc_priorities", "dscp_prio", "ets",
+	"egress_qos_maps", "default_roce_tos", "default_roce_mode", "traffic_class_override", "dcqcn"}
 
 func prefixed(p string, nets []string) []string {
 	out := make([]string, len(nets))
@@ -402,7 +421,7 @@ func TestAnalyzeRXEChurned(t *testing.T) {
 		t.Fatalf("findings %+v", r.Findings)
 	}
 	f := r.Findings[0]
-	if f.Check != CheckGIDIndex || f.Network != "10.0.0.0/24" || f.Type != gid.TypeRoCEv2 || f.Groups[0].Value != 1 || f.Groups[1].Value != 13 ||
+	if f.Check != CheckGIDIndex || f.Network != "10.0.0.0/24" || f.Type != gid.TypeRoCEv2 || *f.Groups[0].Value.Index != 1 || *f.Groups[1].Value.Index != 13 ||
 		f.Groups[0].Ports[0].Host != "fixture-rxe" || f.Groups[1].Ports[0].Host != "fixture-rxe-churned" {
 		t.Errorf("%+v", f)
 	}

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/roce-probe/roce-probe/gid"
+	"github.com/roce-probe/roce-probe/qos"
+	"github.com/roce-probe/roce-probe/vlan"
 )
 
 // Source is where a fabric report's facts come from.
@@ -31,10 +33,14 @@ type Report struct {
 
 // HostSummary is one host of the report.
 type HostSummary struct {
-	Host     string   `json:"host"`
-	Origin   string   `json:"origin"`
-	Networks []string `json:"networks"`
-	Notes    []string `json:"notes"`
+	// Host and Origin are the host's name and where it was read (Host).
+	Host   string `json:"host"`
+	Origin string `json:"origin"`
+	// Networks are the networks its usable GIDs are on (JSON
+	// network_names: the report's networks key holds NetworkSummary).
+	Networks []string `json:"network_names"`
+	// Notes say what its facts lack and why.
+	Notes []string `json:"notes"`
 }
 
 // NetworkSummary is one network the hosts' usable GIDs are on.
@@ -81,11 +87,75 @@ type Finding struct {
 
 // Group is the ports that share one value.
 type Group struct {
-	// Value is the check's value (its JSON type depends on the check:
-	// docs/json.md); Text is how tables print it.
-	Value any
+	// Value is the check's value; Text is how tables print it.
+	Value Value
 	Text  string
 	Ports []PortRef
+}
+
+// Value is a group's value: the field of the finding's check is set,
+// every other is nil. Its JSON form (docs/json.md, `fabric_group`) has a
+// key per kind of value, every key present, null except the check's, so
+// that a key has one meaning and one type in every finding.
+type Value struct {
+	// Index is the usable GID index of the finding's GID type
+	// (gid_index): the NCCL_IB_GID_INDEX that works on the group's ports.
+	Index *int `json:"index"`
+	// RoCEVersions are the RoCE versions (1, 2) with a usable entry
+	// (roce_version).
+	RoCEVersions []int `json:"roce_versions"`
+	// VLANIDs are the VLAN IDs frames carry, outermost first; empty for
+	// untagged (vlan).
+	VLANIDs []int `json:"vlan_ids"`
+	// MTU is the netdev's MTU, bytes (mtu).
+	MTU *int `json:"mtu"`
+	// Trust is the DCB trust mode, "pcp" or "dscp" (trust).
+	Trust *string `json:"trust"`
+	// PFCPriorities are the priorities with PFC on (pfc).
+	PFCPriorities []int `json:"pfc_priorities"`
+	// DSCPPrio is the APP table's DSCP → priorities (dscp_prio).
+	DSCPPrio map[string][]int `json:"dscp_prio"`
+	// ETS is the compared part of ETS (ets).
+	ETS *ETSValue `json:"ets"`
+	// EgressQoSMaps are the VLAN devices' egress maps, outermost tag
+	// first (egress_qos_map).
+	EgressQoSMaps []vlan.QoSMap `json:"egress_qos_maps"`
+	// DefaultRoCEToS and DefaultRoCEMode are rdma_cm's configfs defaults
+	// (rdma_cm_tos, rdma_cm_mode).
+	DefaultRoCEToS  *int    `json:"default_roce_tos"`
+	DefaultRoCEMode *string `json:"default_roce_mode"`
+	// TCOverride is MLNX_OFED's traffic class override in effect
+	// (traffic_class).
+	TCOverride *TCOverrideValue `json:"traffic_class_override"`
+	// DCQCN are the DCQCN enable bits and CNP marking (dcqcn).
+	DCQCN *DCQCNValue `json:"dcqcn"`
+}
+
+// ETSValue is what the ets check compares: each priority's traffic class
+// and each class's scheduler (TSA: 0 strict, 1 CBS, 2 ETS, 255 vendor, as
+// struct ieee_ets has them) and bandwidth share, percent.
+type ETSValue struct {
+	PrioTC []int `json:"prio_tc"`
+	TSA    []int `json:"tc_tsa"`
+	TxBW   []int `json:"tc_tx_bw"`
+}
+
+// TCOverrideValue is the traffic class override in effect: the global
+// traffic class (nil when none) and the address rules ([] when none,
+// also where the driver has no override).
+type TCOverrideValue struct {
+	TrafficClass *uint8       `json:"traffic_class"`
+	Rules        []qos.TCRule `json:"rules"`
+}
+
+// DCQCNValue is what the dcqcn check compares: the notification and
+// reaction points' enable bits per priority (nil: not readable) and the
+// DSCP and priority CNPs are sent with (nil: not read).
+type DCQCNValue struct {
+	NP      [8]*bool `json:"np_enable"`
+	RP      [8]*bool `json:"rp_enable"`
+	CNPDSCP *uint8   `json:"cnp_dscp"`
+	CNPPrio *uint8   `json:"cnp_802p_prio"`
 }
 
 // PortRef names one RDMA port of one host.
@@ -111,13 +181,14 @@ func (p PortRef) MarshalJSON() ([]byte, error) {
 	return json.Marshal(portRefJSON{p.Host, p.Device, p.Port, strPtr(p.Netdev), strPtr(p.RealNetdev)})
 }
 
-// MarshalJSON writes value, text and ports.
+// MarshalJSON writes text, ports and the value's keys (every one,
+// null except the check's).
 func (g Group) MarshalJSON() ([]byte, error) {
 	return json.Marshal(struct {
-		Value any       `json:"value"`
 		Text  string    `json:"text"`
 		Ports []PortRef `json:"ports"`
-	}{g.Value, g.Text, g.Ports})
+		Value
+	}{g.Text, g.Ports, g.Value})
 }
 
 // MarshalJSON writes check, network, family, type (null for checks not

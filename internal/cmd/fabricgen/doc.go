@@ -3,7 +3,9 @@
 // snapshot document, each with its own hostname and addresses
 // (internal/fabric/fabrictest), one in a hundred with its GID entries of
 // enp1s0f0.100 moved and one in a hundred with an MTU of 1500 on
-// enp1s0f0, so that the report has findings.
+// enp1s0f0, so that the report has findings. With -vary example it
+// writes the fleet of docs/fabric.md's example instead
+// (fabrictest.VaryExample).
 //
-//	go run ./internal/cmd/fabricgen -n 10000 -o /tmp/fleet [-base internal/host/testdata/mlx5-counters.json]
+//	go run ./internal/cmd/fabricgen -n 10000 -o /tmp/fleet [-base internal/host/testdata/mlx5-counters.json] [-vary bench|example]
 package main

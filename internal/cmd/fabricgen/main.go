@@ -7,15 +7,18 @@ import (
 	"path/filepath"
 
 	"github.com/roce-probe/roce-probe/internal/fabric/fabrictest"
+	"github.com/roce-probe/roce-probe/internal/host"
 )
 
 func main() {
 	n := flag.Int("n", 10000, "how many hosts")
 	out := flag.String("o", "", "directory to write node-NNNNN.json into (created)")
 	base := flag.String("base", "internal/host/testdata/mlx5-counters.json", "the snapshot every host is made from")
+	vary := flag.String("vary", "bench", "which hosts differ: bench (one in a hundred GID pair moved, one MTU 1500) or example (docs/fabric.md's: host 2 GID pair moved, host 3 PFC on 3 and 4)")
 	flag.Parse()
-	if *out == "" || *n < 1 || flag.NArg() > 0 {
-		fmt.Fprintln(os.Stderr, "usage: fabricgen -n N -o DIR [-base SNAPSHOT]")
+	varies := map[string]func(int, *host.Snapshot){"bench": fabrictest.VaryBench, "example": fabrictest.VaryExample}
+	if *out == "" || *n < 1 || flag.NArg() > 0 || varies[*vary] == nil {
+		fmt.Fprintln(os.Stderr, "usage: fabricgen -n N -o DIR [-base SNAPSHOT] [-vary bench|example]")
 		os.Exit(2)
 	}
 	b, err := os.ReadFile(*base)
@@ -27,7 +30,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "fabricgen:", err)
 		os.Exit(1)
 	}
-	paths, err := fabrictest.WriteFleet(*out, b, *n, fabrictest.VaryBench)
+	paths, err := fabrictest.WriteFleet(*out, b, *n, varies[*vary])
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "fabricgen:", err)
 		os.Exit(1)

@@ -147,3 +147,20 @@ func VaryBench(i int, s *host.Snapshot) {
 		}
 	}
 }
+
+// VaryExample makes the fleet of docs/fabric.md's example (four or more
+// mlx5-counters copies): host 2 has enp1s0f0.100's GID pair (indexes 4
+// and 5) moved to 14 and 15, as after a port flap, and host 3 PFC on
+// priorities 3 and 4 of enp1s0f0 instead of 3.
+func VaryExample(i int, s *host.Snapshot) {
+	switch i {
+	case 2:
+		VaryBench(17, s)
+	case 3:
+		for j := range s.DCB {
+			if s.DCB[j].Netdev == "enp1s0f0" && s.DCB[j].PFC != nil {
+				s.DCB[j].PFC.Enabled = 1<<3 | 1<<4
+			}
+		}
+	}
+}

@@ -1,0 +1,179 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/roce-probe/roce-probe/internal/agent"
+	"github.com/roce-probe/roce-probe/internal/fabric/fabrictest"
+	"github.com/roce-probe/roce-probe/internal/host"
+	"github.com/roce-probe/roce-probe/qos"
+)
+
+// vocabularyFabric runs fabric -o json on snapshot directories made from
+// the mlx5-counters fixture: one where each host differs from the others
+// in another fact (a finding of every check whose value is an object, and
+// ports whose value is unknown), one where all agree (no findings); and on
+// the rxe agents through --agents and --prometheus (fake servers).
+func vocabularyFabric(t *testing.T) {
+	t.Helper()
+	base, err := os.ReadFile(hostFixtures + "mlx5-counters.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	odd := t.TempDir()
+	if _, err := fabrictest.WriteFleet(odd, base, 7, func(i int, s *host.Snapshot) {
+		d := realDCB(t, s)
+		switch i {
+		case 1:
+			moveGIDs(2, s)
+		case 2:
+			d.ETS.PrioTC = [8]uint8{0, 0, 0, 0, 1, 0, 0, 0}
+		case 3:
+			o := &s.Settings.TrafficClass[0]
+			g := uint8(96)
+			o.Status, o.Reason, o.Global = qos.SettingRead, nil, &g
+		case 4:
+			f := false
+			s.Settings.DCQCN[0].RP[3] = &f
+		case 5:
+			s.Settings = nil // rdma_cm, traffic class, DCQCN unknown here
+		case 6:
+			d.PFC.Enabled = 0x18
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	same := t.TempDir()
+	if _, err := fabrictest.WriteFleet(same, base, 3, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []vocabRun{
+		{"fabric -o json", []string{"fabric", "--from", odd, "-o", "json"}, exitFinding},
+		{"fabric -o json", []string{"fabric", "--from", same, "-o", "json"}, exitOK},
+	} {
+		out, stderr, code := runCLI(t, "", r.args...)
+		if code != r.code {
+			t.Errorf("%v: exit %d, want %d: %s", r.args, code, r.code, stderr)
+			continue
+		}
+		checkOutput(t, r.command, out)
+	}
+	var agents []string
+	var targets []fabrictest.Target
+	for i, f := range []string{"rxe", "rxe-churned"} {
+		srv, err := fabrictest.Agent(hostFixtures + f + ".json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer srv.Close()
+		agents = append(agents, srv.URL)
+		b, err := os.ReadFile("../../internal/fabric/testdata/" + f + ".prom")
+		if err != nil {
+			t.Fatal(err)
+		}
+		targets = append(targets, fabrictest.Target{Metrics: string(b), Labels: map[string]string{"instance": []string{"10.0.0.1:9469", "10.0.0.2:9469"}[i], "job": "roce-probe", "node": "fixture-" + f}})
+	}
+	prom, err := fabrictest.Prometheus(targets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prom.Close()
+	for _, args := range [][]string{{"--agents", strings.Join(agents, ",")}, {"--prometheus", prom.URL, "--host-label", "node"}} {
+		out, stderr, code := runCLI(t, "", append(append([]string{"fabric"}, args...), "-o", "json")...)
+		if code != exitFinding {
+			t.Errorf("fabric %v: exit %d, want 1: %s", args, code, stderr)
+			continue
+		}
+		checkOutput(t, "fabric -o json", out)
+	}
+}
+
+// realDCB is the DCB state of the mlx5-counters fixture's enp1s0f0.
+func realDCB(t *testing.T, s *host.Snapshot) *qos.DCB {
+	for i := range s.DCB {
+		if s.DCB[i].Netdev == "enp1s0f0" {
+			return &s.DCB[i].DCB
+		}
+	}
+	t.Fatal("the fixture has no DCB state of enp1s0f0")
+	return nil
+}
+
+// vocabularyAgent checks the agent's /healthz body: before the first read
+// (last_read null), after a good read of the rxe fixture, and after a
+// read that failed (last_read_error set). The agents run with the
+// fixture as their host and no sockets (their Open fails: the capture is
+// not what is checked here).
+func vocabularyAgent(t *testing.T) {
+	t.Helper()
+	healthz := func(h http.Handler) string {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", "/healthz", nil))
+		return rec.Body.String()
+	}
+	noSockets := func(netdev string) (agent.Port, error) { return nil, errors.New("no sockets in this test") }
+	cfg := agent.Default()
+	cfg.Interval = time.Second
+	// Not started: nothing read yet.
+	a, err := agent.New(cfg, agent.Deps{Collect: func(host.Options) (*host.Snapshot, error) { return host.Load(hostFixtures + "rxe.json") }, Open: noSockets})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkOutput(t, "agent GET /healthz", healthz(a.Handler()))
+
+	for _, c := range []struct {
+		name    string
+		collect func(host.Options) (*host.Snapshot, error)
+		key     string // the key that becomes non-null
+	}{
+		{"read", func(host.Options) (*host.Snapshot, error) { return host.Load(hostFixtures + "rxe.json") }, "last_read"},
+		{"failed read", func(host.Options) (*host.Snapshot, error) { return nil, errors.New("sysfs: permission denied") }, "last_read_error"},
+	} {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := agent.New(cfg, agent.Deps{Collect: c.collect, Open: noSockets, Listener: ln})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- a.Run(ctx) }()
+		var body string
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			r, err := http.Get("http://" + ln.Addr().String() + "/healthz")
+			if err == nil {
+				b, _ := io.ReadAll(r.Body)
+				r.Body.Close()
+				body = string(b)
+				var m map[string]any
+				if json.Unmarshal(b, &m) == nil && m[c.key] != nil {
+					break
+				}
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: /healthz has no %s within 10s: %q (%v)", c.name, c.key, body, err)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		checkOutput(t, "agent GET /healthz", body)
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: the agent did not stop within 10s", c.name)
+		}
+	}
+}
