@@ -166,7 +166,7 @@ func New(cfg Config, d Deps) (*Agent, error) {
 	a.cap = newCapture(d.Open, a.mesh, a.resp, a.log, a.readError)
 	a.hostC = &constCollector{descs: []*prometheus.Desc{descGIDInfo, descGIDIndex, descGIDIndexChanges, descFlowVerdict,
 		descFlowWarnings, descFlowSource, descRDMACounter, descPrioPackets, descPrioBytes, descPrioPauseFrames,
-		descPrioPauseSeconds, descPrioDiscards, descSnapshotErrors}}
+		descPrioPauseSeconds, descPrioDiscards, descRoCEPriority, descSnapshotErrors}}
 	a.readErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Name: metricReadErrors,
 		Help: "Reads that failed, by source (host: the whole host snapshot; dns; peers_file; netlink; capture; and the kinds of the snapshot's own errors: dcb, ethtool, ...)."}, []string{"source"})
 	a.lastRead = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: metricLastRead,

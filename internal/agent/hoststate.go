@@ -226,6 +226,9 @@ func hostMetrics(rows []gidRow, idx map[gidKey]int, t *gidTracker, flows []*flow
 	}
 	if rep != nil {
 		ms = append(ms, counterMetrics(rep)...)
+		for _, rp := range rep.RoCEPriorities {
+			gauge(descRoCEPriority, 1, rp.Netdev, strconv.Itoa(int(rp.Prio)))
+		}
 	}
 	kinds := map[string]int{}
 	for _, e := range snapErrs {

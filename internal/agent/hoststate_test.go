@@ -2,6 +2,7 @@ package agent
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"reflect"
 	"strconv"
@@ -232,6 +233,20 @@ func TestCounterMetrics(t *testing.T) {
 	}
 	if _, ok := value(f, metricPrioPauseSeconds, "netdev", nd, "prio", "0"); ok {
 		t.Error("prio 0 has a pause duration the driver does not count")
+	}
+	// The RoCE priorities (README: PFC on 3 only, DSCP 26 → 3, rdma_cm ToS
+	// 106 = DSCP 26, DCQCN on 3 only; DSCP 48 → 6 is the CNPs', not a
+	// RoCE priority): priority 3 of enp1s0f0, and only it.
+	var roce []string
+	for _, m := range f[metricRoCEPriority].GetMetric() {
+		l := map[string]string{}
+		for _, p := range m.GetLabel() {
+			l[p.GetName()] = p.GetValue()
+		}
+		roce = append(roce, fmt.Sprintf("%s/%s=%v", l["netdev"], l["prio"], m.GetGauge().GetValue()))
+	}
+	if want := []string{nd + "/3=1"}; !reflect.DeepEqual(roce, want) {
+		t.Errorf("%s: %q, want %q", metricRoCEPriority, roce, want)
 	}
 }
 

@@ -24,6 +24,7 @@ const (
 	metricPrioPauseFrames   = "roce_probe_priority_pause_frames_total"
 	metricPrioPauseSeconds  = "roce_probe_priority_pause_seconds_total"
 	metricPrioDiscards      = "roce_probe_priority_discards_total"
+	metricRoCEPriority      = "roce_probe_roce_priority"
 	metricProbesSent        = "roce_probe_probes_sent_total"
 	metricProbesAnswered    = "roce_probe_probes_answered_total"
 	metricProbesLost        = "roce_probe_probes_lost_total"
@@ -196,6 +197,9 @@ var (
 	descPrioDiscards = prometheus.NewDesc(metricPrioDiscards,
 		"Received frames of the priority dropped, by reason (discard: no receive buffer, port level; buffer: no buffer; congestion: WRED).",
 		[]string{"netdev", "prio", "reason"}, nil)
+	descRoCEPriority = prometheus.NewDesc(metricRoCEPriority,
+		"A priority of the real netdev that carries RoCE by the host's configuration (1): PFC on, DSCP 26 or rdma_cm's default ToS or a traffic class override mapped to it under DSCP trust, an APP entry for RoCE, DCQCN enabled (internal/counters RoCEPriorities; docs/counters.md).",
+		[]string{"netdev", "prio"}, nil)
 	descPeers        = prometheus.NewDesc(metricPeers, "Peers probed (the union of peers.static, peers.dns and peers.file, without this host's addresses, at most peers.max).", nil, nil)
 	descPeersLeftOut = prometheus.NewDesc(metricPeersLeftOut, "Peers left out because there are more than peers.max.", nil, nil)
 	descFlowPeers    = prometheus.NewDesc(metricFlowPeers, "Peers the flow probes: those of its address family whose route leaves through the flow's netdev.", []string{"flow"}, nil)
