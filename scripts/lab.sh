@@ -21,6 +21,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
+. scripts/lab/plan.sh
 cache=$root/.lab-cache
 
 say() { printf 'lab: %s\n' "$*" >&2; }
@@ -222,7 +223,7 @@ new_run_dir() {
   run=$cache/runs/$(date +%Y%m%d-%H%M%S)-$$
   mkdir -p "$run/bin" "$run/out"
   ln -sfn "runs/$(basename "$run")" "$cache/last"
-  cp scripts/lab/guest.sh "$run/guest.sh"
+  cp scripts/lab/guest.sh scripts/lab/plan.sh "$run/"
   : > "$run/plan"
 }
 
@@ -257,7 +258,7 @@ build_binaries() {
         # (*_fabric_lab_test.go, run with the multi-host fabric up).
         tests=$(ls "$dir"/*_lab_test.go 2>/dev/null | grep -v '_fabric_lab_test\.go$' | xargs -r cat | test_names) || true
         ftests=$(cat "$dir"/*_fabric_lab_test.go 2>/dev/null | test_names) || true
-        printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$dir" "$pkg" "$tests" "$ftests" >> "$run/plan"
+        plan_add "$run/plan" "$name" "$dir" "$pkg" "$tests" "$ftests"
       else
         say "$pkg has no test files with tags lab ibverbs; skipped"
       fi

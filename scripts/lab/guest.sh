@@ -5,11 +5,14 @@
 #   MODE    test: build the lab, run the test binaries listed in RUNDIR/plan
 #           shell: build the lab and start an interactive shell
 #           run: build the lab and run RUNDIR/script with bash
+#           plan: print what test would run, one line per test binary run
+#           ("run NAME SUFFIX ARGS..." or "none NAME"), and build nothing
 #   OUT     where this kernel's results go (default RUNDIR/out)
 #
 # Two phases. First the single-host lab (roce-probe lab up: rxe0 in the
 # initial namespace, the peer namespace): for each plan line
-# "NAME<TAB>PKGDIR<TAB>PKG<TAB>TESTS<TAB>FABRICTESTS" it runs
+# "NAME<TAB>PKGDIR<TAB>PKG<TAB>TESTS<TAB>FABRICTESTS" (scripts/lab/plan.sh)
+# it runs
 # RUNDIR/bin/NAME.test in PKGDIR with -test.run '^(TESTS)$' (the tests of
 # its *_lab_test.go files) and writes OUT/NAME.out (-test.v=test2json
 # output), NAME.rc and NAME.seconds; artifacts (captures) go to
@@ -31,8 +34,66 @@ export HOME=/root
 export LAB=1
 export GOTRACEBACK=all
 export LAB_ROCE_PROBE=$run/bin/roce-probe
-uname -r > "$out/release"
+. "$(dirname "$0")/plan.sh"
 rp=$run/bin/roce-probe
+timeout=${LAB_TEST_TIMEOUT:-300}
+runre=$(cat "$run/run-regexp" 2>/dev/null || true)
+dry=0
+[ "$mode" = plan ] && dry=1
+
+# run_tests NAME DIR PKG SUFFIX TESTS OTHERS: one test binary run; SUFFIX is
+# "" or ".fabric".
+run_tests() {
+  local name=$1 dir=$2 pkg=$3 sfx=$4 tests=$5 others=$6 s e
+  local args=(-test.v=test2json -test.timeout "${timeout}s" -test.count=1)
+  if [ -n "$runre" ]; then
+    args+=(-test.run "$runre")
+    [ -n "$others" ] && args+=(-test.skip "^(${others})\$")
+  else
+    args+=(-test.run "^(${tests})\$")
+  fi
+  if [ "$dry" = 1 ]; then
+    echo "run $name ${sfx:-.} ${args[*]}"
+    return
+  fi
+  echo "lab: running $pkg${sfx:+ ($sfx)}"
+  mkdir -p "$out/$name$sfx.artifacts"
+  s=$(date +%s.%N)
+  (cd "$dir" && LAB_ARTIFACTS="$out/$name$sfx.artifacts" timeout -k 10 $((timeout + 30)) "$run/bin/$name.test" "${args[@]}") < /dev/null > "$out/$name$sfx.out" 2>&1
+  echo $? > "$out/$name$sfx.rc"
+  e=$(date +%s.%N)
+  awk -v a="$s" -v b="$e" 'BEGIN{printf "%.1f\n", b-a}' > "$out/$name$sfx.seconds"
+}
+
+# run_plan runs (or with dry=1 prints) both phases of the plan: the
+# single-host tests, then, when some package has fabric tests and the
+# fabric can be built (fabric_up; assumed in a dry run), the fabric tests.
+run_plan() {
+  local name dir pkg tests ftests fabric_pkgs=0
+  while IFS=$'\t' read -r name dir pkg tests ftests; do
+    [ -n "$name" ] || continue
+    tests=$(plan_tests "$tests") ftests=$(plan_tests "$ftests")
+    [ -n "$ftests" ] && fabric_pkgs=1
+    if [ -z "$tests" ]; then
+      if [ "$dry" = 1 ]; then echo "none $name"; else touch "$out/$name.none"; fi
+      continue
+    fi
+    run_tests "$name" "$dir" "$pkg" "" "$tests" "$ftests"
+  done < "$run/plan"
+  [ "$fabric_pkgs" = 1 ] || return 0
+  [ "$dry" = 1 ] || fabric_up || return 0
+  while IFS=$'\t' read -r name dir pkg tests ftests; do
+    tests=$(plan_tests "$tests") ftests=$(plan_tests "$ftests")
+    [ -n "$name" ] && [ -n "$ftests" ] || continue
+    run_tests "$name" "$dir" "$pkg" .fabric "$ftests" "$tests"
+  done < "$run/plan"
+}
+
+if [ "$dry" = 1 ]; then
+  run_plan
+  exit 0
+fi
+uname -r > "$out/release"
 
 t0=$(date +%s.%N)
 if ! "$rp" lab up > "$out/fabric.log" 2>&1; then
@@ -86,45 +147,6 @@ case "$mode" in
     exit 0 ;;
 esac
 
-timeout=${LAB_TEST_TIMEOUT:-300}
-runre=$(cat "$run/run-regexp" 2>/dev/null || true)
-
-# run_tests NAME DIR PKG SUFFIX TESTS OTHERS: one test binary run; SUFFIX is
-# "" or ".fabric".
-run_tests() {
-  local name=$1 dir=$2 pkg=$3 sfx=$4 tests=$5 others=$6 s e
-  local args=(-test.v=test2json -test.timeout "${timeout}s" -test.count=1)
-  if [ -n "$runre" ]; then
-    args+=(-test.run "$runre")
-    [ -n "$others" ] && args+=(-test.skip "^(${others})\$")
-  else
-    args+=(-test.run "^(${tests})\$")
-  fi
-  echo "lab: running $pkg${sfx:+ ($sfx)}"
-  mkdir -p "$out/$name$sfx.artifacts"
-  s=$(date +%s.%N)
-  (cd "$dir" && LAB_ARTIFACTS="$out/$name$sfx.artifacts" timeout -k 10 $((timeout + 30)) "$run/bin/$name.test" "${args[@]}") > "$out/$name$sfx.out" 2>&1
-  echo $? > "$out/$name$sfx.rc"
-  e=$(date +%s.%N)
-  awk -v a="$s" -v b="$e" 'BEGIN{printf "%.1f\n", b-a}' > "$out/$name$sfx.seconds"
-}
-
-fabric_pkgs=0
-while IFS=$'\t' read -r name dir pkg tests ftests; do
-  [ -n "$name" ] || continue
-  [ -n "$ftests" ] && fabric_pkgs=1
-  if [ -z "$tests" ]; then
-    touch "$out/$name.none"
-    continue
-  fi
-  run_tests "$name" "$dir" "$pkg" "" "$tests" "$ftests"
-done < "$run/plan"
-
-if [ "$fabric_pkgs" = 1 ] && fabric_up; then
-  while IFS=$'\t' read -r name dir pkg tests ftests; do
-    [ -n "$name" ] && [ -n "$ftests" ] || continue
-    run_tests "$name" "$dir" "$pkg" .fabric "$ftests" "$tests"
-  done < "$run/plan"
-fi
+run_plan
 sync
 touch "$out/done"

@@ -1,6 +1,7 @@
 // Command labreport summarises a lab run for scripts/lab.sh: it reads the
-// run directory's plan, its kernels file (one results directory per kernel,
-// out-SPEC/) and in each the go test -json streams (NAME.json for a
+// run directory's plan (the first three fields of scripts/lab/plan.sh's
+// lines), its kernels file (one results directory per kernel, out-SPEC/)
+// and in each the go test -json streams (NAME.json for a
 // package's single-host lab tests, NAME.fabric.json for its fabric tests,
 // made with go tool test2json from the binaries' output). It prints, per
 // kernel, one line per package, the output of every failing test and

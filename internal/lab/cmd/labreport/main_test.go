@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -137,6 +138,90 @@ func TestReportKernelDidNotFinish(t *testing.T) {
 	var b strings.Builder
 	ok, _ := report(&b, run)
 	if ok || !strings.Contains(b.String(), "did not finish") || !strings.Contains(b.String(), "lab: 7: 0 passed, 1 failed, 0 skipped") {
+		t.Errorf("ok %v:\n%s", ok, b.String())
+	}
+}
+
+// The plan as scripts/lab.sh writes it (scripts/lab/plan.sh's plan_add)
+// and as scripts/lab/guest.sh reads it (its plan mode prints what its test
+// mode would run): a package with fabric tests only has no single-host
+// run and its fabric tests run in the fabric phase; a package without
+// fabric tests has no fabric run. Before plan.sh, an empty TESTS field
+// was lost: bash's read with IFS=$'\t' merges the tabs around it, so the
+// fabric tests were read as single-host tests and run without the
+// fabric.
+func TestPlanEmptyFields(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("no bash")
+	}
+	scripts, err := filepath.Abs("../../../../scripts/lab")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bash := func(env []string, args ...string) string {
+		t.Helper()
+		cmd := exec.Command("bash", args...)
+		cmd.Env = append(os.Environ(), append([]string{"LAB_TEST_TIMEOUT=300"}, env...)...)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("bash %q: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	// What the fix is for: an empty field read as guest.sh reads lines.
+	if got := bash(nil, "-c", `IFS=$'\t' read -r a b c d e <<<$'n\t/src\tpkg\t\tTestF'; echo "tests=$d fabric=$e"`); got != "tests=TestF fabric=\n" {
+		t.Fatalf("bash keeps an empty tab-separated field (%q): the placeholder is not needed", got)
+	}
+	run := t.TempDir()
+	bash(nil, "-c", `. "$1/plan.sh"
+plan_add "$2/plan" both /src/both example.com/both 'TestA|TestB' TestF
+plan_add "$2/plan" fonly /src/fonly example.com/fonly '' 'TestG|TestH'
+plan_add "$2/plan" sonly /src/sonly example.com/sonly TestS ''`, "plan", scripts, run)
+	const flags = "-test.v=test2json -test.timeout 300s -test.count=1 "
+	got := bash(nil, filepath.Join(scripts, "guest.sh"), run, "plan", filepath.Join(run, "out"))
+	want := "run both . " + flags + "-test.run ^(TestA|TestB)$\n" +
+		"none fonly\n" +
+		"run sonly . " + flags + "-test.run ^(TestS)$\n" +
+		"run both .fabric " + flags + "-test.run ^(TestF)$\n" +
+		"run fonly .fabric " + flags + "-test.run ^(TestG|TestH)$\n"
+	if got != want {
+		t.Errorf("guest.sh plan:\n%s\nwant:\n%s", got, want)
+	}
+	// With -run RE (scripts/lab.sh test -run): each phase leaves out the
+	// other's tests, and only where there are some.
+	os.WriteFile(filepath.Join(run, "run-regexp"), []byte("Fabric|TestS"), 0o644)
+	got = bash(nil, filepath.Join(scripts, "guest.sh"), run, "plan", filepath.Join(run, "out"))
+	want = "run both . " + flags + "-test.run Fabric|TestS -test.skip ^(TestF)$\n" +
+		"none fonly\n" +
+		"run sonly . " + flags + "-test.run Fabric|TestS\n" +
+		"run both .fabric " + flags + "-test.run Fabric|TestS -test.skip ^(TestA|TestB)$\n" +
+		"run fonly .fabric " + flags + "-test.run Fabric|TestS\n"
+	if got != want {
+		t.Errorf("guest.sh plan with -run:\n%s\nwant:\n%s", got, want)
+	}
+	plan, err := readPlan(run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan) != 3 || plan[1] != (planEntry{"fonly", "/src/fonly", "example.com/fonly"}) {
+		t.Errorf("readPlan: %+v", plan)
+	}
+}
+
+// A package with fabric tests only is reported by its fabric unit alone:
+// its single-host unit (NAME.none) is not a failure.
+func TestReportFabricOnly(t *testing.T) {
+	run := t.TempDir()
+	os.WriteFile(filepath.Join(run, "plan"), []byte("f\t/src/f\texample.com/f\t-\tTestA\n"), 0o644)
+	writeKernel(t, run, "7", "7.3.4+deb13-amd64", map[string]struct{ json, rc string }{"f.fabric": {passJSON, "0"}})
+	os.WriteFile(filepath.Join(run, "out-7", "f.none"), nil, 0o644)
+	var b strings.Builder
+	ok, err := report(&b, run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ok || !strings.Contains(b.String(), "ok   example.com/f (fabric)") || strings.Contains(b.String(), "did not run") ||
+		!strings.Contains(b.String(), "lab: 1 passed, 0 failed, 0 skipped") {
 		t.Errorf("ok %v:\n%s", ok, b.String())
 	}
 }
