@@ -34,9 +34,11 @@ now() { date +%s.%N; }
 elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN{printf "%.1f", b-a}'; }
 
 # --- packages -----------------------------------------------------------
+# prometheus: the real Prometheus (and promtool) of internal/agent's fabric
+# test.
 vm_packages=(qemu-system-x86 busybox-static kmod cpio xz-utils rdma-core ibverbs-providers ibverbs-utils libibverbs-dev iproute2 tcpdump
-  perftest rdmacm-utils tshark)
-native_packages=(kmod rdma-core ibverbs-providers ibverbs-utils libibverbs-dev iproute2 tcpdump perftest rdmacm-utils tshark)
+  perftest rdmacm-utils tshark prometheus)
+native_packages=(kmod rdma-core ibverbs-providers ibverbs-utils libibverbs-dev iproute2 tcpdump perftest rdmacm-utils tshark prometheus)
 
 apt_updated=0
 apt_update() {
