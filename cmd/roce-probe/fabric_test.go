@@ -188,22 +188,21 @@ func TestFabricBadInput(t *testing.T) {
 	}
 }
 
-// --agents and --prometheus against fake servers of the same two hosts
-// (the rxe snapshots; their GID metrics written from the contract,
-// internal/fabric/testdata): the same finding, the same hosts; Prometheus
-// says which checks it cannot make.
-func TestFabricAgentsAndPrometheus(t *testing.T) {
+// rxeAgentsAndPrometheus serves the rxe and rxe-churned hosts as fake
+// agents (their /snapshot) and a fake Prometheus scraping their GID
+// metrics (internal/fabric/testdata, labelled instance, job and node as
+// deploy/'s scrape configurations do); all closed when t ends.
+func rxeAgentsAndPrometheus(t *testing.T) ([]string, *httptest.Server) {
+	t.Helper()
 	var urls []string
-	for _, f := range []string{"rxe", "rxe-churned"} {
+	var targets []fabrictest.Target
+	for i, f := range []string{"rxe", "rxe-churned"} {
 		srv, err := fabrictest.Agent(hostFixtures + f + ".json")
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer srv.Close()
+		t.Cleanup(srv.Close)
 		urls = append(urls, srv.URL)
-	}
-	var targets []fabrictest.Target
-	for i, f := range []string{"rxe", "rxe-churned"} {
 		b, err := os.ReadFile("../../internal/fabric/testdata/" + f + ".prom")
 		if err != nil {
 			t.Fatal(err)
@@ -214,7 +213,16 @@ func TestFabricAgentsAndPrometheus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer prom.Close()
+	t.Cleanup(prom.Close)
+	return urls, prom
+}
+
+// --agents and --prometheus against fake servers of the same two hosts
+// (the rxe snapshots; their GID metrics written from the contract,
+// internal/fabric/testdata): the same finding, the same hosts; Prometheus
+// says which checks it cannot make.
+func TestFabricAgentsAndPrometheus(t *testing.T) {
+	urls, prom := rxeAgentsAndPrometheus(t)
 
 	aout, stderr, code := runCLI(t, "", "fabric", "--agents", urls[0]+","+strings.TrimPrefix(urls[1], "http://"), "--timeout", "5s", "--concurrency", "2", "-o", "json")
 	if code != exitFinding {

@@ -68,26 +68,7 @@ func vocabularyFabric(t *testing.T) {
 		}
 		checkOutput(t, r.command, out)
 	}
-	var agents []string
-	var targets []fabrictest.Target
-	for i, f := range []string{"rxe", "rxe-churned"} {
-		srv, err := fabrictest.Agent(hostFixtures + f + ".json")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer srv.Close()
-		agents = append(agents, srv.URL)
-		b, err := os.ReadFile("../../internal/fabric/testdata/" + f + ".prom")
-		if err != nil {
-			t.Fatal(err)
-		}
-		targets = append(targets, fabrictest.Target{Metrics: string(b), Labels: map[string]string{"instance": []string{"10.0.0.1:9469", "10.0.0.2:9469"}[i], "job": "roce-probe", "node": "fixture-" + f}})
-	}
-	prom, err := fabrictest.Prometheus(targets)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer prom.Close()
+	agents, prom := rxeAgentsAndPrometheus(t)
 	for _, args := range [][]string{{"--agents", strings.Join(agents, ",")}, {"--prometheus", prom.URL, "--host-label", "node"}} {
 		out, stderr, code := runCLI(t, "", append(append([]string{"fabric"}, args...), "-o", "json")...)
 		if code != exitFinding {

@@ -264,62 +264,45 @@ func runIn(t *testing.T, ns string, args ...string) (string, int) {
 	return stdout.String(), cmd.ProcessState.ExitCode()
 }
 
-// fabricJSON is the part of fabric -o json compared between sources.
-type fabricJSON struct {
-	Source string `json:"source"`
-	Hosts  []struct {
-		Host string `json:"host"`
-	} `json:"hosts"`
-	Networks []json.RawMessage `json:"networks"`
-	Checks   []struct {
-		Check     string `json:"check"`
-		Available bool   `json:"available"`
-	} `json:"checks"`
-	Findings []struct {
-		Check   string  `json:"check"`
-		Network string  `json:"network"`
-		Family  string  `json:"family"`
-		Type    *string `json:"type"`
-		Message string  `json:"message"`
-		Groups  []struct {
-			Text  string `json:"text"`
-			Index *int   `json:"index"`
-			Ports []struct {
-				Host   string  `json:"host"`
-				Device string  `json:"device"`
-				Port   int     `json:"port"`
-				Netdev *string `json:"netdev"`
-			} `json:"ports"`
-		} `json:"groups"`
-	} `json:"findings"`
+// fabricReport is fabric -o json (docs/json.md, fabric_report), decoded
+// generically: the lab test compares sources on the whole findings.
+type fabricReport map[string]any
+
+func (r fabricReport) list(k string) []map[string]any {
+	var out []map[string]any
+	for _, v := range r[k].([]any) {
+		out = append(out, v.(map[string]any))
+	}
+	return out
 }
 
-// findings writes a report's findings of the given checks, one line each:
-// check, network, type, each group's value and ports.
-func (r *fabricJSON) findings(checks map[string]bool) []string {
-	var out []string
-	for _, f := range r.Findings {
-		if !checks[f.Check] {
+// findings returns the report's findings of the given checks without the
+// ports' real_netdev (which Prometheus does not carry), and each as one
+// line: check, network, family, type, and each group's text and ports.
+func (r fabricReport) findings(checks map[string]bool) ([]any, []string) {
+	var all []any
+	var lines []string
+	for _, f := range r.list("findings") {
+		if !checks[f["check"].(string)] {
 			continue
 		}
-		s := f.Check + " " + f.Network + " " + f.Family
-		if f.Type != nil {
-			s += " " + *f.Type
-		}
-		for _, g := range f.Groups {
-			s += " | " + g.Text + ":"
-			for _, p := range g.Ports {
-				nd := "?"
-				if p.Netdev != nil {
-					nd = *p.Netdev
-				}
-				s += fmt.Sprintf(" %s/%s/%d/%s", p.Host, p.Device, p.Port, nd)
+		s := fmt.Sprintf("%s %s %s %v", f["check"], f["network"], f["family"], f["type"])
+		for _, g := range f["groups"].([]any) {
+			g := g.(map[string]any)
+			s += " | " + g["text"].(string) + ":"
+			for _, p := range g["ports"].([]any) {
+				p := p.(map[string]any)
+				delete(p, "real_netdev")
+				s += fmt.Sprintf(" %s/%s/%v/%v", p["host"], p["device"], p["port"], p["netdev"])
 			}
 		}
-		out = append(out, s+" | "+f.Message)
+		for _, p := range f["unknown"].([]any) {
+			delete(p.(map[string]any), "real_netdev")
+		}
+		all = append(all, f)
+		lines = append(lines, s)
 	}
-	sort.Strings(out)
-	return out
+	return all, lines
 }
 
 // An agent in every host of the 7.x fabric (its own hostname, listening on
@@ -549,7 +532,7 @@ func TestLabAgentFabricPrometheus(t *testing.T) {
 	if code != 1 {
 		t.Fatalf("fabric --agents: exit %d, want 1 (findings):\n%s", code, aout)
 	}
-	var pr, ar fabricJSON
+	var pr, ar fabricReport
 	if err := json.Unmarshal([]byte(pout), &pr); err != nil {
 		t.Fatal(err)
 	}
@@ -557,42 +540,43 @@ func TestLabAgentFabricPrometheus(t *testing.T) {
 		t.Fatal(err)
 	}
 	fromMetrics := map[string]bool{}
-	for _, c := range pr.Checks {
-		if c.Available {
-			fromMetrics[c.Check] = true
+	for _, c := range pr.list("checks") {
+		if c["available"] == true {
+			fromMetrics[c["check"].(string)] = true
 		}
 	}
 	if len(fromMetrics) != 3 {
 		t.Errorf("checks from Prometheus: %v, want gid_index, roce_version, vlan", fromMetrics)
 	}
-	pf, af := pr.findings(fromMetrics), ar.findings(fromMetrics)
+	pf, plines := pr.findings(fromMetrics)
+	af, _ := ar.findings(fromMetrics)
 	if !reflect.DeepEqual(pf, af) {
-		t.Errorf("fabric findings differ:\n --prometheus %q\n --agents     %q", pf, af)
+		t.Errorf("fabric findings differ:\n --prometheus %v\n --agents     %v", pf, af)
 	}
 	wantFinding := fmt.Sprintf("gid_index %s ipv4 RoCE v2 | %d: h1/rxe1/1/%s h3/rxe3/1/%[3]s h4/rxe4/1/%[3]s | %d: h2/rxe2/1/%[3]s",
 		netw, before["h1"], v200.Netdev, moved)
-	if len(pf) != 1 || !strings.HasPrefix(pf[0], wantFinding+" | ") {
-		t.Errorf("fabric --prometheus findings %q, want one: %s", pf, wantFinding)
+	if !reflect.DeepEqual(plines, []string{wantFinding}) {
+		t.Errorf("fabric --prometheus findings %q, want one: %s", plines, wantFinding)
 	}
-	hosts := func(r fabricJSON) (out []string) {
-		for _, h := range r.Hosts {
-			out = append(out, h.Host)
+	hosts := func(r fabricReport) (out []string) {
+		for _, h := range r.list("hosts") {
+			out = append(out, h["host"].(string))
 		}
 		return out
 	}
 	if !reflect.DeepEqual(hosts(pr), []string{"h1", "h2", "h3", "h4"}) || !reflect.DeepEqual(hosts(ar), hosts(pr)) {
 		t.Errorf("hosts: --prometheus %v, --agents %v", hosts(pr), hosts(ar))
 	}
-	if !reflect.DeepEqual(pr.Networks, ar.Networks) {
-		t.Errorf("networks differ:\n --prometheus %s\n --agents     %s", pr.Networks, ar.Networks)
+	if !reflect.DeepEqual(pr["networks"], ar["networks"]) {
+		t.Errorf("networks differ:\n --prometheus %v\n --agents     %v", pr["networks"], ar["networks"])
 	}
 	var others []string
-	for _, f := range ar.Findings {
-		if !fromMetrics[f.Check] {
-			others = append(others, f.Check+" "+f.Network)
+	for _, f := range ar.list("findings") {
+		if !fromMetrics[f["check"].(string)] {
+			others = append(others, fmt.Sprint(f["check"], " ", f["network"]))
 		}
 	}
-	t.Logf("fabric --prometheus and --agents: %q; --agents also (checks Prometheus does not carry): %v", pf, others)
+	t.Logf("fabric --prometheus and --agents: %q; --agents also (checks Prometheus does not carry): %v", plines, others)
 
 	// h4's agent (and its listener) stops: its peers lose their probes
 	// to it.
