@@ -46,8 +46,57 @@ func addMacvlanOnVLAN(t *testing.T) {
 	})
 	ip("addr", "add", snapMacvlanV4, "dev", snapMacvlan)
 	ip("addr", "add", snapMacvlanV6, "dev", snapMacvlan, "nodad")
+	// No duplicate address detection for its link-local address: its GID
+	// and its local route come at once instead of a second or two later,
+	// in the middle of a round of TestLabLiveEqualsSnapshot.
+	if err := os.WriteFile("/proc/sys/net/ipv6/conf/"+snapMacvlan+"/accept_dad", []byte("0"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	ip("link", "set", snapMacvlan, "up")
 	waitGIDs(t, true)
+}
+
+// freezeNeighbours resolves every lab peer's IPv4 and IPv6 address and then
+// makes each resolved neighbour entry of the initial namespace permanent, so
+// that no entry moves between REACHABLE, DELAY and STALE on its own while a
+// test compares two reads of the host (ah prints the entry's state). The
+// cleanup turns them back into STALE entries, with their MACs kept.
+func freezeNeighbours(t *testing.T) {
+	t.Helper()
+	for _, n := range lab.Nets {
+		for _, a := range []netip.Prefix{n.PeerIPv4, n.PeerIPv6} {
+			exec.Command("ping", "-c", "1", "-W", "1", a.Addr().String()).Run() // resolves the neighbour; a lost reply is fine
+		}
+	}
+	out, err := exec.Command("ip", "-j", "neigh", "show").Output()
+	if err != nil {
+		t.Fatalf("ip -j neigh show: %v", err)
+	}
+	var entries []struct {
+		Dst    string   `json:"dst"`
+		Dev    string   `json:"dev"`
+		LLAddr string   `json:"lladdr"`
+		State  []string `json:"state"`
+	}
+	if err := json.Unmarshal(out, &entries); err != nil {
+		t.Fatalf("ip -j neigh show: %v: %s", err, out)
+	}
+	for _, e := range entries {
+		if e.LLAddr == "" || len(e.State) == 0 {
+			continue
+		}
+		switch e.State[0] {
+		case "REACHABLE", "STALE", "DELAY", "PROBE":
+		default: // PERMANENT, NOARP: stay as they are; FAILED, INCOMPLETE: no MAC
+			continue
+		}
+		if out, err := exec.Command("ip", "neigh", "replace", e.Dst, "lladdr", e.LLAddr, "dev", e.Dev, "nud", "permanent").CombinedOutput(); err != nil {
+			t.Fatalf("ip neigh replace %s dev %s permanent: %v: %s", e.Dst, e.Dev, err, out)
+		}
+		t.Cleanup(func() {
+			exec.Command("ip", "neigh", "replace", e.Dst, "lladdr", e.LLAddr, "dev", e.Dev, "nud", "stale").Run()
+		})
+	}
 }
 
 // waitGIDs waits (bounded: 10 s) until rxe0's table does or does not hold
@@ -112,11 +161,13 @@ func stableState(t *testing.T, s *host.Snapshot) string {
 // equals, byte for byte, what it prints from a snapshot collected there
 // (`collect` then `--from`). The host does not change between the two:
 // each round collects before and after the live runs and is used only if
-// both collections are equal (neighbour states can move on their own).
+// both collections are equal; the peers' neighbour entries are made
+// permanent first (their states would otherwise move on their own).
 // The snapshot and the live outputs are kept as artifacts for
 // TestLabSnapshotsOffline, which replays them on the CI machine itself.
 func TestLabLiveEqualsSnapshot(t *testing.T) {
 	addMacvlanOnVLAN(t)
+	freezeNeighbours(t)
 	s, err := host.Collect(host.Options{})
 	if err != nil {
 		t.Fatal(err)
