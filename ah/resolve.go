@@ -12,6 +12,7 @@ import (
 	"github.com/gopacket/gopacket"
 
 	"github.com/roce-probe/roce-probe/gid"
+	"github.com/roce-probe/roce-probe/internal/null"
 	"github.com/roce-probe/roce-probe/qos"
 	"github.com/roce-probe/roce-probe/roce"
 	"github.com/roce-probe/roce-probe/vlan"
@@ -99,21 +100,14 @@ type wireJSON struct {
 	MTU          int             `json:"mtu"`
 }
 
-func strPtr(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
-}
-
 // MarshalJSON writes every key of docs/json.md's "wire": null for what is
 // not known or does not exist (a MAC not resolved, ip_version of RoCE v1,
 // the flow label of IPv4, udp_sport_from of RoCE v1), and ecn_name, the
 // RFC 3168 name of ecn.
 func (w Wire) MarshalJSON() ([]byte, error) {
-	j := wireJSON{RoCEVersion: w.RoCEVersion, Netdev: strPtr(w.Netdev), SMAC: w.SMAC, DMAC: w.DMAC, DMACFrom: strPtr(w.DMACFrom),
+	j := wireJSON{RoCEVersion: w.RoCEVersion, Netdev: null.String(w.Netdev), SMAC: w.SMAC, DMAC: w.DMAC, DMACFrom: null.String(w.DMACFrom),
 		VLAN: w.VLAN, PCP: w.PCP, VLANChain: w.VLANChain, Src: w.Src, Dst: w.Dst, TOS: w.TOS, DSCP: w.DSCP, ECN: w.ECN,
-		TTL: w.TTL, FlowLabel: w.FlowLabel, UDPSport: w.UDPSport, UDPSportFrom: strPtr(w.UDPSportFrom), MTU: w.MTU}
+		TTL: w.TTL, FlowLabel: w.FlowLabel, UDPSport: w.UDPSport, UDPSportFrom: null.String(w.UDPSportFrom), MTU: w.MTU}
 	if w.IPVersion != 0 {
 		j.IPVersion = &w.IPVersion
 	}
@@ -148,7 +142,7 @@ func (w Warning) MarshalJSON() ([]byte, error) {
 		Requested *string `json:"requested"`
 		OnWire    *string `json:"on_wire"`
 		Reason    string  `json:"reason"`
-	}{w.Field, strPtr(w.Requested), strPtr(onWire), w.Reason})
+	}{w.Field, null.String(w.Requested), null.String(onWire), w.Reason})
 }
 
 // String returns "field: requested X, on the wire Y: reason".

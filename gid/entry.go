@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/netip"
 
+	"github.com/roce-probe/roce-probe/internal/null"
 	"github.com/roce-probe/roce-probe/vlan"
 )
 
@@ -92,20 +93,6 @@ type entryJSON struct {
 	Empty      bool            `json:"empty"`
 }
 
-func strPtr(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
-}
-
-func intPtr(v int) *int {
-	if v == 0 {
-		return nil
-	}
-	return &v
-}
-
 // MarshalJSON writes the keys device, port, index, gid, type, kind, ip,
 // netdev, ifindex, vlan, vlan_chain, real_netdev, mac, mtu, operstate, netns,
 // default and empty; unknown values are null; type and kind are null for
@@ -113,9 +100,9 @@ func intPtr(v int) *int {
 func (e Entry) MarshalJSON() ([]byte, error) {
 	w := entryJSON{
 		Device: e.Device, Port: e.Port, Index: e.Index, GID: e.GID,
-		Netdev: strPtr(e.Netdev), Ifindex: intPtr(e.Ifindex), VLAN: e.VLAN,
-		VLANChain: e.VLANChain, RealNetdev: strPtr(e.RealNetdev), MTU: intPtr(e.MTU),
-		State: strPtr(e.State), Netns: strPtr(e.Netns), Default: e.Default, Empty: e.Empty,
+		Netdev: null.String(e.Netdev), Ifindex: null.Int(e.Ifindex), VLAN: e.VLAN,
+		VLANChain: e.VLANChain, RealNetdev: null.String(e.RealNetdev), MTU: null.Int(e.MTU),
+		State: null.String(e.State), Netns: null.String(e.Netns), Default: e.Default, Empty: e.Empty,
 	}
 	if !e.Empty {
 		t, k := e.Type, e.Kind

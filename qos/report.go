@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/roce-probe/roce-probe/internal/null"
 	"github.com/roce-probe/roce-probe/vlan"
 )
 
@@ -29,7 +30,7 @@ func (v VLANDevice) MarshalJSON() ([]byte, error) {
 		Lower   *string     `json:"lower_netdev"`
 		Egress  vlan.QoSMap `json:"egress_qos_map"`
 		Ingress vlan.QoSMap `json:"ingress_qos_map"`
-	}{Netdev: v.Netdev, ID: v.ID, TPID: v.TPID, Lower: strPtr(v.Lower), Egress: v.Egress, Ingress: v.Ingress}
+	}{Netdev: v.Netdev, ID: v.ID, TPID: v.TPID, Lower: null.String(v.Lower), Egress: v.Egress, Ingress: v.Ingress}
 	if w.Egress == nil {
 		w.Egress = vlan.QoSMap{}
 	}
@@ -87,7 +88,7 @@ type reportJSON struct {
 // without DCB; dcbx the DCBX mode bitmap (as in the dcb object) and
 // dcbx_name its name, both null when not reported.
 func (r Report) MarshalJSON() ([]byte, error) {
-	w := reportJSON{Device: strPtr(r.Device), Driver: r.Driver, Netdev: r.Netdev, Real: r.Real, DCB: r.DCB, DCBError: r.DCBError,
+	w := reportJSON{Device: null.String(r.Device), Driver: r.Driver, Netdev: r.Netdev, Real: r.Real, DCB: r.DCB, DCBError: r.DCBError,
 		Trust: r.Trust, DSCPPrio: r.DSCPPrio, PrioTC: r.PrioTC, PFCEnabled: r.PFCEnabled, DCBXName: r.DCBX, VLANs: r.VLANs, DCQCN: r.DCQCN}
 	if r.Port != 0 {
 		w.Port = &r.Port
@@ -105,13 +106,6 @@ func (r Report) MarshalJSON() ([]byte, error) {
 		w.VLANs = []VLANDevice{}
 	}
 	return json.Marshal(w)
-}
-
-func strPtr(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
 }
 
 // NewReport builds the report for netdev from a snapshot of its namespace

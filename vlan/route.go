@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+
+	"github.com/roce-probe/roce-probe/internal/null"
 )
 
 // Routing table IDs (RT_TABLE_*).
@@ -71,18 +73,11 @@ func addrPtr(a netip.Addr) *netip.Addr {
 	return &a
 }
 
-func strPtr(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
-}
-
 // MarshalJSON writes {table, type, dst, gateway, netdev, ifindex,
 // prefsrc, metric, hop_limit, mtu}: null for no gateway, device,
 // preferred source, hop limit or MTU metric.
 func (r Route) MarshalJSON() ([]byte, error) {
-	return json.Marshal(routeJSON{Table: r.Table, Type: r.Type, Dst: r.Dst, Gateway: addrPtr(r.Gateway), Dev: strPtr(r.Dev),
+	return json.Marshal(routeJSON{Table: r.Table, Type: r.Type, Dst: r.Dst, Gateway: addrPtr(r.Gateway), Dev: null.String(r.Dev),
 		Ifindex: nonZero(r.Ifindex), PrefSrc: addrPtr(r.PrefSrc), Priority: r.Priority, HopLimit: nonZero(r.HopLimit), MTU: nonZero(r.MTU)})
 }
 
@@ -360,8 +355,8 @@ type routeResultJSON struct {
 // ifindex, src, hop_limit, hop_limit_from, mtu}, null for what is not
 // known or not set.
 func (r RouteResult) MarshalJSON() ([]byte, error) {
-	w := routeResultJSON{Route: r.Route, OnLink: r.OnLink, Local: r.Local, NextHop: addrPtr(r.NextHop), Dev: strPtr(r.Dev),
-		Ifindex: nonZero(r.Ifindex), Src: addrPtr(r.Src), HopLimitFrom: strPtr(r.HopLimitFrom), MTU: nonZero(r.MTU)}
+	w := routeResultJSON{Route: r.Route, OnLink: r.OnLink, Local: r.Local, NextHop: addrPtr(r.NextHop), Dev: null.String(r.Dev),
+		Ifindex: nonZero(r.Ifindex), Src: addrPtr(r.Src), HopLimitFrom: null.String(r.HopLimitFrom), MTU: nonZero(r.MTU)}
 	if r.HopLimitFrom != "" {
 		w.HopLimit = &r.HopLimit
 	}

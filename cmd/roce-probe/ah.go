@@ -22,6 +22,7 @@ import (
 	"github.com/roce-probe/roce-probe/ah"
 	"github.com/roce-probe/roce-probe/gid"
 	"github.com/roce-probe/roce-probe/internal/host"
+	"github.com/roce-probe/roce-probe/internal/null"
 	"github.com/roce-probe/roce-probe/qos"
 	"github.com/roce-probe/roce-probe/vlan"
 )
@@ -75,7 +76,7 @@ func createJSON(qpn uint32, err error) *ahCreateJSON {
 	cj := &ahCreateJSON{OK: err == nil}
 	if err != nil {
 		e, en := err.Error(), errnoOf(err)
-		cj.Error, cj.Errno = &e, strPtr(en)
+		cj.Error, cj.Errno = &e, null.String(en)
 	} else {
 		cj.QPN = &qpn
 	}
@@ -314,10 +315,10 @@ func ahDoc(a ah.Attr, res *host.AHResult, rerr error, v *host.View) ahJSON {
 		doc.Problems = verr.Problems
 	case rerr != nil:
 		e, en := rerr.Error(), errnoOf(rerr)
-		doc.Error, doc.Errno = &e, strPtr(en)
+		doc.Error, doc.Errno = &e, null.String(en)
 	}
 	if r := res.Resolution; r != nil {
-		doc.Driver, doc.Path = strPtr(string(r.Driver)), strPtr(string(r.Path))
+		doc.Driver, doc.Path = null.String(string(r.Driver)), null.String(string(r.Path))
 		doc.Source, doc.Wire, doc.Route, doc.Neighbor, doc.Warnings, doc.Steps = r.Source, &r.Wire, r.Route, r.Neighbor, r.Warnings, r.Steps
 		if doc.Steps == nil {
 			doc.Steps = []qos.Step{}
@@ -497,7 +498,7 @@ func (d ahFromWCJSON) MarshalJSON() ([]byte, error) {
 	tail, err := json.Marshal(struct {
 		Error *string `json:"error"`
 		Errno *string `json:"errno"`
-	}{strPtr(d.Error), strPtr(d.Errno)})
+	}{null.String(d.Error), null.String(d.Errno)})
 	if err != nil {
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/roce-probe/roce-probe/gid"
 	"github.com/roce-probe/roce-probe/internal/host"
+	"github.com/roce-probe/roce-probe/internal/null"
 )
 
 func init() { register(newGidsCmd) }
@@ -46,20 +47,6 @@ type gidsPortJSON struct {
 	Matches   *bool        `json:"matches"`
 	Diff      []gid.Change `json:"diff"`
 	DiffError *string      `json:"diff_error"`
-}
-
-func strPtr(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
-}
-
-func intPtr(v int) *int {
-	if v == 0 {
-		return nil
-	}
-	return &v
 }
 
 func newGidsCmd() *cobra.Command {
@@ -120,8 +107,8 @@ docs/gids.md.`,
 // gidsPort is one port's document: its header, its entries (empty slots
 // with all), and the diff against the kernel's fresh scan.
 func gidsPort(p gid.Port, v *host.View, all bool) gidsPortJSON {
-	j := gidsPortJSON{Device: p.Device, Port: p.Port, State: strPtr(p.State), PhysState: strPtr(p.PhysState),
-		LinkLayer: strPtr(p.LinkLayer), Netdev: strPtr(p.Netdev), ActiveMTU: intPtr(p.ActiveMTU),
+	j := gidsPortJSON{Device: p.Device, Port: p.Port, State: null.String(p.State), PhysState: null.String(p.PhysState),
+		LinkLayer: null.String(p.LinkLayer), Netdev: null.String(p.Netdev), ActiveMTU: null.Int(p.ActiveMTU),
 		Types: p.Types, TableLen: len(p.Entries), Entries: []gid.Entry{}}
 	if j.Types == nil {
 		j.Types = []gid.Type{}
@@ -139,7 +126,7 @@ func gidsPort(p gid.Port, v *host.View, all bool) gidsPortJSON {
 	}
 	pred, err := gid.Predict(gid.SpecOf(p), v.NS)
 	if err != nil {
-		j.DiffError = strPtr(err.Error())
+		j.DiffError = null.String(err.Error())
 		return j
 	}
 	j.Diff = gid.Diff(pred.Entries, p.Entries)

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/roce-probe/roce-probe/gid"
+	"github.com/roce-probe/roce-probe/internal/null"
 	"github.com/roce-probe/roce-probe/vlan"
 )
 
@@ -127,7 +128,7 @@ the destination. See docs/gid-selection.md.`,
 					}
 					if r.sel.Found {
 						e := r.sel.Entry
-						j.Index, j.GID, j.Netdev, j.VLAN, j.VLANChain = &e.Index, &e.GID, strPtr(e.Netdev), e.VLAN, e.VLANChain
+						j.Index, j.GID, j.Netdev, j.VLAN, j.VLANChain = &e.Index, &e.GID, null.String(e.Netdev), e.VLAN, e.VLANChain
 					}
 					if r.sel.Route != nil {
 						if e, err := gid.RDMACM(p.Entries, p.Types, *r.sel.Route); err == nil {

@@ -344,7 +344,7 @@ func markingsText(m *probe.Markings) string {
 	if m.Tagged {
 		tag = fmt.Sprintf("vlan %d pcp %d", m.VLAN, m.PCP)
 	}
-	return fmt.Sprintf("%s dscp %d %s ttl %d", tag, m.DSCP, probe.ECNName(m.ECN), m.TTL)
+	return fmt.Sprintf("%s dscp %d %s ttl %d", tag, m.DSCP, qos.ECN(m.ECN), m.TTL)
 }
 
 // sweepEntryJSON is one value of a sweep (docs/json.md, "sweep_entry").

@@ -1,6 +1,10 @@
 package counters
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/roce-probe/roce-probe/internal/null"
+)
 
 type prioJSON struct {
 	Netns             *string    `json:"netns"`
@@ -34,7 +38,7 @@ type prioJSON struct {
 func (p PrioReport) MarshalJSON() ([]byte, error) {
 	v := p.Values
 	return json.Marshal(prioJSON{
-		Netns: strPtr(p.Netns), Netdev: p.Netdev, Prio: p.Prio, PFC: p.PFC, RoCE: p.RoCE,
+		Netns: null.String(p.Netns), Netdev: p.Netdev, Prio: p.Prio, PFC: p.PFC, RoCE: p.RoCE,
 		RxPackets: v[PrioRxPackets], TxPackets: v[PrioTxPackets], RxBytes: v[PrioRxBytes], TxBytes: v[PrioTxBytes],
 		RxPause: v[PrioRxPause], TxPause: v[PrioTxPause], RxPauseDuration: v[PrioRxPauseDuration], TxPauseDuration: v[PrioTxPauseDuration],
 		RxPauseTransition: v[PrioRxPauseTransition], TxPauseTransition: v[PrioTxPauseTransition], RxXON: v[PrioRxXON], TxXON: v[PrioTxXON],

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/roce-probe/roce-probe/internal/null"
 	"github.com/roce-probe/roce-probe/qos"
 )
 
@@ -166,7 +167,7 @@ func Analyze(in Input) Report {
 		if p == nil {
 			continue
 		}
-		pr := PortReport{Device: p.Device, Port: p.Port, Netdev: strPtr(pi.Netdev), Source: p.Source, Counters: map[string]Value{}}
+		pr := PortReport{Device: p.Device, Port: p.Port, Netdev: null.String(pi.Netdev), Source: p.Source, Counters: map[string]Value{}}
 		prev := in.Prev.Port(p.Device, p.Port)
 		add := func(m map[string]uint64, pm map[string]uint64, withMeaning bool) {
 			for name, v := range m {
@@ -237,7 +238,7 @@ func (a *analysis) netdev(ni NetdevInfo) {
 		pn = Normalize(prev.Driver, prev.Stats)
 	}
 	if cur != nil {
-		nr := NetdevReport{Netns: strPtr(ni.Netns), Netdev: ni.Netdev, Driver: strPtr(driver), Counters: map[string]Value{}}
+		nr := NetdevReport{Netns: null.String(ni.Netns), Netdev: ni.Netdev, Driver: null.String(driver), Counters: map[string]Value{}}
 		a.port[key] = map[PortCounter]Value{}
 		for c, v := range n.Port {
 			var pv *uint64
@@ -301,7 +302,7 @@ func (a *analysis) netdev(ni NetdevInfo) {
 	}
 	sort.Slice(ps, func(i, j int) bool { return ps[i] < ps[j] })
 	for _, p := range ps {
-		rp := RoCEPriority{Netns: strPtr(ni.Netns), Netdev: ni.Netdev, Prio: p, Why: roce[p]}
+		rp := RoCEPriority{Netns: null.String(ni.Netns), Netdev: ni.Netdev, Prio: p, Why: roce[p]}
 		if ni.DCB != nil && ni.DCB.Supported && ni.DCB.PFC != nil {
 			on := ni.DCB.PFC.On(p)
 			rp.PFC = &on

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/roce-probe/roce-probe/internal/null"
 )
 
 // Sample is one reading of a host's counters: the snapshot's "counters"
@@ -41,7 +43,7 @@ type pfcJSON struct {
 
 // MarshalJSON writes {netns, netdev, requests, indications}.
 func (p PFC) MarshalJSON() ([]byte, error) {
-	return json.Marshal(pfcJSON{Netns: strPtr(p.Netns), Netdev: p.Netdev, Requests: p.Requests, Indications: p.Indications})
+	return json.Marshal(pfcJSON{Netns: null.String(p.Netns), Netdev: p.Netdev, Requests: p.Requests, Indications: p.Indications})
 }
 
 // PFCOf returns the PFC counters of netdev, nil when the sample has none.
@@ -107,7 +109,7 @@ type ethtoolJSON struct {
 // MarshalJSON writes {netns, netdev, kernel_driver, stats}, null for
 // unknown.
 func (e Ethtool) MarshalJSON() ([]byte, error) {
-	w := ethtoolJSON{Netns: strPtr(e.Netns), Netdev: e.Netdev, Driver: strPtr(e.Driver), Stats: e.Stats}
+	w := ethtoolJSON{Netns: null.String(e.Netns), Netdev: e.Netdev, Driver: null.String(e.Driver), Stats: e.Stats}
 	if w.Stats == nil {
 		w.Stats = Stats{}
 	}
@@ -192,11 +194,4 @@ func (s *Sample) Netdev(netns, netdev string) *Ethtool {
 		}
 	}
 	return nil
-}
-
-func strPtr(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
 }

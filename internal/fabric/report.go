@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/roce-probe/roce-probe/gid"
+	"github.com/roce-probe/roce-probe/internal/null"
 	"github.com/roce-probe/roce-probe/qos"
 	"github.com/roce-probe/roce-probe/vlan"
 )
@@ -66,7 +67,7 @@ func (c CheckStatus) MarshalJSON() ([]byte, error) {
 	return json.Marshal(struct {
 		w
 		Reason *string `json:"reason"`
-	}{w(c), strPtr(c.Reason)})
+	}{w(c), null.String(c.Reason)})
 }
 
 // Finding is one fact that differs across hosts where it must not: the
@@ -178,7 +179,7 @@ type portRefJSON struct {
 // MarshalJSON writes host, device, port, netdev and real_netdev (null when
 // not known).
 func (p PortRef) MarshalJSON() ([]byte, error) {
-	return json.Marshal(portRefJSON{p.Host, p.Device, p.Port, strPtr(p.Netdev), strPtr(p.RealNetdev)})
+	return json.Marshal(portRefJSON{p.Host, p.Device, p.Port, null.String(p.Netdev), null.String(p.RealNetdev)})
 }
 
 // MarshalJSON writes text, ports and the value's keys (every one,
@@ -234,13 +235,6 @@ func (r *Report) MarshalJSON() ([]byte, error) {
 		w.Findings = []Finding{}
 	}
 	return json.Marshal(w)
-}
-
-func strPtr(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
 }
 
 // ErrDuplicateHost is wrapped when two sources name the same host.

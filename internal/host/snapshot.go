@@ -15,6 +15,7 @@ import (
 
 	"github.com/roce-probe/roce-probe/gid"
 	"github.com/roce-probe/roce-probe/internal/counters"
+	"github.com/roce-probe/roce-probe/internal/null"
 	"github.com/roce-probe/roce-probe/qos"
 	"github.com/roce-probe/roce-probe/vlan"
 )
@@ -108,7 +109,7 @@ type portJSON struct {
 
 // MarshalJSON writes netdev as null when the port has none.
 func (p Port) MarshalJSON() ([]byte, error) {
-	w := portJSON{Port: p.Port, State: p.State, PhysState: p.PhysState, LinkLayer: p.LinkLayer, Netdev: strPtr(p.Netdev), TableLen: p.TableLen, GIDs: p.GIDs}
+	w := portJSON{Port: p.Port, State: p.State, PhysState: p.PhysState, LinkLayer: p.LinkLayer, Netdev: null.String(p.Netdev), TableLen: p.TableLen, GIDs: p.GIDs}
 	if w.GIDs == nil {
 		w.GIDs = []Slot{}
 	}
@@ -145,7 +146,7 @@ type slotJSON struct {
 
 // MarshalJSON writes {index, gid, type, netdev}, netdev null when unknown.
 func (s Slot) MarshalJSON() ([]byte, error) {
-	return json.Marshal(slotJSON{Index: s.Index, GID: s.GID, Type: s.Type, Netdev: strPtr(s.Netdev)})
+	return json.Marshal(slotJSON{Index: s.Index, GID: s.GID, Type: s.Type, Netdev: null.String(s.Netdev)})
 }
 
 // UnmarshalJSON reads the form MarshalJSON writes.
@@ -173,7 +174,7 @@ type dcbJSON struct {
 // MarshalJSON writes netns and the keys qos.DCB writes (docs/json.md,
 // "snapshot_dcb").
 func (d DCB) MarshalJSON() ([]byte, error) {
-	ns, err := json.Marshal(strPtr(d.Netns))
+	ns, err := json.Marshal(null.String(d.Netns))
 	if err != nil {
 		return nil, err
 	}
@@ -221,7 +222,7 @@ type snapshotJSON struct {
 
 // MarshalJSON writes the snapshot document (docs/json.md, "snapshot").
 func (s *Snapshot) MarshalJSON() ([]byte, error) {
-	w := snapshotJSON{Format: Format, Version: Version, Tool: s.Tool, Hostname: strPtr(s.Hostname), Kernel: strPtr(s.Kernel),
+	w := snapshotJSON{Format: Format, Version: Version, Tool: s.Tool, Hostname: null.String(s.Hostname), Kernel: null.String(s.Kernel),
 		Time: s.Time, RDMA: s.RDMA, Namespaces: s.Namespaces, DCB: s.DCB, Counters: s.Counters, Settings: s.Settings, Errors: s.Errors}
 	if w.Namespaces == nil {
 		w.Namespaces = []*vlan.Namespace{}
@@ -641,13 +642,6 @@ func strictUnmarshal(b []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	return dec.Decode(v)
-}
-
-func strPtr(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
 }
 
 func deref(p *string) string {

@@ -1,6 +1,10 @@
 package probe
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/roce-probe/roce-probe/qos"
+)
 
 // FindingKind names one kind of difference between the markings sent and
 // the markings that arrived.
@@ -66,9 +70,9 @@ func Compare(sent Markings, received *Markings) []Finding {
 	}
 	if sent.ECN != r.ECN {
 		if r.ECN == ECNCE && sent.ECN != ECNNotECT {
-			add(FindingECNMarked, int(sent.ECN), int(r.ECN), "ECN marked CE (sent %s): a queue on the path is congested and ECN marking works", ECNName(sent.ECN))
+			add(FindingECNMarked, int(sent.ECN), int(r.ECN), "ECN marked CE (sent %s): a queue on the path is congested and ECN marking works", qos.ECN(sent.ECN))
 		} else {
-			add(FindingECNChanged, int(sent.ECN), int(r.ECN), "ECN changed %s→%s", ECNName(sent.ECN), ECNName(r.ECN))
+			add(FindingECNChanged, int(sent.ECN), int(r.ECN), "ECN changed %s→%s", qos.ECN(sent.ECN), qos.ECN(r.ECN))
 		}
 	}
 	switch {

@@ -87,8 +87,10 @@ func (f Frame) Build() ([]byte, error) {
 		return nil, fmt.Errorf("probe: %d VLAN tags: want at most 2", len(f.Tags))
 	}
 	for i, t := range f.Tags {
-		if t.ID > 4095 || t.PCP > 7 || (t.TPID != 0x8100 && t.TPID != 0x88a8) {
-			return nil, fmt.Errorf("probe: tag %d (TPID 0x%04x VID %d PCP %d) is not valid: want TPID 0x8100 or 0x88a8, VID 0..4095, PCP 0..7", i, t.TPID, t.ID, t.PCP)
+		// The TPIDs roce.WalkFrame reads as tags, so a frame ParseFrame
+		// accepts builds again.
+		if t.ID > 4095 || t.PCP > 7 || (t.TPID != roce.TPIDDot1Q && t.TPID != roce.TPIDDot1AD && t.TPID != roce.TPIDQinQ) {
+			return nil, fmt.Errorf("probe: tag %d (TPID 0x%04x VID %d PCP %d) is not valid: want TPID 0x8100, 0x88a8 or 0x9100, VID 0..4095, PCP 0..7", i, t.TPID, t.ID, t.PCP)
 		}
 	}
 	if f.DSCP > 63 {

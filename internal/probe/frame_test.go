@@ -183,7 +183,7 @@ func TestBuildRejects(t *testing.T) {
 	}{
 		{"mac", func(f *Frame) { f.DstMAC = nil }, "want 6 bytes each"},
 		{"tags", func(f *Frame) { f.Tags = make([]roce.VLANTag, 3) }, "3 VLAN tags: want at most 2"},
-		{"tpid", func(f *Frame) { f.Tags = []roce.VLANTag{{TPID: 0x9100}} }, "TPID 0x9100 VID 0 PCP 0) is not valid: want TPID 0x8100 or 0x88a8"},
+		{"tpid", func(f *Frame) { f.Tags = []roce.VLANTag{{TPID: 0x9200}} }, "TPID 0x9200 VID 0 PCP 0) is not valid: want TPID 0x8100, 0x88a8 or 0x9100"},
 		{"vid", func(f *Frame) { f.Tags = []roce.VLANTag{{TPID: 0x8100, ID: 4096}} }, "VID 4096 PCP 0) is not valid"},
 		{"pcp", func(f *Frame) { f.Tags = []roce.VLANTag{{TPID: 0x8100, ID: 1, PCP: 8}} }, "PCP 8) is not valid"},
 		{"dscp", func(f *Frame) { f.DSCP = 64 }, "DSCP 64 is out of range: want 0..63"},

@@ -3,6 +3,8 @@ package probe
 import (
 	"encoding/binary"
 	"fmt"
+
+	"github.com/roce-probe/roce-probe/qos"
 )
 
 // Signature opens every probe and reply payload. A frame whose payload does
@@ -81,28 +83,14 @@ type Markings struct {
 // ToS returns the IPv4 TOS / IPv6 traffic-class byte: DSCP << 2 | ECN.
 func (m Markings) ToS() uint8 { return m.DSCP<<2 | m.ECN&3 }
 
-// ECN codepoints (RFC 3168).
+// ECN codepoints (RFC 3168) as Markings.ECN holds them: qos.ECN's as the
+// uint8 of Markings' field (qos.ECN(m.ECN).String() names one).
 const (
-	ECNNotECT = 0
-	ECNECT1   = 1
-	ECNECT0   = 2
-	ECNCE     = 3
+	ECNNotECT = uint8(qos.NotECT)
+	ECNECT1   = uint8(qos.ECT1)
+	ECNECT0   = uint8(qos.ECT0)
+	ECNCE     = uint8(qos.CE)
 )
-
-// ECNName returns "Not-ECT", "ECT(1)", "ECT(0)" or "CE".
-func ECNName(ecn uint8) string {
-	switch ecn {
-	case ECNNotECT:
-		return "Not-ECT"
-	case ECNECT1:
-		return "ECT(1)"
-	case ECNECT0:
-		return "ECT(0)"
-	case ECNCE:
-		return "CE"
-	}
-	return fmt.Sprintf("ECN(%d)", ecn)
-}
 
 // Validate reports the first field out of range.
 func (m Markings) Validate() error {

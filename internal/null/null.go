@@ -1,0 +1,19 @@
+package null
+
+// String returns a pointer to s, or nil when s is empty: JSON null for an
+// absent text.
+func String(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// Int returns a pointer to v, or nil when v is 0: JSON null for a number
+// whose zero means "none" (an ifindex, a VLAN ID of an untagged netdev).
+func Int(v int) *int {
+	if v == 0 {
+		return nil
+	}
+	return &v
+}
