@@ -6,8 +6,8 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/netip"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/roce-probe/roce-probe/internal/counters"
 	"github.com/roce-probe/roce-probe/internal/lab"
 )
 
@@ -229,26 +230,6 @@ func TestFabricRCDecodeMatchesTshark(t *testing.T) {
 	}
 }
 
-// hwCounters reads an rxe device's hw_counters (initial namespace sysfs).
-func hwCounters(t *testing.T, dev string) map[string]uint64 {
-	t.Helper()
-	dir := filepath.Join("/sys/class/infiniband", dev, "ports/1/hw_counters")
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := map[string]uint64{}
-	for _, e := range ents {
-		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		v, _ := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
-		m[e.Name()] = v
-	}
-	return m
-}
-
 // lossFlow is a flow of `decode --summary -o json` with its loss analysis.
 type lossFlow struct {
 	Src    string   `json:"src"`
@@ -281,129 +262,6 @@ func summaryFlow(t *testing.T, file string, src, dst netip.Addr) lossFlow {
 		t.Fatalf("%s: no flow %s > %s in %s", file, src, dst, out)
 	}
 	return best
-}
-
-// countersWatch is `roce-probe counters --watch -o json` running in the
-// initial namespace (where rxe's hw_counters are), one report per second.
-type countersWatch struct {
-	cmd     *exec.Cmd
-	reports chan countersReport
-}
-
-// countersReport is the part of a counters report the loss test reads.
-type countersReport struct {
-	Time  time.Time `json:"time"` // when the sample was read
-	Ports []struct {
-		Device   string `json:"device"`
-		Counters map[string]struct {
-			Value uint64 `json:"value"`
-		} `json:"counters"`
-	} `json:"ports"`
-	Findings []struct {
-		Severity string `json:"severity"`
-		Code     string `json:"code"`
-		Message  string `json:"message"`
-	} `json:"findings"`
-}
-
-func (r countersReport) value(dev, name string) (uint64, bool) {
-	for _, p := range r.Ports {
-		if p.Device == dev {
-			c, ok := p.Counters[name]
-			return c.Value, ok
-		}
-	}
-	return 0, false
-}
-
-func startCountersWatch(t *testing.T) *countersWatch {
-	t.Helper()
-	rp, err := lab.RoceProbe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := &countersWatch{cmd: exec.Command(rp, "counters", "--watch", "--interval", "1s", "-o", "json"), reports: make(chan countersReport, 1000)}
-	out, err := w.cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	w.cmd.Stderr = &stderr
-	if err := w.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		defer close(w.reports)
-		sc := bufio.NewScanner(out)
-		sc.Buffer(make([]byte, 1<<20), 16<<20)
-		for sc.Scan() {
-			var r countersReport
-			if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-				t.Errorf("counters --watch -o json: %v: %.200s", err, sc.Text())
-				continue
-			}
-			w.reports <- r
-		}
-	}()
-	t.Cleanup(func() {
-		w.cmd.Process.Kill()
-		w.cmd.Wait()
-	})
-	return w
-}
-
-// after returns the reports up to the first whose sample was read after
-// tm, waiting for it.
-func (w *countersWatch) after(t *testing.T, ctx context.Context, tm time.Time) []countersReport {
-	t.Helper()
-	var rs []countersReport
-	for {
-		select {
-		case r, ok := <-w.reports:
-			if !ok {
-				t.Fatalf("counters --watch ended")
-			}
-			rs = append(rs, r)
-			if r.Time.After(tm) {
-				return rs
-			}
-		case <-ctx.Done():
-			t.Fatalf("no counters report after %v: %v", tm, ctx.Err())
-		}
-	}
-}
-
-// stop ends the watch with SIGINT and returns the reports it still had.
-func (w *countersWatch) stop(t *testing.T) []countersReport {
-	t.Helper()
-	w.cmd.Process.Signal(os.Interrupt)
-	var rs []countersReport
-	for r := range w.reports {
-		rs = append(rs, r)
-	}
-	if err := w.cmd.Wait(); err != nil {
-		t.Errorf("counters --watch: %v", err)
-	}
-	return rs
-}
-
-// findingSum adds up the rises "NAME +N" of counter name on dev that the
-// loss findings (loss_on_lossless, loss_without_pfc) of the reports name.
-func findingSum(rs []countersReport, dev, name string) (sum uint64, findings int) {
-	re := regexp.MustCompile(`\b` + regexp.QuoteMeta(name) + ` \+(\d+)`)
-	for _, r := range rs {
-		for _, f := range r.Findings {
-			if (f.Code != "loss_on_lossless" && f.Code != "loss_without_pfc") || !strings.HasPrefix(f.Message, dev+" port ") {
-				continue
-			}
-			if m := re.FindStringSubmatch(f.Message); m != nil {
-				n, _ := strconv.ParseUint(m[1], 10, 64)
-				sum += n
-				findings++
-			}
-		}
-	}
-	return sum, findings
 }
 
 // Loss on an RC path, three ways. netem drops 10 % of what h1 sends to h2
@@ -467,16 +325,16 @@ func TestFabricLossRetransmits(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
 	defer cancel()
 
-	watch := startCountersWatch(t)
+	watch := startCountersWatch(t, "--interval", "1s")
 	reports := watch.after(t, ctx, time.Time{}) // one report, sampled before the traffic
 	first := reports[0]
-	c0, s0 := hwCounters(t, cl.RDMADevice), hwCounters(t, srv.RDMADevice)
+	c0, s0 := sysfsCounters(t, cl.RDMADevice, "hw_counters"), sysfsCounters(t, srv.RDMADevice, "hw_counters")
 	atReq, atResp := sw.Capture("h1"), sw.CaptureHost("h2")
 	lab.Perftest("ib_write_bw", cl, srv, ci, si, 21300, 100, 4096, "-m", "1024").Run(t, ctx)
 	reqFrames, respFrames := atReq.Stop(), atResp.Stop()
-	c1, s1 := hwCounters(t, cl.RDMADevice), hwCounters(t, srv.RDMADevice)
+	c1, s1 := sysfsCounters(t, cl.RDMADevice, "hw_counters"), sysfsCounters(t, srv.RDMADevice, "hw_counters")
 	reports = append(reports, watch.after(t, ctx, time.Now())...) // up to one sampled after c1, s1
-	reports = append(reports, watch.stop(t)...)
+	reports = append(reports, watch.stop(t, ctx)...)
 
 	if d1, d2 := atReq.Drops(), atResp.Drops(); d1+d2 > 0 {
 		t.Fatalf("the captures dropped frames (ring full): %d on %s, %d on h2's NIC: the counts below would not hold", d1, cl.Port, d2)
@@ -532,8 +390,15 @@ func TestFabricLossRetransmits(t *testing.T) {
 		t.Errorf("at h2's NIC: %+v; want verdict loss, PSNs lost before the capture point", r)
 	}
 
-	// roce-probe counters: its reports' rises add up to sysfs's, and its
-	// loss findings name them
+	// roce-probe counters: its reports' rises add up to sysfs's; each
+	// report where a loss counter rose has the one loss finding for a
+	// netdev without DCB, naming exactly what rose (checkLossFindings); a
+	// one-sample read afterwards reports it as information with the
+	// totals.
+	rose := map[string]map[string]uint64{
+		cl.RDMADevice:  checkLossFindings(t, cl.RDMADevice, first, reports[1:]),
+		srv.RDMADevice: checkLossFindings(t, srv.RDMADevice, first, reports[1:]),
+	}
 	last := reports[len(reports)-1]
 	for _, c := range []struct {
 		dev, name string
@@ -545,9 +410,112 @@ func TestFabricLossRetransmits(t *testing.T) {
 		if !ok0 || !ok1 || v1-v0 != c.want {
 			t.Errorf("counters: %s %s rose by %d over its reports (%v %v), sysfs by %d", c.dev, c.name, v1-v0, ok0, ok1, c.want)
 		}
-		sum, nf := findingSum(reports, c.dev, c.name)
-		if sum != c.want || (c.want > 0 && nf == 0) {
-			t.Errorf("counters: the loss findings name %s %s +%d in all (%d findings), sysfs rose by %d", c.dev, c.name, sum, nf, c.want)
+		if got := rose[c.dev][c.name]; got != c.want {
+			t.Errorf("counters: the loss findings name %s %s +%d in all, sysfs rose by %d", c.dev, c.name, got, c.want)
 		}
+	}
+	t.Logf("loss findings: %s %v, %s %v", cl.RDMADevice, rose[cl.RDMADevice], srv.RDMADevice, rose[srv.RDMADevice])
+	for _, h := range []lab.Host{cl, srv} {
+		checkOneSampleLoss(t, h.RDMADevice)
+	}
+}
+
+// lossListRE finds the counters a loss finding names: "(name +N, ...)"
+// with two samples, "(name N, ...)" with one.
+var lossListRE = regexp.MustCompile(`losing packets[^(]*\(([^)]*)\)`)
+
+// lossParts returns the counters and amounts a loss finding's message
+// names.
+func lossParts(t *testing.T, msg string) map[string]uint64 {
+	t.Helper()
+	m := lossListRE.FindStringSubmatch(msg)
+	if m == nil {
+		t.Fatalf("loss finding without its counters: %q", msg)
+	}
+	out := map[string]uint64{}
+	for _, part := range strings.Split(m[1], ", ") {
+		name, num, _ := strings.Cut(part, " ")
+		v, err := strconv.ParseUint(strings.TrimPrefix(num, "+"), 10, 64)
+		if err != nil {
+			t.Fatalf("loss finding %q: part %q", msg, part)
+		}
+		out[name] = v
+	}
+	return out
+}
+
+// lossNames are rxe's counters whose meanings count RC loss
+// (docs/counters.md, "Findings": loss_on_lossless / loss_without_pfc).
+var lossNames = []string{"out_of_seq_request", "duplicate_request", "rcvd_seq_err", "completer_retry_err", "retry_exceeded_err"}
+
+// lossFindings returns the loss findings of a report about dev's port 1.
+func lossFindings(r countersReport, dev string) (found []counters.Finding) {
+	for _, f := range r.Findings {
+		if (f.Code == "loss_on_lossless" || f.Code == "loss_without_pfc") && strings.HasPrefix(f.Message, dev+" port 1:") {
+			found = append(found, f)
+		}
+	}
+	return found
+}
+
+// checkLossFindings checks the watch reports of an rxe port whose netdev
+// (a veth: no DCB, so no priority of it is known to be lossless) carried
+// RC traffic under loss, each against the one before it (the first
+// against base): where a loss counter rose (lossNames), the report has
+// exactly one loss finding for the port, the one docs/counters.md gives a
+// port whose netdev has no DCB — loss_without_pfc, a warning, "unknown
+// (no DCB)" — naming each counter that rose with its rise; where none
+// rose, none; never loss_on_lossless. It returns the total rise of each
+// loss counter.
+func checkLossFindings(t *testing.T, dev string, base countersReport, reps []countersReport) map[string]uint64 {
+	t.Helper()
+	prev := base.port(t, dev).Counters
+	total := map[string]uint64{}
+	for i, r := range reps {
+		cur := r.port(t, dev).Counters
+		rose := map[string]uint64{}
+		for _, n := range lossNames {
+			if c, ok := cur[n]; ok && c.Value > prev[n].Value {
+				rose[n] = c.Value - prev[n].Value
+				total[n] += rose[n]
+			}
+		}
+		found := lossFindings(r, dev)
+		for _, f := range found {
+			if f.Code != "loss_without_pfc" || f.Severity != "warning" || !strings.Contains(f.Message, "unknown (no DCB)") {
+				t.Errorf("report %d: %s %s: %s; want a loss_without_pfc warning saying losslessness is unknown (no DCB)", i+1, f.Severity, f.Code, f.Message)
+			}
+			if got := lossParts(t, f.Message); fmt.Sprint(got) != fmt.Sprint(rose) {
+				t.Errorf("report %d: the finding names %v; %s's counters rose by %v", i+1, got, dev, rose)
+			}
+		}
+		if (len(rose) > 0) != (len(found) == 1) || len(found) > 1 {
+			t.Errorf("report %d: %s's loss counters rose by %v; loss findings %+v", i+1, dev, rose, found)
+		}
+		prev = cur
+	}
+	return total
+}
+
+// checkOneSampleLoss reads dev's counters once (`counters --interval 0`):
+// the loss finding is then information, naming each loss counter's value
+// since the device was created, as sysfs reads it.
+func checkOneSampleLoss(t *testing.T, dev string) {
+	t.Helper()
+	one := readCounters(t, "", dev)
+	sys := sysfsCounters(t, dev, "hw_counters")
+	want := map[string]uint64{}
+	for _, name := range lossNames {
+		if v := sys[name]; v > 0 {
+			want[name] = v
+		}
+	}
+	found := lossFindings(one, dev)
+	if len(found) != 1 {
+		t.Fatalf("%s, one sample: loss findings %+v; want one naming %v", dev, found, want)
+	}
+	f := found[0]
+	if got := lossParts(t, f.Message); f.Severity != "info" || f.Code != "loss_without_pfc" || !strings.Contains(f.Message, "one sample") || fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("%s, one sample: %s %s %q; want info loss_without_pfc naming %v", dev, f.Severity, f.Code, f.Message, want)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/roce-probe/roce-probe/internal/lab"
+	"github.com/roce-probe/roce-probe/qos"
 	"github.com/roce-probe/roce-probe/roce"
 )
 
@@ -29,15 +30,38 @@ type wirePrediction struct {
 
 // checkPredicts runs `roce-probe check --rdma-cm --tos T -o json` (the
 // lab's binary) inside host h's namespace for its GID index idx and
-// returns the predicted tags, DSCP and ECN. This is the one place that
-// reads check's JSON in the fabric tests.
+// returns the predicted tags, DSCP and ECN.
 func checkPredicts(t *testing.T, h lab.Host, idx, tos int) wirePrediction {
+	t.Helper()
+	w, _ := checkWire(t, h, idx, tos)
+	return w
+}
+
+// checkSteps are the steps and warnings of a check.
+type checkSteps struct {
+	Steps []struct {
+		Step   string `json:"step"`
+		Result string `json:"result"`
+		Why    string `json:"why"`
+	} `json:"steps"`
+	Warnings []string `json:"warnings"`
+}
+
+// checkWire is checkPredicts, without --tos when tos is negative (the
+// flow of an application that sets no ToS: rdma_cm's configfs
+// default_roce_tos applies), returning the steps too. This is the one
+// place that reads check's JSON in the fabric tests.
+func checkWire(t *testing.T, h lab.Host, idx, tos int) (wirePrediction, checkSteps) {
 	t.Helper()
 	rp, err := lab.RoceProbe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(rp, "check", "--dev", h.RDMADevice, "--port", "1", "--gid-index", fmt.Sprint(idx), "--rdma-cm", "--tos", fmt.Sprint(tos), "-o", "json")
+	args := []string{"check", "--dev", h.RDMADevice, "--port", "1", "--gid-index", fmt.Sprint(idx), "--rdma-cm", "-o", "json"}
+	if tos >= 0 {
+		args = append(args, "--tos", fmt.Sprint(tos))
+	}
+	cmd := exec.Command(rp, args...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := lab.StartIn(h.Name, cmd); err != nil {
@@ -55,6 +79,10 @@ func checkPredicts(t *testing.T, h lab.Host, idx, tos int) wirePrediction {
 		ECN  json.RawMessage `json:"ecn"` // "ECT(0)" today, a number after issue 12
 	}
 	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+		t.Fatalf("check -o json in %s: %v\n%s", h.Name, err, out.String())
+	}
+	var steps checkSteps
+	if err := json.Unmarshal(out.Bytes(), &steps); err != nil {
 		t.Fatalf("check -o json in %s: %v\n%s", h.Name, err, out.String())
 	}
 	var w wirePrediction
@@ -81,7 +109,7 @@ func checkPredicts(t *testing.T, h lab.Host, idx, tos int) wirePrediction {
 			}
 		}
 	}
-	return w
+	return w, steps
 }
 
 // matches compares a decoded frame with the prediction.
@@ -178,14 +206,50 @@ func TestFabricRDMACMCheckPredictsWire(t *testing.T) {
 	}
 }
 
-// rdma_cm's default ToS (configfs: rdma_cm/DEV/ports/1/default_roce_tos)
-// reaches the wire of a connection whose application sets no ToS, as
-// check --rdma-cm --tos predicts for that value.
+// collectRDMACM runs `roce-probe collect -o FILE` and returns the
+// rdma_cm default the snapshot records for dev's port 1.
+func collectRDMACM(t *testing.T, dev string) qos.RDMACMDefault {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "snap.json")
+	if _, stderr, code := runCLI(t, "", "collect", "-o", file); code != exitOK {
+		t.Fatalf("collect: exit %d: %s", code, stderr)
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s struct {
+		Settings struct {
+			RDMACM []qos.RDMACMDefault `json:"rdma_cm_defaults"`
+		} `json:"settings"`
+	}
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range s.Settings.RDMACM {
+		if c.Device == dev && c.Port == 1 {
+			return c
+		}
+	}
+	t.Fatalf("the snapshot has no rdma_cm default for %s/1: %+v", dev, s.Settings.RDMACM)
+	return qos.RDMACMDefault{}
+}
+
+// rdma_cm's configfs default ToS, read and applied (7.x): before the
+// group exists, `collect` records h1's rxe1 port 1 as "not exposed" with
+// the mkdir to do, and `check --rdma-cm` without --tos assumes 0 with a
+// warning; after `mkdir /sys/kernel/config/rdma_cm/rxe1` and writing
+// ports/1/default_roce_tos = 72, then 106, `collect` records "read" with
+// the value and the mode configfs shows, `check --rdma-cm` without --tos
+// (in h1) names the configfs file in its tos step and predicts the VLAN
+// tags, PCP, DSCP and ECN of every RC frame of an rdma_cm connection whose
+// application sets no ToS (ucmatose without -t), as h2's NIC receives them.
 func TestFabricRDMACMDefaultToS(t *testing.T) {
 	sw := lab.UseFabric(t)
 	cl, srv := sw.Host("h1"), sw.Host("h2")
 	n, _ := lab.FabricNetByName("vlan100")
-	const tos = 72 // DSCP 18
+	caddr, saddr := cl.IPv4(n).Addr(), srv.IPv4(n).Addr()
+	idx := gidIdx(t, cl, caddr, n.Netdev)
 	cfg := "/sys/kernel/config"
 	if _, err := os.Stat(filepath.Join(cfg, "rdma_cm")); err != nil {
 		if out, err := exec.Command("mount", "-t", "configfs", "none", cfg).CombinedOutput(); err != nil {
@@ -193,34 +257,73 @@ func TestFabricRDMACMDefaultToS(t *testing.T) {
 		}
 	}
 	dir := filepath.Join(cfg, "rdma_cm", cl.RDMADevice)
+	file := filepath.Join(dir, "ports/1/default_roce_tos")
+	reset := func() {
+		// The value lives in the kernel's cma_device, not in the group:
+		// set it back to 0 before removing the group.
+		_ = os.WriteFile(file, []byte("0"), 0o644)
+		_ = os.Remove(dir)
+	}
+	reset()
+	t.Cleanup(reset)
+
+	c := collectRDMACM(t, cl.RDMADevice)
+	if c.Status != qos.SettingNotExposed || c.ToS != nil || c.Mode != nil || c.Source != file || c.Reason == nil || !strings.Contains(*c.Reason, "mkdir "+dir) {
+		t.Errorf("before mkdir: %+v (reason %v); want not exposed, source %s, the mkdir to do", c, c.Reason, file)
+	}
+	_, steps := checkWire(t, cl, idx, -1)
+	if !hasStep(steps, "tos", "0 (assumed)", "") || len(steps.Warnings) == 0 || !strings.Contains(strings.Join(steps.Warnings, "\n"), "default_roce_tos") {
+		t.Errorf("before mkdir: check without --tos: steps %+v warnings %q; want ToS 0 assumed, with a warning", steps.Steps, steps.Warnings)
+	}
+
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	file := filepath.Join(dir, "ports/1/default_roce_tos")
-	t.Cleanup(func() {
-		_ = os.WriteFile(file, []byte("0"), 0o644)
-		_ = os.Remove(dir)
-	})
-	if err := os.WriteFile(file, []byte(fmt.Sprint(tos)), 0o644); err != nil {
-		t.Fatal(err)
+	for i, tos := range []int{72, 106} {
+		if err := os.WriteFile(file, []byte(fmt.Sprint(tos)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		mode, err := os.ReadFile(filepath.Join(dir, "ports/1/default_roce_mode"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := collectRDMACM(t, cl.RDMADevice)
+		if c.Status != qos.SettingRead || c.ToS == nil || int(*c.ToS) != tos || c.Mode == nil || *c.Mode != strings.TrimSpace(string(mode)) || c.Source != file || c.Reason != nil {
+			t.Errorf("default_roce_tos %d: collect recorded %+v; want read, %d, mode %q", tos, c, tos, strings.TrimSpace(string(mode)))
+		}
+		pred, steps := checkWire(t, cl, idx, -1)
+		if !hasStep(steps, "tos", fmt.Sprint(tos), file) {
+			t.Errorf("default_roce_tos %d: check's steps %+v do not take ToS %d from %s", tos, steps.Steps, tos, file)
+		}
+		if pred.dscp != tos>>2 || pred.ecn != tos&3 {
+			t.Errorf("default_roce_tos %d: check predicts DSCP %d ECN %d", tos, pred.dscp, pred.ecn)
+		}
+		capt := sw.CaptureHost(srv.Name)
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		lab.Ucmatose(cl, srv, saddr, 21600+i, 2, -1).Run(t, ctx)
+		cancel()
+		frames := capt.Stop()
+		_ = lab.WritePcapng(filepath.Join(lab.ArtifactDir(t), fmt.Sprintf("counters-default-tos-%d.pcapng", tos)), lab.HostNIC, frames)
+		rc := rcFramesFrom(frames, caddr, saddr)
+		if len(rc) == 0 {
+			t.Fatalf("default_roce_tos %d: no RC frame from %s to %s among %d", tos, caddr, saddr, len(frames))
+		}
+		for _, p := range rc {
+			if m := pred.matches(&p); m != "" {
+				t.Fatalf("default_roce_tos %d: PSN %#x: %s", tos, p.BTH.PSN, m)
+			}
+		}
+		t.Logf("default_roce_tos %d: %d RC frames as check predicted: %+v", tos, len(rc), pred)
 	}
-	caddr, saddr := cl.IPv4(n).Addr(), srv.IPv4(n).Addr()
-	pred := checkPredicts(t, cl, gidIdx(t, cl, caddr, n.Netdev), tos)
-	if pred.dscp != tos>>2 {
-		t.Fatalf("check predicts DSCP %d for ToS %d", pred.dscp, tos)
-	}
-	capt := sw.CaptureHost(srv.Name)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	lab.Ucmatose(cl, srv, saddr, 21100, 2, -1).Run(t, ctx)
-	rc := rcFramesFrom(capt.Stop(), caddr, saddr)
-	if len(rc) == 0 {
-		t.Fatal("no RC frame")
-	}
-	for _, p := range rc {
-		if m := pred.matches(&p); m != "" {
-			t.Fatalf("default_roce_tos %d: PSN %#x: %s", tos, p.BTH.PSN, m)
+}
+
+// hasStep reports whether a check has step name with result, its why
+// naming source (when not empty).
+func hasStep(s checkSteps, name, result, source string) bool {
+	for _, st := range s.Steps {
+		if st.Step == name && st.Result == result && strings.Contains(st.Why, source) {
+			return true
 		}
 	}
-	t.Logf("%d RC frames carried default_roce_tos %d (DSCP %d)", len(rc), tos, tos>>2)
+	return false
 }

@@ -236,3 +236,25 @@ func TestRates(t *testing.T) {
 		t.Errorf("findings %+v", r.Findings)
 	}
 }
+
+// rxe's PMA answers (Linux 7.x rxe_mad.c) fill four counters; the lab's
+// 7.3.4 listing of counters/ after an RC exchange of 25 packets each way
+// had exactly those four non-zero (port_xmit_packets 25, port_xmit_data
+// 5400) and the 17 others at 0. Drivers without a list keep every name.
+func TestPMACounted(t *testing.T) {
+	for _, n := range []string{"port_xmit_data", "port_rcv_data", "port_xmit_packets", "port_rcv_packets"} {
+		if !PMACounted("rxe", n) {
+			t.Errorf("rxe %s: not counted", n)
+		}
+	}
+	for _, n := range []string{"link_downed", "symbol_error", "port_xmit_wait", "unicast_xmit_packets", "multicast_rcv_packets", "VL15_dropped"} {
+		if PMACounted("rxe", n) {
+			t.Errorf("rxe %s: counted, but rxe_mad.c never fills it (or, for link_downed, copies hw_counters' under the same name)", n)
+		}
+	}
+	for _, d := range []string{"mlx5", "bnxt_re", "", "nosuchdriver"} {
+		if !PMACounted(d, "port_xmit_wait") || !PMACounted(d, "unicast_xmit_packets") {
+			t.Errorf("%q: a PMA counter left out of a driver without a list", d)
+		}
+	}
+}

@@ -174,6 +174,35 @@ var rdmaTables = map[string][]Known{
 	},
 }
 
+// pmaCounted lists, per RDMA driver (qos.Driver names), the IB PMA
+// counters (sysfs counters/) the driver counts, for drivers whose PMA
+// answers carry fields they never fill. ib core shows every counter of
+// the PortCounters or PortCountersExtended group once the driver's
+// process_mad answers ClassPortInfo (drivers/infiniband/core/sysfs.c
+// get_counter_table, show_pma_counter), so a field the driver leaves
+// zeroed reads as a constant 0: a counter the driver does not have, which
+// is left out rather than shown as 0. rxe (Linux 7.3.4,
+// drivers/infiniband/sw/rxe/rxe_mad.c; 6.1 has no process_mad and no
+// counters/) fills port_xmit_data and port_rcv_data (sent_bytes and
+// rcvd_bytes >> 2: units of 4 octets) and port_xmit_packets and
+// port_rcv_packets (sent_pkts, rcvd_pkts) in rxe_get_pma_counters_ext,
+// and only link_downed in rxe_get_pma_counters: hw_counters' link_downed
+// capped at 255, under the same name, which hw_counters already gives
+// uncapped. The other 17 files (symbol_error, port_xmit_wait,
+// unicast_xmit_packets, ...) stay 0 whatever the traffic.
+var pmaCounted = map[string]map[string]bool{
+	"rxe": {"port_xmit_data": true, "port_rcv_data": true, "port_xmit_packets": true, "port_rcv_packets": true},
+}
+
+// PMACounted reports whether driver (a qos.Driver name) counts the IB PMA
+// counter name, a file of sysfs counters/: false for one it answers with a
+// constant 0 (and for rxe's capped copy of link_downed), true for every
+// name of a driver that fills what it answers.
+func PMACounted(driver, name string) bool {
+	t, ok := pmaCounted[driver]
+	return !ok || t[name]
+}
+
 var rdmaIndex = func() map[string]map[string]Meaning {
 	m := map[string]map[string]Meaning{}
 	for d, ks := range rdmaTables {

@@ -78,7 +78,7 @@ type RDMAPort struct {
 	HWCounters Stats `json:"hw_counters"`
 	// Counters are the IB PMA counters of sysfs counters/ (port_xmit_data,
 	// port_rcv_packets, ...; netlink has none of them); nil when the port
-	// has no counters/ directory (bnxt_re, rxe).
+	// has no counters/ directory (bnxt_re, rxe on Linux 6.1).
 	Counters Stats `json:"counters"`
 }
 

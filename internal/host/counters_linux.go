@@ -115,7 +115,8 @@ func (s *sysfs) readCounterDir(dir string) (map[string]uint64, error) {
 
 // readRDMACounters reads every port's counters: the driver's counters
 // over RDMA netlink when it answers, else sysfs hw_counters/; and sysfs
-// counters/ (IB PMA counters, which netlink does not carry).
+// counters/ (IB PMA counters, which netlink does not carry) without those
+// the driver answers with a constant 0 (counters.PMACounted: rxe 7.x).
 func (s *sysfs) readRDMACounters(devs []Device, nl rdmaStats) ([]counters.RDMAPort, []SourceError) {
 	var out []counters.RDMAPort
 	var errs []SourceError
@@ -138,6 +139,11 @@ func (s *sysfs) readRDMACounters(devs []Device, nl rdmaStats) ([]counters.RDMAPo
 			m, err := s.readCounterDir(filepath.Join(pdir, "counters"))
 			if err != nil {
 				errs = append(errs, SourceError{Source: fmt.Sprintf("counters %s/%d", d.Name, p.Port), Error: err.Error()})
+			}
+			for n := range m {
+				if !counters.PMACounted(string(d.Driver.Driver), n) {
+					delete(m, n) // a field the driver answers with a constant 0
+				}
 			}
 			rp.Counters = m
 			out = append(out, rp)

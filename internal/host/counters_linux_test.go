@@ -2,6 +2,7 @@ package host
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -56,6 +57,34 @@ func TestReadRDMACounters(t *testing.T) {
 	ports, _ = s.readRDMACounters(fixtureDevs, nl)
 	if ports[0].Source != counters.SourceNetlink || ports[0].HWCounters["cc_rx_ce_pkts"] != 7 || ports[1].Source != counters.SourceSysfs {
 		t.Errorf("with netlink: %+v", ports)
+	}
+}
+
+// rxe on Linux 7.x has a counters/ directory (its process_mad answers
+// the PMA MADs, rxe_mad.c) whose files are all readable, but it fills only
+// four of them: testdata/counters/sys/class/infiniband/rxe1 is the lab's
+// 7.3.4 listing after an RC exchange of 25 packets each way, where the 17
+// others read 0. The collector keeps the four and leaves the rest out (a
+// counter the driver does not have is absent, never 0); for a driver
+// without such a list every readable file stays.
+func TestReadRDMACountersRXEPMA(t *testing.T) {
+	s := &sysfs{Root: "testdata/counters/sys"}
+	rxe := []Device{{Name: "rxe1", Driver: qos.DriverInfo{Driver: qos.DriverRXE}, Ports: []Port{{Port: 1}}}}
+	ports, errs := s.readRDMACounters(rxe, nil)
+	if len(errs) != 0 || len(ports) != 1 {
+		t.Fatalf("ports %+v errs %v", ports, errs)
+	}
+	want := map[string]uint64{"port_xmit_data": 5400, "port_rcv_data": 5400, "port_xmit_packets": 25, "port_rcv_packets": 25}
+	if got := ports[0].Counters; fmt.Sprint(got) != fmt.Sprint(counters.Stats(want)) {
+		t.Errorf("rxe1 counters/ %v, want %v", got, want)
+	}
+	if h := ports[0].HWCounters; len(h) != 17 || h["sent_bytes"] != 21600 || h["link_downed"] != 0 {
+		t.Errorf("rxe1 hw_counters %v: want the 17 counters without lifespan", h)
+	}
+	rxe[0].Driver = qos.DriverInfo{}
+	ports, _ = s.readRDMACounters(rxe, nil)
+	if len(ports[0].Counters) != 21 {
+		t.Errorf("driver unknown: %d counters/ files kept, want all 21", len(ports[0].Counters))
 	}
 }
 

@@ -24,6 +24,11 @@ type KernelFacts struct {
 	RXEInNetns bool
 	// HWCounters are the names in /sys/class/infiniband/DEV/ports/1/hw_counters.
 	HWCounters []string
+	// PMACounters are the names in /sys/class/infiniband/DEV/ports/1/counters
+	// (IB PMA counters; none on 6.1, where rxe has no process_mad). rxe
+	// fills only four of them (drivers/infiniband/sw/rxe/rxe_mad.c): the
+	// others read 0 whatever the traffic.
+	PMACounters []string
 }
 
 // rxe hw_counters, from drivers/infiniband/sw/rxe/rxe_hw_counters.c
@@ -37,9 +42,19 @@ var (
 		"retry_exceeded_err", "retry_rnr_exceeded_err", "send_err", "send_rnr_err", "sent_bytes", "sent_pkts"}
 )
 
+// rxe's counters/ on 7.x: ib core's pma_attrs_ext
+// (drivers/infiniband/core/sysfs.c, get_counter_table picks it because
+// rxe_get_pma_info sets IB_PMA_CLASS_CAP_EXT_WIDTH), as sysfs listed them
+// in the lab on 7.3.4.
+var pmaCounters7 = []string{"VL15_dropped", "excessive_buffer_overrun_errors", "link_downed", "link_error_recovery",
+	"local_link_integrity_errors", "multicast_rcv_packets", "multicast_xmit_packets", "port_rcv_constraint_errors",
+	"port_rcv_data", "port_rcv_errors", "port_rcv_packets", "port_rcv_remote_physical_errors", "port_rcv_switch_relay_errors",
+	"port_xmit_constraint_errors", "port_xmit_data", "port_xmit_discards", "port_xmit_packets", "port_xmit_wait",
+	"symbol_error", "unicast_rcv_packets", "unicast_xmit_packets"}
+
 var kernelFacts = []KernelFacts{
 	{Series: "6.1", Measured: "6.1.0-56-amd64 (6.1.192)", RXEInNetns: false, HWCounters: hwCounters61},
-	{Series: "7", Measured: "7.3.4+deb13-amd64", RXEInNetns: true, HWCounters: hwCounters7},
+	{Series: "7", Measured: "7.3.4+deb13-amd64", RXEInNetns: true, HWCounters: hwCounters7, PMACounters: pmaCounters7},
 }
 
 // KernelRelease returns the running kernel's release (uname -r).

@@ -18,25 +18,36 @@ import (
 )
 
 // rxe0's hw_counters are the kernel's (KernelFacts.HWCounters): 7.x adds
-// sent_bytes and rcvd_bytes to 6.1.192's set (which has lifespan, backported).
+// sent_bytes and rcvd_bytes to 6.1.192's set (which has lifespan,
+// backported); 7.x also has the IB PMA counters/ directory
+// (KernelFacts.PMACounters), 6.1 none.
 func TestRXEHWCounterNames(t *testing.T) {
 	f, err := Facts()
 	if err != nil {
 		t.Fatal(err)
 	}
-	ents, err := os.ReadDir(filepath.Join("/sys/class/infiniband", RDMADevice, "ports/1/hw_counters"))
-	if err != nil {
-		t.Fatal(err)
+	list := func(dir string) []string {
+		ents, err := os.ReadDir(filepath.Join("/sys/class/infiniband", RDMADevice, "ports/1", dir))
+		if err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, e := range ents {
+			got = append(got, e.Name())
+		}
+		sort.Strings(got)
+		return got
 	}
-	var got []string
-	for _, e := range ents {
-		got = append(got, e.Name())
-	}
-	sort.Strings(got)
-	want := append([]string(nil), f.HWCounters...)
-	sort.Strings(want)
-	if strings.Join(got, " ") != strings.Join(want, " ") {
-		t.Errorf("Linux %s: hw_counters %v, want (measured on %s) %v", KernelRelease(), got, f.Measured, want)
+	for _, c := range []struct {
+		dir  string
+		want []string
+	}{{"hw_counters", f.HWCounters}, {"counters", f.PMACounters}} {
+		got := list(c.dir)
+		want := append([]string(nil), c.want...)
+		sort.Strings(want)
+		if strings.Join(got, " ") != strings.Join(want, " ") {
+			t.Errorf("Linux %s: %s %v, want (measured on %s) %v", KernelRelease(), c.dir, got, f.Measured, want)
+		}
 	}
 }
 

@@ -13,8 +13,13 @@ import (
 // InNetns runs f on an OS thread that is in the named network namespace
 // (a name under /run/netns, as made by `ip netns add`), then moves the
 // thread back. Sockets f opens stay in that namespace after InNetns
-// returns; goroutines f starts do not inherit the namespace.
+// returns; goroutines f starts do not inherit the namespace. An empty
+// name is the caller's own namespace (as for StartIn and CaptureIn): f
+// runs as it is.
 func InNetns(name string, f func() error) error {
+	if name == "" {
+		return f()
+	}
 	target, err := netns.GetFromName(name)
 	if err != nil {
 		return fmt.Errorf("lab: network namespace %q: %w", name, err)
