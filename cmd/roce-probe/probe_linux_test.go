@@ -92,7 +92,7 @@ func startListener(t *testing.T, ns string, d time.Duration, args ...string) (wa
 		err := netnstest.Do(ns, func() (err error) { b, err = os.ReadFile("/proc/thread-self/net/packet"); return })
 		return b, err
 	}
-	before := packetRings(t, "self", packets)
+	before := packetSockets(t, "self", packets)
 	ctx, cancel := context.WithCancel(context.Background())
 	var res cliResult
 	done := make(chan struct{})
@@ -119,17 +119,18 @@ func startListener(t *testing.T, ns string, d time.Duration, args ...string) (wa
 }
 
 // waitCapturing polls until process pid ("self" for this one) has an
-// AF_PACKET socket that was not in before, is bound to a netdev (in the
+// AF_PACKET socket that was not in before and is bound to a netdev (in the
 // packet table read by packets, /proc/net/packet of the listener's
-// namespace) and has its receive ring mapped: from then on every frame
-// the netdev receives is kept for the listener. It fails when exited is
-// closed or timeout passes first. Sleeping a guessed time instead is not
-// enough under TCG, where starting a listener can take seconds.
+// namespace): probe.Open binds its socket last, once the filter is
+// attached, so from then on every frame the netdev receives is kept for
+// the listener. It fails when exited is closed or timeout passes first.
+// Sleeping a guessed time instead is not enough under TCG, where starting
+// a listener can take seconds.
 func waitCapturing(t *testing.T, pid string, packets func() ([]byte, error), before map[string]bool, exited <-chan struct{}, timeout time.Duration) error {
 	t.Helper()
 	start := time.Now()
 	for {
-		for ino := range packetRings(t, pid, packets) {
+		for ino := range packetSockets(t, pid, packets) {
 			if !before[ino] {
 				t.Logf("listener capturing after %v (socket:[%s])", time.Since(start).Round(time.Millisecond), ino)
 				return nil
@@ -141,15 +142,15 @@ func waitCapturing(t *testing.T, pid string, packets func() ([]byte, error), bef
 		case <-time.After(20 * time.Millisecond):
 		}
 		if time.Since(start) > timeout {
-			return fmt.Errorf("no bound AF_PACKET socket with a mapped ring after %v", timeout)
+			return fmt.Errorf("no AF_PACKET socket bound to a netdev after %v", timeout)
 		}
 	}
 }
 
-// packetRings returns the inodes of process pid's AF_PACKET sockets that
-// are bound to a netdev (Iface ≠ 0 in the packet table) and have a mapped
-// ring ("socket:[inode]" in /proc/<pid>/maps).
-func packetRings(t *testing.T, pid string, packets func() ([]byte, error)) map[string]bool {
+// packetSockets returns the inodes of process pid's AF_PACKET sockets that
+// are bound to a netdev (Iface ≠ 0 in the packet table; the process holds
+// "socket:[inode]" among its /proc/<pid>/fd).
+func packetSockets(t *testing.T, pid string, packets func() ([]byte, error)) map[string]bool {
 	t.Helper()
 	tab, err := packets()
 	if err != nil {
@@ -162,21 +163,22 @@ func packetRings(t *testing.T, pid string, packets func() ([]byte, error)) map[s
 			bound[f[8]] = true
 		}
 	}
-	maps, err := os.ReadFile("/proc/" + pid + "/maps")
+	dir := "/proc/" + pid + "/fd"
+	fds, err := os.ReadDir(dir)
 	if err != nil {
 		return nil // the process is gone
 	}
-	rings := map[string]bool{}
-	for _, line := range strings.Split(string(maps), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 6 || !strings.HasPrefix(f[5], "socket:[") {
+	out := map[string]bool{}
+	for _, fd := range fds {
+		l, err := os.Readlink(dir + "/" + fd.Name())
+		if err != nil || !strings.HasPrefix(l, "socket:[") {
 			continue
 		}
-		if ino := strings.TrimSuffix(strings.TrimPrefix(f[5], "socket:["), "]"); bound[ino] {
-			rings[ino] = true
+		if ino := strings.TrimSuffix(strings.TrimPrefix(l, "socket:["), "]"); bound[ino] {
+			out[ino] = true
 		}
 	}
-	return rings
+	return out
 }
 
 type jsonMarkings struct {

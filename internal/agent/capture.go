@@ -3,7 +3,6 @@ package agent
 import (
 	"fmt"
 	"log/slog"
-	"runtime"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -12,9 +11,6 @@ import (
 	"github.com/roce-probe/roce-probe/internal/probe"
 	"github.com/roce-probe/roce-probe/vlan"
 )
-
-// yieldEvery is how often a capture goroutine yields (see read).
-const yieldEvery = 4 * time.Millisecond
 
 // Opener opens the raw socket of a netdev (probe.Open with
 // probe.Incoming on Linux).
@@ -123,8 +119,8 @@ func (c *capture) stop(cp *capPort) {
 	cp.p.Close()
 }
 
-// close closes every socket and waits for the readers (each notices
-// within its poll timeout).
+// close closes every socket and waits for the readers (a Read waiting
+// on a closed socket returns at once).
 func (c *capture) close() {
 	c.mu.Lock()
 	for name, cp := range c.ports {
@@ -137,7 +133,6 @@ func (c *capture) close() {
 
 func (c *capture) read(cp *capPort) {
 	defer c.wg.Done()
-	lastYield := time.Now()
 	for {
 		frame, at, err := cp.p.Read()
 		if err != nil {
@@ -151,15 +146,6 @@ func (c *capture) read(cp *capPort) {
 		}
 		if frame != nil {
 			c.handle(cp, frame, at)
-		}
-		// The socket's Read blocks in poll(2) outside the scheduler: yield
-		// every few milliseconds, so that the runtime does not see one
-		// goroutine running for 10 ms and keep its monitor thread (sysmon)
-		// waking every 20 µs to take the P back (19,000 wakeups a second
-		// at 1,000 frames a second, without this).
-		if now := time.Now(); now.Sub(lastYield) >= yieldEvery {
-			lastYield = now
-			runtime.Gosched()
 		}
 	}
 }

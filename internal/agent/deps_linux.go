@@ -25,7 +25,8 @@ func DefaultDeps(version string, log *slog.Logger) Deps {
 			if err != nil {
 				return nil, err
 			}
-			return c, nil
+			c.SetReadTimeout(0) // the capture reader waits until a frame comes or the socket is closed
+			return livePort{c}, nil
 		},
 		CheckRaw: func() error { return probe.CheckRawSocket("any netdev") },
 		Kick: func(src, dst netip.Addr, rr vlan.RouteResult) {
@@ -35,3 +36,9 @@ func DefaultDeps(version string, log *slog.Logger) Deps {
 		Now:      time.Now,
 	}
 }
+
+// livePort is a probe.Conn as a Port: Read is its ReadZeroCopy (the
+// capture reader is done with a frame before it reads the next).
+type livePort struct{ *probe.Conn }
+
+func (p livePort) Read() ([]byte, time.Time, error) { return p.ReadZeroCopy() }

@@ -20,8 +20,10 @@ import (
 // Port is the raw socket of one netdev that probes leave through and
 // replies and probes arrive on: *probe.Conn on Linux, a fake in tests.
 type Port interface {
-	// Read returns the next frame, or nil and no error when none came
-	// within a short poll timeout (about 50 ms).
+	// Read waits for the next frame and returns it with the time it
+	// arrived; it may also return nil and no error (a timeout: the caller
+	// reads again). The frame is valid until the next Read. Close makes a
+	// waiting Read return an error.
 	Read() ([]byte, time.Time, error)
 	// Write sends one frame as it is (tags included).
 	Write(frame []byte) error

@@ -3,43 +3,76 @@
 package probe
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
+	"unsafe"
 
-	"github.com/gopacket/gopacket/afpacket"
 	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
 )
 
-// Conn is an AF_PACKET socket bound to one netdev (gopacket's afpacket,
-// TPACKET_V2 ring, no cgo) whose kernel filter passes only RoCE v2 frames
-// (UDP destination port 4791 over IPv4 or IPv6, untagged or with one or two
-// tags) of one direction. VLAN tags the netdev moved out of the frame are
-// put back, so the frame read is the frame on the wire.
+// Conn is an AF_PACKET socket bound to one netdev whose kernel filter
+// passes only RoCE v2 frames (UDP destination port 4791 over IPv4 or IPv6,
+// untagged or with one or two tags) of one direction. VLAN tags the netdev
+// moved out of the frame are put back, so the frame read is the frame on
+// the wire.
+//
+// The socket is non-blocking and waits in Go's network poller (epoll), as
+// a net.Conn does: a Read that waits parks its goroutine and holds no
+// thread, so an idle or lightly loaded Conn costs the process nothing
+// between frames (a socket waiting in a blocking poll(2) keeps a thread in
+// a system call, which the runtime's monitor thread keeps taking its P
+// from). Each frame is one recvmsg(2); its VLAN tag and timestamp come in
+// the control messages (PACKET_AUXDATA, SO_TIMESTAMPNS).
 type Conn struct {
-	tp     *afpacket.TPacket
-	netdev string
-	mu     sync.Mutex // held by Read and Close: Close waits for a Read in progress
-	wmu    sync.Mutex // held by Write and Close
-	closed bool       // guarded by both mu and wmu
+	f       *os.File
+	rc      syscall.RawConn
+	netdev  string
+	closed  atomic.Bool
+	timeout atomic.Int64 // Read's timeout in nanoseconds; 0: none
+
+	rmu    sync.Mutex // held by Read: what follows, up to wmu
+	buf    []byte     // vlanLen bytes of room for a tag, then the frame
+	oob    []byte
+	iov    unix.Iovec
+	msg    unix.Msghdr
+	readFn func(fd uintptr) bool // one recvmsg into buf; made once (no closure per Read)
+	n      int
+	rerr   error
+
+	wmu     sync.Mutex // held by Write: what follows
+	wframe  []byte
+	writeFn func(fd uintptr) bool
+	werr    error
 }
 
-// The capture ring: 16 blocks of 128 KiB, each frame slot 16 KiB (a
-// 9000-byte jumbo frame plus headers): 2 MiB and 128 frames.
 const (
-	frameSize  = 16384
-	blockSize  = 128 << 10
-	numBlocks  = 16
-	ringFrames = numBlocks * blockSize / frameSize
+	// snapLen is the most of a frame a Read returns: a 9000-byte jumbo
+	// frame and its headers fit.
+	snapLen = 16384
+	// vlanLen is the size of a VLAN tag.
+	vlanLen = 4
+	// rcvBuf is the socket receive buffer asked for (the kernel caps it at
+	// net.core.rmem_max, 208 KiB by default, and doubles it): frames that
+	// wait to be read take their size plus the kernel's overhead from it.
+	rcvBuf = 2 << 20
+	// sizeofAuxdata is the size of struct tpacket_auxdata.
+	sizeofAuxdata = int(unsafe.Sizeof(unix.TpacketAuxdata{}))
 )
 
-// pollTimeout bounds how long one Read blocks, so Close is never late.
-const pollTimeout = 50 * time.Millisecond
+// DefaultReadTimeout is how long a Read waits for a frame before it
+// returns nil (SetReadTimeout changes it).
+const DefaultReadTimeout = 50 * time.Millisecond
 
-// Open opens a Conn on netdev. The ring takes 2 MiB, whatever the traffic.
+// Open opens a Conn on netdev. Frames wait for Read in the socket's receive
+// buffer; the Conn holds one 16 KiB buffer of its own.
 func Open(netdev string, dir Direction) (*Conn, error) {
 	ifi, err := net.InterfaceByName(netdev)
 	if err != nil {
@@ -48,86 +81,203 @@ func Open(netdev string, dir Direction) (*Conn, error) {
 	if ifi.Flags&net.FlagUp == 0 {
 		return nil, &NetdevError{Netdev: netdev, Err: errors.New("is down")}
 	}
-	tp, err := afpacket.NewTPacket(
-		afpacket.OptInterface(netdev),
-		afpacket.TPacketVersion2,
-		afpacket.OptFrameSize(frameSize),
-		afpacket.OptBlockSize(blockSize),
-		afpacket.OptNumBlocks(numBlocks),
-		afpacket.OptAddVLANHeader(true),
-		afpacket.OptPollTimeout(pollTimeout),
-	)
+	// Protocol 0: the socket receives nothing until bind names one, after
+	// the filter is attached, so it never holds a frame its filter did not
+	// pass.
+	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) {
 			return nil, &PermissionError{Netdev: netdev, Err: err}
 		}
 		return nil, fmt.Errorf("probe: opening a raw socket on %s: %w", netdev, err)
 	}
+	fail := func(what string, err error) (*Conn, error) {
+		unix.Close(fd)
+		return nil, fmt.Errorf("probe: %s on %s: %w", what, netdev, err)
+	}
+	if err := unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_AUXDATA, 1); err != nil {
+		return fail("asking for VLAN tags (PACKET_AUXDATA)", err)
+	}
+	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1); err != nil {
+		return fail("asking for receive timestamps (SO_TIMESTAMPNS)", err)
+	}
+	unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, rcvBuf) // capped by the kernel; never fails for a size
 	prog, err := bpf.Assemble(filter(dir))
-	if err == nil {
-		err = tp.SetBPF(prog)
-	}
 	if err != nil {
-		tp.Close()
-		return nil, fmt.Errorf("probe: attaching the RoCE v2 filter on %s: %w", netdev, err)
+		return fail("attaching the RoCE v2 filter", err)
 	}
-	// Frames that arrived between binding the socket and attaching the
-	// filter (IPv6 router solicitations on a netdev just brought up, say)
-	// sit in the ring unfiltered: drop them, so a Conn only ever returns
-	// frames its filter passed. The ring holds at most ringFrames frames;
-	// the loop ends at the first poll timeout.
-	for i := 0; i < ringFrames; i++ {
-		if _, _, err := tp.ZeroCopyReadPacketData(); err != nil {
-			break
+	ins := make([]unix.SockFilter, len(prog))
+	for i, in := range prog {
+		ins[i] = unix.SockFilter{Code: in.Op, Jt: in.Jt, Jf: in.Jf, K: in.K}
+	}
+	if err := unix.SetsockoptSockFprog(fd, unix.SOL_SOCKET, unix.SO_ATTACH_FILTER, &unix.SockFprog{Len: uint16(len(ins)), Filter: &ins[0]}); err != nil {
+		return fail("attaching the RoCE v2 filter", err)
+	}
+	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_ALL), Ifindex: ifi.Index}); err != nil {
+		return fail("binding the raw socket", err)
+	}
+	f := os.NewFile(uintptr(fd), "packet:"+netdev) // non-blocking: in the network poller
+	rc, err := f.SyscallConn()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("probe: raw socket on %s: %w", netdev, err)
+	}
+	c := &Conn{f: f, rc: rc, netdev: netdev, buf: make([]byte, vlanLen+snapLen),
+		oob: make([]byte, unix.CmsgSpace(sizeofAuxdata)+unix.CmsgSpace(int(unsafe.Sizeof(unix.Timespec{}))))}
+	c.timeout.Store(int64(DefaultReadTimeout))
+	c.iov.Base = &c.buf[vlanLen]
+	c.iov.SetLen(snapLen)
+	c.msg.Iov = &c.iov
+	c.msg.SetIovlen(1)
+	c.msg.Control = &c.oob[0]
+	// The socket is non-blocking, so recvmsg and write return at once:
+	// they are raw system calls, which do not hand the P back to the
+	// scheduler and wake its monitor thread as a blocking one must.
+	c.readFn = func(fd uintptr) bool {
+		c.msg.SetControllen(len(c.oob))
+		c.msg.Flags = 0
+		n, _, errno := unix.RawSyscall(unix.SYS_RECVMSG, fd, uintptr(unsafe.Pointer(&c.msg)), unix.MSG_TRUNC)
+		c.n, c.rerr = int(n), nil
+		if errno != 0 {
+			c.rerr = errno
 		}
+		return errno != unix.EAGAIN && errno != unix.EINTR
 	}
-	return &Conn{tp: tp, netdev: netdev}, nil
+	c.writeFn = func(fd uintptr) bool {
+		_, _, errno := unix.RawSyscall(unix.SYS_WRITE, fd, uintptr(unsafe.Pointer(unsafe.SliceData(c.wframe))), uintptr(len(c.wframe)))
+		c.werr = nil
+		if errno != 0 {
+			c.werr = errno
+		}
+		return errno != unix.EAGAIN && errno != unix.EINTR
+	}
+	return c, nil
 }
+
+// htons is v in network byte order, as the kernel takes sll_protocol.
+func htons(v uint16) uint16 {
+	var b [2]byte
+	binary.BigEndian.PutUint16(b[:], v)
+	return binary.NativeEndian.Uint16(b[:])
+}
+
+// SetReadTimeout sets how long a Read waits for a frame (DefaultReadTimeout
+// unless changed); 0 makes Read wait until a frame comes or the Conn is
+// closed.
+func (c *Conn) SetReadTimeout(d time.Duration) { c.timeout.Store(int64(max(d, 0))) }
 
 // Read returns the next captured frame, or nil and no error when none came
-// within about 50 ms (callers loop and check their deadline). The frame is
-// a copy the caller owns.
+// within the read timeout (50 ms unless SetReadTimeout changed it; callers
+// loop and check their deadline), and the time the kernel received it. The
+// frame is a copy the caller owns.
 func (c *Conn) Read() ([]byte, time.Time, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return nil, time.Time{}, ErrClosed
+	frame, at, err := c.ReadZeroCopy()
+	if frame != nil {
+		frame = append([]byte(nil), frame...)
 	}
-	data, ci, err := c.tp.ReadPacketData()
-	if errors.Is(err, afpacket.ErrTimeout) {
-		return nil, time.Time{}, nil
-	}
-	if err != nil {
-		return nil, time.Time{}, fmt.Errorf("probe: reading from %s: %w", c.netdev, err)
-	}
-	return data, ci.Timestamp, nil
+	return frame, at, err
 }
 
-// Write sends one frame out of the netdev, through its qdisc.
-func (c *Conn) Write(frame []byte) error {
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	if c.closed {
+// ReadZeroCopy is Read without the copy: the frame is the Conn's buffer,
+// valid until the next Read or ReadZeroCopy.
+func (c *Conn) ReadZeroCopy() ([]byte, time.Time, error) {
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
+	if c.closed.Load() {
+		return nil, time.Time{}, ErrClosed
+	}
+	var deadline time.Time
+	if d := c.timeout.Load(); d > 0 {
+		deadline = time.Now().Add(time.Duration(d))
+	}
+	if err := c.f.SetReadDeadline(deadline); err != nil {
+		return nil, time.Time{}, c.readError(err)
+	}
+	if err := c.rc.Read(c.readFn); err != nil {
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return nil, time.Time{}, nil
+		}
+		return nil, time.Time{}, c.readError(err)
+	}
+	if c.rerr != nil {
+		return nil, time.Time{}, c.readError(c.rerr)
+	}
+	n := min(c.n, snapLen) // MSG_TRUNC: n is the frame's length, which may exceed the buffer
+	frame := c.buf[vlanLen : vlanLen+n]
+	var at time.Time
+	for oob := c.oob[:min(int(c.msg.Controllen), len(c.oob))]; len(oob) >= unix.SizeofCmsghdr; {
+		h := (*unix.Cmsghdr)(unsafe.Pointer(&oob[0]))
+		if h.Len < unix.SizeofCmsghdr || int(h.Len) > len(oob) {
+			break
+		}
+		data := oob[unix.CmsgLen(0):h.Len]
+		switch {
+		case h.Level == unix.SOL_PACKET && h.Type == unix.PACKET_AUXDATA && len(data) >= sizeofAuxdata:
+			aux := (*unix.TpacketAuxdata)(unsafe.Pointer(&data[0]))
+			if aux.Status&unix.TP_STATUS_VLAN_VALID != 0 && n >= 12 {
+				tpid := uint16(unix.ETH_P_8021Q)
+				if aux.Status&unix.TP_STATUS_VLAN_TPID_VALID != 0 && aux.Vlan_tpid != 0 {
+					tpid = aux.Vlan_tpid
+				}
+				// The tag goes back between the MAC addresses and the
+				// EtherType, into the room before the frame.
+				copy(c.buf[0:12], c.buf[vlanLen:vlanLen+12])
+				binary.BigEndian.PutUint16(c.buf[12:], tpid)
+				binary.BigEndian.PutUint16(c.buf[14:], aux.Vlan_tci)
+				frame = c.buf[0 : vlanLen+n]
+			}
+		case h.Level == unix.SOL_SOCKET && h.Type == unix.SCM_TIMESTAMPNS && len(data) >= int(unsafe.Sizeof(unix.Timespec{})):
+			ts := (*unix.Timespec)(unsafe.Pointer(&data[0]))
+			at = time.Unix(int64(ts.Sec), int64(ts.Nsec))
+		}
+		oob = oob[min(unix.CmsgSpace(int(h.Len)-unix.CmsgLen(0)), len(oob)):]
+	}
+	if at.IsZero() {
+		at = time.Now()
+	}
+	return frame, at, nil
+}
+
+func (c *Conn) readError(err error) error {
+	if c.closed.Load() {
 		return ErrClosed
 	}
-	if err := c.tp.WritePacketData(frame); err != nil {
+	return fmt.Errorf("probe: reading from %s: %w", c.netdev, err)
+}
+
+// Write sends one frame out of the netdev, through its qdisc. A full
+// socket send buffer makes it wait in the network poller.
+func (c *Conn) Write(frame []byte) error {
+	if c.closed.Load() {
+		return ErrClosed
+	}
+	if len(frame) == 0 {
+		return fmt.Errorf("probe: sending on %s: empty frame", c.netdev)
+	}
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	c.wframe = frame
+	err := c.rc.Write(c.writeFn)
+	c.wframe = nil
+	if err == nil {
+		err = c.werr
+	}
+	if err != nil {
+		if c.closed.Load() {
+			return ErrClosed
+		}
 		return fmt.Errorf("probe: sending on %s: %w", c.netdev, err)
 	}
 	return nil
 }
 
-// Close releases the socket and its ring. It waits for a Read in
-// progress (at most about 50 ms).
+// Close releases the socket. A Read or Write waiting on it returns
+// ErrClosed; Close returns once they have.
 func (c *Conn) Close() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	if !c.closed {
-		c.closed = true
-		c.tp.Close()
+	if c.closed.Swap(true) {
+		return nil
 	}
-	return nil
+	return c.f.Close()
 }
 
 // filter returns the classic BPF program of a Conn: the packet type check

@@ -23,13 +23,13 @@
 //   - Prober: the sender's logic (numbered probes, matching replies and the
 //     egress copies), free of sockets.
 //   - Compare and Sweep: findings and the DSCP/PCP map a path applies.
-//   - Linux only: Conn (AF_PACKET send and capture through gopacket's
-//     afpacket, with a kernel filter that passes only RoCE v2 frames), Send
-//     and Listen (the commands' loops). On other systems the package
-//     builds, and these return an error wrapping ErrNeedsLinux. Where a
-//     probe goes (the Endpoint: wire device, tags, addresses, next hop and
-//     its MAC) is worked out from the host snapshot by internal/host
-//     (ResolveEndpoint, WireDevice): this package reads no netdev.
+//   - Linux only: Conn (AF_PACKET send and capture in Go's network poller,
+//     with a kernel filter that passes only RoCE v2 frames), Send and Listen
+//     (the commands' loops). On other systems the package builds, and these
+//     return an error wrapping ErrNeedsLinux. Where a probe goes (the
+//     Endpoint: wire device, tags, addresses, next hop and its MAC) is worked
+//     out from the host snapshot by internal/host (ResolveEndpoint,
+//     WireDevice): this package reads no netdev.
 //
 // It is internal: the CLI is its only user.
 package probe

@@ -5,6 +5,7 @@ package probe
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"math/rand/v2"
 	"net"
 	"net/netip"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/roce-probe/roce-probe/internal/netnstest"
+	"github.com/roce-probe/roce-probe/roce"
 )
 
 const (
@@ -476,7 +478,7 @@ func TestWireFlood(t *testing.T) {
 	elapsed := time.Since(start).Seconds()
 
 	// A real sender is still answered, once the listener has worked through
-	// its ring and the global bucket has refilled.
+	// its socket buffer and the global bucket has refilled.
 	for prev := uint64(0); ; {
 		time.Sleep(200 * time.Millisecond)
 		n := r.Counters.Frames.Load()
@@ -485,7 +487,7 @@ func TestWireFlood(t *testing.T) {
 		}
 		prev = n
 	}
-	// Drain the sender's rings, full of replies to the spoofed senders and
+	// Drain the sender's sockets, full of replies to the spoofed senders and
 	// copies of the spoofed probes, so the real reply finds room.
 	for _, c := range []*Conn{s.rx, s.egress} {
 		for {
@@ -510,4 +512,88 @@ func TestWireFlood(t *testing.T) {
 		t.Errorf("answered %d spoofed probes in %.2fs: more than the global limit allows (%.0f)", c.Answered, elapsed, maxAnswers)
 	}
 	t.Logf("spoofed flood: %d answered, %d rate-limited in %.2fs, %d evictions", c.Answered, c.RateLimited, elapsed, lim.Evictions())
+}
+
+// A Read waits at most its timeout and then returns no frame and no error;
+// with no timeout it waits until a frame comes, which carries its VLAN tag
+// (put back from the kernel's metadata) and a receive time; Close ends a
+// waiting Read at once with ErrClosed, and later Reads and Writes fail the
+// same way.
+func TestConnReadTimeoutAndClose(t *testing.T) {
+	netnstest.RequireRoot(t)
+	nsS, nsL := netnstest.New(t, "s"), netnstest.New(t, "l")
+	netnstest.Veth(t, nsS, "s0", macS, nsL, "l0", macL)
+	var rx, tx *Conn
+	var err1, err2 error
+	netnstest.In(t, nsL, func() { rx, err1 = Open("l0", Incoming) })
+	netnstest.In(t, nsS, func() { tx, err2 = Open("s0", Incoming) })
+	if err1 != nil || err2 != nil {
+		t.Fatal(err1, err2)
+	}
+	defer tx.Close()
+
+	start := time.Now()
+	f, _, err := rx.Read()
+	if d := time.Since(start); f != nil || err != nil || d < DefaultReadTimeout || d > 2*time.Second {
+		t.Errorf("Read on a quiet socket: frame %x, err %v after %v: want nil, nil after %v", f, err, d, DefaultReadTimeout)
+	}
+
+	// The receiving kernel moves the tag of a tagged frame into the skb's
+	// metadata before any packet socket sees it (skb_vlan_untag in
+	// __netif_receive_skb_core): Read puts it back.
+	p, err := NewProber(template4("10.77.0.1", "10.77.0.2", macL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	probe, _, err := p.Next(Markings{Tagged: true, VLAN: 100, PCP: 5, DSCP: 26, TTL: 64, Sport: 0xc000}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rx.SetReadTimeout(0)
+	type read struct {
+		f   []byte
+		at  time.Time
+		err error
+	}
+	got := make(chan read, 1)
+	go func() { f, at, err := rx.Read(); got <- read{f, at, err} }()
+	time.Sleep(2 * DefaultReadTimeout) // longer than any timeout: the Read must still wait
+	sent := time.Now()
+	if err := tx.Write(probe); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-got:
+		fr, err := ParseFrame(r.f)
+		if r.err != nil || err != nil || len(fr.Tags) != 1 || fr.Tags[0] != (roce.VLANTag{TPID: 0x8100, ID: 100, PCP: 5}) {
+			t.Fatalf("Read: %v, frame %x (%v, tags %+v): want the probe with tag 802.1Q VID 100 PCP 5", r.err, r.f, err, fr.Tags)
+		}
+		if r.at.Before(sent.Add(-time.Millisecond)) || r.at.After(time.Now()) {
+			t.Errorf("receive time %v is not between the write (%v) and now", r.at, sent)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a waiting Read did not return the frame written")
+	}
+
+	go func() { f, at, err := rx.Read(); got <- read{f, at, err} }()
+	time.Sleep(2 * DefaultReadTimeout)
+	start = time.Now()
+	rx.Close()
+	select {
+	case r := <-got:
+		if !errors.Is(r.err, ErrClosed) || r.f != nil {
+			t.Errorf("Read ended by Close: %x, %v: want ErrClosed", r.f, r.err)
+		}
+		if d := time.Since(start); d > time.Second {
+			t.Errorf("Close ended a waiting Read after %v", d)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close did not end a waiting Read")
+	}
+	if _, _, err := rx.Read(); !errors.Is(err, ErrClosed) {
+		t.Errorf("Read after Close: %v, want ErrClosed", err)
+	}
+	if err := rx.Write(probe); !errors.Is(err, ErrClosed) {
+		t.Errorf("Write after Close: %v, want ErrClosed", err)
+	}
 }
