@@ -1,6 +1,7 @@
 package probe
 
 import (
+	"net"
 	"net/netip"
 	"testing"
 	"time"
@@ -54,5 +55,25 @@ func BenchmarkRateLimiterNewSenders(b *testing.B) {
 	for b.Loop() {
 		i++
 		rl.Allow(netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}))
+	}
+}
+
+// BenchmarkProberNext is the sender's cost for one probe of a stream whose
+// markings stay the same (the agent's case): the frame and its ICRC.
+func BenchmarkProberNext(b *testing.B) {
+	p, err := NewProber(Frame{SrcMAC: senderMAC, DstMAC: net.HardwareAddr{2, 0, 0, 0, 0, 2},
+		Src: netip.MustParseAddr("10.77.0.1"), Dst: netip.MustParseAddr("10.77.0.2")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	m := Markings{DSCP: 26, ECN: ECNECT0, TTL: 64, Sport: 0xc000}
+	now := time.Unix(1000, 0)
+	b.ReportAllocs()
+	for b.Loop() {
+		_, seq, err := p.Next(m, now)
+		if err != nil {
+			b.Fatal(err)
+		}
+		p.Release(seq + 1)
 	}
 }

@@ -1,10 +1,14 @@
 package probe
 
 import (
+	"bytes"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/roce-probe/roce-probe/roce"
 )
 
 func TestCompare(t *testing.T) {
@@ -108,6 +112,69 @@ func TestSweep(t *testing.T) {
 	}
 	if _, err := ParseSweepField("ecn"); err == nil {
 		t.Error("sweep ecn accepted")
+	}
+}
+
+// Every probe Next returns is, byte for byte, the frame Frame.Build makes
+// of the same fields, whether Next serialized it in full (first probe,
+// other markings, other payload length) or patched the previous one: the
+// PSN (across its 24-bit wrap), the sequence number, the timestamp and the
+// ICRC, untagged, tagged and double-tagged, IPv4 and IPv6, padded or not.
+func TestProberNextPatched(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		tags []roce.VLANTag
+		v6   bool
+	}{
+		{"untagged-v4", nil, false},
+		{"tagged-v6", []roce.VLANTag{{TPID: 0x8100, ID: 100, PCP: 3}}, true},
+		{"qinq-v4", []roce.VLANTag{{TPID: 0x88a8, ID: 10, PCP: 1}, {TPID: 0x8100, ID: 200, PCP: 1}}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tmpl := testFrame(c.tags, c.v6)
+			tmpl.Payload, tmpl.PSN = nil, 0
+			p, err := NewProber(tmpl)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p.base = 0xfffffd // the PSN wraps after three probes
+			a := Markings{Tagged: c.tags != nil, DSCP: 26, ECN: ECNECT0, TTL: 64, Sport: 0xc000}
+			b := a
+			b.DSCP, b.TTL = 46, 3
+			if b.Tagged {
+				b.VLAN, b.PCP = c.tags[0].ID, 5
+			}
+			t0 := time.Unix(1700000000, 123456789)
+			for i, step := range []struct {
+				m   Markings
+				pad int
+			}{{a, 0}, {a, 0}, {a, 0}, {a, 0}, {b, 0}, {b, 0}, {a, 0}, {a, 64}, {a, 64}, {a, 0}} {
+				p.PayloadLen = step.pad
+				now := t0.Add(time.Duration(i) * 1234567 * time.Nanosecond)
+				got, seq, err := p.Next(step.m, now)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := tmpl
+				want.SetMarkings(step.m)
+				want.PSN = seq & 0xffffff
+				sent := want.Markings()
+				if want.Payload, err = (Payload{Kind: KindProbe, Len: step.pad, Session: p.Session(), Seq: seq, SentNano: now.UnixNano(), Sent: sent}).Marshal(); err != nil {
+					t.Fatal(err)
+				}
+				wb, err := want.Build()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(got, wb) {
+					t.Fatalf("probe %d (seq %#x, markings %+v, pad %d):\n got % x\nwant % x", i, seq, step.m, step.pad, got, wb)
+				}
+				if r := p.Result(seq); r.Sent != sent || !slices.Equal(r.SentTags, want.Tags) || !r.SentAt.Equal(now) {
+					t.Errorf("probe %d: result %+v, want sent %+v tags %v at %v", i, r, sent, want.Tags, now)
+				}
+				got[len(got)-1] ^= 0xff // the caller's frame is its own
+			}
+		})
 	}
 }
 

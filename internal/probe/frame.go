@@ -74,6 +74,8 @@ const (
 	bthLen  = roce.BTHLen
 	dethLen = 8
 	icrcLen = roce.ICRCLen
+	// bthPSNOff is the offset of the 24-bit PSN in the BTH (IBTA 9.2).
+	bthPSNOff = 9
 )
 
 // Build serializes the frame with roce.FrameSpec (BTH opcode 0x64, DETH,

@@ -49,6 +49,12 @@ func (k Kind) String() string {
 //	56  …  padding, zero bytes
 const PayloadLen = 56
 
+// Offsets of the payload fields that differ from probe to probe.
+const (
+	payloadSeqOff  = 20
+	payloadSentOff = 24
+)
+
 // MaxPayloadLen is the largest payload accepted, padding included: what
 // fits a 9000-byte jumbo frame's IPv6 RoCE v2 packet with room to spare.
 const MaxPayloadLen = 8192
@@ -197,8 +203,8 @@ func (p Payload) Marshal() ([]byte, error) {
 	b[9] = byte(p.Kind)
 	binary.BigEndian.PutUint16(b[10:], uint16(n))
 	binary.BigEndian.PutUint64(b[12:], p.Session)
-	binary.BigEndian.PutUint32(b[20:], p.Seq)
-	binary.BigEndian.PutUint64(b[24:], uint64(p.SentNano))
+	binary.BigEndian.PutUint32(b[payloadSeqOff:], p.Seq)
+	binary.BigEndian.PutUint64(b[payloadSentOff:], uint64(p.SentNano))
 	p.Sent.put(b[32:44])
 	if p.Kind == KindReply {
 		if err := p.Received.Validate(); err != nil {

@@ -55,8 +55,22 @@ type Prober struct {
 	session  uint64
 	results  []Result // by sequence number - base; probes are numbered from 0
 	base     uint32   // sequence number of results[0]: those below were released
+	built    builtProbe
 	// PayloadLen pads probe payloads to this length (0: PayloadLen).
 	PayloadLen int
+}
+
+// builtProbe is the last probe a Prober built in full, with what it was
+// built from, and where the fields that differ from probe to probe are:
+// the next probe with the same markings is a copy with those fields and
+// the ICRC written again.
+type builtProbe struct {
+	frame      []byte   // nil: none yet
+	in         Markings // the markings asked for
+	payloadLen int
+	sent       Markings       // the markings as sent (the family from the addresses)
+	tags       []roce.VLANTag // the tags as sent
+	psn, pl    int            // offsets of the BTH's PSN and of the payload
 }
 
 // NewProber returns a Prober that sends probes shaped like template (MACs,
@@ -87,27 +101,60 @@ func NewProber(template Frame) (*Prober, error) {
 func (p *Prober) Session() uint64 { return p.session }
 
 // Next builds the next probe with markings m, sent at now, and returns its
-// frame and sequence number.
+// frame and sequence number. The frame is the caller's.
+//
+// A probe with the same markings (and PayloadLen) as the one before is the
+// previous frame with its PSN, sequence number and timestamp written again
+// and its ICRC recomputed (roce.FillICRC), not serialized anew: the agent
+// sends every stream's probes with one set of markings.
 func (p *Prober) Next(m Markings, now time.Time) ([]byte, uint32, error) {
 	if err := m.Validate(); err != nil {
 		return nil, 0, err
 	}
 	seq := p.base + uint32(len(p.results))
+	bp := &p.built
+	if bp.frame == nil || bp.in != m || bp.payloadLen != p.PayloadLen {
+		b, err := p.build(m, seq, now)
+		if err != nil {
+			return nil, 0, err
+		}
+		p.results = append(p.results, Result{Seq: seq, Sent: bp.sent, SentTags: bp.tags, SentAt: now})
+		return b, seq, nil
+	}
+	b := append([]byte(nil), bp.frame...)
+	b[bp.psn], b[bp.psn+1], b[bp.psn+2] = byte(seq>>16), byte(seq>>8), byte(seq)
+	binary.BigEndian.PutUint32(b[bp.pl+payloadSeqOff:], seq)
+	binary.BigEndian.PutUint64(b[bp.pl+payloadSentOff:], uint64(now.UnixNano()))
+	if err := roce.FillICRC(b); err != nil {
+		return nil, 0, err
+	}
+	p.results = append(p.results, Result{Seq: seq, Sent: bp.sent, SentTags: bp.tags, SentAt: now})
+	return b, seq, nil
+}
+
+// build serializes probe seq with markings m in full (Frame.Build) and
+// keeps it, and where its PSN and payload are, in p.built.
+func (p *Prober) build(m Markings, seq uint32, now time.Time) ([]byte, error) {
 	f := p.template
 	f.SetMarkings(m)
 	f.PSN = seq & 0xffffff
-	m = f.Markings() // the family comes from the addresses
-	pl, err := Payload{Kind: KindProbe, Len: p.PayloadLen, Session: p.session, Seq: seq, SentNano: now.UnixNano(), Sent: m}.Marshal()
+	sent := f.Markings() // the family comes from the addresses
+	pl, err := Payload{Kind: KindProbe, Len: p.PayloadLen, Session: p.session, Seq: seq, SentNano: now.UnixNano(), Sent: sent}.Marshal()
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	f.Payload = pl
 	b, err := f.Build()
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
-	p.results = append(p.results, Result{Seq: seq, Sent: m, SentTags: f.Tags, SentAt: now})
-	return b, seq, nil
+	var w roce.Walk
+	if err := roce.WalkFrame(b, &w); err != nil {
+		return nil, fmt.Errorf("probe: walking the probe just built: %w", err)
+	}
+	p.built = builtProbe{frame: append([]byte(nil), b...), in: m, payloadLen: p.PayloadLen, sent: sent, tags: f.Tags,
+		psn: w.Transport + bthPSNOff, pl: w.Transport + bthLen + dethLen}
+	return b, nil
 }
 
 // Match examines a captured frame. A reply to one of this session's probes
