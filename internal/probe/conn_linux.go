@@ -44,6 +44,7 @@ type Conn struct {
 	iov    unix.Iovec
 	msg    unix.Msghdr
 	readFn func(fd uintptr) bool // one recvmsg into buf; made once (no closure per Read)
+	wait   bool                  // readFn reports EAGAIN as "wait for the socket"
 	n      int
 	rerr   error
 
@@ -71,9 +72,13 @@ const (
 // returns nil (SetReadTimeout changes it).
 const DefaultReadTimeout = 50 * time.Millisecond
 
-// Open opens a Conn on netdev. Frames wait for Read in the socket's receive
-// buffer; the Conn holds one 16 KiB buffer of its own.
-func Open(netdev string, dir Direction) (*Conn, error) {
+// Open opens a Conn on netdev that captures every RoCE v2 frame of dir.
+// Frames wait for Read in the socket's receive buffer; the Conn holds one
+// 16 KiB buffer of its own.
+func Open(netdev string, dir Direction) (*Conn, error) { return OpenSelected(netdev, dir, AllFrames) }
+
+// OpenSelected is Open capturing only the frames of sel.
+func OpenSelected(netdev string, dir Direction, sel Selection) (*Conn, error) {
 	ifi, err := net.InterfaceByName(netdev)
 	if err != nil {
 		return nil, &NetdevError{Netdev: netdev, Err: errors.New("no such netdev")}
@@ -102,7 +107,13 @@ func Open(netdev string, dir Direction) (*Conn, error) {
 		return fail("asking for receive timestamps (SO_TIMESTAMPNS)", err)
 	}
 	unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, rcvBuf) // capped by the kernel; never fails for a size
-	prog, err := bpf.Assemble(filter(dir))
+	if dir == Incoming {
+		// The filter refuses outgoing frames anyway; told so, the kernel
+		// does not even clone each frame the host sends for this socket
+		// (Linux 4.20 and later; older kernels refuse the option).
+		unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_IGNORE_OUTGOING, 1)
+	}
+	prog, err := bpf.Assemble(filter(dir, sel))
 	if err != nil {
 		return fail("attaching the RoCE v2 filter", err)
 	}
@@ -141,7 +152,7 @@ func Open(netdev string, dir Direction) (*Conn, error) {
 		if errno != 0 {
 			c.rerr = errno
 		}
-		return errno != unix.EAGAIN && errno != unix.EINTR
+		return !c.wait || (errno != unix.EAGAIN && errno != unix.EINTR)
 	}
 	c.writeFn = func(fd uintptr) bool {
 		_, _, errno := unix.RawSyscall(unix.SYS_WRITE, fd, uintptr(unsafe.Pointer(unsafe.SliceData(c.wframe))), uintptr(len(c.wframe)))
@@ -179,7 +190,7 @@ func (c *Conn) Read() ([]byte, time.Time, error) {
 }
 
 // ReadZeroCopy is Read without the copy: the frame is the Conn's buffer,
-// valid until the next Read or ReadZeroCopy.
+// valid until the next Read, ReadZeroCopy or Drain.
 func (c *Conn) ReadZeroCopy() ([]byte, time.Time, error) {
 	c.rmu.Lock()
 	defer c.rmu.Unlock()
@@ -193,6 +204,7 @@ func (c *Conn) ReadZeroCopy() ([]byte, time.Time, error) {
 	if err := c.f.SetReadDeadline(deadline); err != nil {
 		return nil, time.Time{}, c.readError(err)
 	}
+	c.wait = true
 	if err := c.rc.Read(c.readFn); err != nil {
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			return nil, time.Time{}, nil
@@ -202,6 +214,43 @@ func (c *Conn) ReadZeroCopy() ([]byte, time.Time, error) {
 	if c.rerr != nil {
 		return nil, time.Time{}, c.readError(c.rerr)
 	}
+	frame, at := c.received()
+	return frame, at, nil
+}
+
+// Drain hands fn every frame waiting on the socket, without waiting for
+// more, and returns how many there were. The frame is the Conn's buffer,
+// valid during the call. A sender that reads its replies this way, a
+// batch at a time from a loop that wakes anyway, costs no wake-up per
+// reply; the receive time is still the kernel's.
+func (c *Conn) Drain(fn func(frame []byte, at time.Time)) (int, error) {
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
+	if err := c.f.SetReadDeadline(time.Time{}); err != nil { // one a Read left must not stop it
+		return 0, c.readError(err)
+	}
+	c.wait = false
+	for n := 0; ; n++ {
+		if c.closed.Load() {
+			return n, ErrClosed
+		}
+		if err := c.rc.Read(c.readFn); err != nil {
+			return n, c.readError(err)
+		}
+		switch c.rerr {
+		case nil:
+		case unix.EAGAIN, unix.EINTR:
+			return n, nil
+		default:
+			return n, c.readError(c.rerr)
+		}
+		fn(c.received())
+	}
+}
+
+// received returns the frame recvmsg put in buf, its VLAN tag put back,
+// and its receive time.
+func (c *Conn) received() ([]byte, time.Time) {
 	n := min(c.n, snapLen) // MSG_TRUNC: n is the frame's length, which may exceed the buffer
 	frame := c.buf[vlanLen : vlanLen+n]
 	var at time.Time
@@ -235,7 +284,7 @@ func (c *Conn) ReadZeroCopy() ([]byte, time.Time, error) {
 	if at.IsZero() {
 		at = time.Now()
 	}
-	return frame, at, nil
+	return frame, at
 }
 
 func (c *Conn) readError(err error) error {
@@ -281,12 +330,8 @@ func (c *Conn) Close() error {
 }
 
 // filter returns the classic BPF program of a Conn: the packet type check
-// for dir, then one block per encapsulation (untagged, one tag, two tags;
-// IPv4 without options or IPv6) that accepts UDP to port 4791. VLAN tags
-// the driver moved into the skb's metadata are not in the data the filter
-// sees, so the untagged block matches those frames.
-func filter(dir Direction) []bpf.Instruction {
-	const reject = 0
+// for dir, then filterRoCE.
+func filter(dir Direction, sel Selection) []bpf.Instruction {
 	var p []bpf.Instruction
 	p = append(p, bpf.LoadExtension{Num: bpf.ExtType})
 	if dir == Outgoing {
@@ -294,19 +339,29 @@ func filter(dir Direction) []bpf.Instruction {
 	} else {
 		p = append(p, bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: unix.PACKET_OUTGOING, SkipTrue: 1})
 	}
-	p = append(p, bpf.RetConstant{Val: reject})
-	for tags := 0; tags <= 2; tags++ {
-		for _, v6 := range []bool{false, true} {
-			p = append(p, filterBlock(tags, v6)...)
-		}
-	}
-	return append(p, bpf.RetConstant{Val: reject})
+	p = append(p, bpf.RetConstant{Val: 0})
+	return append(p, filterRoCE(sel)...)
 }
 
-// filterBlock accepts the frame if it has tags inline VLAN tags and a
-// RoCE v2 packet of the family; otherwise it falls through to whatever
-// follows it.
-func filterBlock(tags int, v6 bool) []bpf.Instruction {
+// filterRoCE is one block per encapsulation (untagged, one tag, two tags;
+// IPv4 without options or IPv6) that accepts UDP to port 4791 as sel says.
+// VLAN tags the driver moved into the skb's metadata are not in the data
+// the filter sees, so the untagged block matches those frames.
+func filterRoCE(sel Selection) []bpf.Instruction {
+	var p []bpf.Instruction
+	for tags := 0; tags <= 2; tags++ {
+		for _, v6 := range []bool{false, true} {
+			p = append(p, filterBlock(tags, v6, sel)...)
+		}
+	}
+	return append(p, bpf.RetConstant{Val: 0})
+}
+
+// filterBlock decides on a frame with tags inline VLAN tags and a RoCE v2
+// packet of the family, as sel says; any other frame falls through to
+// whatever follows the block.
+func filterBlock(tags int, v6 bool, sel Selection) []bpf.Instruction {
+	const accept, reject = 0xffff, 0
 	type check struct {
 		load bpf.Instruction
 		vals []uint32 // any of these passes
@@ -318,20 +373,47 @@ func filterBlock(tags int, v6 bool) []bpf.Instruction {
 		off += 4
 	}
 	ip := off + 2
+	var udp uint32
 	if v6 {
+		udp = ip + 40
 		cs = append(cs,
 			check{bpf.LoadAbsolute{Off: off, Size: 2}, []uint32{0x86dd}},
 			check{bpf.LoadAbsolute{Off: ip + 6, Size: 1}, []uint32{17}},
-			check{bpf.LoadAbsolute{Off: ip + 40 + 2, Size: 2}, []uint32{RoCEv2Port}})
+			check{bpf.LoadAbsolute{Off: udp + 2, Size: 2}, []uint32{RoCEv2Port}})
 	} else {
+		udp = ip + 20
 		cs = append(cs,
 			check{bpf.LoadAbsolute{Off: off, Size: 2}, []uint32{0x0800}},
 			check{bpf.LoadAbsolute{Off: ip, Size: 1}, []uint32{0x45}},
 			check{bpf.LoadAbsolute{Off: ip + 9, Size: 1}, []uint32{17}},
-			check{bpf.LoadAbsolute{Off: ip + 20 + 2, Size: 2}, []uint32{RoCEv2Port}})
+			check{bpf.LoadAbsolute{Off: udp + 2, Size: 2}, []uint32{RoCEv2Port}})
 	}
-	// Size: each check is a load plus one jump per value; then accept.
-	n := 1
+	// The payload's kind byte, behind UDP, BTH and DETH.
+	kind := udp + 8 + bthLen + dethLen + payloadKindOff
+	var tail []bpf.Instruction
+	switch sel {
+	case Replies: // a frame too short to hold the byte stops the program: rejected
+		tail = []bpf.Instruction{
+			bpf.LoadAbsolute{Off: kind, Size: 1},
+			bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: uint32(KindReply), SkipTrue: 1},
+			bpf.RetConstant{Val: accept},
+			bpf.RetConstant{Val: reject},
+		}
+	case NoReplies: // the exact complement: a frame too short to hold the byte is accepted
+		tail = []bpf.Instruction{
+			bpf.LoadExtension{Num: bpf.ExtLen},
+			bpf.JumpIf{Cond: bpf.JumpGreaterThan, Val: kind, SkipTrue: 1},
+			bpf.RetConstant{Val: accept},
+			bpf.LoadAbsolute{Off: kind, Size: 1},
+			bpf.JumpIf{Cond: bpf.JumpEqual, Val: uint32(KindReply), SkipTrue: 1},
+			bpf.RetConstant{Val: accept},
+			bpf.RetConstant{Val: reject},
+		}
+	default:
+		tail = []bpf.Instruction{bpf.RetConstant{Val: accept}}
+	}
+	// Size: each check is a load plus one jump per value; then the tail.
+	n := len(tail)
 	for _, c := range cs {
 		n += 1 + len(c.vals)
 	}
@@ -350,7 +432,7 @@ func filterBlock(tags int, v6 bool) []bpf.Instruction {
 			}
 		}
 	}
-	return append(p, bpf.RetConstant{Val: 0xffff})
+	return append(p, tail...)
 }
 
 // CheckRawSocket opens and closes an AF_PACKET socket, so a missing

@@ -33,6 +33,23 @@ const (
 	Outgoing
 )
 
+// Selection narrows which of its direction's RoCE v2 frames a Conn
+// captures, by the kind byte of a probe payload (payload offset 9: 1 probe,
+// 2 reply), so that a sender can read its replies apart from the probes it
+// answers.
+type Selection int
+
+// Selections.
+const (
+	// AllFrames captures every RoCE v2 frame.
+	AllFrames Selection = iota
+	// Replies captures only frames whose payload kind byte says reply.
+	Replies
+	// NoReplies captures every frame Replies does not: AllFrames is
+	// exactly one of the two.
+	NoReplies
+)
+
 // PermissionError reports that a raw socket could not be opened because
 // the process lacks CAP_NET_RAW.
 type PermissionError struct {

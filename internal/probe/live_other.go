@@ -23,9 +23,27 @@ func Open(netdev string, dir Direction) (*Conn, error) {
 	return nil, needsLinux("opening a raw socket on " + netdev)
 }
 
+// OpenSelected returns an error wrapping ErrNeedsLinux.
+func OpenSelected(netdev string, dir Direction, sel Selection) (*Conn, error) {
+	return nil, needsLinux("opening a raw socket on " + netdev)
+}
+
+// SetReadTimeout does nothing.
+func (c *Conn) SetReadTimeout(d time.Duration) {}
+
 // Read returns an error wrapping ErrNeedsLinux.
 func (c *Conn) Read() ([]byte, time.Time, error) {
 	return nil, time.Time{}, needsLinux("reading a raw socket")
+}
+
+// ReadZeroCopy returns an error wrapping ErrNeedsLinux.
+func (c *Conn) ReadZeroCopy() ([]byte, time.Time, error) {
+	return nil, time.Time{}, needsLinux("reading a raw socket")
+}
+
+// Drain returns an error wrapping ErrNeedsLinux.
+func (c *Conn) Drain(fn func(frame []byte, at time.Time)) (int, error) {
+	return 0, needsLinux("reading a raw socket")
 }
 
 // Write returns an error wrapping ErrNeedsLinux.

@@ -7,14 +7,17 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Off Linux every live operation says it needs Linux.
 func TestLiveNeedsLinux(t *testing.T) {
 	_, err1 := Open("eth0", Incoming)
+	_, err2 := OpenSelected("eth0", Incoming, Replies)
+	_, err3 := (&Conn{}).Drain(func([]byte, time.Time) {})
 	_, err4 := Listen(context.Background(), ListenConfig{}, nil)
 	_, err5 := Send(context.Background(), SendConfig{}, nil)
-	for i, err := range []error{err1, err4, err5, CheckRawSocket("eth0")} {
+	for i, err := range []error{err1, err2, err3, err4, err5, CheckRawSocket("eth0")} {
 		if !errors.Is(err, ErrNeedsLinux) || !strings.Contains(err.Error(), "need Linux") {
 			t.Errorf("operation %d: %v, want an error wrapping ErrNeedsLinux", i+1, err)
 		}

@@ -49,8 +49,10 @@ func (k Kind) String() string {
 //	56  …  padding, zero bytes
 const PayloadLen = 56
 
-// Offsets of the payload fields that differ from probe to probe.
+// Offsets of the payload's kind and of the fields that differ from probe to
+// probe.
 const (
+	payloadKindOff = 9
 	payloadSeqOff  = 20
 	payloadSentOff = 24
 )
@@ -200,7 +202,7 @@ func (p Payload) Marshal() ([]byte, error) {
 	b := make([]byte, n)
 	copy(b, Signature[:])
 	b[8] = Version
-	b[9] = byte(p.Kind)
+	b[payloadKindOff] = byte(p.Kind)
 	binary.BigEndian.PutUint16(b[10:], uint16(n))
 	binary.BigEndian.PutUint64(b[12:], p.Session)
 	binary.BigEndian.PutUint32(b[payloadSeqOff:], p.Seq)
@@ -233,9 +235,9 @@ func ParsePayload(b []byte) (Payload, error) {
 	if b[8] != Version {
 		return Payload{}, fmt.Errorf("probe: payload version %d is not supported: want %d", b[8], Version)
 	}
-	p := Payload{Kind: Kind(b[9])}
+	p := Payload{Kind: Kind(b[payloadKindOff])}
 	if p.Kind != KindProbe && p.Kind != KindReply {
-		return Payload{}, fmt.Errorf("probe: payload kind %d is not valid: want 1 (probe) or 2 (reply)", b[9])
+		return Payload{}, fmt.Errorf("probe: payload kind %d is not valid: want 1 (probe) or 2 (reply)", b[payloadKindOff])
 	}
 	p.Len = int(binary.BigEndian.Uint16(b[10:]))
 	if p.Len != len(b) {

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"net"
 	"net/netip"
@@ -595,5 +596,122 @@ func TestConnReadTimeoutAndClose(t *testing.T) {
 	}
 	if err := rx.Write(probe); !errors.Is(err, ErrClosed) {
 		t.Errorf("Write after Close: %v, want ErrClosed", err)
+	}
+}
+
+// Over a veth pair, the kernel runs the selections' filters: a Replies
+// Conn drains exactly the replies sent to it, tagged or not, a NoReplies
+// Conn exactly the probes; Drain reads what waits and returns without
+// waiting when nothing does; the receive times are the kernel's, between
+// the write and the read; a closed Conn's Drain says so.
+func TestWireDrainSelection(t *testing.T) {
+	netnstest.RequireRoot(t)
+	nsS, nsL := netnstest.New(t, "s"), netnstest.New(t, "l")
+	netnstest.Veth(t, nsS, "s0", macS, nsL, "l0", macL)
+	var tx, rep, norep *Conn
+	var err1, err2, err3 error
+	netnstest.In(t, nsS, func() { tx, err1 = Open("s0", Outgoing) })
+	netnstest.In(t, nsL, func() {
+		rep, err2 = OpenSelected("l0", Incoming, Replies)
+		norep, err3 = OpenSelected("l0", Incoming, NoReplies)
+	})
+	if err1 != nil || err2 != nil || err3 != nil {
+		t.Fatal(err1, err2, err3)
+	}
+	defer tx.Close()
+	defer norep.Close()
+
+	drained := func(c *Conn) (seqs []uint32, kinds []Kind) {
+		t.Helper()
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			if _, err := c.Drain(func(frame []byte, at time.Time) {
+				f, err := ParseFrame(frame)
+				if err != nil {
+					t.Errorf("drained frame does not parse: %v", err)
+					return
+				}
+				p, err := ParsePayload(f.Payload)
+				if err != nil {
+					t.Errorf("drained payload does not parse: %v", err)
+					return
+				}
+				if sent := time.Unix(0, p.SentNano); at.Before(sent) || at.After(time.Now()) {
+					t.Errorf("frame %d received at %v: want between its write (%v) and now", p.Seq, at, sent)
+				}
+				seqs, kinds = append(seqs, p.Seq), append(kinds, p.Kind)
+			}); err != nil {
+				t.Errorf("Drain: %v", err)
+			}
+		}()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			t.Fatal("Drain waited")
+		}
+		return seqs, kinds
+	}
+	if seqs, _ := drained(rep); len(seqs) != 0 {
+		t.Fatalf("before any frame was sent, Drain read %v", seqs)
+	}
+
+	// Probes have even sequence numbers, replies odd ones; every third
+	// frame is tagged.
+	const frames = 30
+	for i := uint32(0); i < frames; i++ {
+		kind := KindProbe
+		if i%2 == 1 {
+			kind = KindReply
+		}
+		pl, err := Payload{Kind: kind, Session: 1, Seq: i, SentNano: time.Now().UnixNano(), Sent: Markings{TTL: 64}}.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := template4("10.77.0.1", "10.77.0.2", macL)
+		f.TTL, f.PKey, f.DestQP, f.SrcQP, f.QKey, f.PSN, f.Payload = 64, 0xffff, DefaultDestQP, DefaultSrcQP, DefaultQKey, i, pl
+		if i%3 == 0 {
+			f.Tags = []roce.VLANTag{{TPID: 0x8100, ID: 100}}
+		}
+		b, err := f.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Write(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var gotRep, gotNo []uint32
+	for deadline := time.Now().Add(3 * time.Second); len(gotRep)+len(gotNo) < frames && time.Now().Before(deadline); {
+		s, k := drained(rep)
+		for _, kind := range k {
+			if kind != KindReply {
+				t.Errorf("the Replies Conn read a %v", kind)
+			}
+		}
+		gotRep = append(gotRep, s...)
+		s, k = drained(norep)
+		for _, kind := range k {
+			if kind != KindProbe {
+				t.Errorf("the NoReplies Conn read a %v", kind)
+			}
+		}
+		gotNo = append(gotNo, s...)
+		time.Sleep(10 * time.Millisecond)
+	}
+	var wantRep, wantNo []uint32
+	for i := uint32(0); i < frames; i++ {
+		if i%2 == 1 {
+			wantRep = append(wantRep, i)
+		} else {
+			wantNo = append(wantNo, i)
+		}
+	}
+	if fmt.Sprint(gotRep) != fmt.Sprint(wantRep) || fmt.Sprint(gotNo) != fmt.Sprint(wantNo) {
+		t.Errorf("drained replies %v and probes %v: want %v and %v", gotRep, gotNo, wantRep, wantNo)
+	}
+	rep.Close()
+	if n, err := rep.Drain(func([]byte, time.Time) {}); n != 0 || !errors.Is(err, ErrClosed) {
+		t.Errorf("Drain of a closed Conn: %d, %v: want 0, ErrClosed", n, err)
 	}
 }
