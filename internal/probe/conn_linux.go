@@ -32,11 +32,12 @@ import (
 // from). Each frame is one recvmsg(2); its VLAN tag and timestamp come in
 // the control messages (PACKET_AUXDATA, SO_TIMESTAMPNS).
 type Conn struct {
-	f       *os.File
-	rc      syscall.RawConn
-	netdev  string
-	closed  atomic.Bool
-	timeout atomic.Int64 // Read's timeout in nanoseconds; 0: none
+	f         *os.File
+	rc        syscall.RawConn
+	netdev    string
+	drainOnly bool
+	closed    atomic.Bool
+	timeout   atomic.Int64 // Read's timeout in nanoseconds; 0: none
 
 	rmu    sync.Mutex // held by Read: what follows, up to wmu
 	buf    []byte     // vlanLen bytes of room for a tag, then the frame
@@ -75,10 +76,10 @@ const DefaultReadTimeout = 50 * time.Millisecond
 // Open opens a Conn on netdev that captures every RoCE v2 frame of dir.
 // Frames wait for Read in the socket's receive buffer; the Conn holds one
 // 16 KiB buffer of its own.
-func Open(netdev string, dir Direction) (*Conn, error) { return OpenSelected(netdev, dir, AllFrames) }
+func Open(netdev string, dir Direction) (*Conn, error) { return OpenWith(netdev, dir, OpenOptions{}) }
 
-// OpenSelected is Open capturing only the frames of sel.
-func OpenSelected(netdev string, dir Direction, sel Selection) (*Conn, error) {
+// OpenWith is Open with options.
+func OpenWith(netdev string, dir Direction, o OpenOptions) (*Conn, error) {
 	ifi, err := net.InterfaceByName(netdev)
 	if err != nil {
 		return nil, &NetdevError{Netdev: netdev, Err: errors.New("no such netdev")}
@@ -89,7 +90,11 @@ func OpenSelected(netdev string, dir Direction, sel Selection) (*Conn, error) {
 	// Protocol 0: the socket receives nothing until bind names one, after
 	// the filter is attached, so it never holds a frame its filter did not
 	// pass.
-	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	typ := unix.SOCK_RAW | unix.SOCK_CLOEXEC
+	if !o.DrainOnly {
+		typ |= unix.SOCK_NONBLOCK // in the network poller
+	}
+	fd, err := unix.Socket(unix.AF_PACKET, typ, 0)
 	if err != nil {
 		if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) {
 			return nil, &PermissionError{Netdev: netdev, Err: err}
@@ -113,7 +118,7 @@ func OpenSelected(netdev string, dir Direction, sel Selection) (*Conn, error) {
 		// (Linux 4.20 and later; older kernels refuse the option).
 		unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_IGNORE_OUTGOING, 1)
 	}
-	prog, err := bpf.Assemble(filter(dir, sel))
+	prog, err := bpf.Assemble(filter(dir, o.Select))
 	if err != nil {
 		return fail("attaching the RoCE v2 filter", err)
 	}
@@ -127,13 +132,15 @@ func OpenSelected(netdev string, dir Direction, sel Selection) (*Conn, error) {
 	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_ALL), Ifindex: ifi.Index}); err != nil {
 		return fail("binding the raw socket", err)
 	}
-	f := os.NewFile(uintptr(fd), "packet:"+netdev) // non-blocking: in the network poller
+	// os.NewFile puts a non-blocking socket in the network poller and
+	// leaves a blocking one out of it.
+	f := os.NewFile(uintptr(fd), "packet:"+netdev)
 	rc, err := f.SyscallConn()
 	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("probe: raw socket on %s: %w", netdev, err)
 	}
-	c := &Conn{f: f, rc: rc, netdev: netdev, buf: make([]byte, vlanLen+snapLen),
+	c := &Conn{f: f, rc: rc, netdev: netdev, drainOnly: o.DrainOnly, buf: make([]byte, vlanLen+snapLen),
 		oob: make([]byte, unix.CmsgSpace(sizeofAuxdata)+unix.CmsgSpace(int(unsafe.Sizeof(unix.Timespec{}))))}
 	c.timeout.Store(int64(DefaultReadTimeout))
 	c.iov.Base = &c.buf[vlanLen]
@@ -141,13 +148,13 @@ func OpenSelected(netdev string, dir Direction, sel Selection) (*Conn, error) {
 	c.msg.Iov = &c.iov
 	c.msg.SetIovlen(1)
 	c.msg.Control = &c.oob[0]
-	// The socket is non-blocking, so recvmsg and write return at once:
-	// they are raw system calls, which do not hand the P back to the
-	// scheduler and wake its monitor thread as a blocking one must.
+	// recvmsg and sendto never block (MSG_DONTWAIT, whatever the socket's
+	// mode): they are raw system calls, which do not hand the P back to
+	// the scheduler and wake its monitor thread as a blocking one must.
 	c.readFn = func(fd uintptr) bool {
 		c.msg.SetControllen(len(c.oob))
 		c.msg.Flags = 0
-		n, _, errno := unix.RawSyscall(unix.SYS_RECVMSG, fd, uintptr(unsafe.Pointer(&c.msg)), unix.MSG_TRUNC)
+		n, _, errno := unix.RawSyscall(unix.SYS_RECVMSG, fd, uintptr(unsafe.Pointer(&c.msg)), unix.MSG_TRUNC|unix.MSG_DONTWAIT)
 		c.n, c.rerr = int(n), nil
 		if errno != 0 {
 			c.rerr = errno
@@ -155,12 +162,15 @@ func OpenSelected(netdev string, dir Direction, sel Selection) (*Conn, error) {
 		return !c.wait || (errno != unix.EAGAIN && errno != unix.EINTR)
 	}
 	c.writeFn = func(fd uintptr) bool {
-		_, _, errno := unix.RawSyscall(unix.SYS_WRITE, fd, uintptr(unsafe.Pointer(unsafe.SliceData(c.wframe))), uintptr(len(c.wframe)))
+		_, _, errno := unix.RawSyscall6(unix.SYS_SENDTO, fd, uintptr(unsafe.Pointer(unsafe.SliceData(c.wframe))), uintptr(len(c.wframe)),
+			unix.MSG_DONTWAIT, 0, 0)
 		c.werr = nil
 		if errno != 0 {
 			c.werr = errno
 		}
-		return errno != unix.EAGAIN && errno != unix.EINTR
+		// Out of the poller nothing can wait for room: a full send
+		// buffer is the Write's error.
+		return c.drainOnly || (errno != unix.EAGAIN && errno != unix.EINTR)
 	}
 	return c, nil
 }
@@ -197,6 +207,9 @@ func (c *Conn) ReadZeroCopy() ([]byte, time.Time, error) {
 	if c.closed.Load() {
 		return nil, time.Time{}, ErrClosed
 	}
+	if c.drainOnly {
+		return nil, time.Time{}, fmt.Errorf("probe: reading from %s: %w", c.netdev, ErrDrainOnly)
+	}
 	var deadline time.Time
 	if d := c.timeout.Load(); d > 0 {
 		deadline = time.Now().Add(time.Duration(d))
@@ -221,13 +234,16 @@ func (c *Conn) ReadZeroCopy() ([]byte, time.Time, error) {
 // Drain hands fn every frame waiting on the socket, without waiting for
 // more, and returns how many there were. The frame is the Conn's buffer,
 // valid during the call. A sender that reads its replies this way, a
-// batch at a time from a loop that wakes anyway, costs no wake-up per
-// reply; the receive time is still the kernel's.
+// batch at a time from a loop that wakes anyway, from a Conn opened with
+// DrainOnly, costs no wake-up per reply; the receive time is still the
+// kernel's.
 func (c *Conn) Drain(fn func(frame []byte, at time.Time)) (int, error) {
 	c.rmu.Lock()
 	defer c.rmu.Unlock()
-	if err := c.f.SetReadDeadline(time.Time{}); err != nil { // one a Read left must not stop it
-		return 0, c.readError(err)
+	if !c.drainOnly {
+		if err := c.f.SetReadDeadline(time.Time{}); err != nil { // one a Read left must not stop it
+			return 0, c.readError(err)
+		}
 	}
 	c.wait = false
 	for n := 0; ; n++ {
@@ -295,7 +311,8 @@ func (c *Conn) readError(err error) error {
 }
 
 // Write sends one frame out of the netdev, through its qdisc. A full
-// socket send buffer makes it wait in the network poller.
+// socket send buffer makes it wait in the network poller (an error for a
+// DrainOnly Conn).
 func (c *Conn) Write(frame []byte) error {
 	if c.closed.Load() {
 		return ErrClosed

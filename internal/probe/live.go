@@ -33,6 +33,21 @@ const (
 	Outgoing
 )
 
+// OpenOptions are the options of OpenWith.
+type OpenOptions struct {
+	// Select narrows the frames captured (AllFrames: every RoCE v2 frame
+	// of the direction).
+	Select Selection
+	// DrainOnly keeps the socket out of Go's network poller: frames that
+	// arrive wake no thread of the process (a socket in the poller wakes
+	// its poller thread for every frame, waited for or not). Such a Conn
+	// is read with Drain only; Read and ReadZeroCopy return ErrDrainOnly.
+	DrainOnly bool
+}
+
+// ErrDrainOnly is returned by a Read of a Conn opened with DrainOnly.
+var ErrDrainOnly = errors.New("the socket is opened to be drained, not read")
+
 // Selection narrows which of its direction's RoCE v2 frames a Conn
 // captures, by the kind byte of a probe payload (payload offset 9: 1 probe,
 // 2 reply), so that a sender can read its replies apart from the probes it

@@ -23,8 +23,8 @@ func Open(netdev string, dir Direction) (*Conn, error) {
 	return nil, needsLinux("opening a raw socket on " + netdev)
 }
 
-// OpenSelected returns an error wrapping ErrNeedsLinux.
-func OpenSelected(netdev string, dir Direction, sel Selection) (*Conn, error) {
+// OpenWith returns an error wrapping ErrNeedsLinux.
+func OpenWith(netdev string, dir Direction, o OpenOptions) (*Conn, error) {
 	return nil, needsLinux("opening a raw socket on " + netdev)
 }
 

@@ -13,7 +13,7 @@ import (
 // Off Linux every live operation says it needs Linux.
 func TestLiveNeedsLinux(t *testing.T) {
 	_, err1 := Open("eth0", Incoming)
-	_, err2 := OpenSelected("eth0", Incoming, Replies)
+	_, err2 := OpenWith("eth0", Incoming, OpenOptions{Select: Replies, DrainOnly: true})
 	_, err3 := (&Conn{}).Drain(func([]byte, time.Time) {})
 	_, err4 := Listen(context.Background(), ListenConfig{}, nil)
 	_, err5 := Send(context.Background(), SendConfig{}, nil)

@@ -10,7 +10,9 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/netip"
+	"os"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -602,8 +604,11 @@ func TestConnReadTimeoutAndClose(t *testing.T) {
 // Over a veth pair, the kernel runs the selections' filters: a Replies
 // Conn drains exactly the replies sent to it, tagged or not, a NoReplies
 // Conn exactly the probes; Drain reads what waits and returns without
-// waiting when nothing does; the receive times are the kernel's, between
-// the write and the read; a closed Conn's Drain says so.
+// waiting when nothing does, from a DrainOnly Conn (which no epoll
+// instance of the process watches, by the kernel's fdinfo, and which
+// refuses Read) and from one in the poller alike; the receive times are
+// the kernel's, between the write and the read; a closed Conn's Drain says
+// so.
 func TestWireDrainSelection(t *testing.T) {
 	netnstest.RequireRoot(t)
 	nsS, nsL := netnstest.New(t, "s"), netnstest.New(t, "l")
@@ -612,14 +617,23 @@ func TestWireDrainSelection(t *testing.T) {
 	var err1, err2, err3 error
 	netnstest.In(t, nsS, func() { tx, err1 = Open("s0", Outgoing) })
 	netnstest.In(t, nsL, func() {
-		rep, err2 = OpenSelected("l0", Incoming, Replies)
-		norep, err3 = OpenSelected("l0", Incoming, NoReplies)
+		rep, err2 = OpenWith("l0", Incoming, OpenOptions{Select: Replies, DrainOnly: true})
+		norep, err3 = OpenWith("l0", Incoming, OpenOptions{Select: NoReplies})
 	})
 	if err1 != nil || err2 != nil || err3 != nil {
 		t.Fatal(err1, err2, err3)
 	}
 	defer tx.Close()
 	defer norep.Close()
+	if w := epollWatched(t, rep); w {
+		t.Error("an epoll instance watches the DrainOnly Conn's socket")
+	}
+	if w := epollWatched(t, norep); !w {
+		t.Error("no epoll instance watches the polled Conn's socket (the check finds nothing)")
+	}
+	if _, _, err := rep.Read(); !errors.Is(err, ErrDrainOnly) {
+		t.Errorf("Read of a DrainOnly Conn: %v, want ErrDrainOnly", err)
+	}
 
 	drained := func(c *Conn) (seqs []uint32, kinds []Kind) {
 		t.Helper()
@@ -714,4 +728,36 @@ func TestWireDrainSelection(t *testing.T) {
 	if n, err := rep.Drain(func([]byte, time.Time) {}); n != 0 || !errors.Is(err, ErrClosed) {
 		t.Errorf("Drain of a closed Conn: %d, %v: want 0, ErrClosed", n, err)
 	}
+}
+
+// epollWatched says whether an epoll instance of this process watches c's
+// socket: the kernel lists each watched descriptor as a "tfd:" line of the
+// epoll descriptor's /proc/self/fdinfo entry.
+func epollWatched(t *testing.T, c *Conn) bool {
+	t.Helper()
+	var fd int
+	if err := c.rc.Control(func(f uintptr) { fd = int(f) }); err != nil {
+		t.Fatal(err)
+	}
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, e := range ents {
+		if l, _ := os.Readlink("/proc/self/fd/" + e.Name()); l != "anon_inode:[eventpoll]" {
+			continue
+		}
+		info, err := os.ReadFile("/proc/self/fdinfo/" + e.Name())
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(info), "\n") {
+			var tfd int
+			if _, err := fmt.Sscanf(line, "tfd: %d", &tfd); err == nil && tfd == fd {
+				found = true
+			}
+		}
+	}
+	return found
 }
