@@ -16,6 +16,7 @@ import (
 	"github.com/roce-probe/roce-probe/internal/agent"
 	"github.com/roce-probe/roce-probe/internal/fabric/fabrictest"
 	"github.com/roce-probe/roce-probe/internal/host"
+	"github.com/roce-probe/roce-probe/internal/probe"
 	"github.com/roce-probe/roce-probe/qos"
 )
 
@@ -102,7 +103,7 @@ func vocabularyAgent(t *testing.T) {
 		h.ServeHTTP(rec, httptest.NewRequest("GET", "/healthz", nil))
 		return rec.Body.String()
 	}
-	noSockets := func(netdev string) (agent.Port, error) { return nil, errors.New("no sockets in this test") }
+	noSockets := func(string, probe.Selection) (agent.Port, error) { return nil, errors.New("no sockets in this test") }
 	cfg := agent.Default()
 	cfg.Interval = time.Second
 	// Not started: nothing read yet.

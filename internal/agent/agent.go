@@ -33,7 +33,8 @@ type Deps struct {
 	// Watch subscribes to link and address changes (host.Watch of the
 	// own namespace); nil: periodic reads only.
 	Watch func(done <-chan struct{}) (*host.Watcher, error)
-	// Open opens a netdev's raw socket (probe.Open, probe.Incoming).
+	// Open opens a netdev's raw sockets (probe.OpenWith,
+	// probe.Incoming): two per netdev, the listener's and the mesh's.
 	Open Opener
 	// CheckRaw fails when raw sockets cannot be opened at all (no
 	// CAP_NET_RAW); nil: not checked.

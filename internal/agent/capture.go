@@ -6,19 +6,22 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/roce-probe/roce-probe/internal/probe"
 	"github.com/roce-probe/roce-probe/vlan"
 )
 
-// Opener opens the raw socket of a netdev (probe.Open with
-// probe.Incoming on Linux).
-type Opener func(netdev string) (Port, error)
+// Opener opens a raw socket of a netdev capturing the frames of sel
+// (probe.OpenWith with probe.Incoming on Linux; the Replies socket
+// DrainOnly).
+type Opener func(netdev string, sel probe.Selection) (Port, error)
 
-// capture runs one reader per netdev socket: replies go to the mesh,
-// everything else to the probe listener (a probe.Responder, as `roce-probe
-// listen` runs it), whose replies go back out of the same socket.
+// capture opens two sockets per netdev. The listener's (probe.NoReplies)
+// has a reader goroutine that hands every frame to the probe listener (a
+// probe.Responder, as `roce-probe listen` runs it), whose replies go back
+// out of the same socket. The mesh's (probe.Replies) is the mesh's port:
+// it sends probes through it and drains their replies when it wakes to
+// send, so a reply costs no wake-up of its own.
 type capture struct {
 	open    Opener
 	mesh    *mesh
@@ -35,13 +38,16 @@ type capture struct {
 
 type capPort struct {
 	name    string
-	p       Port
+	p       Port // the listener's: probes and other frames, not replies
+	r       Port // the mesh's: replies
 	closing atomic.Bool // closed by us: a read error is expected
 	dead    atomic.Bool // the socket failed: open it again at the next sync
 }
 
 func newCapture(open Opener, m *mesh, resp *probe.Responder, log *slog.Logger, onError func(string, error)) *capture {
-	return &capture{open: open, mesh: m, resp: resp, log: log, onError: onError, ports: map[string]*capPort{}}
+	c := &capture{open: open, mesh: m, resp: resp, log: log, onError: onError, ports: map[string]*capPort{}}
+	m.portFailed = c.replyPortFailed
+	return c
 }
 
 // wireNetdevs are the netdevs a listener captures on in ns: Ethernet
@@ -80,15 +86,21 @@ func (c *capture) sync(want []string) {
 		if cp := c.ports[name]; cp != nil && !cp.dead.Load() {
 			continue
 		}
-		p, err := c.open(name)
+		p, err := c.open(name, probe.NoReplies)
+		var r Port
+		if err == nil {
+			if r, err = c.open(name, probe.Replies); err != nil {
+				p.Close()
+			}
+		}
 		if err != nil {
 			c.onError(sourceCapture, fmt.Errorf("capturing on %s: %w", name, err))
 			delete(c.ports, name)
 			continue
 		}
-		cp := &capPort{name: name, p: p}
+		cp := &capPort{name: name, p: p, r: r}
 		c.ports[name] = cp
-		c.mesh.setPort(name, p)
+		c.mesh.setPort(name, r)
 		c.wg.Add(1)
 		go c.read(cp)
 	}
@@ -115,8 +127,32 @@ func (c *capture) count() int {
 
 func (c *capture) stop(cp *capPort) {
 	cp.closing.Store(true)
-	c.mesh.dropPort(cp.name, cp.p)
+	c.mesh.dropPort(cp.name, cp.r)
 	cp.p.Close()
+	cp.r.Close()
+}
+
+// fail reports a failed socket of cp and closes both: the next sync opens
+// them again.
+func (c *capture) fail(cp *capPort, err error) {
+	if cp.closing.Swap(true) {
+		return // closed by us, or already failed
+	}
+	c.onError(sourceCapture, fmt.Errorf("capturing on %s: %w", cp.name, err))
+	cp.dead.Store(true)
+	c.mesh.dropPort(cp.name, cp.r)
+	cp.p.Close()
+	cp.r.Close()
+}
+
+// replyPortFailed is the mesh telling that draining r failed.
+func (c *capture) replyPortFailed(netdev string, r Port, err error) {
+	c.mu.Lock()
+	cp := c.ports[netdev]
+	c.mu.Unlock()
+	if cp != nil && cp.r == r {
+		c.fail(cp, err)
+	}
 }
 
 // close closes every socket and waits for the readers (a Read waiting
@@ -134,33 +170,19 @@ func (c *capture) close() {
 func (c *capture) read(cp *capPort) {
 	defer c.wg.Done()
 	for {
-		frame, at, err := cp.p.Read()
+		frame, _, err := cp.p.Read()
 		if err != nil {
-			if !cp.closing.Load() {
-				c.onError(sourceCapture, fmt.Errorf("capturing on %s: %w", cp.name, err))
-				cp.dead.Store(true)
-				c.mesh.dropPort(cp.name, cp.p)
-				cp.p.Close()
-			}
+			c.fail(cp, err)
 			return
 		}
 		if frame != nil {
-			c.handle(cp, frame, at)
+			c.handle(cp, frame)
 		}
 	}
 }
 
-// handle dispatches one captured frame.
-func (c *capture) handle(cp *capPort, frame []byte, at time.Time) {
-	if f, err := probe.ParseFrame(frame); err == nil {
-		if pl, err := probe.ParsePayload(f.Payload); err == nil && pl.Kind == probe.KindReply {
-			if at.IsZero() {
-				at = time.Now()
-			}
-			c.mesh.reply(frame, pl.Session, at)
-			return
-		}
-	}
+// handle gives one captured frame to the listener.
+func (c *capture) handle(cp *capPort, frame []byte) {
 	c.respMu.Lock()
 	reply, _ := c.resp.Handle(frame)
 	c.respMu.Unlock()

@@ -12,7 +12,7 @@ import (
 )
 
 // DefaultDeps are the live host's: host.Collect and host.Watch of the
-// agent's own network namespace, probe.Open sockets (CAP_NET_RAW),
+// agent's own network namespace, probe.OpenWith sockets (CAP_NET_RAW),
 // host.SolicitNeighbor, the system's DNS resolver.
 func DefaultDeps(version string, log *slog.Logger) Deps {
 	return Deps{
@@ -20,12 +20,14 @@ func DefaultDeps(version string, log *slog.Logger) Deps {
 		Log:     log,
 		Collect: host.Collect,
 		Watch:   func(done <-chan struct{}) (*host.Watcher, error) { return host.Watch("", done) },
-		Open: func(netdev string) (Port, error) {
-			c, err := probe.Open(netdev, probe.Incoming)
+		Open: func(netdev string, sel probe.Selection) (Port, error) {
+			// The mesh's socket is drained when the sender wakes, never
+			// waited on: out of the poller, a reply wakes nothing.
+			c, err := probe.OpenWith(netdev, probe.Incoming, probe.OpenOptions{Select: sel, DrainOnly: sel == probe.Replies})
 			if err != nil {
 				return nil, err
 			}
-			c.SetReadTimeout(0) // the capture reader waits until a frame comes or the socket is closed
+			c.SetReadTimeout(0) // the listener's reader waits until a frame comes or the socket is closed
 			return livePort{c}, nil
 		},
 		CheckRaw: func() error { return probe.CheckRawSocket("any netdev") },

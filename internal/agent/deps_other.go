@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/roce-probe/roce-probe/internal/host"
+	"github.com/roce-probe/roce-probe/internal/probe"
 )
 
 // ErrNotLinux: the agent reads the live host and sends raw frames, which
@@ -23,7 +24,7 @@ func DefaultDeps(version string, log *slog.Logger) Deps {
 		Version:  version,
 		Log:      log,
 		Collect:  host.Collect,
-		Open:     func(string) (Port, error) { return nil, ErrNotLinux },
+		Open:     func(string, probe.Selection) (Port, error) { return nil, ErrNotLinux },
 		CheckRaw: func() error { return ErrNotLinux },
 		Resolver: net.DefaultResolver,
 		Now:      time.Now,

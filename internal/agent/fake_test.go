@@ -149,25 +149,42 @@ func (n *fakeNet) addPeers(t testing.TB, count int) []*simPeer {
 	return out
 }
 
-func (n *fakeNet) open(netdev string) (Port, error) {
+func (n *fakeNet) open(netdev string, sel probe.Selection) (Port, error) {
 	if n.fail.Load() {
 		return nil, errors.New("injected: socket() failed")
 	}
 	n.opens.Add(1)
-	p := &fakePort{name: netdev, net: n, in: make(chan []byte, 4096), closed: make(chan struct{})}
+	p := &fakePort{name: netdev, sel: sel, net: n, in: make(chan fakeFrame, 4096), closed: make(chan struct{})}
 	n.mu.Lock()
 	n.ports[p] = true
 	n.mu.Unlock()
 	return p, nil
 }
 
-// deliver puts a frame on every open port of the agent (its one wire).
+// takes says whether a port of selection sel captures frame: a reply (by
+// its parsed payload) goes to the Replies ports, anything else to the
+// NoReplies ones (probe.Conn's kernel filter tests the payload's kind byte).
+func takes(sel probe.Selection, frame []byte) bool {
+	reply := false
+	if f, err := probe.ParseFrame(frame); err == nil {
+		if pl, err := probe.ParsePayload(f.Payload); err == nil {
+			reply = pl.Kind == probe.KindReply
+		}
+	}
+	return sel == probe.AllFrames || (sel == probe.Replies) == reply
+}
+
+// deliver puts a frame on every open port of the agent (its one wire)
+// whose selection takes it, stamped with the time it arrived.
 func (n *fakeNet) deliver(frame []byte) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	for p := range n.ports {
+		if !takes(p.sel, frame) {
+			continue
+		}
 		select {
-		case p.in <- frame:
+		case p.in <- fakeFrame{frame, time.Now()}:
 		default: // a full ring drops frames, as the kernel's does
 		}
 	}
@@ -183,16 +200,35 @@ func (n *fakeNet) breakPorts() {
 	}
 }
 
+// breakReplyPorts makes only the mesh's sockets (probe.Replies) fail.
+func (n *fakeNet) breakReplyPorts() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for p := range n.ports {
+		if p.sel == probe.Replies {
+			p.broken.Store(true)
+		}
+	}
+}
+
+// openPorts is the number of open sockets: two per netdev captured on.
 func (n *fakeNet) openPorts() int {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return len(n.ports)
 }
 
+// fakeFrame is a frame on a fake socket and the time it arrived.
+type fakeFrame struct {
+	b  []byte
+	at time.Time
+}
+
 type fakePort struct {
 	name   string
+	sel    probe.Selection
 	net    *fakeNet
-	in     chan []byte
+	in     chan fakeFrame
 	closed chan struct{}
 	once   sync.Once
 	broken atomic.Bool
@@ -208,11 +244,27 @@ func (p *fakePort) Read() ([]byte, time.Time, error) {
 	defer t.Stop()
 	select {
 	case f := <-p.in:
-		return f, time.Now(), nil
+		return f.b, f.at, nil
 	case <-p.closed:
 		return nil, time.Time{}, errFakeClosed
 	case <-t.C:
 		return nil, time.Time{}, nil
+	}
+}
+
+func (p *fakePort) Drain(fn func([]byte, time.Time)) (int, error) {
+	for n := 0; ; n++ {
+		if p.broken.Load() {
+			return n, errors.New("injected: recvmsg: no such device")
+		}
+		select {
+		case f := <-p.in:
+			fn(f.b, f.at)
+		case <-p.closed:
+			return n, errFakeClosed
+		default:
+			return n, nil
+		}
 	}
 }
 

@@ -17,14 +17,20 @@ import (
 	"github.com/roce-probe/roce-probe/roce"
 )
 
-// Port is the raw socket of one netdev that probes leave through and
-// replies and probes arrive on: *probe.Conn on Linux, a fake in tests.
+// Port is a raw socket of one netdev: *probe.Conn on Linux, a fake in
+// tests. Each netdev has two, opened with their selection: the listener's
+// (probe.NoReplies: peers' probes come in, its replies go out), which its
+// reader goroutine waits on, and the mesh's (probe.Replies: probes go out,
+// their replies come in), which the sender drains each time it wakes.
 type Port interface {
 	// Read waits for the next frame and returns it with the time it
 	// arrived; it may also return nil and no error (a timeout: the caller
 	// reads again). The frame is valid until the next Read. Close makes a
 	// waiting Read return an error.
 	Read() ([]byte, time.Time, error)
+	// Drain hands fn every frame waiting, with the time it arrived,
+	// without waiting for more; the frame is valid during the call.
+	Drain(fn func(frame []byte, at time.Time)) (int, error)
 	// Write sends one frame as it is (tags included).
 	Write(frame []byte) error
 	Close() error
@@ -133,9 +139,9 @@ func (h *streamHeap) Pop() any {
 }
 
 // mesh probes every stream at the configured rate and accounts for the
-// replies. One goroutine sends (run); capture goroutines hand it replies
-// (reply); the control loop sets the streams (sync) and the sockets
-// (setPort).
+// replies. One goroutine sends (run) and, each time it wakes, drains the
+// replies waiting on its sockets first (drain); the control loop sets the
+// streams (sync) and the sockets (setPort).
 type mesh struct {
 	cfg     ProbeConfig
 	m       *meshMetrics
@@ -150,8 +156,19 @@ type mesh struct {
 	h        streamHeap
 	ports    map[string]Port
 	rng      *rand.Rand
+	drainBuf []drainPort // drain's list of ports, kept between calls
+	replyFn  func(frame []byte, at time.Time)
+
+	// portFailed is told when draining a port fails (the capture closes
+	// both sockets of the netdev and opens them again at its next sync).
+	portFailed func(netdev string, p Port, err error)
 
 	unmatched atomic.Uint64
+}
+
+type drainPort struct {
+	netdev string
+	p      Port
 }
 
 // minSleep is the sender's shortest sleep: probes due within it go out
@@ -167,9 +184,11 @@ func newMesh(cfg ProbeConfig, m *meshMetrics, log *slog.Logger, now func() time.
 		return nil, err
 	}
 	lim.Now = now
-	return &mesh{cfg: cfg, m: m, log: log, now: now, limiter: lim, wake: make(chan struct{}, 1),
+	ms := &mesh{cfg: cfg, m: m, log: log, now: now, limiter: lim, wake: make(chan struct{}, 1),
 		streams: map[streamKey]*stream{}, sessions: map[uint64]*stream{}, ports: map[string]Port{},
-		rng: rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))}, nil
+		rng: rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))}
+	ms.replyFn = ms.replyFrame // made once: no closure per drain
+	return ms, nil
 }
 
 func (m *mesh) period() time.Duration { return time.Duration(float64(time.Second) / m.cfg.Rate) }
@@ -349,10 +368,47 @@ func (m *mesh) account(s *stream, r probe.Result) {
 	}
 }
 
-// reply hands the mesh a captured reply of session.
-func (m *mesh) reply(frame []byte, session uint64, at time.Time) {
+// drain reads the replies waiting on every port and accounts for them.
+func (m *mesh) drain() {
 	m.mu.Lock()
-	defer m.mu.Unlock()
+	ports := m.drainBuf[:0]
+	for name, p := range m.ports {
+		ports = append(ports, drainPort{name, p})
+	}
+	m.drainBuf = ports
+	m.mu.Unlock()
+	for _, dp := range ports {
+		m.mu.Lock()
+		_, err := dp.p.Drain(m.replyFn)
+		m.mu.Unlock()
+		if err != nil && m.portFailed != nil {
+			m.portFailed(dp.netdev, dp.p, err)
+		}
+	}
+	clear(ports) // no socket is held between wake-ups
+}
+
+// replyFrame is one captured frame of a mesh port (a reply, by the
+// socket's filter); m.mu is held.
+func (m *mesh) replyFrame(frame []byte, at time.Time) {
+	f, err := probe.ParseFrame(frame)
+	if err != nil {
+		m.unmatched.Add(1)
+		return
+	}
+	pl, err := probe.ParsePayload(f.Payload)
+	if err != nil || pl.Kind != probe.KindReply {
+		m.unmatched.Add(1)
+		return
+	}
+	if at.IsZero() {
+		at = m.now()
+	}
+	m.reply(frame, pl.Session, at)
+}
+
+// reply accounts for a captured reply of session; m.mu is held.
+func (m *mesh) reply(frame []byte, session uint64, at time.Time) {
 	s := m.sessions[session]
 	if s == nil {
 		m.unmatched.Add(1)
@@ -434,12 +490,20 @@ func (m *mesh) sendFailed(w write) {
 	m.m.probeErrors.WithLabelValues(w.s.peer.Name, reasonSendFailed).Inc()
 }
 
+// wakeUp is what the sender does each time it wakes: it accounts for the
+// replies waiting first (a probe answered in time is not counted lost
+// because its reply was read late), then takes the probes due.
+func (m *mesh) wakeUp() ([]write, time.Time) {
+	m.drain()
+	return m.due(m.now())
+}
+
 // run sends probes until stop is closed.
 func (m *mesh) run(stop <-chan struct{}) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
-		ws, next := m.due(m.now())
+		ws, next := m.wakeUp()
 		for _, w := range ws {
 			if err := w.port.Write(w.frame); err != nil {
 				m.sendFailed(w)

@@ -178,7 +178,7 @@ func TestHostFaults(t *testing.T) {
 	h.set(func(h *fakeHost) { h.netdevOff = false })
 	ta.watch.send(host.Change{Kind: host.ChangeLink, Netdev: "eth0", Ifindex: 2})
 	a = answered()
-	eventually(t, 5*time.Second, "answers after eth0 came back", func() bool { return answered() > a && n.openPorts() == 1 })
+	eventually(t, 5*time.Second, "answers after eth0 came back", func() bool { return answered() > a && n.openPorts() == 2 })
 
 	// The kernel ends the subscription: counted, subscribed again.
 	ta.watch.end()
@@ -196,9 +196,23 @@ func TestHostFaults(t *testing.T) {
 		return v >= 1
 	})
 	ta.watch.send(host.Change{Kind: host.ChangeLink, Netdev: "eth0", Ifindex: 2})
-	eventually(t, 5*time.Second, "the socket opened again", func() bool { return n.opens.Load() > opens && n.openPorts() == 1 })
+	eventually(t, 5*time.Second, "the socket opened again", func() bool { return n.opens.Load() > opens && n.openPorts() == 2 })
 	a = answered()
 	eventually(t, 5*time.Second, "answers on the new socket", func() bool { return answered() > a })
+
+	// Only the socket the replies are drained from fails: counted, both
+	// closed, both opened again at the next read.
+	opens = n.opens.Load()
+	n.breakReplyPorts()
+	eventually(t, 5*time.Second, "the reply socket's error counted", func() bool {
+		v, _ := value(gather(t, ta.Registry()), metricReadErrors, "source", sourceCapture)
+		return v >= 2
+	})
+	eventually(t, 5*time.Second, "both sockets closed", func() bool { return n.openPorts() == 0 })
+	ta.watch.send(host.Change{Kind: host.ChangeLink, Netdev: "eth0", Ifindex: 2})
+	eventually(t, 5*time.Second, "both opened again", func() bool { return n.opens.Load() == opens+2 && n.openPorts() == 2 })
+	a = answered()
+	eventually(t, 5*time.Second, "answers on the new sockets", func() bool { return answered() > a })
 }
 
 // floodFrames are frames of every kind the agent must take without
@@ -266,7 +280,7 @@ func TestFlood(t *testing.T) {
 	cfg := testConfig()
 	cfg.Peers.Static = []string{peerAddr(1).String()}
 	ta := startAgent(t, cfg, h, n)
-	eventually(t, 5*time.Second, "capture open", func() bool { return n.openPorts() == 1 })
+	eventually(t, 5*time.Second, "capture open", func() bool { return n.openPorts() == 2 })
 	frames := floodFrames(t, 6000)
 	for round := 0; round < 5; round++ {
 		for _, f := range frames {
@@ -299,13 +313,17 @@ func TestFlood(t *testing.T) {
 	})
 }
 
-// deliverWait puts a frame on the agent's socket if there is room.
+// deliverWait puts a frame on the agent's sockets that take it if there
+// is room.
 func (n *fakeNet) deliverWait(frame []byte) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	for p := range n.ports {
+		if !takes(p.sel, frame) {
+			continue
+		}
 		select {
-		case p.in <- frame:
+		case p.in <- fakeFrame{frame, time.Now()}:
 		default:
 			return false
 		}

@@ -1,0 +1,114 @@
+package agent
+
+import (
+	"errors"
+	"log/slog"
+	"net"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/roce-probe/roce-probe/internal/probe"
+)
+
+// scriptPort is a mesh port whose Drain hands out the frames queued on it
+// with the arrival times they were queued with.
+type scriptPort struct {
+	queue []fakeFrame
+	err   error
+}
+
+func (p *scriptPort) Read() ([]byte, time.Time, error) { return nil, time.Time{}, nil }
+func (p *scriptPort) Close() error                     { return nil }
+func (p *scriptPort) Write([]byte) error               { return nil }
+func (p *scriptPort) Drain(fn func([]byte, time.Time)) (int, error) {
+	n := len(p.queue)
+	for _, f := range p.queue {
+		fn(f.b, f.at)
+	}
+	p.queue = nil
+	return n, p.err
+}
+
+// The sender reads replies when it wakes, before it takes the probes due:
+// a reply that arrived within the timeout but is read after it is
+// answered, not lost, and its RTT is the one of its arrival time, not of
+// the read; replies of unknown sessions and other frames on the port are
+// counted unmatched; a port whose Drain fails is reported.
+func TestMeshDrainsRepliesFirst(t *testing.T) {
+	now := time.Unix(1000, 0)
+	clock := func() time.Time { return now }
+	cfg := ProbeConfig{Rate: 1, Timeout: 500 * time.Millisecond, MaxRate: 100}
+	mm := newMeshMetrics()
+	m, err := newMesh(cfg, mm, slog.New(slog.DiscardHandler), clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var failed []error
+	m.portFailed = func(netdev string, p Port, err error) { failed = append(failed, err) }
+	port := &scriptPort{}
+	m.setPort("eth0", port)
+	peer := Peer{Name: "p1", Addr: netip.MustParseAddr("192.0.2.2")}
+	tmpl := targetFrame(net.HardwareAddr{2, 0, 0, 0, 0, 1}, net.HardwareAddr{2, 0, 0, 0, 0, 2}, nil,
+		netip.MustParseAddr("192.0.2.1"), peer.Addr)
+	m.sync([]streamSpec{{peer: peer, flow: "rdma", tgt: target{wire: "eth0", frame: tmpl, marks: probe.Markings{DSCP: 26, TTL: 64}}}})
+
+	// The first probe goes within the first period.
+	var sent []byte
+	for i := 0; i < 20 && sent == nil; i++ {
+		if ws, _ := m.wakeUp(); len(ws) > 0 {
+			sent = ws[0].frame
+		}
+		now = now.Add(100 * time.Millisecond)
+	}
+	if sent == nil {
+		t.Fatal("no probe within 2 s")
+	}
+	sentAt := now.Add(-100 * time.Millisecond)
+	resp, err := probe.NewResponder(probe.ResponderConfig{LocalMACs: []net.HardwareAddr{{2, 0, 0, 0, 0, 2}}, LocalAddrs: []netip.Addr{peer.Addr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reply, _ := resp.Handle(sent)
+	if reply == nil {
+		t.Fatal("the responder does not answer the probe")
+	}
+	forged := append([]byte(nil), reply...)
+	forged[len(forged)-30] ^= 0xff // a bad ICRC: does not parse
+	// The reply came 3 ms after the probe; the sender wakes 1.5 s later,
+	// past the timeout and when the next probe is due.
+	port.queue = []fakeFrame{{reply, sentAt.Add(3 * time.Millisecond)}, {forged, sentAt.Add(4 * time.Millisecond)}, {sent, sentAt}}
+	now = sentAt.Add(1500 * time.Millisecond)
+	m.wakeUp()
+
+	get := func(c prometheus.Collector, name string) float64 {
+		v, _ := value(gatherFrom(t, c), name, "peer", "p1")
+		return v
+	}
+	if a, l := get(mm.answered, metricProbesAnswered), get(mm.lost, metricProbesLost); a != 1 || l != 0 {
+		t.Errorf("answered %v, lost %v: want 1 and 0", a, l)
+	}
+	if u := m.unmatched.Load(); u != 2 {
+		t.Errorf("unmatched %d: want 2 (a frame that does not parse, a probe)", u)
+	}
+	h := gatherFrom(t, mm.rtt)[metricProbeRTT].GetMetric()[0].GetHistogram()
+	if got := time.Duration(h.GetSampleSum() * float64(time.Second)); h.GetSampleCount() != 1 || got != 3*time.Millisecond {
+		t.Errorf("RTT %d samples, sum %v: want 1 of 3ms (the arrival time, not the read's)", h.GetSampleCount(), got)
+	}
+
+	port.err = errors.New("injected: recvmsg failed")
+	m.wakeUp()
+	if len(failed) != 1 || failed[0] != port.err {
+		t.Errorf("port failures reported %v: want the injected one", failed)
+	}
+}
+
+// gatherFrom gathers one collector by family name.
+func gatherFrom(t *testing.T, c prometheus.Collector) map[string]*dto.MetricFamily {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(c)
+	return gather(t, reg)
+}
