@@ -38,8 +38,8 @@ type capture struct {
 
 type capPort struct {
 	name    string
-	p       Port // the listener's: probes and other frames, not replies
-	r       Port // the mesh's: replies
+	p       Port        // the listener's: probes and other frames, not replies
+	r       Port        // the mesh's: replies
 	closing atomic.Bool // closed by us: a read error is expected
 	dead    atomic.Bool // the socket failed: open it again at the next sync
 }

@@ -85,14 +85,16 @@ type stream struct {
 // Fields of the marking metrics.
 var markingFields = [5]string{"vlan", "pcp", "dscp", "ecn", "ttl"}
 
-func fieldValues(m probe.Markings) [5]*float64 {
-	var out [5]*float64
-	f := func(v float64) *float64 { return &v }
+// fieldValues are the marking fields' values, by field index; ok says
+// which the markings have (vlan and pcp only when tagged). Values, not
+// pointers: nothing is allocated per answered probe.
+func fieldValues(m probe.Markings) (v [5]float64, ok [5]bool) {
 	if m.Tagged {
-		out[0], out[1] = f(float64(m.VLAN)), f(float64(m.PCP))
+		v[0], v[1], ok[0], ok[1] = float64(m.VLAN), float64(m.PCP), true, true
 	}
-	out[2], out[3], out[4] = f(float64(m.DSCP)), f(float64(m.ECN)), f(float64(m.TTL))
-	return out
+	v[2], v[3], v[4] = float64(m.DSCP), float64(m.ECN), float64(m.TTL)
+	ok[2], ok[3], ok[4] = true, true, true
+	return v, ok
 }
 
 // markingEvent maps a probe finding to the (field, event) of
@@ -157,6 +159,7 @@ type mesh struct {
 	ports    map[string]Port
 	rng      *rand.Rand
 	drainBuf []drainPort // drain's list of ports, kept between calls
+	writes   []write     // due's batch, kept between calls
 	replyFn  func(frame []byte, at time.Time)
 
 	// portFailed is told when draining a port fails (the capture closes
@@ -294,9 +297,10 @@ func (m *mesh) setTarget(s *stream, t target, now time.Time) {
 	}
 	s.prober, s.next, s.failed = p, 0, nil
 	m.sessions[p.Session()] = s
-	for i, v := range fieldValues(t.marks) {
-		if v != nil {
-			m.m.sentMark.WithLabelValues(s.peer.Name, s.flow, markingFields[i]).Set(*v)
+	vs, oks := fieldValues(t.marks)
+	for i, v := range vs {
+		if oks[i] {
+			m.m.sentMark.WithLabelValues(s.peer.Name, s.flow, markingFields[i]).Set(v)
 		}
 	}
 }
@@ -354,13 +358,14 @@ func (m *mesh) account(s *stream, r probe.Result) {
 			m.m.events.WithLabelValues(s.peer.Name, s.flow, field, event).Inc()
 		}
 	}
-	for i, v := range fieldValues(*r.Received) {
+	vs, oks := fieldValues(*r.Received)
+	for i, v := range vs {
 		switch {
-		case v != nil && s.recv[i] == nil:
+		case oks[i] && s.recv[i] == nil:
 			s.recv[i] = m.m.received.WithLabelValues(s.peer.Name, s.flow, markingFields[i])
 			fallthrough
-		case v != nil:
-			s.recv[i].Set(*v)
+		case oks[i]:
+			s.recv[i].Set(v)
 		case s.recv[i] != nil:
 			m.m.received.DeleteLabelValues(s.peer.Name, s.flow, markingFields[i])
 			s.recv[i] = nil
@@ -404,17 +409,12 @@ func (m *mesh) replyFrame(frame []byte, at time.Time) {
 	if at.IsZero() {
 		at = m.now()
 	}
-	m.reply(frame, pl.Session, at)
-}
-
-// reply accounts for a captured reply of session; m.mu is held.
-func (m *mesh) reply(frame []byte, session uint64, at time.Time) {
-	s := m.sessions[session]
+	s := m.sessions[pl.Session]
 	if s == nil {
 		m.unmatched.Add(1)
 		return
 	}
-	if _, ok := s.prober.Match(frame, at); !ok {
+	if _, ok := s.prober.MatchParsed(f, pl, at); !ok {
 		m.unmatched.Add(1)
 		return
 	}
@@ -430,12 +430,14 @@ type write struct {
 }
 
 // due takes the streams due by now (and within minSleep), builds their
-// probes, schedules their next ones, and returns the probes and when the
-// next stream is due.
+// probes, schedules their next ones, and returns the probes (valid until
+// the next call) and when the next stream is due.
 func (m *mesh) due(now time.Time) ([]write, time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var out []write
+	clear(m.writes) // no stream or frame held from the last batch
+	out := m.writes[:0]
+	defer func() { m.writes = out }()
 	horizon := now.Add(minSleep)
 	for len(m.h) > 0 && !m.h[0].due.After(horizon) {
 		s := m.h[0]

@@ -167,7 +167,17 @@ func (p *Prober) Match(frame []byte, now time.Time) (uint32, bool) {
 		return 0, false
 	}
 	pl, err := ParsePayload(f.Payload)
-	if err != nil || pl.Session != p.session || pl.Seq < p.base || int64(pl.Seq-p.base) >= int64(len(p.results)) {
+	if err != nil {
+		return 0, false
+	}
+	return p.MatchParsed(f, pl, now)
+}
+
+// MatchParsed is Match of a frame already parsed: f is ParseFrame's and pl
+// ParsePayload's of f.Payload. A caller that parses a frame to find its
+// session's Prober passes it on without parsing it again.
+func (p *Prober) MatchParsed(f Frame, pl Payload, now time.Time) (uint32, bool) {
+	if pl.Session != p.session || pl.Seq < p.base || int64(pl.Seq-p.base) >= int64(len(p.results)) {
 		return 0, false
 	}
 	r := &p.results[pl.Seq-p.base]
