@@ -174,11 +174,22 @@ type drainPort struct {
 	p      Port
 }
 
-// minSleep is the sender's shortest sleep: probes due within it go out
-// together, so 500 peers at one probe per second wake it at most 50 times
-// a second (a probe leaves at most 20 ms after its time: the jitter is
-// ±20 % of a second by default).
-const minSleep = 20 * time.Millisecond
+// The sender's batch window: probes due within it go out together, and it
+// is the sender's shortest sleep. It is a tenth of the probe period within
+// these bounds: at one probe per second to each peer, 500 peers wake the
+// sender at most 10 times a second, and a probe leaves at most 100 ms
+// before its time (the jitter spreads it by ±200 ms by default); at 10
+// probes a second, 20 ms.
+const (
+	minBatch = 20 * time.Millisecond
+	maxBatch = 100 * time.Millisecond
+)
+
+// batch is the sender's batch window at the configured rate.
+func (m *mesh) batch() time.Duration { return min(max(m.period()/10, minBatch), maxBatch) }
+
+// sleep is how long the sender sleeps when the next stream is due at next.
+func (m *mesh) sleep(next time.Time) time.Duration { return max(next.Sub(m.now()), m.batch()) }
 
 func newMesh(cfg ProbeConfig, m *meshMetrics, log *slog.Logger, now func() time.Time) (*mesh, error) {
 	burst := max(cfg.MaxRate/10, 10)
@@ -429,16 +440,16 @@ type write struct {
 	seq   uint32
 }
 
-// due takes the streams due by now (and within minSleep), builds their
-// probes, schedules their next ones, and returns the probes (valid until
-// the next call) and when the next stream is due.
+// due takes the streams due by now (and within the batch window), builds
+// their probes, schedules their next ones, and returns the probes (valid
+// until the next call) and when the next stream is due.
 func (m *mesh) due(now time.Time) ([]write, time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	clear(m.writes) // no stream or frame held from the last batch
 	out := m.writes[:0]
 	defer func() { m.writes = out }()
-	horizon := now.Add(minSleep)
+	horizon := now.Add(m.batch())
 	for len(m.h) > 0 && !m.h[0].due.After(horizon) {
 		s := m.h[0]
 		if w, ok := m.probeOne(s, now); ok {
@@ -513,8 +524,7 @@ func (m *mesh) run(stop <-chan struct{}) {
 			}
 			w.s.sent.Inc()
 		}
-		d := max(next.Sub(m.now()), minSleep)
-		timer.Reset(d)
+		timer.Reset(m.sleep(next))
 		select {
 		case <-stop:
 			return

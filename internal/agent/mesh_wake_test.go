@@ -2,6 +2,7 @@ package agent
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -111,4 +112,51 @@ func gatherFrom(t *testing.T, c prometheus.Collector) map[string]*dto.MetricFami
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(c)
 	return gather(t, reg)
+}
+
+// 500 peers probed once a second wake the sender at most 10 times a
+// second (probes due within 100 ms go out together), and every peer still
+// gets a probe a second on average, within the jitter.
+func TestMeshBatches(t *testing.T) {
+	now := time.Unix(1000, 0)
+	cfg := ProbeConfig{Rate: 1, Timeout: 500 * time.Millisecond, Jitter: 0.2, MaxRate: 2000}
+	m, err := newMesh(cfg, newMeshMetrics(), slog.New(slog.DiscardHandler), func() time.Time { return now })
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.setPort("eth0", &scriptPort{})
+	var specs []streamSpec
+	for i := 1; i <= 500; i++ {
+		peer := Peer{Name: fmt.Sprint("p", i), Addr: peerAddr(i)}
+		tmpl := targetFrame(net.HardwareAddr{2, 0, 0, 0, 0, 1}, peerMAC(i), nil, netip.MustParseAddr("192.0.2.1"), peer.Addr)
+		specs = append(specs, streamSpec{peer: peer, flow: "rdma", tgt: target{wire: "eth0", frame: tmpl, marks: probe.Markings{TTL: 64}}})
+	}
+	m.sync(specs)
+	const seconds = 20
+	end := now.Add(seconds * time.Second)
+	wakes, sent := 0, map[string]int{}
+	for now.Before(end) {
+		ws, next := m.wakeUp()
+		wakes++
+		for _, w := range ws {
+			sent[w.s.peer.Name]++
+		}
+		now = now.Add(m.sleep(next))
+	}
+	if wakes > seconds*10+1 {
+		t.Errorf("%d wake-ups in %d s: want at most 10 a second", wakes, seconds)
+	}
+	total := 0
+	for i := 1; i <= 500; i++ {
+		n := sent[fmt.Sprint("p", i)]
+		total += n
+		// Intervals of 0.8 to 1.2 s, the first within the first second.
+		if n < seconds*5/6 || n > seconds*5/4+1 {
+			t.Errorf("peer %d got %d probes in %d s", i, n, seconds)
+		}
+	}
+	if total < 500*seconds*95/100 || total > 500*seconds*105/100 {
+		t.Errorf("%d probes in %d s to 500 peers: want about %d", total, seconds, 500*seconds)
+	}
+	t.Logf("%d wake-ups, %d probes in %d s", wakes, total, seconds)
 }
