@@ -7,8 +7,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/roce-probe/roce-probe/roce"
 )
 
 func TestCompare(t *testing.T) {
@@ -121,15 +119,7 @@ func TestSweep(t *testing.T) {
 // PSN (across its 24-bit wrap), the sequence number, the timestamp and the
 // ICRC, untagged, tagged and double-tagged, IPv4 and IPv6, padded or not.
 func TestProberNextPatched(t *testing.T) {
-	for _, c := range []struct {
-		name string
-		tags []roce.VLANTag
-		v6   bool
-	}{
-		{"untagged-v4", nil, false},
-		{"tagged-v6", []roce.VLANTag{{TPID: 0x8100, ID: 100, PCP: 3}}, true},
-		{"qinq-v4", []roce.VLANTag{{TPID: 0x88a8, ID: 10, PCP: 1}, {TPID: 0x8100, ID: 200, PCP: 1}}, false},
-	} {
+	for _, c := range testEncaps {
 		t.Run(c.name, func(t *testing.T) {
 			tmpl := testFrame(c.tags, c.v6)
 			tmpl.Payload, tmpl.PSN = nil, 0

@@ -5,12 +5,9 @@ package probe
 import (
 	"encoding/binary"
 	"fmt"
-	"net/netip"
 	"testing"
 
 	"golang.org/x/net/bpf"
-
-	"github.com/roce-probe/roce-probe/roce"
 )
 
 // filterCase is a frame and what it is, known from how it was built and
@@ -27,24 +24,12 @@ type filterCase struct {
 // untagged, with one and two tags, over IPv4 and IPv6.
 func filterCases(t *testing.T) []filterCase {
 	t.Helper()
-	encaps := []struct {
-		name     string
-		tags     []roce.VLANTag
-		src, dst netip.Addr
-	}{
-		{"v4", nil, senderIP, listenerIP},
-		{"v4/tag", []roce.VLANTag{{TPID: 0x8100, ID: 100, PCP: 3}}, senderIP, listenerIP},
-		{"v4/qinq", []roce.VLANTag{{TPID: 0x88a8, ID: 10}, {TPID: 0x8100, ID: 100, PCP: 5}}, senderIP, listenerIP},
-		{"v6", nil, netip.MustParseAddr("fd00::1"), netip.MustParseAddr("fd00::2")},
-		{"v6/tag", []roce.VLANTag{{TPID: 0x8100, ID: 7}}, netip.MustParseAddr("fd00::1"), netip.MustParseAddr("fd00::2")},
-		{"v6/qinq", []roce.VLANTag{{TPID: 0x88a8, ID: 10}, {TPID: 0x8100, ID: 7}}, netip.MustParseAddr("fd00::1"), netip.MustParseAddr("fd00::2")},
-	}
 	other := make([]byte, 64) // not a probe payload; its byte 9 says reply
 	other[9] = 2
 	other2 := make([]byte, 64) // neither
 	other2[9] = 1
 	var out []filterCase
-	for _, e := range encaps {
+	for _, e := range testEncaps {
 		payloads := []struct {
 			name string
 			b    []byte
@@ -57,8 +42,8 @@ func filterCases(t *testing.T) []filterCase {
 			payloads[i].b = pl
 		}
 		for _, p := range payloads {
-			f := Frame{DstMAC: listenerMAC, SrcMAC: senderMAC, Tags: e.tags, Src: e.src, Dst: e.dst, TTL: 64, Sport: 0xc000,
-				PKey: 0xffff, DestQP: DefaultDestQP, SrcQP: DefaultSrcQP, QKey: DefaultQKey, PSN: 7, Payload: p.b}
+			f := testFrame(e.tags, e.v6)
+			f.Payload = p.b
 			b, err := f.Build()
 			if err != nil {
 				t.Fatal(err)

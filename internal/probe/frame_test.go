@@ -17,6 +17,21 @@ import (
 	"github.com/roce-probe/roce-probe/roce/capture"
 )
 
+// testEncaps are the encapsulations frames are built in by the tests:
+// untagged, 802.1Q and QinQ, over IPv4 and IPv6.
+var testEncaps = []struct {
+	name string
+	tags []roce.VLANTag
+	v6   bool
+}{
+	{"untagged-v4", nil, false},
+	{"untagged-v6", nil, true},
+	{"dot1q-v4", []roce.VLANTag{{TPID: 0x8100, ID: 4095, PCP: 7, DEI: true}}, false},
+	{"dot1q-v6", []roce.VLANTag{{TPID: 0x8100, ID: 100, PCP: 3}}, true},
+	{"qinq-v4", []roce.VLANTag{{TPID: 0x88a8, ID: 10, PCP: 1}, {TPID: 0x8100, ID: 200, PCP: 1}}, false},
+	{"qinq-v6", []roce.VLANTag{{TPID: 0x88a8, ID: 1000, PCP: 2}, {TPID: 0x8100, ID: 10, PCP: 5}}, true},
+}
+
 func testFrame(tags []roce.VLANTag, v6 bool) Frame {
 	f := Frame{
 		DstMAC: net.HardwareAddr{0x02, 0, 0, 0, 0, 2}, SrcMAC: net.HardwareAddr{0x02, 0, 0, 0, 0, 1},
@@ -79,16 +94,7 @@ func TestBuildLayout(t *testing.T) {
 }
 
 func TestFrameRoundTrip(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		tags []roce.VLANTag
-		v6   bool
-	}{
-		{"untagged-v4", nil, false},
-		{"untagged-v6", nil, true},
-		{"dot1q-v4", []roce.VLANTag{{TPID: 0x8100, ID: 4095, PCP: 7, DEI: true}}, false},
-		{"qinq-v6", []roce.VLANTag{{TPID: 0x88a8, ID: 1000, PCP: 2}, {TPID: 0x8100, ID: 10, PCP: 5}}, true},
-	} {
+	for _, tc := range testEncaps {
 		f := testFrame(tc.tags, tc.v6)
 		b, err := f.Build()
 		if err != nil {
