@@ -12,11 +12,14 @@ import (
 	"net/netip"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/roce-probe/roce-probe/internal/netnstest"
 	"github.com/roce-probe/roce-probe/roce"
@@ -731,14 +734,19 @@ func TestWireDrainSelection(t *testing.T) {
 }
 
 // epollWatched says whether an epoll instance of this process watches c's
-// socket: the kernel lists each watched descriptor as a "tfd:" line of the
-// epoll descriptor's /proc/self/fdinfo entry.
+// socket: the kernel lists each watched file as a "tfd: N ... ino:INODE"
+// line of the epoll descriptor's /proc/self/fdinfo entry (fs/eventpoll.c,
+// ep_show_fdinfo); the inode tells this socket from an earlier one that
+// had its descriptor number.
 func epollWatched(t *testing.T, c *Conn) bool {
 	t.Helper()
 	var fd int
-	if err := c.rc.Control(func(f uintptr) { fd = int(f) }); err != nil {
-		t.Fatal(err)
+	var st unix.Stat_t
+	var serr error
+	if err := c.rc.Control(func(f uintptr) { fd = int(f); serr = unix.Fstat(fd, &st) }); err != nil || serr != nil {
+		t.Fatal(err, serr)
 	}
+	ino := fmt.Sprintf("ino:%x", st.Ino)
 	ents, err := os.ReadDir("/proc/self/fd")
 	if err != nil {
 		t.Fatal(err)
@@ -754,7 +762,7 @@ func epollWatched(t *testing.T, c *Conn) bool {
 		}
 		for _, line := range strings.Split(string(info), "\n") {
 			var tfd int
-			if _, err := fmt.Sscanf(line, "tfd: %d", &tfd); err == nil && tfd == fd {
+			if _, err := fmt.Sscanf(line, "tfd: %d", &tfd); err == nil && tfd == fd && slices.Contains(strings.Fields(line), ino) {
 				found = true
 			}
 		}
