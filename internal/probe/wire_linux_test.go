@@ -190,6 +190,10 @@ func TestWireDirect(t *testing.T) {
 		{Tagged: true, VLAN: 100, PCP: 3, DSCP: 24, ECN: ECNECT1, TTL: 64, Sport: 0xc0de},
 		{Tagged: true, VLAN: 4094, PCP: 7, DSCP: 63, ECN: ECNECT0, TTL: 255, Sport: 49152},
 		{Tagged: true, VLAN: 1, PCP: 0, DSCP: 0, ECN: ECNCE, TTL: 1, Sport: 50000},
+		// TCI 0 (a priority tag with PCP 0): the kernel moves it out of
+		// band like any tag and PACKET_AUXDATA says it was there
+		// (TP_STATUS_VLAN_VALID), so it is not mistaken for no tag.
+		{Tagged: true, VLAN: 0, PCP: 0, DSCP: 10, ECN: ECNECT0, TTL: 64, Sport: 50001},
 	}
 	for _, fam := range []struct {
 		name     string
