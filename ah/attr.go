@@ -8,6 +8,7 @@ import (
 	"syscall"
 
 	"github.com/roce-probe/roce-probe/gid"
+	"github.com/roce-probe/roce-probe/internal/errno"
 )
 
 // GlobalRoute mirrors struct ibv_global_route (rdma-core) and the kernel's
@@ -117,33 +118,7 @@ func (e *ValidationError) Is(target error) bool {
 
 // ErrnoName returns the symbolic name of the errnos address handles fail
 // with ("EINVAL", "ETIMEDOUT", ...), or "errno N".
-func ErrnoName(e syscall.Errno) string {
-	switch e {
-	case syscall.EINVAL:
-		return "EINVAL"
-	case syscall.ENODATA:
-		return "ENODATA"
-	case syscall.ETIMEDOUT:
-		return "ETIMEDOUT"
-	case syscall.ENOENT:
-		return "ENOENT"
-	case syscall.ENETUNREACH:
-		return "ENETUNREACH"
-	case syscall.EHOSTUNREACH:
-		return "EHOSTUNREACH"
-	case syscall.EACCES:
-		return "EACCES"
-	case syscall.EAGAIN:
-		return "EAGAIN"
-	case syscall.ENODEV:
-		return "ENODEV"
-	case syscall.EPROTOTYPE:
-		return "EPROTOTYPE"
-	case syscall.EPROTONOSUPPORT:
-		return "EPROTONOSUPPORT"
-	}
-	return fmt.Sprintf("errno %d", int(e))
-}
+func ErrnoName(e syscall.Errno) string { return errno.Name(e) }
 
 // validRate reports whether r is a value of enum ibv_rate: 0 (the port's
 // current rate) or 2..MaxStaticRate (1 is not assigned).

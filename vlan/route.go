@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/roce-probe/roce-probe/internal/errno"
 	"github.com/roce-probe/roce-probe/internal/null"
 )
 
@@ -383,7 +384,7 @@ func (e *RouteError) Error() string {
 	if e.Route != nil {
 		s += " (route: " + e.Route.String() + ")"
 	}
-	return s + " (ibv_create_ah fails with " + errnoName(e.Errno) + ")"
+	return s + " (ibv_create_ah fails with " + errno.Name(e.Errno) + ")"
 }
 
 // Unwrap returns the errno.
@@ -503,21 +504,6 @@ func (n *Namespace) RouteTo(dst netip.Addr, dev string, ifindex int) (RouteResul
 		res.HopLimit, res.HopLimitFrom = n.ipv6HopLimit(res.Dev)
 	}
 	return res, nil
-}
-
-// errnoName names the errnos a route lookup fails with.
-func errnoName(e syscall.Errno) string {
-	switch e {
-	case syscall.EINVAL:
-		return "EINVAL"
-	case syscall.ENETUNREACH:
-		return "ENETUNREACH"
-	case syscall.EHOSTUNREACH:
-		return "EHOSTUNREACH"
-	case syscall.EACCES:
-		return "EACCES"
-	}
-	return fmt.Sprintf("errno %d", int(e))
 }
 
 // RouteGet looks up the route to dst as `ip route get DST` does (no output

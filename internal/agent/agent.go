@@ -509,7 +509,7 @@ func (a *Agent) replan() []neighborKick {
 	if a.view == nil {
 		return nil
 	}
-	_, own := localAddresses(a.view.NS)
+	own, _ := host.LocalAddresses(a.view.NS)
 	ownSet := map[netip.Addr]bool{}
 	for _, o := range own {
 		ownSet[o] = true

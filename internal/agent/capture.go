@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/roce-probe/roce-probe/internal/host"
 	"github.com/roce-probe/roce-probe/internal/probe"
 	"github.com/roce-probe/roce-probe/vlan"
 )
@@ -69,7 +70,7 @@ func wireNetdevs(ns *vlan.Namespace) []string {
 
 // setLocal gives the listener the host's addresses.
 func (c *capture) setLocal(ns *vlan.Namespace) {
-	macs, addrs := localAddresses(ns)
+	addrs, macs := host.LocalAddresses(ns)
 	c.respMu.Lock()
 	c.resp.SetLocal(macs, addrs)
 	c.respMu.Unlock()

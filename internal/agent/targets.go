@@ -13,22 +13,6 @@ import (
 	"github.com/roce-probe/roce-probe/vlan"
 )
 
-// localAddresses are every MAC and IP address of the namespace: the
-// listener answers probes sent to them only, and they are not peers.
-func localAddresses(ns *vlan.Namespace) ([]net.HardwareAddr, []netip.Addr) {
-	var macs []net.HardwareAddr
-	var addrs []netip.Addr
-	for _, l := range ns.Links {
-		if len(l.MAC) == 6 {
-			macs = append(macs, net.HardwareAddr(l.MAC))
-		}
-		for _, a := range l.Addrs {
-			addrs = append(addrs, a.Addr().Unmap())
-		}
-	}
-	return macs, addrs
-}
-
 // neighborKick asks the kernel to resolve a peer's next hop (an ARP or
 // NDP request): probes go out raw, so the kernel would never learn it
 // otherwise.

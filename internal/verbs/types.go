@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"syscall"
+
+	"github.com/roce-probe/roce-probe/internal/errno"
 )
 
 // ErrNotBuilt is returned by every call of a binary built without the
@@ -116,7 +118,7 @@ type Error struct {
 
 // Error names the call, the errno, the detail and the hint.
 func (e *Error) Error() string {
-	s := fmt.Sprintf("%s: %v (%s)", e.Op, e.Errno, errnoName(e.Errno))
+	s := fmt.Sprintf("%s: %v (%s)", e.Op, e.Errno, errno.Name(e.Errno))
 	if e.Detail != "" {
 		s += ": " + e.Detail
 	}
@@ -128,44 +130,6 @@ func (e *Error) Error() string {
 
 // Unwrap returns the errno.
 func (e *Error) Unwrap() error { return e.Errno }
-
-func errnoName(e syscall.Errno) string {
-	switch e {
-	case syscall.EINVAL:
-		return "EINVAL"
-	case syscall.ETIMEDOUT:
-		return "ETIMEDOUT"
-	case syscall.ENODATA:
-		return "ENODATA"
-	case syscall.ENOENT:
-		return "ENOENT"
-	case syscall.ENOMEM:
-		return "ENOMEM"
-	case syscall.ENODEV:
-		return "ENODEV"
-	case syscall.EPERM:
-		return "EPERM"
-	case syscall.EACCES:
-		return "EACCES"
-	case syscall.ENETUNREACH:
-		return "ENETUNREACH"
-	case syscall.EHOSTUNREACH:
-		return "EHOSTUNREACH"
-	case syscall.EADDRNOTAVAIL:
-		return "EADDRNOTAVAIL"
-	case syscall.EOPNOTSUPP:
-		return "EOPNOTSUPP"
-	case syscall.EAFNOSUPPORT:
-		return "EAFNOSUPPORT"
-	case syscall.EPROTONOSUPPORT:
-		return "EPROTONOSUPPORT"
-	case syscall.ENOSYS:
-		return "ENOSYS"
-	case syscall.EBUSY:
-		return "EBUSY"
-	}
-	return fmt.Sprintf("errno %d", int(e))
-}
 
 // Hint explains what errno means when the verbs call op fails on a RoCE
 // port, with the causes in the order users hit them; "" if there is no
