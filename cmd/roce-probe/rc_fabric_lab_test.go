@@ -374,10 +374,10 @@ func TestFabricLossRetransmits(t *testing.T) {
 		t.Errorf("at %s: %d rewinds, %d packets sent again; want 1 ≤ rewinds ≤ completer_retry_err +%d ≤ ... and at least one packet per rewind", cl.Port, l.Rewinds, l.Retransmitted, retry)
 	}
 	if l.Missing != 0 || l.LostResent != 0 || l.OutOfOrder != 0 || l.Gaps != 0 || l.Verdict == nil || *l.Verdict != "retransmitted" {
-		t.Errorf("at %s (before the loss): %+v; want nothing missing, late, out of order or skipped, verdict retransmitted", cl.Port, l)
+		t.Errorf("at %s (before the loss): %s; want nothing missing, late, out of order or skipped, verdict retransmitted", cl.Port, mustJSON(l))
 	}
 	if naks.Loss.Verdict == nil || *naks.Loss.Verdict != "loss" {
-		t.Errorf("the responses' verdict: %+v, want loss (sequence-error NAKs)", naks.Loss)
+		t.Errorf("the responses' verdict: %s, want loss (sequence-error NAKs)", mustJSON(naks.Loss))
 	}
 	r := recvd.Loss
 	if dup > r.Retransmitted {
@@ -387,7 +387,7 @@ func TestFabricLossRetransmits(t *testing.T) {
 		t.Errorf("%s out_of_seq_request +%d, more than the %d gaps decode finds on its NIC", srv.RDMADevice, outOfSeq, r.Gaps)
 	}
 	if r.Verdict == nil || *r.Verdict != "loss" || r.LostResent+r.Missing == 0 {
-		t.Errorf("at h2's NIC: %+v; want verdict loss, PSNs lost before the capture point", r)
+		t.Errorf("at h2's NIC: %s; want verdict loss, PSNs lost before the capture point", mustJSON(r))
 	}
 
 	// roce-probe counters: its reports' rises add up to sysfs's; each
