@@ -357,8 +357,8 @@ func TestFabricLossRetransmits(t *testing.T) {
 	recvd := summaryFlow(t, respFile, h1, h2) // the requests h2 received
 	t.Logf("%s: rcvd_seq_err +%d completer_retry_err +%d; %s: out_of_seq_request +%d duplicate_request +%d",
 		cl.RDMADevice, seqErr, retry, srv.RDMADevice, outOfSeq, dup)
-	t.Logf("decode at %s: requests %+v; responses %+v", cl.Port, sent.Loss, naks.Loss)
-	t.Logf("decode at h2's NIC: requests %+v", recvd.Loss)
+	t.Logf("decode at %s: requests %s; responses %s", cl.Port, mustJSON(sent.Loss), mustJSON(naks.Loss))
+	t.Logf("decode at h2's NIC: requests %s", mustJSON(recvd.Loss))
 
 	if outOfSeq == 0 || retry == 0 {
 		t.Fatalf("no loss under 10 %% netem loss: out_of_seq_request +%d, completer_retry_err +%d", outOfSeq, retry)
