@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/roce-probe/roce-probe/internal/null"
 )
 
 // Kind is a netdev's link kind: the rtnetlink IFLA_INFO_KIND ("vlan",
@@ -257,15 +259,6 @@ type linkJSON struct {
 	Addrs            []netip.Prefix `json:"addrs"`
 }
 
-// nonZero is a JSON number that is null for 0: an ifindex (no link has
-// 0) or a metric that 0 means unset.
-func nonZero(i int) *int {
-	if i == 0 {
-		return nil
-	}
-	return &i
-}
-
 // qosMapJSON is m as a link's JSON writes it: {} for a VLAN device
 // without mappings (vlan says whether the device is one); null for a
 // device that is not a VLAN device and so has no map.
@@ -286,8 +279,8 @@ func qosMapJSON(m QoSMap, vlan bool) QoSMap {
 func (l Link) MarshalJSON() ([]byte, error) {
 	vlan := l.Kind == KindVLAN
 	w := linkJSON{Name: l.Name, Index: l.Index, Kind: l.Kind, MAC: l.MAC, MTU: l.MTU, OperState: l.OperState, Ether: l.Ether,
-		ParentIndex: nonZero(l.ParentIndex), ParentOtherNetns: l.ParentOtherNetns, MasterIndex: nonZero(l.MasterIndex),
-		ActiveSlave: nonZero(l.ActiveSlave), Tag: l.Tag, EgressQoS: qosMapJSON(l.EgressQoS, vlan),
+		ParentIndex: null.Int(l.ParentIndex), ParentOtherNetns: l.ParentOtherNetns, MasterIndex: null.Int(l.MasterIndex),
+		ActiveSlave: null.Int(l.ActiveSlave), Tag: l.Tag, EgressQoS: qosMapJSON(l.EgressQoS, vlan),
 		IngressQoS: qosMapJSON(l.IngressQoS, vlan), Addrs: l.Addrs}
 	if w.Addrs == nil {
 		w.Addrs = []netip.Prefix{}

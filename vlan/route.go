@@ -79,7 +79,7 @@ func addrPtr(a netip.Addr) *netip.Addr {
 // preferred source, hop limit or MTU metric.
 func (r Route) MarshalJSON() ([]byte, error) {
 	return json.Marshal(routeJSON{Table: r.Table, Type: r.Type, Dst: r.Dst, Gateway: addrPtr(r.Gateway), Dev: null.String(r.Dev),
-		Ifindex: nonZero(r.Ifindex), PrefSrc: addrPtr(r.PrefSrc), Priority: r.Priority, HopLimit: nonZero(r.HopLimit), MTU: nonZero(r.MTU)})
+		Ifindex: null.Int(r.Ifindex), PrefSrc: addrPtr(r.PrefSrc), Priority: r.Priority, HopLimit: null.Int(r.HopLimit), MTU: null.Int(r.MTU)})
 }
 
 // String returns the route in `ip route` form.
@@ -212,7 +212,7 @@ type neighborJSON struct {
 
 // MarshalJSON writes {ip, netdev, ifindex, mac, state}.
 func (nb Neighbor) MarshalJSON() ([]byte, error) {
-	return json.Marshal(neighborJSON{IP: nb.IP, Dev: nb.Dev, Ifindex: nonZero(nb.Ifindex), MAC: nb.MAC, State: nb.State})
+	return json.Marshal(neighborJSON{IP: nb.IP, Dev: nb.Dev, Ifindex: null.Int(nb.Ifindex), MAC: nb.MAC, State: nb.State})
 }
 
 // Sysctls are the namespace's sysctls that decide what the kernel writes
@@ -357,7 +357,7 @@ type routeResultJSON struct {
 // known or not set.
 func (r RouteResult) MarshalJSON() ([]byte, error) {
 	w := routeResultJSON{Route: r.Route, OnLink: r.OnLink, Local: r.Local, NextHop: addrPtr(r.NextHop), Dev: null.String(r.Dev),
-		Ifindex: nonZero(r.Ifindex), Src: addrPtr(r.Src), HopLimitFrom: null.String(r.HopLimitFrom), MTU: nonZero(r.MTU)}
+		Ifindex: null.Int(r.Ifindex), Src: addrPtr(r.Src), HopLimitFrom: null.String(r.HopLimitFrom), MTU: null.Int(r.MTU)}
 	if r.HopLimitFrom != "" {
 		w.HopLimit = &r.HopLimit
 	}

@@ -331,7 +331,7 @@ func (m *mesh) finalize(s *stream, now time.Time) {
 		}
 		r := s.prober.Result(seq)
 		if r.Received != nil {
-			m.account(s, r)
+			m.answeredOrLate(s, r)
 		} else if now.Sub(r.SentAt) >= m.cfg.Timeout {
 			s.lost.Inc()
 		} else {
@@ -339,6 +339,18 @@ func (m *mesh) finalize(s *stream, now time.Time) {
 		}
 	}
 	s.prober.Release(seq)
+}
+
+// answeredOrLate accounts for a probe whose reply was read: answered if the
+// reply arrived (kernel receive time) within the timeout, otherwise lost,
+// its reply unmatched — whenever the sender happened to read it.
+func (m *mesh) answeredOrLate(s *stream, r probe.Result) {
+	if r.RTT > m.cfg.Timeout {
+		s.lost.Inc()
+		m.unmatched.Add(1)
+		return
+	}
+	m.account(s, r)
 }
 
 // flush is finalize at the end of a prober: answered probes are accounted
@@ -353,7 +365,7 @@ func (m *mesh) flush(s *stream, now time.Time) {
 			continue
 		}
 		if r := s.prober.Result(seq); r.Received != nil {
-			m.account(s, r)
+			m.answeredOrLate(s, r)
 		}
 	}
 	s.prober.Release(s.next)

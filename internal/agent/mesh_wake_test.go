@@ -107,6 +107,74 @@ func TestMeshDrainsRepliesFirst(t *testing.T) {
 	}
 }
 
+// A reply that arrived after probe.timeout is a lost probe and an
+// unmatched reply, however soon the sender reads it: a 700 ms reply read at
+// 800 ms with a 500 ms timeout, and the one after it, in time, answered.
+func TestMeshLateReplyIsLost(t *testing.T) {
+	now := time.Unix(1000, 0)
+	clock := func() time.Time { return now }
+	cfg := ProbeConfig{Rate: 1, Timeout: 500 * time.Millisecond, MaxRate: 100}
+	mm := newMeshMetrics()
+	m, err := newMesh(cfg, mm, slog.New(slog.DiscardHandler), clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := &scriptPort{}
+	m.setPort("eth0", port)
+	peer := Peer{Name: "p1", Addr: netip.MustParseAddr("192.0.2.2")}
+	tmpl := targetFrame(net.HardwareAddr{2, 0, 0, 0, 0, 1}, net.HardwareAddr{2, 0, 0, 0, 0, 2}, nil,
+		netip.MustParseAddr("192.0.2.1"), peer.Addr)
+	m.sync([]streamSpec{{peer: peer, flow: "rdma", tgt: target{wire: "eth0", frame: tmpl, marks: probe.Markings{DSCP: 26, TTL: 64}}}})
+	resp, err := probe.NewResponder(probe.ResponderConfig{LocalMACs: []net.HardwareAddr{{2, 0, 0, 0, 0, 2}}, LocalAddrs: []netip.Addr{peer.Addr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// next sends the next probe (bounded: 3 s of 10 ms steps) and returns
+	// its reply and when it was sent.
+	next := func() ([]byte, time.Time) {
+		t.Helper()
+		for i := 0; i < 300; i++ {
+			if ws, _ := m.wakeUp(); len(ws) > 0 {
+				reply, _ := resp.Handle(ws[0].frame)
+				if reply == nil {
+					t.Fatal("the responder does not answer the probe")
+				}
+				return reply, now
+			}
+			now = now.Add(10 * time.Millisecond)
+		}
+		t.Fatal("no probe within 3 s")
+		return nil, time.Time{}
+	}
+	get := func(c prometheus.Collector, name string) float64 {
+		v, _ := value(gatherFrom(t, c), name, "peer", "p1")
+		return v
+	}
+
+	reply, sentAt := next()
+	port.queue = []fakeFrame{{reply, sentAt.Add(700 * time.Millisecond)}}
+	now = sentAt.Add(800 * time.Millisecond)
+	m.wakeUp()
+	if a, l := get(mm.answered, metricProbesAnswered), get(mm.lost, metricProbesLost); a != 0 || l != 1 {
+		t.Errorf("a reply 700 ms late, timeout 500 ms: answered %v, lost %v; want 0 and 1", a, l)
+	}
+	if u := m.unmatched.Load(); u != 1 {
+		t.Errorf("unmatched %d: want 1 (the late reply)", u)
+	}
+
+	reply, sentAt = next()
+	port.queue = []fakeFrame{{reply, sentAt.Add(20 * time.Millisecond)}}
+	now = sentAt.Add(800 * time.Millisecond)
+	m.wakeUp()
+	if a, l := get(mm.answered, metricProbesAnswered), get(mm.lost, metricProbesLost); a != 1 || l != 1 {
+		t.Errorf("then a reply in 20 ms: answered %v, lost %v; want 1 and 1", a, l)
+	}
+	h := gatherFrom(t, mm.rtt)[metricProbeRTT].GetMetric()[0].GetHistogram()
+	if got := time.Duration(h.GetSampleSum() * float64(time.Second)); h.GetSampleCount() != 1 || got != 20*time.Millisecond {
+		t.Errorf("RTT %d samples, sum %v: want 1 of 20ms (none for the late reply)", h.GetSampleCount(), got)
+	}
+}
+
 // gatherFrom gathers one collector by family name.
 func gatherFrom(t *testing.T, c prometheus.Collector) map[string]*dto.MetricFamily {
 	reg := prometheus.NewRegistry()

@@ -9,13 +9,13 @@ import (
 
 func Example() {
 	type port struct {
-		Netdev *string `json:"netdev"`
-		VLAN   *int    `json:"vlan"`
+		Netdev  *string `json:"netdev"`
+		Ifindex *int    `json:"ifindex"`
 	}
 	b, _ := json.Marshal([]port{
-		{Netdev: null.String("eth0.100"), VLAN: null.Int(100)},
-		{Netdev: null.String(""), VLAN: null.Int(0)},
+		{Netdev: null.String("eth0.100"), Ifindex: null.Int(7)},
+		{Netdev: null.String(""), Ifindex: null.Int(0)},
 	})
 	fmt.Println(string(b))
-	// Output: [{"netdev":"eth0.100","vlan":100},{"netdev":null,"vlan":null}]
+	// Output: [{"netdev":"eth0.100","ifindex":7},{"netdev":null,"ifindex":null}]
 }

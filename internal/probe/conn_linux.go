@@ -16,6 +16,8 @@ import (
 
 	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
+
+	"github.com/roce-probe/roce-probe/roce"
 )
 
 // Conn is an AF_PACKET socket bound to one netdev whose kernel filter
@@ -386,7 +388,8 @@ func filterBlock(tags int, v6 bool, sel Selection) []bpf.Instruction {
 	var cs []check
 	off := uint32(12)
 	for i := 0; i < tags; i++ {
-		cs = append(cs, check{bpf.LoadAbsolute{Off: off, Size: 2}, []uint32{0x8100, 0x88a8}})
+		// The TPIDs roce.WalkFrame reads as tags.
+		cs = append(cs, check{bpf.LoadAbsolute{Off: off, Size: 2}, []uint32{roce.TPIDDot1Q, roce.TPIDDot1AD, roce.TPIDQinQ}})
 		off += 4
 	}
 	ip := off + 2

@@ -18,7 +18,8 @@ import (
 )
 
 // testEncaps are the encapsulations frames are built in by the tests:
-// untagged, 802.1Q and QinQ, over IPv4 and IPv6.
+// untagged, 802.1Q and QinQ (802.1ad and the pre-standard 0x9100 S-tag),
+// over IPv4 and IPv6.
 var testEncaps = []struct {
 	name string
 	tags []roce.VLANTag
@@ -30,6 +31,7 @@ var testEncaps = []struct {
 	{"dot1q-v6", []roce.VLANTag{{TPID: 0x8100, ID: 100, PCP: 3}}, true},
 	{"qinq-v4", []roce.VLANTag{{TPID: 0x88a8, ID: 10, PCP: 1}, {TPID: 0x8100, ID: 200, PCP: 1}}, false},
 	{"qinq-v6", []roce.VLANTag{{TPID: 0x88a8, ID: 1000, PCP: 2}, {TPID: 0x8100, ID: 10, PCP: 5}}, true},
+	{"qinq9100-v4", []roce.VLANTag{{TPID: 0x9100, ID: 300, PCP: 4}, {TPID: 0x8100, ID: 30, PCP: 4}}, false},
 }
 
 func testFrame(tags []roce.VLANTag, v6 bool) Frame {
