@@ -160,6 +160,7 @@ type mesh struct {
 	rng      *rand.Rand
 	drainBuf []drainPort // drain's list of ports, kept between calls
 	writes   []write     // due's batch, kept between calls
+	sentAt   []time.Time // send's times of its batch's writes, kept between calls (the sender's goroutine only)
 	replyFn  func(frame []byte, at time.Time)
 
 	// portFailed is told when draining a port fails (the capture closes
@@ -523,19 +524,38 @@ func (m *mesh) wakeUp() ([]write, time.Time) {
 	return m.due(m.now())
 }
 
+// send writes a batch of probes, then records when each one left: a
+// probe's round-trip time is from the end of its own write, not from the
+// start of the batch (tens of writes take tens of microseconds, the scale
+// of a RoCE fabric's round trips).
+func (m *mesh) send(ws []write) {
+	at := m.sentAt[:0]
+	for _, w := range ws {
+		if err := w.port.Write(w.frame); err != nil {
+			m.sendFailed(w)
+			at = append(at, time.Time{})
+			continue
+		}
+		at = append(at, m.now())
+		w.s.sent.Inc()
+	}
+	m.sentAt = at
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for i, w := range ws {
+		if !at[i].IsZero() && m.streams[w.s.key] == w.s && w.s.prober != nil && w.s.prober.Released() <= w.seq && w.seq < w.s.next {
+			w.s.prober.SetSentAt(w.seq, at[i])
+		}
+	}
+}
+
 // run sends probes until stop is closed.
 func (m *mesh) run(stop <-chan struct{}) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
 		ws, next := m.wakeUp()
-		for _, w := range ws {
-			if err := w.port.Write(w.frame); err != nil {
-				m.sendFailed(w)
-				continue
-			}
-			w.s.sent.Inc()
-		}
+		m.send(ws)
 		timer.Reset(m.sleep(next))
 		select {
 		case <-stop:

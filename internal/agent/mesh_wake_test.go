@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"container/heap"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -172,6 +173,85 @@ func TestMeshLateReplyIsLost(t *testing.T) {
 	h := gatherFrom(t, mm.rtt)[metricProbeRTT].GetMetric()[0].GetHistogram()
 	if got := time.Duration(h.GetSampleSum() * float64(time.Second)); h.GetSampleCount() != 1 || got != 20*time.Millisecond {
 		t.Errorf("RTT %d samples, sum %v: want 1 of 20ms (none for the late reply)", h.GetSampleCount(), got)
+	}
+}
+
+// slowPort is a scriptPort whose every write takes 1 ms of the test's
+// clock.
+type slowPort struct {
+	scriptPort
+	now *time.Time
+}
+
+func (p *slowPort) Write([]byte) error { *p.now = p.now.Add(time.Millisecond); return nil }
+
+// A batch's probes are written one after another; each probe's round-trip
+// time is from the end of its own write: three probes written at +1, +2
+// and +3 ms, each answered 5 ms after it left, are three 5 ms samples, not
+// 6, 7 and 8 ms from the start of the batch.
+func TestMeshRTTFromEachWrite(t *testing.T) {
+	now := time.Unix(1000, 0)
+	clock := func() time.Time { return now }
+	cfg := ProbeConfig{Rate: 1, Timeout: 500 * time.Millisecond, MaxRate: 100}
+	mm := newMeshMetrics()
+	m, err := newMesh(cfg, mm, slog.New(slog.DiscardHandler), clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := &slowPort{now: &now}
+	m.setPort("eth0", port)
+	var specs []streamSpec
+	var locals []netip.Addr
+	for i := 2; i <= 4; i++ {
+		peer := Peer{Name: fmt.Sprintf("p%d", i), Addr: netip.AddrFrom4([4]byte{192, 0, 2, byte(i)})}
+		locals = append(locals, peer.Addr)
+		tmpl := targetFrame(net.HardwareAddr{2, 0, 0, 0, 0, 1}, net.HardwareAddr{2, 0, 0, 0, 0, 2}, nil,
+			netip.MustParseAddr("192.0.2.1"), peer.Addr)
+		specs = append(specs, streamSpec{peer: peer, flow: "rdma", tgt: target{wire: "eth0", frame: tmpl, marks: probe.Markings{DSCP: 26, TTL: 64}}})
+	}
+	m.sync(specs)
+	resp, err := probe.NewResponder(probe.ResponderConfig{LocalMACs: []net.HardwareAddr{{2, 0, 0, 0, 0, 2}}, LocalAddrs: locals})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// All three due now: one batch (sync spreads first probes over the
+	// first period).
+	m.mu.Lock()
+	for _, st := range m.h {
+		st.due = now
+	}
+	heap.Init(&m.h)
+	m.mu.Unlock()
+	ws, _ := m.due(now)
+	if len(ws) != 3 {
+		t.Fatalf("%d probes due, want 3 in one batch", len(ws))
+	}
+	start := now
+	m.send(ws)
+	for i, w := range ws {
+		left := start.Add(time.Duration(i+1) * time.Millisecond)
+		reply, _ := resp.Handle(w.frame)
+		if reply == nil {
+			t.Fatal("the responder does not answer a probe")
+		}
+		port.queue = append(port.queue, fakeFrame{reply, left.Add(5 * time.Millisecond)})
+	}
+	now = start.Add(50 * time.Millisecond)
+	m.drain()
+	m.mu.Lock()
+	for _, s := range m.streams {
+		m.flush(s, now)
+	}
+	m.mu.Unlock()
+	h := gatherFrom(t, mm.rtt)[metricProbeRTT].GetMetric()
+	var n uint64
+	var sum float64
+	for _, x := range h {
+		n += x.GetHistogram().GetSampleCount()
+		sum += x.GetHistogram().GetSampleSum()
+	}
+	if got := time.Duration(sum * float64(time.Second)); n != 3 || got != 15*time.Millisecond {
+		t.Errorf("RTT %d samples, sum %v: want 3 of 5ms each (15ms), each from the end of its own write", n, got)
 	}
 }
 

@@ -222,6 +222,12 @@ func TestProberMatch(t *testing.T) {
 	if p.Pending() != 0 {
 		t.Errorf("%d pending", p.Pending())
 	}
+	// The sender learns afterwards that the probe left 1 ms after t0 (it
+	// was written after others of its batch): the round trip was 2 ms.
+	p.SetSentAt(0, t0.Add(time.Millisecond))
+	if res := p.Result(0); res.RTT != 2*time.Millisecond || !res.SentAt.Equal(t0.Add(time.Millisecond)) {
+		t.Errorf("after SetSentAt(t0+1ms): RTT %v, sent at %v; want 2ms, t0+1ms", res.RTT, res.SentAt)
+	}
 }
 
 // A probe that left this host with other markings than intended (tc or

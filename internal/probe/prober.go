@@ -200,6 +200,18 @@ func (p *Prober) MatchParsed(f Frame, pl Payload, now time.Time) (uint32, bool) 
 	return pl.Seq, true
 }
 
+// SetSentAt records when probe seq actually left, for a sender that builds
+// a batch of probes at one time and writes them one after another: its
+// round-trip time is then measured from t. seq must be a probe sent and
+// not released.
+func (p *Prober) SetSentAt(seq uint32, t time.Time) {
+	r := &p.results[seq-p.base]
+	if r.Received != nil {
+		r.RTT -= t.Sub(r.SentAt)
+	}
+	r.SentAt = t
+}
+
 // Result returns the result of probe seq so far. seq must be a probe sent
 // and not released.
 func (p *Prober) Result(seq uint32) Result { return p.results[seq-p.base] }
