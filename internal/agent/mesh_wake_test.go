@@ -35,6 +35,36 @@ func (p *scriptPort) Drain(fn func([]byte, time.Time)) (int, error) {
 	return n, p.err
 }
 
+// testMesh is a mesh on the fake clock *now with port on eth0, one stream
+// "rdma" (DSCP 26, TTL 64) to each of n peers p1, p2, ... at 192.0.2.2,
+// 192.0.2.3, ..., and a Responder that answers for all of them.
+func testMesh(t *testing.T, now *time.Time, port Port, n int) (*mesh, *meshMetrics, *probe.Responder, []Peer) {
+	t.Helper()
+	cfg := ProbeConfig{Rate: 1, Timeout: 500 * time.Millisecond, MaxRate: 100}
+	mm := newMeshMetrics()
+	m, err := newMesh(cfg, mm, slog.New(slog.DiscardHandler), func() time.Time { return *now })
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.setPort("eth0", port)
+	var peers []Peer
+	var specs []streamSpec
+	var addrs []netip.Addr
+	for i := 1; i <= n; i++ {
+		peer := Peer{Name: fmt.Sprintf("p%d", i), Addr: netip.AddrFrom4([4]byte{192, 0, 2, byte(1 + i)})}
+		peers, addrs = append(peers, peer), append(addrs, peer.Addr)
+		tmpl := targetFrame(net.HardwareAddr{2, 0, 0, 0, 0, 1}, net.HardwareAddr{2, 0, 0, 0, 0, 2}, nil,
+			netip.MustParseAddr("192.0.2.1"), peer.Addr)
+		specs = append(specs, streamSpec{peer: peer, flow: "rdma", tgt: target{wire: "eth0", frame: tmpl, marks: probe.Markings{DSCP: 26, TTL: 64}}})
+	}
+	m.sync(specs)
+	resp, err := probe.NewResponder(probe.ResponderConfig{LocalMACs: []net.HardwareAddr{{2, 0, 0, 0, 0, 2}}, LocalAddrs: addrs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, mm, resp, peers
+}
+
 // The sender reads replies when it wakes, before it takes the probes due:
 // a reply that arrived within the timeout but is read after it is
 // answered, not lost, and its RTT is the one of its arrival time, not of
@@ -42,21 +72,10 @@ func (p *scriptPort) Drain(fn func([]byte, time.Time)) (int, error) {
 // counted unmatched; a port whose Drain fails is reported.
 func TestMeshDrainsRepliesFirst(t *testing.T) {
 	now := time.Unix(1000, 0)
-	clock := func() time.Time { return now }
-	cfg := ProbeConfig{Rate: 1, Timeout: 500 * time.Millisecond, MaxRate: 100}
-	mm := newMeshMetrics()
-	m, err := newMesh(cfg, mm, slog.New(slog.DiscardHandler), clock)
-	if err != nil {
-		t.Fatal(err)
-	}
+	port := &scriptPort{}
+	m, mm, resp, _ := testMesh(t, &now, port, 1)
 	var failed []error
 	m.portFailed = func(netdev string, p Port, err error) { failed = append(failed, err) }
-	port := &scriptPort{}
-	m.setPort("eth0", port)
-	peer := Peer{Name: "p1", Addr: netip.MustParseAddr("192.0.2.2")}
-	tmpl := targetFrame(net.HardwareAddr{2, 0, 0, 0, 0, 1}, net.HardwareAddr{2, 0, 0, 0, 0, 2}, nil,
-		netip.MustParseAddr("192.0.2.1"), peer.Addr)
-	m.sync([]streamSpec{{peer: peer, flow: "rdma", tgt: target{wire: "eth0", frame: tmpl, marks: probe.Markings{DSCP: 26, TTL: 64}}}})
 
 	// The first probe goes within the first period.
 	var sent []byte
@@ -70,10 +89,6 @@ func TestMeshDrainsRepliesFirst(t *testing.T) {
 		t.Fatal("no probe within 2 s")
 	}
 	sentAt := now.Add(-100 * time.Millisecond)
-	resp, err := probe.NewResponder(probe.ResponderConfig{LocalMACs: []net.HardwareAddr{{2, 0, 0, 0, 0, 2}}, LocalAddrs: []netip.Addr{peer.Addr}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	reply, _ := resp.Handle(sent)
 	if reply == nil {
 		t.Fatal("the responder does not answer the probe")
@@ -113,23 +128,8 @@ func TestMeshDrainsRepliesFirst(t *testing.T) {
 // 800 ms with a 500 ms timeout, and the one after it, in time, answered.
 func TestMeshLateReplyIsLost(t *testing.T) {
 	now := time.Unix(1000, 0)
-	clock := func() time.Time { return now }
-	cfg := ProbeConfig{Rate: 1, Timeout: 500 * time.Millisecond, MaxRate: 100}
-	mm := newMeshMetrics()
-	m, err := newMesh(cfg, mm, slog.New(slog.DiscardHandler), clock)
-	if err != nil {
-		t.Fatal(err)
-	}
 	port := &scriptPort{}
-	m.setPort("eth0", port)
-	peer := Peer{Name: "p1", Addr: netip.MustParseAddr("192.0.2.2")}
-	tmpl := targetFrame(net.HardwareAddr{2, 0, 0, 0, 0, 1}, net.HardwareAddr{2, 0, 0, 0, 0, 2}, nil,
-		netip.MustParseAddr("192.0.2.1"), peer.Addr)
-	m.sync([]streamSpec{{peer: peer, flow: "rdma", tgt: target{wire: "eth0", frame: tmpl, marks: probe.Markings{DSCP: 26, TTL: 64}}}})
-	resp, err := probe.NewResponder(probe.ResponderConfig{LocalMACs: []net.HardwareAddr{{2, 0, 0, 0, 0, 2}}, LocalAddrs: []netip.Addr{peer.Addr}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, mm, resp, _ := testMesh(t, &now, port, 1)
 	// next sends the next probe (bounded: 3 s of 10 ms steps) and returns
 	// its reply and when it was sent.
 	next := func() ([]byte, time.Time) {
@@ -191,29 +191,8 @@ func (p *slowPort) Write([]byte) error { *p.now = p.now.Add(time.Millisecond); r
 // 6, 7 and 8 ms from the start of the batch.
 func TestMeshRTTFromEachWrite(t *testing.T) {
 	now := time.Unix(1000, 0)
-	clock := func() time.Time { return now }
-	cfg := ProbeConfig{Rate: 1, Timeout: 500 * time.Millisecond, MaxRate: 100}
-	mm := newMeshMetrics()
-	m, err := newMesh(cfg, mm, slog.New(slog.DiscardHandler), clock)
-	if err != nil {
-		t.Fatal(err)
-	}
 	port := &slowPort{now: &now}
-	m.setPort("eth0", port)
-	var specs []streamSpec
-	var locals []netip.Addr
-	for i := 2; i <= 4; i++ {
-		peer := Peer{Name: fmt.Sprintf("p%d", i), Addr: netip.AddrFrom4([4]byte{192, 0, 2, byte(i)})}
-		locals = append(locals, peer.Addr)
-		tmpl := targetFrame(net.HardwareAddr{2, 0, 0, 0, 0, 1}, net.HardwareAddr{2, 0, 0, 0, 0, 2}, nil,
-			netip.MustParseAddr("192.0.2.1"), peer.Addr)
-		specs = append(specs, streamSpec{peer: peer, flow: "rdma", tgt: target{wire: "eth0", frame: tmpl, marks: probe.Markings{DSCP: 26, TTL: 64}}})
-	}
-	m.sync(specs)
-	resp, err := probe.NewResponder(probe.ResponderConfig{LocalMACs: []net.HardwareAddr{{2, 0, 0, 0, 0, 2}}, LocalAddrs: locals})
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, mm, resp, _ := testMesh(t, &now, port, 3)
 	// All three due now: one batch (sync spreads first probes over the
 	// first period).
 	m.mu.Lock()
