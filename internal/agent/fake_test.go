@@ -175,19 +175,27 @@ func takes(sel probe.Selection, frame []byte) bool {
 }
 
 // deliver puts a frame on every open port of the agent (its one wire)
-// whose selection takes it, stamped with the time it arrived.
-func (n *fakeNet) deliver(frame []byte) {
+// whose selection takes it, stamped with the time it arrived; a full ring
+// drops it, as the kernel's does.
+func (n *fakeNet) deliver(frame []byte) { n.offer(frame) }
+
+// offer is deliver reporting whether every port that takes the frame had
+// room for it.
+func (n *fakeNet) offer(frame []byte) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	all := true
 	for p := range n.ports {
 		if !takes(p.sel, frame) {
 			continue
 		}
 		select {
 		case p.in <- fakeFrame{frame, time.Now()}:
-		default: // a full ring drops frames, as the kernel's does
+		default:
+			all = false
 		}
 	}
+	return all
 }
 
 // breakPorts makes every open port's next Read fail, as a socket on a
