@@ -97,15 +97,20 @@ type Port struct {
 	GIDs     []Slot `json:"gids"`
 }
 
-type portJSON struct {
+// portWire is a port's JSON form with its GID slots as S: Slot where a
+// Port is marshalled or unmarshalled alone, slotJSON in Decode's one pass
+// (no nested UnmarshalJSON re-scanning each slot's bytes).
+type portWire[S any] struct {
 	Port      int     `json:"port"`
 	State     string  `json:"state"`
 	PhysState string  `json:"phys_state"`
 	LinkLayer string  `json:"link_layer"`
 	Netdev    *string `json:"netdev"`
 	TableLen  int     `json:"gid_table_len"`
-	GIDs      []Slot  `json:"gids"`
+	GIDs      []S     `json:"gids"`
 }
+
+type portJSON = portWire[Slot]
 
 // MarshalJSON writes netdev as null when the port has none.
 func (p Port) MarshalJSON() ([]byte, error) {
@@ -320,15 +325,7 @@ type (
 		Driver qos.DriverInfo `json:"driver_info"`
 		Ports  []portDecode   `json:"ports"`
 	}
-	portDecode struct {
-		Port      int        `json:"port"`
-		State     string     `json:"state"`
-		PhysState string     `json:"phys_state"`
-		LinkLayer string     `json:"link_layer"`
-		Netdev    *string    `json:"netdev"`
-		TableLen  int        `json:"gid_table_len"`
-		GIDs      []slotJSON `json:"gids"`
-	}
+	portDecode = portWire[slotJSON]
 )
 
 // skipJSON is a value the decoder scans (it must be JSON) and drops.
