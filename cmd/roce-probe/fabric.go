@@ -190,10 +190,10 @@ func printFabric(out io.Writer, r *fabric.Report) {
 		fmt.Fprintln(w)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		for _, g := range f.Groups {
-			fmt.Fprintf(tw, "  %s\t%s\t%s\n", g.Text, countText(len(g.Ports), "port"), portList(g.Ports, 5))
+			fmt.Fprintf(tw, "  %s\t%s\t%s\n", g.Text, plural(len(g.Ports), "port"), portList(g.Ports, 5))
 		}
 		if len(f.Unknown) > 0 {
-			fmt.Fprintf(tw, "  unknown\t%s\t%s\n", countText(len(f.Unknown), "port"), portList(f.Unknown, 5))
+			fmt.Fprintf(tw, "  unknown\t%s\t%s\n", plural(len(f.Unknown), "port"), portList(f.Unknown, 5))
 		}
 		tw.Flush()
 		fmt.Fprintf(w, "  %s\n", f.Message)
@@ -207,13 +207,6 @@ func indexOfCheck(cs []fabric.CheckStatus, name string) int {
 		}
 	}
 	return 0
-}
-
-func countText(n int, what string) string {
-	if n == 1 {
-		return "1 " + what
-	}
-	return fmt.Sprintf("%d %ss", n, what)
 }
 
 // portList names at most max ports: "node-1 mlx5_0/1 (enp1s0f0.100)".

@@ -347,9 +347,9 @@ func TestFabricLossRetransmits(t *testing.T) {
 	if err := lab.WritePcapng(respFile, lab.HostNIC, respFrames); err != nil {
 		t.Fatal(err)
 	}
-	delta := func(a, b map[string]uint64, k string) uint64 { return b[k] - a[k] }
-	outOfSeq, dup := delta(s0, s1, "out_of_seq_request"), delta(s0, s1, "duplicate_request")
-	seqErr, retry := delta(c0, c1, "rcvd_seq_err"), delta(c0, c1, "completer_retry_err")
+	rise := func(a, b map[string]uint64, k string) uint64 { return b[k] - a[k] }
+	outOfSeq, dup := rise(s0, s1, "out_of_seq_request"), rise(s0, s1, "duplicate_request")
+	seqErr, retry := rise(c0, c1, "rcvd_seq_err"), rise(c0, c1, "completer_retry_err")
 
 	h1, h2 := cl.IPv4(n).Addr(), srv.IPv4(n).Addr()
 	sent := summaryFlow(t, reqFile, h1, h2)   // the requests, before the loss

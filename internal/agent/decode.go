@@ -62,9 +62,15 @@ func ParseConfig(data []byte, name string, c *Config) error {
 	return d.value(doc.Content[0], reflect.ValueOf(c).Elem(), "")
 }
 
-// flowKeys are the keys of ParseFlow: a flow's own keys and its select
-// keys, flat.
-var flowKeys = map[string]bool{"roce": true, "family": true, "netdev": true, "device": true, "port": true, "gid_index": true}
+// selectKeys are the keys ParseFlow puts under select: SelectConfig's yaml
+// keys, derived so that a new one cannot be forgotten.
+var selectKeys = func() map[string]bool {
+	m := map[string]bool{}
+	for _, k := range keysOf(reflect.TypeOf(SelectConfig{})) {
+		m[k] = true
+	}
+	return m
+}()
 
 // ParseFlow decodes a flow given on the command line as
 // KEY=VALUE[,KEY=VALUE...]: the keys of a flow in the file (name, tclass,
@@ -83,7 +89,7 @@ func ParseFlow(s string) (FlowConfig, error) {
 		}
 		key := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: k}
 		val := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: strings.TrimSpace(v)}
-		if flowKeys[k] {
+		if selectKeys[k] {
 			sel.Content = append(sel.Content, key, val)
 		} else {
 			top.Content = append(top.Content, key, val)

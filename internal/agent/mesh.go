@@ -506,11 +506,18 @@ func (m *mesh) probeOne(s *stream, now time.Time) (write, bool) {
 	return write{s: s, port: port, frame: frame, seq: seq}, true
 }
 
+// inFlight reports whether w's probe is still one its stream waits for:
+// the stream is current and the probe neither released nor superseded.
+// m.mu must be held.
+func (m *mesh) inFlight(w write) bool {
+	return m.streams[w.s.key] == w.s && w.s.prober != nil && w.s.prober.Released() <= w.seq && w.seq < w.s.next
+}
+
 // sendFailed records that the socket refused probe seq of s.
 func (m *mesh) sendFailed(w write) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.streams[w.s.key] == w.s && w.s.prober != nil && w.s.prober.Released() <= w.seq && w.seq < w.s.next {
+	if m.inFlight(w) {
 		w.s.failed = append(w.s.failed, w.seq)
 	}
 	m.m.probeErrors.WithLabelValues(w.s.peer.Name, reasonSendFailed).Inc()
@@ -543,7 +550,7 @@ func (m *mesh) send(ws []write) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for i, w := range ws {
-		if !at[i].IsZero() && m.streams[w.s.key] == w.s && w.s.prober != nil && w.s.prober.Released() <= w.seq && w.seq < w.s.next {
+		if !at[i].IsZero() && m.inFlight(w) {
 			w.s.prober.SetSentAt(w.seq, at[i])
 		}
 	}

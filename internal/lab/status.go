@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/vishvananda/netlink"
+
+	"github.com/roce-probe/roce-probe/internal/null"
 )
 
 // PortState returns the state of an RDMA device's port as sysfs shows it
@@ -137,13 +139,8 @@ func (s Status) MarshalJSON() ([]byte, error) {
 		PeerExists bool       `json:"peer_exists"`
 		Netdevs    []NetdevUp `json:"netdevs"`
 		Up         bool       `json:"up"`
-	}{RDMADevice: s.RDMADevice, RDMAExists: s.RDMAExists, PeerNetns: s.PeerNetns, PeerExists: s.PeerExists, Netdevs: s.Netdevs, Up: s.Up()}
-	if s.RDMANetdev != "" {
-		w.RDMANetdev = &s.RDMANetdev
-	}
-	if s.PortState != "" {
-		w.PortState = &s.PortState
-	}
+	}{RDMADevice: s.RDMADevice, RDMAExists: s.RDMAExists, PeerNetns: s.PeerNetns, PeerExists: s.PeerExists, Netdevs: s.Netdevs, Up: s.Up(),
+		RDMANetdev: null.String(s.RDMANetdev), PortState: null.String(s.PortState)}
 	if w.Netdevs == nil {
 		w.Netdevs = []NetdevUp{}
 	}
