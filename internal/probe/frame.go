@@ -85,8 +85,10 @@ func (f Frame) Build() ([]byte, error) {
 	if len(f.DstMAC) != 6 || len(f.SrcMAC) != 6 {
 		return nil, fmt.Errorf("probe: MAC addresses %v → %v: want 6 bytes each", f.SrcMAC, f.DstMAC)
 	}
-	if len(f.Tags) > 2 {
-		return nil, fmt.Errorf("probe: %d VLAN tags: want at most 2", len(f.Tags))
+	// As many tags as roce.WalkFrame keeps, so that every frame ParseFrame
+	// returns builds again (a probe itself is sent untagged, 802.1Q or QinQ).
+	if len(f.Tags) > roce.MaxVLANTags {
+		return nil, fmt.Errorf("probe: %d VLAN tags: want at most %d", len(f.Tags), roce.MaxVLANTags)
 	}
 	for i, t := range f.Tags {
 		// The TPIDs roce.WalkFrame reads as tags, so a frame ParseFrame

@@ -190,7 +190,7 @@ func TestBuildRejects(t *testing.T) {
 		want string // the error names the field, the value and what is allowed
 	}{
 		{"mac", func(f *Frame) { f.DstMAC = nil }, "want 6 bytes each"},
-		{"tags", func(f *Frame) { f.Tags = make([]roce.VLANTag, 3) }, "3 VLAN tags: want at most 2"},
+		{"tags", func(f *Frame) { f.Tags = make([]roce.VLANTag, 5) }, "5 VLAN tags: want at most 4"},
 		{"tpid", func(f *Frame) { f.Tags = []roce.VLANTag{{TPID: 0x9200}} }, "TPID 0x9200 VID 0 PCP 0) is not valid: want TPID 0x8100, 0x88a8 or 0x9100"},
 		{"vid", func(f *Frame) { f.Tags = []roce.VLANTag{{TPID: 0x8100, ID: 4096}} }, "VID 4096 PCP 0) is not valid"},
 		{"pcp", func(f *Frame) { f.Tags = []roce.VLANTag{{TPID: 0x8100, ID: 1, PCP: 8}} }, "PCP 8) is not valid"},
