@@ -71,19 +71,26 @@ func KeyOf(p *roce.Packet) FlowKey {
 	return k
 }
 
-// sameKey is a == b, field by field with the likeliest difference first,
-// inlined (a struct compare of a FlowKey calls memeqbody).
-func sameKey(a, b *FlowKey) bool {
-	return a.DestQP == b.DestQP && a.SrcPort == b.SrcPort && a.SrcQP == b.SrcQP && a.Src == b.Src && a.Dst == b.Dst &&
-		a.DstPort == b.DstPort && a.Version == b.Version && a.HasSrcQP == b.HasSrcQP
+// isFlowOf says whether p belongs to the flow k (KeyOf(p) == k, srcQP
+// being p's source QP or 0), field by field with the likeliest difference
+// first, without building p's key: a FlowKey built field by field and then
+// copied whole makes the CPU wait for the stores to drain before the copy's
+// wide loads (a failed store-to-load forwarding, in Add for every packet).
+func (k *FlowKey) isFlowOf(p *roce.Packet, srcQP uint32) bool {
+	return k.DestQP == p.BTH.DestQP && k.SrcPort == p.SrcPort && k.SrcQP == srcQP && k.Src == p.Src && k.Dst == p.Dst &&
+		k.DstPort == p.DstPort && k.Version == p.Version && k.HasSrcQP == p.HasDETH
 }
 
 // Add counts a packet of wireLen bytes.
 func (s *Summary) Add(p *roce.Packet, wireLen int) {
-	k := KeyOf(p)
-	slot := &s.cache[(k.DestQP^k.SrcQP^uint32(k.SrcPort)^uint32(k.SrcPort>>6))&63]
+	var srcQP uint32
+	if p.HasDETH {
+		srcQP = p.SrcQP
+	}
+	slot := &s.cache[(p.BTH.DestQP^srcQP^uint32(p.SrcPort)^uint32(p.SrcPort>>6))&63]
 	a := *slot
-	if a == nil || !sameKey(&a.s.FlowKey, &k) {
+	if a == nil || !a.s.FlowKey.isFlowOf(p, srcQP) {
+		k := KeyOf(p)
 		a = s.flows[k]
 		if a == nil {
 			if n := len(s.spare); n > 0 {
