@@ -165,9 +165,10 @@ func New(cfg Config, d Deps) (*Agent, error) {
 		return nil, err
 	}
 	a.cap = newCapture(d.Open, a.mesh, a.resp, a.log, a.readError)
-	a.hostC = &constCollector{descs: []*prometheus.Desc{descGIDInfo, descGIDIndex, descGIDIndexChanges, descFlowVerdict,
-		descFlowWarnings, descFlowSource, descRDMACounter, descPrioPackets, descPrioBytes, descPrioPauseFrames,
-		descPrioPauseSeconds, descPrioDiscards, descRoCEPriority, descSnapshotErrors}}
+	md := descs()
+	a.hostC = &constCollector{descs: []*prometheus.Desc{md.gidInfo, md.gidIndex, md.gidIndexChanges, md.flowVerdict,
+		md.flowWarnings, md.flowSource, md.rdmaCounter, md.prioPackets, md.prioBytes, md.prioPauseFrames,
+		md.prioPauseSeconds, md.prioDiscards, md.rocePriority, md.snapshotErrors}}
 	a.readErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Name: metricReadErrors,
 		Help: "Reads that failed, by source (host: the whole host snapshot; dns; peers_file; netlink; capture; and the kinds of the snapshot's own errors: dcb, ethtool, ...)."}, []string{"source"})
 	a.lastRead = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: metricLastRead,
@@ -186,30 +187,31 @@ func New(cfg Config, d Deps) (*Agent, error) {
 
 // scrapeCollector builds the metrics of live counters at each scrape.
 func (a *Agent) scrapeCollector() prometheus.Collector {
+	md := descs()
 	return &funcCollector{
-		descs: []*prometheus.Desc{descPeers, descPeersLeftOut, descFlowPeers, descStreams, descListener, descListenerSenders, descUnmatched, descCapture},
+		descs: []*prometheus.Desc{md.peers, md.peersLeftOut, md.flowPeers, md.streams, md.listener, md.listenerSenders, md.unmatched, md.capture},
 		collect: func(ch chan<- prometheus.Metric) {
 			st := a.state.Load()
-			ch <- prometheus.MustNewConstMetric(descPeers, prometheus.GaugeValue, float64(st.peers))
-			ch <- prometheus.MustNewConstMetric(descPeersLeftOut, prometheus.GaugeValue, float64(st.leftOut))
+			ch <- prometheus.MustNewConstMetric(md.peers, prometheus.GaugeValue, float64(st.peers))
+			ch <- prometheus.MustNewConstMetric(md.peersLeftOut, prometheus.GaugeValue, float64(st.leftOut))
 			for f, n := range st.flowPeers {
-				ch <- prometheus.MustNewConstMetric(descFlowPeers, prometheus.GaugeValue, float64(n), f)
+				ch <- prometheus.MustNewConstMetric(md.flowPeers, prometheus.GaugeValue, float64(n), f)
 			}
-			ch <- prometheus.MustNewConstMetric(descStreams, prometheus.GaugeValue, float64(a.mesh.count()))
+			ch <- prometheus.MustNewConstMetric(md.streams, prometheus.GaugeValue, float64(a.mesh.count()))
 			c := a.resp.Counters.Snapshot()
 			for _, x := range []struct {
 				r string
 				v uint64
 			}{{"answered", c.Answered}, {"rate_limited", c.RateLimited}, {"not_roce", c.NotRoCE}, {"bad_icrc", c.BadICRC},
 				{"foreign", c.Foreign}, {"malformed", c.Malformed}, {"not_for_us", c.NotForUs}, {"bad_source", c.BadSource}} {
-				ch <- prometheus.MustNewConstMetric(descListener, prometheus.CounterValue, float64(x.v), x.r)
+				ch <- prometheus.MustNewConstMetric(md.listener, prometheus.CounterValue, float64(x.v), x.r)
 			}
 			a.cap.respMu.Lock()
 			senders := a.resp.Limiter().Tracked()
 			a.cap.respMu.Unlock()
-			ch <- prometheus.MustNewConstMetric(descListenerSenders, prometheus.GaugeValue, float64(senders))
-			ch <- prometheus.MustNewConstMetric(descUnmatched, prometheus.CounterValue, float64(a.mesh.unmatched.Load()))
-			ch <- prometheus.MustNewConstMetric(descCapture, prometheus.GaugeValue, float64(a.cap.count()))
+			ch <- prometheus.MustNewConstMetric(md.listenerSenders, prometheus.GaugeValue, float64(senders))
+			ch <- prometheus.MustNewConstMetric(md.unmatched, prometheus.CounterValue, float64(a.mesh.unmatched.Load()))
+			ch <- prometheus.MustNewConstMetric(md.capture, prometheus.GaugeValue, float64(a.cap.count()))
 		},
 	}
 }

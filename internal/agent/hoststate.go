@@ -179,6 +179,7 @@ func (fs *flowSource) netdev() string {
 // hostMetrics builds the metrics of one read: GID entries and indexes,
 // index moves, flows, counters.
 func hostMetrics(rows []gidRow, idx map[gidKey]int, t *gidTracker, flows []*flowSource, rep *counters.Report, snapErrs []host.SourceError) []prometheus.Metric {
+	md := descs()
 	var ms []prometheus.Metric
 	gauge := func(d *prometheus.Desc, v float64, l ...string) {
 		ms = append(ms, prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, l...))
@@ -191,10 +192,10 @@ func hostMetrics(rows []gidRow, idx map[gidKey]int, t *gidTracker, flows []*flow
 		if r.Entry.VLAN != nil {
 			vl = strconv.Itoa(int(*r.Entry.VLAN))
 		}
-		gauge(descGIDInfo, 1, r.Device, strconv.Itoa(r.Port), strconv.Itoa(r.Entry.Index), r.Entry.GID.String(), r.Entry.Type.String(), r.Family, r.Entry.Netdev, vl, r.Network)
+		gauge(md.gidInfo, 1, r.Device, strconv.Itoa(r.Port), strconv.Itoa(r.Entry.Index), r.Entry.GID.String(), r.Entry.Type.String(), r.Family, r.Entry.Netdev, vl, r.Network)
 	}
 	for k, i := range idx {
-		gauge(descGIDIndex, float64(i), k.Device, strconv.Itoa(k.Port), k.Type.String(), k.Family, k.Network)
+		gauge(md.gidIndex, float64(i), k.Device, strconv.Itoa(k.Port), k.Type.String(), k.Family, k.Network)
 	}
 	// Every port of the tables has the counter, 0 until an entry moves.
 	ports := map[[2]string]bool{}
@@ -205,29 +206,29 @@ func hostMetrics(rows []gidRow, idx map[gidKey]int, t *gidTracker, flows []*flow
 		ports[p] = true
 	}
 	for p := range ports {
-		counter(descGIDIndexChanges, float64(t.moves[p]), p[0], p[1])
+		counter(md.gidIndexChanges, float64(t.moves[p]), p[0], p[1])
 	}
 	for _, f := range flows {
 		verdict := qos.Unknown
 		if f.check != nil {
 			verdict = f.check.Verdict
-			gauge(descFlowWarnings, float64(len(f.check.Warnings)), f.cfg.Name)
+			gauge(md.flowWarnings, float64(len(f.check.Warnings)), f.cfg.Name)
 		}
 		for _, v := range []qos.Verdict{qos.Lossless, qos.Lossy, qos.Unknown} {
 			val := 0.0
 			if v == verdict {
 				val = 1
 			}
-			gauge(descFlowVerdict, val, f.cfg.Name, string(v))
+			gauge(md.flowVerdict, val, f.cfg.Name, string(v))
 		}
 		if f.src != nil {
-			gauge(descFlowSource, 1, f.cfg.Name, f.src.Port.Device, strconv.Itoa(f.src.Port.Port), strconv.Itoa(f.index), f.netdev())
+			gauge(md.flowSource, 1, f.cfg.Name, f.src.Port.Device, strconv.Itoa(f.src.Port.Port), strconv.Itoa(f.index), f.netdev())
 		}
 	}
 	if rep != nil {
 		ms = append(ms, counterMetrics(rep)...)
 		for _, rp := range rep.RoCEPriorities {
-			gauge(descRoCEPriority, 1, rp.Netdev, strconv.Itoa(int(rp.Prio)))
+			gauge(md.rocePriority, 1, rp.Netdev, strconv.Itoa(int(rp.Prio)))
 		}
 	}
 	kinds := map[string]int{}
@@ -235,7 +236,7 @@ func hostMetrics(rows []gidRow, idx map[gidKey]int, t *gidTracker, flows []*flow
 		kinds[errorKind(e.Source)]++
 	}
 	for k, n := range kinds {
-		gauge(descSnapshotErrors, float64(n), k)
+		gauge(md.snapshotErrors, float64(n), k)
 	}
 	return ms
 }
@@ -250,6 +251,7 @@ func errorKind(source string) string {
 // counterMetrics are the RDMA and per-priority counters of one sample:
 // only the counters the driver has (absent, never 0).
 func counterMetrics(rep *counters.Report) []prometheus.Metric {
+	md := descs()
 	var ms []prometheus.Metric
 	add := func(d *prometheus.Desc, v float64, l ...string) {
 		ms = append(ms, prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, l...))
@@ -261,7 +263,7 @@ func counterMetrics(rep *counters.Report) []prometheus.Metric {
 			if v.Meaning != nil {
 				meaning = *v.Meaning
 			}
-			add(descRDMACounter, float64(v.Value), p.Device, port, name, meaning)
+			add(md.rdmaCounter, float64(v.Value), p.Device, port, name, meaning)
 		}
 	}
 	type pc struct {
@@ -271,12 +273,12 @@ func counterMetrics(rep *counters.Report) []prometheus.Metric {
 		scale float64
 	}
 	table := []pc{
-		{descPrioPackets, counters.PrioRxPackets, "rx", 1}, {descPrioPackets, counters.PrioTxPackets, "tx", 1},
-		{descPrioBytes, counters.PrioRxBytes, "rx", 1}, {descPrioBytes, counters.PrioTxBytes, "tx", 1},
-		{descPrioPauseFrames, counters.PrioRxPause, "rx", 1}, {descPrioPauseFrames, counters.PrioTxPause, "tx", 1},
-		{descPrioPauseSeconds, counters.PrioRxPauseDuration, "rx", 1e-6}, {descPrioPauseSeconds, counters.PrioTxPauseDuration, "tx", 1e-6},
-		{descPrioDiscards, counters.PrioRxDiscards, "discard", 1}, {descPrioDiscards, counters.PrioRxBufDiscard, "buffer", 1},
-		{descPrioDiscards, counters.PrioRxCongDiscard, "congestion", 1},
+		{md.prioPackets, counters.PrioRxPackets, "rx", 1}, {md.prioPackets, counters.PrioTxPackets, "tx", 1},
+		{md.prioBytes, counters.PrioRxBytes, "rx", 1}, {md.prioBytes, counters.PrioTxBytes, "tx", 1},
+		{md.prioPauseFrames, counters.PrioRxPause, "rx", 1}, {md.prioPauseFrames, counters.PrioTxPause, "tx", 1},
+		{md.prioPauseSeconds, counters.PrioRxPauseDuration, "rx", 1e-6}, {md.prioPauseSeconds, counters.PrioTxPauseDuration, "tx", 1e-6},
+		{md.prioDiscards, counters.PrioRxDiscards, "discard", 1}, {md.prioDiscards, counters.PrioRxBufDiscard, "buffer", 1},
+		{md.prioDiscards, counters.PrioRxCongDiscard, "congestion", 1},
 	}
 	for _, pr := range rep.Priorities {
 		prio := strconv.Itoa(int(pr.Prio))
@@ -287,10 +289,10 @@ func counterMetrics(rep *counters.Report) []prometheus.Metric {
 		}
 		// DCB's PFC frame counters where the driver counts no pause frames.
 		if pr.Values[counters.PrioRxPause] == nil && pr.PFCIndications != nil {
-			add(descPrioPauseFrames, float64(pr.PFCIndications.Value), pr.Netdev, prio, "rx")
+			add(md.prioPauseFrames, float64(pr.PFCIndications.Value), pr.Netdev, prio, "rx")
 		}
 		if pr.Values[counters.PrioTxPause] == nil && pr.PFCRequests != nil {
-			add(descPrioPauseFrames, float64(pr.PFCRequests.Value), pr.Netdev, prio, "tx")
+			add(md.prioPauseFrames, float64(pr.PFCRequests.Value), pr.Netdev, prio, "tx")
 		}
 	}
 	return ms

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"runtime"
+	"sync"
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -163,54 +164,71 @@ func (c *funcCollector) Describe(ch chan<- *prometheus.Desc) {
 
 func (c *funcCollector) Collect(ch chan<- prometheus.Metric) { c.collect(ch) }
 
-// Descriptions of the metrics built from the host snapshot.
-var (
-	descGIDInfo = prometheus.NewDesc(metricGIDInfo,
-		"A GID table entry (1): its netdev, the outermost VLAN tag of its frames (vlan \"\" when untagged) and the network of the netdev address it is (\"link-local\" for link-local GIDs).",
-		[]string{"device", "port", "index", "gid", "type", "family", "netdev", "vlan", "network"}, nil)
-	descGIDIndex = prometheus.NewDesc(metricGIDIndex,
-		"The GID index a workload should use for the network: the lowest index of a usable entry (not link-local, netdev up and in this namespace, not stale); what NCCL_IB_GID_INDEX must be on this host.",
-		[]string{"device", "port", "type", "family", "network"}, nil)
-	descGIDIndexChanges = prometheus.NewDesc(metricGIDIndexChanges,
-		"Times the usable entry of a (type, family, network) of the port moved to another GID index.",
-		[]string{"device", "port"}, nil)
-	descFlowVerdict = prometheus.NewDesc(metricFlowVerdict,
-		"The flow's lossless verdict (roce-probe check): 1 for the current verdict, 0 for the others.",
-		[]string{"flow", "verdict"}, nil)
-	descFlowWarnings = prometheus.NewDesc(metricFlowWarnings,
-		"Warnings of the flow's check (absent while its source GID cannot be resolved).", []string{"flow"}, nil)
-	descFlowSource = prometheus.NewDesc(metricFlowSource,
-		"The GID entry the flow sends from (1), as its select resolved at the last read.",
-		[]string{"flow", "device", "port", "index", "netdev"}, nil)
-	descRDMACounter = prometheus.NewDesc(metricRDMACounter,
-		"An RDMA port counter, by the driver's name (counter) and roce-probe's normalized meaning (\"\" when none; docs/counters.md).",
-		[]string{"device", "port", "counter", "meaning"}, nil)
-	descPrioPackets = prometheus.NewDesc(metricPrioPackets, "Frames of the priority, per direction (rx, tx), as the driver counts them.",
-		[]string{"netdev", "prio", "direction"}, nil)
-	descPrioBytes = prometheus.NewDesc(metricPrioBytes, "Bytes of the priority, per direction (rx, tx).",
-		[]string{"netdev", "prio", "direction"}, nil)
-	descPrioPauseFrames = prometheus.NewDesc(metricPrioPauseFrames,
-		"PFC pause frames of the priority: rx received (the peer paused us), tx sent (we paused the peer); the driver's counter, else DCB's PFC indications/requests.",
-		[]string{"netdev", "prio", "direction"}, nil)
-	descPrioPauseSeconds = prometheus.NewDesc(metricPrioPauseSeconds,
-		"Time the priority was paused: rx by the peer, tx the peer by us, seconds.", []string{"netdev", "prio", "direction"}, nil)
-	descPrioDiscards = prometheus.NewDesc(metricPrioDiscards,
-		"Received frames of the priority dropped, by reason (discard: no receive buffer, port level; buffer: no buffer; congestion: WRED).",
-		[]string{"netdev", "prio", "reason"}, nil)
-	descRoCEPriority = prometheus.NewDesc(metricRoCEPriority,
-		"A priority of the real netdev that carries RoCE by the host's configuration (1): PFC on, DSCP 26 or rdma_cm's default ToS or a traffic class override mapped to it under DSCP trust, an APP entry for RoCE, DCQCN enabled (internal/counters RoCEPriorities; docs/counters.md).",
-		[]string{"netdev", "prio"}, nil)
-	descPeers        = prometheus.NewDesc(metricPeers, "Peers probed (the union of peers.static, peers.dns and peers.file, without this host's addresses, at most peers.max).", nil, nil)
-	descPeersLeftOut = prometheus.NewDesc(metricPeersLeftOut, "Peers left out because there are more than peers.max.", nil, nil)
-	descFlowPeers    = prometheus.NewDesc(metricFlowPeers, "Peers the flow probes: those of its address family whose route leaves through the flow's netdev.", []string{"flow"}, nil)
-	descStreams      = prometheus.NewDesc(metricProbeScheduled, "(peer, flow) pairs probed.", nil, nil)
-	descListener     = prometheus.NewDesc(metricListenerFrames,
-		"Frames the probe listener captured, by what became of them (answered, rate_limited, not_roce, bad_icrc, foreign, malformed, not_for_us, bad_source).", []string{"result"}, nil)
-	descListenerSenders = prometheus.NewDesc(metricListenerSenders, "Senders in the listener's rate-limit table (bounded by its size).", nil, nil)
-	descUnmatched       = prometheus.NewDesc(metricUnmatchedReplies, "Probe replies captured that match no probe in flight (late, duplicated or forged).", nil, nil)
-	descCapture         = prometheus.NewDesc(metricCaptureNetdevs, "Netdevs with an open capture socket (the listener's and the prober's).", nil, nil)
-	descSnapshotErrors  = prometheus.NewDesc(metricSnapshotErrorsNow, "Sources the last host read could not read (the snapshot's errors), by kind.", []string{"source"}, nil)
-)
+// metricDescs are the descriptions of the metrics built from the host
+// snapshot and of the agent's own state.
+type metricDescs struct {
+	// from the host snapshot
+	gidInfo, gidIndex, gidIndexChanges                                     *prometheus.Desc
+	flowVerdict, flowWarnings, flowSource                                  *prometheus.Desc
+	rdmaCounter, prioPackets, prioBytes, prioPauseFrames, prioPauseSeconds *prometheus.Desc
+	prioDiscards, rocePriority, snapshotErrors                             *prometheus.Desc
+	// the agent's own state
+	peers, peersLeftOut, flowPeers, streams, listener, listenerSenders, unmatched, capture *prometheus.Desc
+}
+
+// descs returns the metric descriptions, made on first use: made at
+// package initialisation they cost every roce-probe command, not only the
+// agent, ~0.2 ms (prometheus.NewDesc checks and hashes every name and
+// label).
+var descs = sync.OnceValue(func() *metricDescs {
+	return &metricDescs{
+		gidInfo: prometheus.NewDesc(metricGIDInfo,
+			"A GID table entry (1): its netdev, the outermost VLAN tag of its frames (vlan \"\" when untagged) and the network of the netdev address it is (\"link-local\" for link-local GIDs).",
+			[]string{"device", "port", "index", "gid", "type", "family", "netdev", "vlan", "network"}, nil),
+		gidIndex: prometheus.NewDesc(metricGIDIndex,
+			"The GID index a workload should use for the network: the lowest index of a usable entry (not link-local, netdev up and in this namespace, not stale); what NCCL_IB_GID_INDEX must be on this host.",
+			[]string{"device", "port", "type", "family", "network"}, nil),
+		gidIndexChanges: prometheus.NewDesc(metricGIDIndexChanges,
+			"Times the usable entry of a (type, family, network) of the port moved to another GID index.",
+			[]string{"device", "port"}, nil),
+		flowVerdict: prometheus.NewDesc(metricFlowVerdict,
+			"The flow's lossless verdict (roce-probe check): 1 for the current verdict, 0 for the others.",
+			[]string{"flow", "verdict"}, nil),
+		flowWarnings: prometheus.NewDesc(metricFlowWarnings,
+			"Warnings of the flow's check (absent while its source GID cannot be resolved).", []string{"flow"}, nil),
+		flowSource: prometheus.NewDesc(metricFlowSource,
+			"The GID entry the flow sends from (1), as its select resolved at the last read.",
+			[]string{"flow", "device", "port", "index", "netdev"}, nil),
+		rdmaCounter: prometheus.NewDesc(metricRDMACounter,
+			"An RDMA port counter, by the driver's name (counter) and roce-probe's normalized meaning (\"\" when none; docs/counters.md).",
+			[]string{"device", "port", "counter", "meaning"}, nil),
+		prioPackets: prometheus.NewDesc(metricPrioPackets, "Frames of the priority, per direction (rx, tx), as the driver counts them.",
+			[]string{"netdev", "prio", "direction"}, nil),
+		prioBytes: prometheus.NewDesc(metricPrioBytes, "Bytes of the priority, per direction (rx, tx).",
+			[]string{"netdev", "prio", "direction"}, nil),
+		prioPauseFrames: prometheus.NewDesc(metricPrioPauseFrames,
+			"PFC pause frames of the priority: rx received (the peer paused us), tx sent (we paused the peer); the driver's counter, else DCB's PFC indications/requests.",
+			[]string{"netdev", "prio", "direction"}, nil),
+		prioPauseSeconds: prometheus.NewDesc(metricPrioPauseSeconds,
+			"Time the priority was paused: rx by the peer, tx the peer by us, seconds.", []string{"netdev", "prio", "direction"}, nil),
+		prioDiscards: prometheus.NewDesc(metricPrioDiscards,
+			"Received frames of the priority dropped, by reason (discard: no receive buffer, port level; buffer: no buffer; congestion: WRED).",
+			[]string{"netdev", "prio", "reason"}, nil),
+		rocePriority: prometheus.NewDesc(metricRoCEPriority,
+			"A priority of the real netdev that carries RoCE by the host's configuration (1): PFC on, DSCP 26 or rdma_cm's default ToS or a traffic class override mapped to it under DSCP trust, an APP entry for RoCE, DCQCN enabled (internal/counters RoCEPriorities; docs/counters.md).",
+			[]string{"netdev", "prio"}, nil),
+		peers:        prometheus.NewDesc(metricPeers, "Peers probed (the union of peers.static, peers.dns and peers.file, without this host's addresses, at most peers.max).", nil, nil),
+		peersLeftOut: prometheus.NewDesc(metricPeersLeftOut, "Peers left out because there are more than peers.max.", nil, nil),
+		flowPeers:    prometheus.NewDesc(metricFlowPeers, "Peers the flow probes: those of its address family whose route leaves through the flow's netdev.", []string{"flow"}, nil),
+		streams:      prometheus.NewDesc(metricProbeScheduled, "(peer, flow) pairs probed.", nil, nil),
+		listener: prometheus.NewDesc(metricListenerFrames,
+			"Frames the probe listener captured, by what became of them (answered, rate_limited, not_roce, bad_icrc, foreign, malformed, not_for_us, bad_source).", []string{"result"}, nil),
+		listenerSenders: prometheus.NewDesc(metricListenerSenders, "Senders in the listener's rate-limit table (bounded by its size).", nil, nil),
+		unmatched:       prometheus.NewDesc(metricUnmatchedReplies, "Probe replies captured that match no probe in flight (late, duplicated or forged).", nil, nil),
+		capture:         prometheus.NewDesc(metricCaptureNetdevs, "Netdevs with an open capture socket (the listener's and the prober's).", nil, nil),
+		snapshotErrors:  prometheus.NewDesc(metricSnapshotErrorsNow, "Sources the last host read could not read (the snapshot's errors), by kind.", []string{"source"}, nil),
+	}
+})
 
 // newBuildInfo is roce_probe_build_info.
 func newBuildInfo(version string) prometheus.Collector {
