@@ -15,14 +15,10 @@ cd "$(dirname "$0")/.."
 window=${1:-60s}
 ne=/usr/bin/prometheus-node-exporter
 if [ ! -x "$ne" ]; then
-	SUDO=""
-	[ "$(id -u)" -ne 0 ] && SUDO="sudo"
-	echo "bench-agent.sh: installing prometheus-node-exporter"
-	export DEBIAN_FRONTEND=noninteractive
-	$SUDO apt-get -o DPkg::Lock::Timeout=600 update -qq
-	$SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends prometheus-node-exporter >/dev/null
+	. scripts/lib/packages.sh
+	ensure_packages bench-agent.sh prometheus-node-exporter
 	# The package starts the service on port 9100; the benchmark runs its own on 19100.
-	$SUDO systemctl stop prometheus-node-exporter 2>/dev/null || true
+	as_root systemctl stop prometheus-node-exporter 2>/dev/null || true
 fi
 echo "node exporter: $($ne --version 2>&1 | head -1)"
 NODE_EXPORTER=$ne ROCE_PROBE_BENCH_WINDOW=$window \

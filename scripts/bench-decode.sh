@@ -15,19 +15,8 @@ cd "$(dirname "$0")/.."
 rounds=${1:-5}
 dir=${BENCH_DIR:-/tmp/roce-probe-bench}
 mkdir -p "$dir"
-missing=()
-for t in hyperfine jq tshark; do
-	command -v "$t" >/dev/null || missing+=("$t")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-	SUDO=""
-	[ "$(id -u)" -ne 0 ] && SUDO="sudo"
-	echo "bench-decode.sh: installing ${missing[*]}" >&2
-	export DEBIAN_FRONTEND=noninteractive
-	echo "wireshark-common wireshark-common/install-setuid boolean false" | $SUDO debconf-set-selections 2>/dev/null || true
-	$SUDO apt-get -o DPkg::Lock::Timeout=600 update -qq
-	$SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+. scripts/lib/packages.sh
+ensure_packages bench-decode.sh hyperfine jq tshark
 for f in pcap pcapng; do
 	[ -s "$dir/roce-100k.$f" ] || go run ./internal/cmd/rocegen -n 100000 -o "$dir/roce-100k.$f"
 done

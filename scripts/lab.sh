@@ -40,25 +40,9 @@ vm_packages=(qemu-system-x86 busybox-static kmod cpio xz-utils rdma-core ibverbs
   perftest rdmacm-utils tshark prometheus)
 native_packages=(kmod rdma-core ibverbs-providers ibverbs-utils libibverbs-dev iproute2 tcpdump perftest rdmacm-utils tshark prometheus)
 
-apt_updated=0
-apt_update() {
-  [ "$apt_updated" = 1 ] && return 0
-  as_root apt-get -o DPkg::Lock::Timeout=600 update -qq
-  apt_updated=1
-}
-as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
-
-ensure_packages() {
-  local missing=() p
-  for p in "$@"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
-  done
-  [ ${#missing[@]} -eq 0 ] && return 0
-  say "installing ${missing[*]}"
-  apt_update
-  DEBIAN_FRONTEND=noninteractive as_root apt-get -o DPkg::Lock::Timeout=600 install -y -qq \
-    --no-install-recommends "${missing[@]}" >/dev/null
-}
+# ensure_packages, as_root
+# shellcheck source=lib/packages.sh
+. scripts/lib/packages.sh
 
 # --- mode ---------------------------------------------------------------
 detect_mode() {
@@ -380,7 +364,7 @@ mode=$(detect_mode)
 say "mode: $mode"
 declare -A kdirs kinitrd
 if [ "$mode" = vm ]; then
-  ensure_packages "${vm_packages[@]}"
+  ensure_packages lab "${vm_packages[@]}"
   used=()
   for k in "${specs[@]}"; do
     t=$(now)
@@ -400,7 +384,7 @@ if [ "$mode" = vm ]; then
     done
   fi
 else
-  ensure_packages "${native_packages[@]}"
+  ensure_packages lab "${native_packages[@]}"
 fi
 [ "$cmd" = prepare ] && exit 0
 
