@@ -260,8 +260,11 @@ func (p *fakePort) Read() ([]byte, time.Time, error) {
 	}
 }
 
-func (p *fakePort) Drain(fn func([]byte, time.Time)) (int, error) {
+func (p *fakePort) Drain(max int, fn func([]byte, time.Time)) (int, error) {
 	for n := 0; ; n++ {
+		if n == max {
+			return n, nil
+		}
 		if p.broken.Load() {
 			return n, errors.New("injected: recvmsg: no such device")
 		}

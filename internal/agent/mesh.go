@@ -28,9 +28,10 @@ type Port interface {
 	// reads again). The frame is valid until the next Read. Close makes a
 	// waiting Read return an error.
 	Read() ([]byte, time.Time, error)
-	// Drain hands fn every frame waiting, with the time it arrived,
-	// without waiting for more; the frame is valid during the call.
-	Drain(fn func(frame []byte, at time.Time)) (int, error)
+	// Drain hands fn the frames waiting, at most max, with the time each
+	// arrived, without waiting for more, and returns how many it handed
+	// (max: more may be waiting); the frame is valid during the call.
+	Drain(max int, fn func(frame []byte, at time.Time)) (int, error)
 	// Write sends one frame as it is (tags included).
 	Write(frame []byte) error
 	Close() error
@@ -397,7 +398,20 @@ func (m *mesh) account(s *stream, r probe.Result) {
 	}
 }
 
-// drain reads the replies waiting on every port and accounts for them.
+// Replies drained per port at each wake-up: at most drainMax, taken
+// drainBatch at a time, m.mu released between batches (a scrape or a
+// host read waits for one batch, not for the socket to empty). Under a
+// flood of frames that pass the socket's reply filter (forged replies),
+// the sender still goes on to its probes after drainMax; what stays
+// behind waits in the socket's bounded receive buffer, and what does not
+// fit there the kernel drops.
+const (
+	drainBatch = 256
+	drainMax   = 4096
+)
+
+// drain reads the replies waiting on every port, up to drainMax each, and
+// accounts for them.
 func (m *mesh) drain() {
 	m.mu.Lock()
 	ports := m.drainBuf[:0]
@@ -407,11 +421,20 @@ func (m *mesh) drain() {
 	m.drainBuf = ports
 	m.mu.Unlock()
 	for _, dp := range ports {
-		m.mu.Lock()
-		_, err := dp.p.Drain(m.replyFn)
-		m.mu.Unlock()
-		if err != nil && m.portFailed != nil {
-			m.portFailed(dp.netdev, dp.p, err)
+		for total := 0; total < drainMax; {
+			m.mu.Lock()
+			n, err := dp.p.Drain(min(drainBatch, drainMax-total), m.replyFn)
+			m.mu.Unlock()
+			total += n
+			if err != nil {
+				if m.portFailed != nil {
+					m.portFailed(dp.netdev, dp.p, err)
+				}
+				break
+			}
+			if n < drainBatch {
+				break
+			}
 		}
 	}
 	clear(ports) // no socket is held between wake-ups

@@ -26,12 +26,12 @@ type scriptPort struct {
 func (p *scriptPort) Read() ([]byte, time.Time, error) { return nil, time.Time{}, nil }
 func (p *scriptPort) Close() error                     { return nil }
 func (p *scriptPort) Write([]byte) error               { return nil }
-func (p *scriptPort) Drain(fn func([]byte, time.Time)) (int, error) {
-	n := len(p.queue)
-	for _, f := range p.queue {
+func (p *scriptPort) Drain(max int, fn func([]byte, time.Time)) (int, error) {
+	n := min(len(p.queue), max)
+	for _, f := range p.queue[:n] {
 		fn(f.b, f.at)
 	}
-	p.queue = nil
+	p.queue = p.queue[n:]
 	return n, p.err
 }
 
@@ -286,4 +286,58 @@ func TestMeshBatches(t *testing.T) {
 		t.Errorf("%d probes in %d s to 500 peers: want about %d", total, seconds, 500*seconds)
 	}
 	t.Logf("%d wake-ups, %d probes in %d s", wakes, total, seconds)
+}
+
+// boundPort is a scriptPort that records the bound of each Drain call.
+type boundPort struct {
+	scriptPort
+	maxes []int
+}
+
+func (p *boundPort) Drain(max int, fn func([]byte, time.Time)) (int, error) {
+	p.maxes = append(p.maxes, max)
+	return p.scriptPort.Drain(max, fn)
+}
+
+// A flood of frames that pass the reply filter (forged replies) does not
+// hold the sender: one wake-up drains at most drainMax of them, in calls
+// of at most drainBatch (mesh.drain releases its lock between calls), then
+// takes the probes due; the rest wait for the next wake-ups.
+func TestMeshDrainIsBounded(t *testing.T) {
+	now := time.Unix(1000, 0)
+	port := &boundPort{}
+	m, _, _, _ := testMesh(t, &now, port, 1)
+	const flood = 10000
+	junk := []byte("not a reply")
+	for i := 0; i < flood; i++ {
+		port.queue = append(port.queue, fakeFrame{junk, now})
+	}
+	var probes int
+	for i := 0; i < 20 && probes == 0; i++ { // the first probe is due within the first period (1 s)
+		ws, _ := m.wakeUp()
+		probes = len(ws)
+		if i == 0 {
+			if got := flood - len(port.queue); got != drainMax {
+				t.Errorf("the first wake-up drained %d frames of %d waiting: want drainMax, %d", got, flood, drainMax)
+			}
+			for j, mx := range port.maxes {
+				if mx > drainBatch || mx < 1 {
+					t.Errorf("Drain call %d asked for %d frames: want 1..%d", j, mx, drainBatch)
+				}
+			}
+			if len(port.maxes) != drainMax/drainBatch {
+				t.Errorf("%d Drain calls for %d frames: want %d calls of %d", len(port.maxes), drainMax, drainMax/drainBatch, drainBatch)
+			}
+		}
+		now = now.Add(100 * time.Millisecond)
+	}
+	if probes == 0 {
+		t.Error("no probe was due in 2 s of wake-ups under the flood")
+	}
+	for i := 0; i < 3 && len(port.queue) > 0; i++ { // ceil(10000 / drainMax) wake-ups in all
+		m.wakeUp()
+	}
+	if u := m.unmatched.Load(); u != flood || len(port.queue) != 0 {
+		t.Errorf("unmatched %d, %d frames left: want every flood frame, %d, drained over the wake-ups", u, len(port.queue), flood)
+	}
 }

@@ -233,13 +233,18 @@ func (c *Conn) ReadZeroCopy() ([]byte, time.Time, error) {
 	return frame, at, nil
 }
 
-// Drain hands fn every frame waiting on the socket, without waiting for
-// more, and returns how many there were. The frame is the Conn's buffer,
-// valid during the call. A sender that reads its replies this way, a
-// batch at a time from a loop that wakes anyway, from a Conn opened with
-// DrainOnly, costs no wake-up per reply; the receive time is still the
-// kernel's.
-func (c *Conn) Drain(fn func(frame []byte, at time.Time)) (int, error) {
+// Drain hands fn the frames waiting on the socket, at most max of them
+// (max > 0), without waiting for more, and returns how many it handed:
+// max means more may be waiting. The frame is the Conn's buffer, valid
+// during the call. A sender that reads its replies this way, a batch at a
+// time from a loop that wakes anyway, from a Conn opened with DrainOnly,
+// costs no wake-up per reply; the receive time is still the kernel's. The
+// bound keeps a flood from holding the caller: frames arriving faster than
+// they are drained would otherwise never leave the socket empty.
+func (c *Conn) Drain(max int, fn func(frame []byte, at time.Time)) (int, error) {
+	if max <= 0 {
+		return 0, fmt.Errorf("probe: draining %s: max %d: want at least 1 frame", c.netdev, max)
+	}
 	c.rmu.Lock()
 	defer c.rmu.Unlock()
 	if !c.drainOnly {
@@ -251,6 +256,9 @@ func (c *Conn) Drain(fn func(frame []byte, at time.Time)) (int, error) {
 	for n := 0; ; n++ {
 		if c.closed.Load() {
 			return n, ErrClosed
+		}
+		if n == max {
+			return n, nil
 		}
 		if err := c.rc.Read(c.readFn); err != nil {
 			return n, c.readError(err)
@@ -458,7 +466,7 @@ func filterBlock(tags int, v6 bool, sel Selection) []bpf.Instruction {
 // CheckRawSocket opens and closes an AF_PACKET socket, so a missing
 // CAP_NET_RAW (a *PermissionError) is known before any output is printed.
 func CheckRawSocket(netdev string) error {
-	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW, 0)
+	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) {
 			return &PermissionError{Netdev: netdev, Err: err}

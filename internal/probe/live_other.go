@@ -42,7 +42,7 @@ func (c *Conn) ReadZeroCopy() ([]byte, time.Time, error) {
 }
 
 // Drain returns an error wrapping ErrNeedsLinux.
-func (c *Conn) Drain(fn func(frame []byte, at time.Time)) (int, error) {
+func (c *Conn) Drain(max int, fn func(frame []byte, at time.Time)) (int, error) {
 	return 0, needsLinux("reading a raw socket")
 }
 

@@ -613,9 +613,10 @@ func TestConnReadTimeoutAndClose(t *testing.T) {
 // Conn exactly the probes; Drain reads what waits and returns without
 // waiting when nothing does, from a DrainOnly Conn (which no epoll
 // instance of the process watches, by the kernel's fdinfo, and which
-// refuses Read) and from one in the poller alike; the receive times are
-// the kernel's, between the write and the read; a closed Conn's Drain says
-// so.
+// refuses Read) and from one in the poller alike, at most as many frames
+// as it is asked for (the rest stay for the next call, in order); the
+// receive times are the kernel's, between the write and the read; a
+// closed Conn's Drain says so, and a bound below 1 is refused.
 func TestWireDrainSelection(t *testing.T) {
 	netnstest.RequireRoot(t)
 	nsS, nsL := netnstest.New(t, "s"), netnstest.New(t, "l")
@@ -642,12 +643,12 @@ func TestWireDrainSelection(t *testing.T) {
 		t.Errorf("Read of a DrainOnly Conn: %v, want ErrDrainOnly", err)
 	}
 
-	drained := func(c *Conn) (seqs []uint32, kinds []Kind) {
+	drained := func(c *Conn, max int) (seqs []uint32, kinds []Kind) {
 		t.Helper()
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			if _, err := c.Drain(func(frame []byte, at time.Time) {
+			if n, err := c.Drain(max, func(frame []byte, at time.Time) {
 				f, err := ParseFrame(frame)
 				if err != nil {
 					t.Errorf("drained frame does not parse: %v", err)
@@ -664,6 +665,8 @@ func TestWireDrainSelection(t *testing.T) {
 				seqs, kinds = append(seqs, p.Seq), append(kinds, p.Kind)
 			}); err != nil {
 				t.Errorf("Drain: %v", err)
+			} else if n != len(seqs) || n > max {
+				t.Errorf("Drain(%d) returned %d and handed %d frames", max, n, len(seqs))
 			}
 		}()
 		select {
@@ -673,7 +676,7 @@ func TestWireDrainSelection(t *testing.T) {
 		}
 		return seqs, kinds
 	}
-	if seqs, _ := drained(rep); len(seqs) != 0 {
+	if seqs, _ := drained(rep, 64); len(seqs) != 0 {
 		t.Fatalf("before any frame was sent, Drain read %v", seqs)
 	}
 
@@ -704,14 +707,14 @@ func TestWireDrainSelection(t *testing.T) {
 	}
 	var gotRep, gotNo []uint32
 	for deadline := time.Now().Add(3 * time.Second); len(gotRep)+len(gotNo) < frames && time.Now().Before(deadline); {
-		s, k := drained(rep)
+		s, k := drained(rep, 4) // 15 replies: four calls at least
 		for _, kind := range k {
 			if kind != KindReply {
 				t.Errorf("the Replies Conn read a %v", kind)
 			}
 		}
 		gotRep = append(gotRep, s...)
-		s, k = drained(norep)
+		s, k = drained(norep, 64)
 		for _, kind := range k {
 			if kind != KindProbe {
 				t.Errorf("the NoReplies Conn read a %v", kind)
@@ -731,8 +734,11 @@ func TestWireDrainSelection(t *testing.T) {
 	if fmt.Sprint(gotRep) != fmt.Sprint(wantRep) || fmt.Sprint(gotNo) != fmt.Sprint(wantNo) {
 		t.Errorf("drained replies %v and probes %v: want %v and %v", gotRep, gotNo, wantRep, wantNo)
 	}
+	if n, err := norep.Drain(0, func([]byte, time.Time) { t.Error("Drain(0) handed a frame") }); n != 0 || err == nil {
+		t.Errorf("Drain(0): %d, %v: want an error", n, err)
+	}
 	rep.Close()
-	if n, err := rep.Drain(func([]byte, time.Time) {}); n != 0 || !errors.Is(err, ErrClosed) {
+	if n, err := rep.Drain(1, func([]byte, time.Time) {}); n != 0 || !errors.Is(err, ErrClosed) {
 		t.Errorf("Drain of a closed Conn: %d, %v: want 0, ErrClosed", n, err)
 	}
 }
