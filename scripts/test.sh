@@ -36,8 +36,10 @@ go vet -tags lab ./...
 
 step "deploy: manifests and alert rules"
 # deploy/validate is a module of its own (the Kubernetes and Prometheus types
-# stay out of roce-probe's module): its tests decode every manifest strictly
-# and check the security settings. promtool (Debian package prometheus) checks
+# stay out of roce-probe's module; it requires roce-probe's module replaced by
+# this checkout, ../..): its tests decode every manifest strictly, parse every
+# agent configuration with the agent's own parser (internal/agent) and check
+# the security settings. promtool (Debian package prometheus) checks
 # and unit-tests the alert rules and the scrape configuration.
 (cd deploy/validate && go mod download && go vet ./... && ROCE_PROBE_CI=1 go test -count=1 ./...)
 promtool check rules deploy/prometheus/rules.yml

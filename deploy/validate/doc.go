@@ -4,13 +4,19 @@
 // operator's (monitoring.coreos.com/v1), refusing unknown fields and
 // duplicate keys; the alert rules file into the operator's rule groups, so
 // that the PrometheusRule can be compared with it; the Kubernetes scrape
-// configuration into Prometheus's own configuration types; the agents'
-// configurations into the shape docs/fabric.md gives. Its tests check the
-// security settings the deployment promises (only CAP_NET_RAW, /sys
-// read-only, limits, hostNetwork), that the pieces fit together, the
-// systemd unit's sandbox and the Dockerfile's static build.
+// configuration into Prometheus's own configuration types; every agent
+// configuration (the ConfigMap's, systemd/agent.yaml, any other YAML or
+// JSON file outside kubernetes/ and prometheus/) by the agent's own code,
+// internal/agent's ParseConfig and Config.Validate, as `roce-probe agent
+// --config` reads it: this module keeps no copy of the agent's schema. Its
+// tests check the security settings the deployment promises (only
+// CAP_NET_RAW, /sys read-only, limits, hostNetwork), that the pieces fit
+// together, the systemd unit's sandbox and the Dockerfile's static build.
 //
 // It is a module of its own, so that roce-probe's module never depends on
-// the Kubernetes and Prometheus types: scripts/test.sh runs its tests with
-// `go test ./...` in deploy/validate.
+// the Kubernetes and Prometheus types; it requires roce-probe's module
+// replaced by this repository (replace ... => ../..), which is what lets
+// it import internal/agent (the go command allows an internal package to
+// every import path below its parent, across modules). scripts/test.sh
+// runs its tests with `go test ./...` in deploy/validate.
 package validate

@@ -234,7 +234,9 @@ func TestManifestsFit(t *testing.T) {
 	if !found {
 		t.Errorf("--config %s is not a key of ConfigMap %s mounted there", cfgPath, s.ConfigMap.Name)
 	}
-	cfg, err := DecodeAgentConfig([]byte(s.ConfigMap.Data[filepath.Base(cfgPath)]))
+	// The file the agents read, as they read it (TestAgentConfigs checks
+	// every agent configuration deploy/ ships).
+	cfg, err := agentConfig(cfgPath, []byte(s.ConfigMap.Data[filepath.Base(cfgPath)]))
 	if err != nil {
 		t.Fatalf("the ConfigMap's agent configuration: %v", err)
 	}

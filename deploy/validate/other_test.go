@@ -16,32 +16,6 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// The agents' configurations (the ConfigMap's and the bare-metal example)
-// have the keys docs/fabric.md gives, and peers.
-func TestAgentConfigs(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join("..", "systemd", "agent.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := DecodeAgentConfig(raw)
-	if err != nil {
-		t.Fatalf("deploy/systemd/agent.yaml: %v", err)
-	}
-	if c.Peers.File == "" || c.Listen != ":9469" {
-		t.Errorf("%+v", c)
-	}
-	for _, bad := range []string{
-		strings.Replace(string(raw), "timeout: 1s", "timeout: 1", 1),
-		strings.Replace(string(raw), "jitter:", "jiter:", 1),
-		strings.Replace(string(raw), "jitter: 0.2", "jitter: 200ms", 1),
-		strings.Replace(string(raw), "  file: /etc/roce-probe/peers", "  fil: x", 1),
-	} {
-		if _, err := DecodeAgentConfig([]byte(bad)); err == nil {
-			t.Errorf("decoded:\n%s", bad)
-		}
-	}
-}
-
 // The file_sd example: host:port targets with a node label.
 func TestFileSDTargets(t *testing.T) {
 	raw, err := os.ReadFile(filepath.Join("..", "prometheus", "targets", "roce-probe.yml"))

@@ -9,8 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
-	"time"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
@@ -136,90 +134,4 @@ func DecodeRules(b []byte) ([]monitoringv1.RuleGroup, error) {
 		return nil, err
 	}
 	return f.Groups, nil
-}
-
-// AgentConfig is the agent's configuration file as the issue's design
-// gives it (internal/agent's Config, docs/agent.md). The agent's own parser
-// is the authority; this shape catches a misspelt key in the deployment's
-// examples.
-type AgentConfig struct {
-	Listen          string   `json:"listen"`
-	Interval        Duration `json:"interval"`
-	ShutdownTimeout Duration `json:"shutdown_timeout,omitempty"`
-	Peers           struct {
-		Static       []string `json:"static,omitempty"`
-		DNS          string   `json:"dns,omitempty"`
-		DNSInterval  Duration `json:"dns_interval,omitempty"`
-		File         string   `json:"file,omitempty"`
-		FileInterval Duration `json:"file_interval,omitempty"`
-		Max          int      `json:"max,omitempty"`
-	} `json:"peers"`
-	Probe struct {
-		Rate    float64  `json:"rate"`
-		Timeout Duration `json:"timeout"`
-		// Jitter is a fraction of the interval between probes (0.2).
-		Jitter  float64 `json:"jitter"`
-		MaxRate float64 `json:"max_rate,omitempty"`
-	} `json:"probe"`
-	Listener struct {
-		Rate       float64 `json:"rate,omitempty"`
-		GlobalRate float64 `json:"global_rate,omitempty"`
-	} `json:"listener,omitempty"`
-	Flows []struct {
-		Name   string `json:"name"`
-		Select struct {
-			RoCE     string `json:"roce,omitempty"`
-			Family   string `json:"family,omitempty"`
-			Netdev   string `json:"netdev,omitempty"`
-			Device   string `json:"device,omitempty"`
-			Port     int    `json:"port,omitempty"`
-			GIDIndex *int   `json:"gid_index,omitempty"`
-		} `json:"select"`
-		TClass   *int `json:"tclass,omitempty"`
-		SL       *int `json:"sl,omitempty"`
-		ToS      *int `json:"tos,omitempty"`
-		HopLimit int  `json:"hop_limit,omitempty"`
-	} `json:"flows"`
-}
-
-// Duration is a Go duration string ("30s").
-type Duration time.Duration
-
-// UnmarshalJSON parses "30s".
-func (d *Duration) UnmarshalJSON(b []byte) error {
-	s := strings.Trim(string(b), `"`)
-	v, err := time.ParseDuration(s)
-	if err != nil || !strings.HasPrefix(string(b), `"`) {
-		return fmt.Errorf("duration %s: want e.g. \"30s\"", b)
-	}
-	*d = Duration(v)
-	return nil
-}
-
-// DecodeAgentConfig decodes an agent configuration strictly and checks
-// what every one needs: a listen address, peers from somewhere, a
-// positive rate and timeout, named flows with a selection.
-func DecodeAgentConfig(b []byte) (*AgentConfig, error) {
-	var c AgentConfig
-	if err := yaml.UnmarshalStrict(b, &c); err != nil {
-		return nil, err
-	}
-	switch {
-	case c.Listen == "":
-		return nil, errors.New("listen: empty")
-	case c.Peers.DNS == "" && c.Peers.File == "" && len(c.Peers.Static) == 0:
-		return nil, errors.New("peers: none of static, dns, file")
-	case c.Probe.Rate <= 0 || c.Probe.Timeout <= 0:
-		return nil, errors.New("probe: rate and timeout must be positive")
-	case c.Probe.Jitter < 0 || c.Probe.Jitter >= 1:
-		return nil, errors.New("probe.jitter: a fraction of the interval, 0..1")
-	case len(c.Flows) == 0:
-		return nil, errors.New("flows: none")
-	}
-	for i, f := range c.Flows {
-		if f.Name == "" || (f.Select.RoCE == "" && f.Select.Device == "") {
-			return nil, fmt.Errorf("flows[%d]: a name and a selection (roce/family/netdev or device/port/gid_index)", i)
-		}
-	}
-	return &c, nil
 }
