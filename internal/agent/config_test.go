@@ -277,3 +277,28 @@ func FuzzParsePeerFile(f *testing.F) {
 		}
 	})
 }
+
+// The example file of docs/agent.md ("An example file:") is a
+// configuration the agent takes: three flows, the rdma_cm one with its ToS
+// and no traffic class.
+func TestDocsExampleConfig(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "agent.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(doc), "An example file:\n\n```yaml\n")
+	example, _, ok2 := strings.Cut(rest, "```")
+	if !ok || !ok2 {
+		t.Fatal("docs/agent.md has no YAML block after \"An example file:\"")
+	}
+	c := Default()
+	if err := ParseConfig([]byte(example), "docs/agent.md", &c); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Flows) != 3 || c.Flows[2].Name != "rdma-cm" || c.Flows[2].TOS == nil || *c.Flows[2].TOS != 106 || c.Flows[2].TClass != nil {
+		t.Errorf("flows %+v: want rdma, nccl-index3 and rdma-cm (ToS 106, no traffic class)", c.Flows)
+	}
+}
