@@ -212,7 +212,7 @@ func runAgent(cmd *cobra.Command, f *agentFlags) error {
 		}
 		var perr *probe.PermissionError
 		if errors.As(err, &perr) {
-			return fmt.Errorf("agent needs CAP_NET_RAW to open raw sockets: run as root or `setcap cap_net_raw+ep`")
+			return rawSocketError("agent", err)
 		}
 		return usageError{err}
 	}

@@ -286,6 +286,16 @@ const decodeTimeFormat = "2006-01-02T15:04:05.000000000Z07:00"
 
 func decodePtr[T any](v T) *T { return &v }
 
+// frameChain is the vlan_chain of a frame's tags (outermost first): ID,
+// TPID and the PCP each carries; no netdev, the frame does not say.
+func frameChain(tags []roce.VLANTag) []vlan.ChainTag {
+	out := make([]vlan.ChainTag, len(tags))
+	for i, t := range tags {
+		out[i] = vlan.ChainTag{Tag: vlan.Tag{ID: t.ID, TPID: vlan.TPID(t.TPID)}, PCP: decodePtr(t.PCP)}
+	}
+	return out
+}
+
 func packetJSON(frame int, ts time.Time, p *roce.Packet) decodedPacket {
 	j := decodedPacket{
 		Frame:       frame,
@@ -316,10 +326,7 @@ func packetJSON(frame int, ts time.Time, p *roce.Packet) decodedPacket {
 	case p.NumVLANs > roce.MaxVLANTags:
 		j.VLANChain = nil // more tags than the walk records: the chain is not known
 	case p.NumVLANs > 0:
-		j.VLANChain = make([]vlan.ChainTag, p.NumVLANs)
-		for i, t := range p.VLANs[:p.NumVLANs] {
-			j.VLANChain[i] = vlan.ChainTag{Tag: vlan.Tag{ID: t.ID, TPID: vlan.TPID(t.TPID)}, PCP: decodePtr(t.PCP)}
-		}
+		j.VLANChain = frameChain(p.VLANs[:p.NumVLANs])
 	}
 	if p.Version == 2 {
 		j.IPVersion, j.UDPSport = decodePtr(p.IPVersion), decodePtr(p.SrcPort)

@@ -166,16 +166,20 @@ func printFabric(out io.Writer, r *fabric.Report) {
 		}
 	}
 	if len(noNet) > 0 {
-		fmt.Fprintf(w, "hosts without a usable RoCE GID: %s\n", nameList(noNet, 10))
+		fmt.Fprintf(w, "hosts without a usable RoCE GID: %s\n", fabric.NameList(noNet, 10))
 	}
 	var off []string
+	var why string // the first one's reason
 	for _, c := range r.Checks {
 		if !c.Available {
+			if off == nil {
+				why = c.Reason
+			}
 			off = append(off, c.Check)
 		}
 	}
 	if len(off) > 0 {
-		fmt.Fprintf(w, "not compared (%s): %s\n", r.Checks[indexOfCheck(r.Checks, off[0])].Reason, strings.Join(off, ", "))
+		fmt.Fprintf(w, "not compared (%s): %s\n", why, strings.Join(off, ", "))
 	}
 	if len(r.Findings) == 0 {
 		fmt.Fprintln(w, "\nno findings: the hosts of each network agree on everything compared")
@@ -200,35 +204,16 @@ func printFabric(out io.Writer, r *fabric.Report) {
 	}
 }
 
-func indexOfCheck(cs []fabric.CheckStatus, name string) int {
-	for i, c := range cs {
-		if c.Check == name {
-			return i
-		}
-	}
-	return 0
-}
-
-// portList names at most max ports: "node-1 mlx5_0/1 (enp1s0f0.100)".
+// portList names at most max ports, as fabric.NameList does names:
+// "node-1 mlx5_0/1 (enp1s0f0.100), node-2 mlx5_0/1 and 3 more".
 func portList(ps []fabric.PortRef, max int) string {
-	var parts []string
-	for i, p := range ps {
-		if i == max {
-			parts = append(parts, fmt.Sprintf("and %d more", len(ps)-max))
-			break
-		}
+	names := make([]string, 0, len(ps))
+	for _, p := range ps {
 		s := fmt.Sprintf("%s %s/%d", p.Host, p.Device, p.Port)
 		if p.Netdev != "" {
 			s += " (" + p.Netdev + ")"
 		}
-		parts = append(parts, s)
+		names = append(names, s)
 	}
-	return strings.Join(parts, ", ")
-}
-
-func nameList(names []string, max int) string {
-	if len(names) <= max {
-		return strings.Join(names, ", ")
-	}
-	return fmt.Sprintf("%s and %d more", strings.Join(names[:max], ", "), len(names)-max)
+	return fabric.NameList(names, max)
 }

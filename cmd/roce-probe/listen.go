@@ -57,7 +57,7 @@ func runListen(cmd *cobra.Command, f listenFlags) error {
 	out := cmd.OutOrStdout()
 	format := f.output
 	var netdevs []string
-	ns, err := liveNamespace()
+	_, ns, err := liveHost(host.SectionNet)
 	if err != nil {
 		return err
 	}

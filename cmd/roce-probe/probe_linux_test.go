@@ -500,7 +500,7 @@ func TestSendUsageErrors(t *testing.T) {
 	}
 }
 
-// Without CAP_NET_RAW, send and listen print one line naming the
+// Without CAP_NET_RAW, send, listen and agent print one line naming the
 // capability and exit 2. The binary runs as user nobody (setpriv).
 func TestMissingCapNetRaw(t *testing.T) {
 	netnstest.RequireRoot(t, "setpriv", "go")
@@ -512,13 +512,18 @@ func TestMissingCapNetRaw(t *testing.T) {
 	for _, args := range [][]string{
 		{"send", "--netdev", "s0", "--dst", "10.78.0.2", "--count", "1", "--resolve-timeout", "300ms"},
 		{"listen", "--netdev", "s0", "--duration", "1s"},
+		{"agent", "--listen", "127.0.0.1:0"}, // it opens sockets on netdevs as they come: none named yet
 	} {
 		c := exec.Command("ip", append([]string{"netns", "exec", nsS, "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all", bin}, args...)...)
 		var out, errb bytes.Buffer
 		c.Stdout, c.Stderr = &out, &errb
 		err := c.Run()
 		code := c.ProcessState.ExitCode()
-		want := "roce-probe: " + args[0] + " needs CAP_NET_RAW to open a raw socket on s0: run as root or `setcap cap_net_raw+ep`\n"
+		on := "s0"
+		if args[0] == "agent" {
+			on = "any netdev"
+		}
+		want := "roce-probe: " + args[0] + " needs CAP_NET_RAW to open a raw socket on " + on + ": run as root or `setcap cap_net_raw+ep`\n"
 		if code != exitUsage || errb.String() != want || out.Len() != 0 {
 			t.Errorf("%s as nobody: exit %d (%v)\nstdout %q\nstderr %q\nwant stderr %q", args[0], code, err, out.String(), errb.String(), want)
 		}

@@ -125,13 +125,9 @@ func runSend(cmd *cobra.Command, f sendFlags) error {
 	if byGID {
 		sections |= host.SectionRDMA | host.SectionDCB
 	}
-	snap, err := host.Collect(host.Options{Tool: version(), SysfsRoot: liveSysfs, Sections: sections})
+	snap, ns, err := liveHost(sections)
 	if err != nil {
-		return liveError("", err)
-	}
-	ns, err := snap.Namespace("")
-	if err != nil {
-		return usageError{err}
+		return err
 	}
 	if f.netdev != "" {
 		if err := checkNetdevIn(ns, "--netdev", f.netdev); err != nil {
@@ -283,8 +279,8 @@ func markingsOf(m *probe.Markings, tags []roce.VLANTag) *markingsJSON {
 		v, p := m.VLAN, m.PCP
 		j.VLAN, j.PCP = &v, &p
 		j.VLANChain = nil
-		for _, t := range tags {
-			j.VLANChain = append(j.VLANChain, vlan.ChainTag{Tag: vlan.Tag{ID: t.ID, TPID: vlan.TPID(t.TPID)}, PCP: &t.PCP})
+		if len(tags) > 0 {
+			j.VLANChain = frameChain(tags)
 		}
 	}
 	return j
@@ -444,18 +440,19 @@ func printSummary(w io.Writer, s probe.Summary, ep probe.Endpoint) {
 
 func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
 
-// liveNamespace reads this network namespace (links, addresses, routes,
-// neighbours) for the live commands send and listen.
-func liveNamespace() (*vlan.Namespace, error) {
-	snap, err := host.Collect(host.Options{Sections: host.SectionNet, Tool: version()})
+// liveHost reads this host once for the live commands send and listen:
+// sections (host.SectionNet at least: links, addresses, routes,
+// neighbours), and this network namespace of the snapshot.
+func liveHost(sections host.Section) (*host.Snapshot, *vlan.Namespace, error) {
+	snap, err := host.Collect(host.Options{Tool: version(), SysfsRoot: liveSysfs, Sections: sections | host.SectionNet})
 	if err != nil {
-		return nil, liveError("", err)
+		return nil, nil, liveError("", err)
 	}
 	ns, err := snap.Namespace("")
 	if err != nil {
-		return nil, usageError{err}
+		return nil, nil, usageError{err}
 	}
-	return ns, nil
+	return snap, ns, nil
 }
 
 // checkNetdevIn returns a usage error naming flag when namespace ns has no

@@ -421,6 +421,12 @@ func HostList(ports []PortRef, max int) string {
 			names = append(names, p.Host)
 		}
 	}
+	return NameList(names, max)
+}
+
+// NameList joins at most max of names with ", " and says how many more
+// there are: "h1, h2 and 3 more".
+func NameList(names []string, max int) string {
 	if len(names) <= max {
 		return strings.Join(names, ", ")
 	}
