@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"regexp"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -149,7 +148,26 @@ func agentConfig(cmd *cobra.Command, f *agentFlags) (agent.Config, error) {
 	return cfg, nil
 }
 
-var flowIndex = regexp.MustCompile(`^flows\[(\d+)\]\.?`)
+// flowIndex parses a field of the i-th flow, "flows[i]" or
+// "flows[i].key...": i and the key (without a leading "select.").
+func flowIndex(field string) (i int, key string, ok bool) {
+	rest, ok := strings.CutPrefix(field, "flows[")
+	if !ok {
+		return 0, "", false
+	}
+	n, rest, ok := strings.Cut(rest, "]")
+	if !ok || n == "" || strings.Trim(n, "0123456789") != "" {
+		return 0, "", false
+	}
+	i, err := strconv.Atoi(n)
+	if err != nil {
+		return 0, "", false
+	}
+	if rest != "" && rest[0] != '.' {
+		return 0, "", false
+	}
+	return i, strings.TrimPrefix(strings.TrimPrefix(rest, "."), "select."), true
+}
 
 // agentFieldError names the flag when the bad value came from one, the
 // file's field otherwise.
@@ -162,9 +180,7 @@ func agentFieldError(cmd *cobra.Command, f *agentFlags, err error) error {
 	if name, ok := agentFlagFields[ce.Field]; ok && fl.Changed(strings.TrimPrefix(name, "--")) {
 		return fmt.Errorf("%s: %s", name, ce.Msg)
 	}
-	if m := flowIndex.FindStringSubmatch(ce.Field); m != nil && fl.Changed("flow") {
-		i, _ := strconv.Atoi(m[1])
-		key := strings.TrimPrefix(strings.TrimPrefix(ce.Field, m[0]), "select.")
+	if i, key, ok := flowIndex(ce.Field); ok && fl.Changed("flow") && i < len(f.flows) {
 		if key == "" {
 			return fmt.Errorf("--flow %q (flow %d): %s", f.flows[i], i+1, ce.Msg)
 		}

@@ -68,3 +68,22 @@ func TestAgentFlagsOverFile(t *testing.T) {
 		t.Errorf("config %+v", cfg)
 	}
 }
+
+// flowIndex reads the flow's index and key of a configuration field.
+func TestFlowIndex(t *testing.T) {
+	for _, tc := range []struct {
+		field string
+		i     int
+		key   string
+		ok    bool
+	}{
+		{"flows[0]", 0, "", true}, {"flows[2].name", 2, "name", true}, {"flows[12].select.netdev", 12, "netdev", true},
+		{"flows[].name", 0, "", false}, {"flows[x].name", 0, "", false}, {"flows[1]name", 0, "", false},
+		{"peers.static[0]", 0, "", false}, {"flows", 0, "", false}, {"flows[-1]", 0, "", false},
+	} {
+		i, key, ok := flowIndex(tc.field)
+		if i != tc.i || key != tc.key || ok != tc.ok {
+			t.Errorf("flowIndex(%q) = %d, %q, %v; want %d, %q, %v", tc.field, i, key, ok, tc.i, tc.key, tc.ok)
+		}
+	}
+}

@@ -302,3 +302,21 @@ func TestDocsExampleConfig(t *testing.T) {
 		t.Errorf("flows %+v: want rdma, nccl-index3 and rdma-cm (ToS 106, no traffic class)", c.Flows)
 	}
 }
+
+// Flow and peer names: 1..64 of letters, digits, '_', '.', ':' and '-'
+// (docs/agent.md's table), nothing else — no space, '/', '=', non-ASCII
+// letter or empty name.
+func TestValidName(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ok   bool
+	}{
+		{"a", true}, {"rdma", true}, {"nccl-index3", true}, {"node3.rack_1:a-b", true}, {"AZaz09", true},
+		{strings.Repeat("x", 64), true}, {strings.Repeat("x", 65), false}, {"", false},
+		{"a b", false}, {"a/b", false}, {"a=b", false}, {"é", false}, {"a\n", false}, {"a,b", false}, {"{a}", false},
+	} {
+		if got := validName(tc.name); got != tc.ok {
+			t.Errorf("validName(%q) = %v, want %v", tc.name, got, tc.ok)
+		}
+	}
+}

@@ -38,7 +38,7 @@ func ParsePeer(s string) (Peer, error) {
 		return Peer{}, fmt.Errorf("%q: %s is not a unicast address another host can have: want a peer's address", s, a)
 	}
 	name = strings.TrimSpace(name)
-	if named && !flowName.MatchString(name) {
+	if named && !validName(name) {
 		return Peer{}, fmt.Errorf("%q: name %q: want 1..64 characters of letters, digits, '_', '.', ':' and '-'", s, name)
 	}
 	if name == "" {
