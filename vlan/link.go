@@ -212,12 +212,15 @@ func (q QoSMap) String() string {
 // field tags (a null leaves the zero value), so that a snapshot decoder
 // checks it in its one strict pass.
 type Link struct {
-	Name      string `json:"name"`
-	Index     int    `json:"ifindex"`
-	Kind      Kind   `json:"kind"`
-	MAC       MAC    `json:"mac"`
-	MTU       int    `json:"mtu"`
-	OperState string `json:"operstate"` // "up", "down", "unknown", ... (IFLA_OPERSTATE)
+	Name  string `json:"name"`
+	Index int    `json:"ifindex"`
+	Kind  Kind   `json:"kind"`
+	MAC   MAC    `json:"mac"`
+	MTU   int    `json:"mtu"`
+	// OperState is IFLA_OPERSTATE (RFC 2863) as the kernel names it in
+	// /sys/class/net/*/operstate and `ip link` (in upper case): "unknown",
+	// "notpresent", "down", "lowerlayerdown", "testing", "dormant", "up".
+	OperState string `json:"operstate"`
 	// Ether is true for ARPHRD_ETHER devices, the only ones whose
 	// addresses the kernel turns into RoCE GIDs.
 	Ether bool `json:"ether"`
