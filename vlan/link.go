@@ -220,6 +220,7 @@ type Link struct {
 	// OperState is IFLA_OPERSTATE (RFC 2863) as the kernel names it in
 	// /sys/class/net/*/operstate and `ip link` (in upper case): "unknown",
 	// "notpresent", "down", "lowerlayerdown", "testing", "dormant", "up".
+	// OperUp says whether it carries traffic.
 	OperState string `json:"operstate"`
 	// Ether is true for ARPHRD_ETHER devices, the only ones whose
 	// addresses the kernel turns into RoCE GIDs.
@@ -242,6 +243,18 @@ type Link struct {
 	IngressQoS  QoSMap         `json:"ingress_qos_map"` // VLAN only: PCP → skb priority
 	Addrs       []netip.Prefix `json:"addrs"`           // IPv4 and IPv6 addresses, in the kernel's dump order
 }
+
+// OperUp reports whether a netdev in operational state operstate (a
+// Link's OperState) carries traffic: "up", or "unknown", which drivers
+// that do not report carrier (dummy, some virtual NICs) leave: the kernel's
+// netif_oper_up (include/linux/netdevice.h, Linux 6.1) and IFF_RUNNING.
+// Documentation/networking/operstates.rst (Linux 6.1): an "unknown"
+// interface "must be considered for user data"; "down" and
+// "lowerlayerdown" (stacked on a device that is down; a veth whose peer
+// is down) cannot transfer data; "testing" "can't be used for normal
+// traffic until tests complete"; "dormant" waits for an external event
+// (802.1X); "notpresent" is unused.
+func OperUp(operstate string) bool { return operstate == "up" || operstate == "unknown" }
 
 // linkJSON is Link's wire form: pointers give null for what is absent.
 type linkJSON struct {
