@@ -58,8 +58,10 @@ func WireDevice(ns *vlan.Namespace, netdev string) (string, []roce.VLANTag, erro
 //     netif_oper_up). A device that is "down" or "lowerlayerdown" receives
 //     nothing; "dormant" (802.1X not done) and "testing" carry no user
 //     traffic until they turn "up"; "unknown" is what drivers that do not
-//     report carrier say (dummy). The agent re-reads the host and opens a
-//     device when it turns up; listen decides once, when it starts.
+//     report carrier say (dummy), and what Linux 6.1 reports for a macvlan
+//     or VLAN moved into another namespace (7.3: "up"; measured in the lab,
+//     TestLabListenStackedOnOtherNetns). The agent re-reads the host and
+//     opens a device when it turns up; listen decides once, when it starts.
 //   - not enslaved (MasterIndex 0): a bond or team hands every frame of
 //     its ports to itself, a bridge the frames for this host (net/core/dev.c
 //     __netif_receive_skb_core, Linux 6.1: packet sockets on the port see
