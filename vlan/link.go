@@ -212,16 +212,12 @@ func (q QoSMap) String() string {
 // field tags (a null leaves the zero value), so that a snapshot decoder
 // checks it in its one strict pass.
 type Link struct {
-	Name  string `json:"name"`
-	Index int    `json:"ifindex"`
-	Kind  Kind   `json:"kind"`
-	MAC   MAC    `json:"mac"`
-	MTU   int    `json:"mtu"`
-	// OperState is IFLA_OPERSTATE (RFC 2863) as the kernel names it in
-	// /sys/class/net/*/operstate and `ip link` (in upper case): "unknown",
-	// "notpresent", "down", "lowerlayerdown", "testing", "dormant", "up".
-	// OperUp says whether it carries traffic.
-	OperState string `json:"operstate"`
+	Name      string `json:"name"`
+	Index     int    `json:"ifindex"`
+	Kind      Kind   `json:"kind"`
+	MAC       MAC    `json:"mac"`
+	MTU       int    `json:"mtu"`
+	OperState string `json:"operstate"` // IFLA_OPERSTATE as the kernel names it ("up", "lowerlayerdown", ...: OperUp)
 	// Ether is true for ARPHRD_ETHER devices, the only ones whose
 	// addresses the kernel turns into RoCE GIDs.
 	Ether bool `json:"ether"`
@@ -245,9 +241,12 @@ type Link struct {
 }
 
 // OperUp reports whether a netdev in operational state operstate (a
-// Link's OperState) carries traffic: "up", or "unknown", which drivers
-// that do not report carrier (dummy, some virtual NICs) leave: the kernel's
-// netif_oper_up (include/linux/netdevice.h, Linux 6.1) and IFF_RUNNING.
+// Link's OperState: IFLA_OPERSTATE, RFC 2863, named as the kernel names it
+// in /sys/class/net/*/operstate and `ip link` in upper case: "unknown",
+// "notpresent", "down", "lowerlayerdown", "testing", "dormant", "up")
+// carries traffic: "up", or "unknown", which drivers that do not report
+// carrier (dummy, some virtual NICs) leave: the kernel's netif_oper_up
+// (include/linux/netdevice.h, Linux 6.1) and IFF_RUNNING.
 // Documentation/networking/operstates.rst (Linux 6.1): an "unknown"
 // interface "must be considered for user data"; "down" and
 // "lowerlayerdown" (stacked on a device that is down; a veth whose peer
