@@ -217,7 +217,7 @@ type Link struct {
 	Kind      Kind   `json:"kind"`
 	MAC       MAC    `json:"mac"`
 	MTU       int    `json:"mtu"`
-	OperState string `json:"operstate"` // "up", "down", "unknown", ... (IFLA_OPERSTATE)
+	OperState string `json:"operstate"` // IFLA_OPERSTATE as the kernel names it ("up", "lowerlayerdown", ...: OperUp)
 	// Ether is true for ARPHRD_ETHER devices, the only ones whose
 	// addresses the kernel turns into RoCE GIDs.
 	Ether bool `json:"ether"`
@@ -239,6 +239,21 @@ type Link struct {
 	IngressQoS  QoSMap         `json:"ingress_qos_map"` // VLAN only: PCP → skb priority
 	Addrs       []netip.Prefix `json:"addrs"`           // IPv4 and IPv6 addresses, in the kernel's dump order
 }
+
+// OperUp reports whether a netdev in operational state operstate (a
+// Link's OperState: IFLA_OPERSTATE, RFC 2863, named as the kernel names it
+// in /sys/class/net/*/operstate and `ip link` in upper case: "unknown",
+// "notpresent", "down", "lowerlayerdown", "testing", "dormant", "up")
+// carries traffic: "up", or "unknown", which drivers that do not report
+// carrier (dummy, some virtual NICs) leave: the kernel's netif_oper_up
+// (include/linux/netdevice.h, Linux 6.1) and IFF_RUNNING.
+// Documentation/networking/operstates.rst (Linux 6.1): an "unknown"
+// interface "must be considered for user data"; "down" and
+// "lowerlayerdown" (stacked on a device that is down; a veth whose peer
+// is down) cannot transfer data; "testing" "can't be used for normal
+// traffic until tests complete"; "dormant" waits for an external event
+// (802.1X); "notpresent" is unused.
+func OperUp(operstate string) bool { return operstate == "up" || operstate == "unknown" }
 
 // linkJSON is Link's wire form: pointers give null for what is absent.
 type linkJSON struct {

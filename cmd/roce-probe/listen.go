@@ -36,17 +36,21 @@ only probes sent to one of this host's addresses, at most --rate replies per
 second per sender (1000 in all); everything else is counted and ignored, and
 memory stays bounded under a flood.
 
-Without --netdev it captures on every Ethernet netdev that is up and not a
-VLAN device. A VLAN netdev is captured on its lower device, where the tag and
-its PCP are still visible. Runs until interrupted (or for --duration); prints
-the counters at the end. Needs CAP_NET_RAW.`,
+Without --netdev it captures on every Ethernet netdev that is up (operstate
+up or unknown) and neither enslaved (a bond or bridge is captured on instead
+of its ports) nor stacked on a netdev of this namespace (VLAN, macvlan: their
+frames are seen on the lower device, tags and PCP included); a macvlan, ipvlan
+or VLAN whose lower device is in another namespace (a container's) is captured
+on itself. A VLAN --netdev is captured on its lower device. Runs until
+interrupted (or for --duration); prints the counters at the end. Needs
+CAP_NET_RAW.`,
 		Example: `  roce-probe listen --netdev eth0
   roce-probe listen -o json`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runListen(cmd, f) },
 	}
 	fl := c.Flags()
-	fl.StringVar(&f.netdev, "netdev", "", "netdev to listen on (default: every Ethernet netdev that is up)")
+	fl.StringVar(&f.netdev, "netdev", "", "netdev to listen on (default: every Ethernet netdev that is up, not enslaved, not stacked on another)")
 	outputVar(fl, &f.output, "table", "json")
 	floatVar(fl, &f.rate, "rate", 100, 0.1, 10000, "replies per second per sender (0.1..10000)").note = "(replies per second per sender)"
 	durationVar(fl, &f.duration, "duration", 0, 0, 0, false, "stop after this long (0: until interrupted)").note = "(0: until interrupted)"

@@ -250,6 +250,66 @@ func TestLabProbeRemarkingRouter(t *testing.T) {
 	}
 }
 
+// A listener in a namespace that holds only a stacked device whose lower
+// device stays in another namespace, as a container on a macvlan or VLAN
+// network has (the macvlan or VLAN device created on the host's h0, then
+// moved into the container's namespace), captures on it without --netdev
+// (host.WireDevices) and answers probes sent from the other side of h0.
+// In the container's namespace that device is the only one the frames
+// reach. A VLAN device hands its frames over untagged (the kernel's
+// vlan_do_receive, net/8021q/vlan_core.c, clears the tag with REORDER_HDR
+// on, the default), so the probe is reported as arrived untagged: a
+// tag-stripped finding although the wire carried the tag up to h0. (The
+// logged `ip link` shows c0's operstate: UNKNOWN on Linux 6.1, UP on 7.3;
+// both are up to host.WireDevices.)
+func TestLabListenStackedOnOtherNetns(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		add  []string // what creates c0 on h0 in the host's namespace
+		vlan bool
+	}{
+		{"macvlan", []string{"type", "macvlan", "mode", "bridge"}, false},
+		{"vlan", []string{"type", "vlan", "id", "100"}, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			nsS, nsH, nsC := netnstest.New(t, "s"), netnstest.New(t, "h"), netnstest.New(t, "c")
+			netnstest.Veth(t, nsS, "s0", "02:00:00:76:00:01", nsH, "h0", "02:00:00:76:00:0a")
+			ipn := func(ns string, args ...string) { netnstest.Run(t, append([]string{"ip", "-n", ns}, args...)...) }
+			ipn(nsH, append([]string{"link", "add", "link", "h0", "name", "c0"}, c.add...)...)
+			ipn(nsH, "link", "set", "c0", "netns", nsC)
+			ipn(nsC, "link", "set", "c0", "up")
+			ipn(nsC, "addr", "add", "10.76.0.2/24", "dev", "c0")
+			sdev, sl := "s0", []string{}
+			if c.vlan {
+				sdev, sl = "s0.100", []string{"--sl", "3"}
+				ipn(nsS, "link", "add", "link", "s0", "name", sdev, "type", "vlan", "id", "100")
+				ipn(nsS, "link", "set", sdev, "up")
+			}
+			ipn(nsS, "addr", "add", "10.76.0.1/24", "dev", sdev)
+			t.Logf("container namespace:\n%s", netnstest.Run(t, "ip", "-n", nsC, "-d", "link", "show", "c0"))
+
+			wait := startListener(t, nsC, 60*time.Second) // no --netdev
+			r := runIn(t, nsS, append([]string{"send", "--netdev", sdev, "--dst", "10.76.0.2", "--count", "2",
+				"--interval", "20ms", "--timeout", "10s"}, sl...)...)
+			l := wait()
+			t.Logf("sender:\n%s%s\nlistener:\n%s%s", r.stdout, r.stderr, l.stdout, l.stderr)
+			if l.code != exitOK || !strings.HasPrefix(l.stdout, "listening on c0 for") || !strings.Contains(l.stdout, "2 frames: 2 answered") {
+				t.Errorf("listener: exit %d, want 0, listening on c0, 2 frames: 2 answered", l.code)
+			}
+			wantCode, want := exitOK, "2 sent, 2 answered, 0 lost"
+			if c.vlan {
+				wantCode = exitFinding
+			}
+			if r.code != wantCode || !strings.Contains(r.stdout, want) {
+				t.Errorf("sender: exit %d, want %d and %q", r.code, wantCode, want)
+			}
+			if c.vlan && !strings.Contains(r.stdout, "findings: tag-stripped ×2") {
+				t.Errorf("sender: no tag-stripped finding for the probes the VLAN device handed over untagged")
+			}
+		})
+	}
+}
+
 // A flood of malformed and foreign frames at a listener (a roce-probe
 // process in the peer namespace) gets no reply, leaves it answering valid
 // probes and keeps its memory bounded (resident set size before and after).

@@ -530,8 +530,8 @@ func TestMissingCapNetRaw(t *testing.T) {
 	}
 }
 
-// listen without --netdev captures on every Ethernet netdev that is up and
-// answers there.
+// listen without --netdev captures on the netdevs host.WireDevices lists
+// (here the one veth) and answers there.
 func TestListenAllNetdevs(t *testing.T) {
 	netnstest.RequireRoot(t)
 	nsS, nsL := twoHosts(t, "")

@@ -553,7 +553,7 @@ func (a *Agent) replan() []neighborKick {
 		a.mm.probeErrors.WithLabelValues(e.peer.Name, e.reason).Inc()
 	}
 	wires := map[string]bool{}
-	for _, w := range wireNetdevs(a.view.NS) {
+	for _, w := range host.WireDevices(a.view.NS) {
 		wires[w] = true
 	}
 	for _, s := range p.specs {

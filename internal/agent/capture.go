@@ -3,7 +3,6 @@ package agent
 import (
 	"fmt"
 	"log/slog"
-	"sort"
 	"sync"
 	"sync/atomic"
 
@@ -49,23 +48,6 @@ func newCapture(open Opener, m *mesh, resp *probe.Responder, log *slog.Logger, o
 	c := &capture{open: open, mesh: m, resp: resp, log: log, onError: onError, ports: map[string]*capPort{}}
 	m.portFailed = c.replyPortFailed
 	return c
-}
-
-// wireNetdevs are the netdevs a listener captures on in ns: Ethernet
-// netdevs that are up, not enslaved (their master is listed), not stacked
-// on a lower device of the namespace (VLAN, macvlan: their frames are
-// seen, tags included, on the lower device) and not the loopback.
-func wireNetdevs(ns *vlan.Namespace) []string {
-	var out []string
-	for _, l := range ns.Links {
-		if !l.Ether || l.Kind == vlan.KindLoopback || l.MasterIndex != 0 || !netdevUp(l.OperState) ||
-			(l.Kind.Stacked() && !l.ParentOtherNetns) {
-			continue
-		}
-		out = append(out, l.Name)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // setLocal gives the listener the host's addresses.

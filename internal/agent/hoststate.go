@@ -38,9 +38,6 @@ func familyOf(a netip.Addr) string {
 	return fabric.FamilyIPv6
 }
 
-// netdevUp: operstate up, or unknown (drivers that do not report it).
-func netdevUp(state string) bool { return state == "up" || state == "unknown" }
-
 // gidRows lists the used entries of every port of the view.
 func gidRows(v *host.View) []gidRow { return fabric.GIDEntries(v) }
 

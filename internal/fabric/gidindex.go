@@ -76,10 +76,9 @@ type GIDIndex struct {
 // reach other hosts, and why not: an Ethernet port's RoCE entry that is not
 // link-local (those reach one link only), whose netdev is in the view's
 // namespace and up, and which is not stale (the kernel would no longer
-// build it: its address is gone, v.Stale). An operstate of "unknown" counts
-// as up, as the kernel's netif_oper_up does (include/linux/netdevice.h,
-// Linux 6.1: IF_OPER_UP or IF_OPER_UNKNOWN): drivers without carrier
-// reporting say "unknown".
+// build it: its address is gone, v.Stale). Up is vlan.OperUp: "up" or
+// "unknown" (drivers without carrier reporting), the kernel's
+// netif_oper_up.
 func Usable(e gid.Entry, p gid.Port, stale map[int]string) (bool, string) {
 	switch {
 	case e.Empty:
@@ -92,7 +91,7 @@ func Usable(e gid.Entry, p gid.Port, stale map[int]string) (bool, string) {
 		return false, "link-local: reaches one link only"
 	case e.Netns == gid.NetnsOther:
 		return false, "its netdev is not in this namespace"
-	case e.State != "up" && e.State != "unknown":
+	case !vlan.OperUp(e.State):
 		return false, "its netdev is " + e.State
 	}
 	if why, ok := stale[e.Index]; ok {

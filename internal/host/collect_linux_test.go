@@ -14,6 +14,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 
+	"github.com/roce-probe/roce-probe/internal/netnstest"
 	"github.com/roce-probe/roce-probe/vlan"
 )
 
@@ -142,6 +143,50 @@ func TestLinkFromNetlink(t *testing.T) {
 	lo := linkFromNetlink(&netlink.Device{LinkAttrs: netlink.LinkAttrs{Name: "lo", Index: 1, NetNsID: -1, EncapType: "loopback"}})
 	if d.Kind != vlan.KindPhysical || lo.Kind != vlan.KindLoopback {
 		t.Errorf("device kinds: %s %s", d.Kind, lo.Kind)
+	}
+}
+
+// Every IFLA_OPERSTATE value (include/uapi/linux/if.h IF_OPER_UNKNOWN = 0
+// .. IF_OPER_UP = 6) gets the kernel's own name, /sys/class/net/*/operstate's
+// (net/core/net-sysfs.c operstates[], Linux 6.1, in IF_OPER_* order).
+func TestOperStateNames(t *testing.T) {
+	kernel := []string{"unknown", "notpresent", "down", "lowerlayerdown", "testing", "dormant", "up"}
+	for v, want := range kernel {
+		if got := operState(netlink.LinkOperState(v)); got != want {
+			t.Errorf("IFLA_OPERSTATE %d = %q, want %q", v, got, want)
+		}
+	}
+}
+
+// A snapshot's operstates are the kernel's sysfs ones, read in the same
+// namespace: a veth whose peer is down is "lowerlayerdown" (its iflink is
+// the peer, so the kernel counts it as stacked: operstates.rst), its peer
+// "down", an up veth pair "up" and the loopback "unknown".
+func TestCollectOperStateIsSysfs(t *testing.T) {
+	netnstest.RequireRoot(t)
+	a, b := netnstest.New(t, "a"), netnstest.New(t, "b")
+	netnstest.Veth(t, a, "ua0", "02:00:00:00:02:0a", b, "ub0", "02:00:00:00:02:0b")
+	netnstest.Run(t, "ip", "-n", a, "link", "add", "name", "la0", "type", "veth", "peer", "name", "lb0")
+	netnstest.Run(t, "ip", "-n", a, "link", "set", "la0", "up") // lb0 stays down
+	s, err := Collect(Options{Netns: []string{a}, Sections: SectionNet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns, err := s.Namespace(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"lo": "unknown", "ua0": "up", "la0": "lowerlayerdown", "lb0": "down"}
+	for name, w := range want {
+		l, ok := ns.ByName(name)
+		if !ok {
+			t.Errorf("%s: not in the snapshot", name)
+			continue
+		}
+		sysfs := strings.TrimSpace(netnstest.Run(t, "ip", "netns", "exec", a, "cat", "/sys/class/net/"+name+"/operstate"))
+		if l.OperState != sysfs || l.OperState != w {
+			t.Errorf("%s: operstate %q, sysfs %q, want %q", name, l.OperState, sysfs, w)
+		}
 	}
 }
 

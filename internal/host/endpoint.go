@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"sort"
 	"time"
 
 	"github.com/roce-probe/roce-probe/internal/probe"
@@ -44,18 +45,50 @@ func WireDevice(ns *vlan.Namespace, netdev string) (string, []roce.VLANTag, erro
 	return d.Real, tags, nil
 }
 
-// WireDevices returns every up Ethernet netdev of ns that is neither a
-// stacked device (VLAN, macvlan, ...) nor enslaved to a bridge or bond
-// (their master is listed instead, so no frame is seen, and answered,
-// twice): where a listener without --netdev captures.
+// WireDevices returns the netdevs of ns a probe listener captures on when
+// no netdev is given (`roce-probe listen` without --netdev, and the
+// agent), sorted by name: every device where a frame addressed to this
+// namespace is seen, each frame on one device only, with its tags where
+// this namespace can see them. A netdev is listed when it is
+//
+//   - Ethernet (Link.Ether, ARPHRD_ETHER): probes are Ethernet frames. The
+//     loopback (ARPHRD_LOOPBACK), IP tunnels (ipip, gre, sit), WireGuard
+//     and IPoIB are not; vxlan and gretap, which carry Ethernet, are.
+//   - operational (vlan.OperUp: operstate "up" or "unknown", the kernel's
+//     netif_oper_up). A device that is "down" or "lowerlayerdown" receives
+//     nothing; "dormant" (802.1X not done) and "testing" carry no user
+//     traffic until they turn "up"; "unknown" is what drivers that do not
+//     report carrier say (dummy), and what Linux 6.1 reports for a macvlan
+//     or VLAN moved into another namespace (7.3: "up"; measured in the lab,
+//     TestLabListenStackedOnOtherNetns). The agent re-reads the host and
+//     opens a device when it turns up; listen decides once, when it starts.
+//   - not enslaved (MasterIndex 0): a bond or team hands every frame of
+//     its ports to itself, a bridge the frames for this host (net/core/dev.c
+//     __netif_receive_skb_core, Linux 6.1: packet sockets on the port see
+//     the frame, then the rx_handler moves it to the master and packet
+//     sockets there see it again). The master is listed instead, so no
+//     probe is answered twice, and replies leave through it as the host's
+//     own traffic does.
+//   - not stacked on a device of ns (VLAN, macvlan, ipvlan): the lower
+//     device sees their frames first, tags and PCP included (a VLAN device
+//     strips its tag on receive: net/8021q/vlan_core.c vlan_do_receive), and
+//     is listed itself. A stacked device whose lower device is in another
+//     namespace (Link.ParentOtherNetns: a macvlan, ipvlan or VLAN moved into
+//     a container) is listed: in ns it is the only device its frames
+//     reach. (A VLAN device there hands over its frames untagged, so the
+//     listener reports such a probe as arrived untagged.)
+//
+// WireDevice is the one device a listener given a netdev captures on; for
+// a netdev listed here it is the netdev itself.
 func WireDevices(ns *vlan.Namespace) []string {
 	var out []string
 	for _, l := range ns.Links {
-		if !l.Ether || l.Kind.Stacked() || l.MasterIndex != 0 || l.OperState == "down" || l.OperState == "lowerlayerdown" {
+		if !l.Ether || !vlan.OperUp(l.OperState) || l.MasterIndex != 0 || (l.Kind.Stacked() && !l.ParentOtherNetns) {
 			continue
 		}
 		out = append(out, l.Name)
 	}
+	sort.Strings(out)
 	return out
 }
 

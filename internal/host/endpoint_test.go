@@ -54,6 +54,85 @@ func TestWireDevice(t *testing.T) {
 	}
 }
 
+// WireDevices on one namespace per case, each with the links the kernel
+// would show (ether: the device's ARPHRD_ETHER; operstate as
+// Documentation/networking/operstates.rst describes it). want is what a
+// listener must capture on for every frame for this namespace to be seen
+// once: known from the kernel's receive path, not from WireDevices.
+func TestWireDevicesRule(t *testing.T) {
+	const (
+		up, unknown, down, lld = "up", "unknown", "down", "lowerlayerdown"
+	)
+	eth := func(name string, index int, kind vlan.Kind, state string) vlan.Link {
+		return vlan.Link{Name: name, Index: index, Kind: kind, OperState: state, Ether: true, MTU: 1500}
+	}
+	lo := vlan.Link{Name: "lo", Index: 1, Kind: vlan.KindLoopback, OperState: unknown, MTU: 65536}
+	stacked := func(l vlan.Link, parent int, otherNetns bool) vlan.Link {
+		l.ParentIndex, l.ParentOtherNetns = parent, otherNetns
+		if l.Kind == vlan.KindVLAN {
+			l.Tag = &vlan.Tag{ID: 100, TPID: vlan.TPID8021Q}
+		}
+		return l
+	}
+	slave := func(l vlan.Link, master int) vlan.Link { l.MasterIndex = master; return l }
+	for _, c := range []struct {
+		name  string
+		links []vlan.Link
+		want  []string
+	}{
+		{"loopback: not Ethernet (ARPHRD_LOOPBACK)", []vlan.Link{lo}, nil},
+		{"NIC up", []vlan.Link{lo, eth("eth0", 2, vlan.KindPhysical, up)}, []string{"eth0"}},
+		{"NIC down: no carrier or admin down", []vlan.Link{lo, eth("eth0", 2, vlan.KindPhysical, down)}, nil},
+		{"veth whose peer is down: lowerlayerdown", []vlan.Link{lo, eth("veth0", 2, vlan.KindVeth, lld)}, nil},
+		{"dummy: unknown (no carrier reporting) is up", []vlan.Link{lo, eth("dummy0", 2, "dummy", unknown)}, []string{"dummy0"}},
+		{"dormant: 802.1X not done", []vlan.Link{lo, eth("eth0", 2, vlan.KindPhysical, "dormant")}, nil},
+		{"testing: no normal traffic", []vlan.Link{lo, eth("eth0", 2, vlan.KindPhysical, "testing")}, nil},
+		{"notpresent", []vlan.Link{lo, eth("eth0", 2, vlan.KindPhysical, "notpresent")}, nil},
+		{"bond and its ports: the bond", []vlan.Link{lo, slave(eth("eth0", 2, vlan.KindPhysical, up), 4),
+			slave(eth("eth1", 3, vlan.KindPhysical, up), 4), eth("bond0", 4, vlan.KindBond, up)}, []string{"bond0"}},
+		{"bond whose ports are all down", []vlan.Link{lo, slave(eth("eth0", 2, vlan.KindPhysical, down), 3),
+			eth("bond0", 3, vlan.KindBond, down)}, nil},
+		{"team and its port: the team", []vlan.Link{lo, slave(eth("eth0", 2, vlan.KindPhysical, up), 3),
+			eth("team0", 3, vlan.KindTeam, up)}, []string{"team0"}},
+		{"bridge and its ports: the bridge", []vlan.Link{lo, slave(eth("eth0", 2, vlan.KindPhysical, up), 4),
+			slave(eth("veth0", 3, vlan.KindVeth, up), 4), eth("br0", 4, vlan.KindBridge, up)}, []string{"br0"}},
+		{"VLAN on a local NIC: the NIC", []vlan.Link{lo, eth("eth0", 2, vlan.KindPhysical, up),
+			stacked(eth("eth0.100", 3, vlan.KindVLAN, up), 2, false)}, []string{"eth0"}},
+		{"QinQ on a local NIC: the NIC", []vlan.Link{lo, eth("eth0", 2, vlan.KindPhysical, up),
+			stacked(eth("eth0.q1000", 3, vlan.KindVLAN, up), 2, false), stacked(eth("eth0.q1000.10", 4, vlan.KindVLAN, up), 3, false)}, []string{"eth0"}},
+		{"VLAN on a bond: the bond", []vlan.Link{lo, slave(eth("eth0", 2, vlan.KindPhysical, up), 3),
+			eth("bond0", 3, vlan.KindBond, up), stacked(eth("bond0.100", 4, vlan.KindVLAN, up), 3, false)}, []string{"bond0"}},
+		{"macvlan and ipvlan on a local NIC: the NIC", []vlan.Link{lo, eth("eth0", 2, vlan.KindPhysical, up),
+			stacked(eth("mv0", 3, vlan.KindMacvlan, up), 2, false), stacked(eth("ipv0", 4, vlan.KindIPvlan, up), 2, false)}, []string{"eth0"}},
+		{"macvlan whose lower device is in another namespace", []vlan.Link{lo,
+			stacked(eth("net1", 3, vlan.KindMacvlan, up), 7, true)}, []string{"net1"}},
+		{"ipvlan whose lower device is in another namespace", []vlan.Link{lo,
+			stacked(eth("net1", 3, vlan.KindIPvlan, unknown), 7, true)}, []string{"net1"}},
+		{"VLAN whose lower device is in another namespace", []vlan.Link{lo,
+			stacked(eth("c0.100", 3, vlan.KindVLAN, up), 7, true)}, []string{"c0.100"}},
+		{"macvlan whose lower device in another namespace is down", []vlan.Link{lo,
+			stacked(eth("net1", 3, vlan.KindMacvlan, lld), 7, true)}, nil},
+		{"ipip, gre, wireguard: not Ethernet (ARPHRD_TUNNEL, ARPHRD_IPGRE, ARPHRD_NONE)", []vlan.Link{lo,
+			{Name: "ipip0", Index: 2, Kind: "ipip", OperState: unknown}, {Name: "gre1", Index: 3, Kind: "gre", OperState: unknown},
+			{Name: "wg0", Index: 4, Kind: "wireguard", OperState: unknown}}, nil},
+		{"IPoIB: not Ethernet (ARPHRD_INFINIBAND)", []vlan.Link{lo,
+			{Name: "ib0", Index: 2, Kind: vlan.KindPhysical, OperState: up}, {Name: "ib0.8001", Index: 3, Kind: "ipoib", OperState: up, ParentIndex: 2}}, nil},
+		{"vxlan and gretap carry Ethernet", []vlan.Link{lo, eth("eth0", 2, vlan.KindPhysical, up),
+			eth("vxlan0", 3, vlan.KindVXLAN, unknown), eth("gretap1", 4, "gretap", unknown)}, []string{"eth0", "gretap1", "vxlan0"}},
+		{"sorted by name, not ifindex", []vlan.Link{lo, eth("veth9", 2, vlan.KindVeth, up), eth("eth1", 3, vlan.KindPhysical, up),
+			eth("br0", 4, vlan.KindBridge, up), slave(eth("veth3", 5, vlan.KindVeth, up), 4), stacked(eth("net1", 6, vlan.KindMacvlan, up), 9, true)},
+			[]string{"br0", "eth1", "net1", "veth9"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ns := &vlan.Namespace{Links: c.links}
+			ns.Freeze()
+			if got := WireDevices(ns); strings.Join(got, ",") != strings.Join(c.want, ",") {
+				t.Errorf("WireDevices = %v, want %v", got, c.want)
+			}
+		})
+	}
+}
+
 func containsAddr(as []netip.Addr, s string) bool {
 	for _, a := range as {
 		if a.String() == s {

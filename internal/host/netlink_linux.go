@@ -220,7 +220,7 @@ func linkFromNetlink(nl netlink.Link) vlan.Link {
 		Index:       a.Index,
 		Kind:        vlan.Kind(nl.Type()),
 		MTU:         a.MTU,
-		OperState:   a.OperState.String(),
+		OperState:   operState(a.OperState),
 		Ether:       a.EncapType == "ether",
 		ParentIndex: a.ParentIndex,
 		MasterIndex: a.MasterIndex,
@@ -260,6 +260,20 @@ func linkFromNetlink(nl netlink.Link) vlan.Link {
 		l.ParentOtherNetns = false
 	}
 	return l
+}
+
+// operState names an IFLA_OPERSTATE value as the kernel does in
+// /sys/class/net/*/operstate (net/core/net-sysfs.c operstates[], Linux
+// 6.1) and `ip link` (iproute2, in upper case): vishvananda/netlink's
+// String spells two of them otherwise ("not-present", "lower-layer-down").
+func operState(s netlink.LinkOperState) string {
+	switch s {
+	case netlink.OperNotPresent:
+		return "notpresent"
+	case netlink.OperLowerLayerDown:
+		return "lowerlayerdown"
+	}
+	return s.String()
 }
 
 var routeTypes = map[int]vlan.RouteType{
