@@ -124,8 +124,11 @@ func ResolveEndpoint(ns *vlan.Namespace, netdev string, src, dst netip.Addr, wai
 	}
 	link, _ := ns.ByName(netdev)
 	e.SrcMAC = net.HardwareAddr(link.MAC)
-	if link.OperState == "down" {
+	switch link.OperState {
+	case "down":
 		return e, &probe.NetdevError{Netdev: netdev, Err: errors.New("is down")}
+	case "lowerlayerdown": // the kernel drops what it sends: no carrier below
+		return e, &probe.NetdevError{Netdev: netdev, Err: errors.New("is down below (operstate lowerlayerdown: the device it is stacked on, or a veth's peer, is down)")}
 	}
 	if src.IsValid() {
 		e.Src = src.Unmap()

@@ -167,4 +167,23 @@ func TestResolveEndpointFromNamespace(t *testing.T) {
 	if _, err := ResolveEndpoint(ns, "veth0.q1000", netip.Addr{}, netip.MustParseAddr("10.0.0.2"), time.Millisecond); err == nil || !strings.Contains(err.Error(), "has no IPv4 address") {
 		t.Errorf("a netdev without an IPv4 address: %v", err)
 	}
+	// A VLAN whose lower device is down cannot send (the kernel's
+	// operstate lowerlayerdown), nor can a device that is down itself.
+	for state, want := range map[string]string{"lowerlayerdown": "is down below (operstate lowerlayerdown", "down": "is down"} {
+		ns, err := fixture(t, "rxe").Namespace("")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range ns.Links {
+			if ns.Links[i].Name == "veth0.q1000.10" {
+				ns.Links[i].OperState = state
+			}
+		}
+		ns.Freeze()
+		_, err = ResolveEndpoint(ns, "veth0.q1000.10", netip.Addr{}, netip.MustParseAddr("10.10.10.2"), time.Millisecond)
+		var ne *probe.NetdevError
+		if !errors.As(err, &ne) || ne.Netdev != "veth0.q1000.10" || !strings.Contains(err.Error(), want) {
+			t.Errorf("operstate %s: %v: want a NetdevError saying %q", state, err, want)
+		}
+	}
 }
