@@ -437,7 +437,7 @@ func (a *Agent) read() int {
 		a.readErrors.WithLabelValues(errorKind(e.Source)).Inc()
 	}
 	rows := gidRows(v)
-	idx := usableIndex(v)
+	idx := usableIndex(rows)
 	for _, m := range a.gids.update(idx) {
 		a.log.Warn("GID index moved", "device", m.Key.Device, "port", m.Key.Port, "type", m.Key.Type.String(),
 			"family", m.Key.Family, "network", m.Key.Network, "from", m.From, "to", m.To)

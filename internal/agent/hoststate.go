@@ -42,10 +42,11 @@ func familyOf(a netip.Addr) string {
 func gidRows(v *host.View) []gidRow { return fabric.GIDEntries(v) }
 
 // usableIndex returns the index of every (device, port, type, family,
-// network): fabric.GIDIndexes, the fabric report's usable GID index.
-func usableIndex(v *host.View) map[gidKey]int {
+// network) of the view's rows: fabric.GIDIndexes, the fabric report's
+// usable GID index, from the entries gidRows read.
+func usableIndex(rows []gidRow) map[gidKey]int {
 	out := map[gidKey]int{}
-	for _, gi := range fabric.GIDIndexes(v) {
+	for _, gi := range fabric.IndexesOf(rows) {
 		out[gidKey{gi.Device, gi.Port, gi.Type, gi.Family, gi.Network}] = gi.Index
 	}
 	return out

@@ -140,10 +140,17 @@ type GIDEntry struct {
 func GIDEntries(v *host.View) []GIDEntry {
 	var out []GIDEntry
 	for _, p := range v.Ports {
-		stale := v.Stale(p)
+		var stale map[int]string
+		staleDone := false
 		for _, e := range p.Entries {
 			if e.Empty || !e.IP.IsValid() {
 				continue
+			}
+			if !staleDone && !e.Default && !e.GID.Kind().LinkLocal() {
+				// Predicting the table costs more than the rest: only for
+				// ports with an entry it can matter to (Usable refuses
+				// default and link-local entries before it looks).
+				stale, staleDone = v.Stale(p), true
 			}
 			ge := GIDEntry{Device: p.Device, Port: p.Port, Entry: e, Family: Family(e.GID), Network: Network(e, v.NS)}
 			_, ge.Usable = usableOn(e, p, stale, v.NS)
@@ -158,44 +165,44 @@ func GIDEntries(v *host.View) []GIDEntry {
 // network, type order. On a host without RDMA devices the ports are the
 // predicted Soft-RoCE tables (v.Predicted), as every command and the
 // agent's metrics use them.
-func GIDIndexes(v *host.View) []GIDIndex {
+func GIDIndexes(v *host.View) []GIDIndex { return IndexesOf(GIDEntries(v)) }
+
+// IndexesOf is GIDIndexes from the view's GIDEntries, for a caller that
+// has them already (the agent: its gid_info series and its gid_index
+// series from one reading of the tables).
+func IndexesOf(entries []GIDEntry) []GIDIndex {
 	var out []GIDIndex
-	for _, p := range v.Ports {
-		var stale map[int]string
-		staleDone := false
-		type key struct {
-			t   gid.Type
-			net string
-		}
-		seen := map[key]bool{}
-		first := len(out)
-		for _, e := range p.Entries {
-			if e.Empty || e.Default || e.GID.Kind().LinkLocal() {
-				continue
-			}
-			if !staleDone {
-				// Predicting the table costs more than the rest: only
-				// for ports with a candidate entry.
-				stale, staleDone = v.Stale(p), true
-			}
-			net, ok := usableOn(e, p, stale, v.NS)
-			if !ok {
-				continue
-			}
-			k := key{e.Type, net}
-			if seen[k] {
-				continue // entries are in index order: the first is the lowest
-			}
-			seen[k] = true
-			out = append(out, GIDIndex{Device: p.Device, Port: p.Port, Type: e.Type, Family: Family(e.GID), Network: net, Index: e.Index, Entry: e})
-		}
-		sort.SliceStable(out[first:], func(i, j int) bool {
-			a, b := out[first+i], out[first+j]
-			if a.Network != b.Network {
-				return a.Network < b.Network
-			}
-			return a.Type < b.Type
-		})
+	type key struct {
+		t   gid.Type
+		net string
 	}
+	var seen map[key]bool
+	first := 0
+	for i, ge := range entries {
+		if i == 0 || ge.Device != entries[i-1].Device || ge.Port != entries[i-1].Port {
+			sortIndexes(out[first:])
+			first, seen = len(out), map[key]bool{}
+		}
+		if !ge.Usable {
+			continue
+		}
+		k := key{ge.Entry.Type, ge.Network}
+		if seen[k] {
+			continue // entries are in index order: the first is the lowest
+		}
+		seen[k] = true
+		out = append(out, GIDIndex{Device: ge.Device, Port: ge.Port, Type: ge.Entry.Type, Family: ge.Family, Network: ge.Network, Index: ge.Entry.Index, Entry: ge.Entry})
+	}
+	sortIndexes(out[first:])
 	return out
+}
+
+// sortIndexes orders one port's indexes by network, then type.
+func sortIndexes(ix []GIDIndex) {
+	sort.SliceStable(ix, func(i, j int) bool {
+		if ix[i].Network != ix[j].Network {
+			return ix[i].Network < ix[j].Network
+		}
+		return ix[i].Type < ix[j].Type
+	})
 }
