@@ -8,7 +8,12 @@
 # ROUNDS rounds (default 5) of hyperfine over all six commands and prints, per round and file,
 # each mean and the ratio tshark / roce-probe, and the median ratio over the rounds. On a shared
 # machine the speed changes from minute to minute; a ratio within one round compares like with
-# like. Needs hyperfine, jq and tshark: the Debian packages of the same names, which it installs
+# like. Each round then measures the floors under roce-probe's time (internal/cmd/capfloor): a Go
+# process that starts and exits, the same mapping the pcap capture and reading one byte of each
+# cache line on every core, and `roce-probe version` (the CLI's own start); and prints the ratio
+# tshark would have against roce-probe's start plus that touching: a decode --summary that did
+# no work at all.
+# Needs hyperfine, jq and tshark: the Debian packages of the same names, which it installs
 # with apt-get when they are missing (as root, or through sudo). Not part of the test suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,6 +27,7 @@ for f in pcap pcapng; do
 done
 go build -o "$dir/roce-probe" ./cmd/roce-probe
 CGO_ENABLED=0 go build -o "$dir/roce-probe-static" ./cmd/roce-probe
+go build -o "$dir/capfloor" ./internal/cmd/capfloor
 
 : >"$dir/ratios.txt"
 printf '%-6s %-7s %12s %12s %12s %8s %8s\n' round file roce-probe static tshark ratio static
@@ -41,6 +47,15 @@ for r in $(seq "$rounds"); do
 			"$dir/round$r.json" | tee -a "$dir/ratios.txt" |
 			awk '{printf "%-6s %-7s %9.1f ms %9.1f ms %9.1f ms %7.1fx %7.1fx\n", $1, $2, $3, $4, $5, $6, $7}'
 	done
+	hyperfine -N -w 3 -r 20 --export-json "$dir/floor$r.json" \
+		"$dir/capfloor" "$dir/capfloor $dir/roce-100k.pcap" "$dir/roce-probe version" >/dev/null
+	# floors in ms: a Go process's start, the same mapping and touching the pcap capture,
+	# roce-probe's start; roce-probe's floor on the pcap capture is its start plus the touching
+	# (version + touch - Go start); and tshark's mean on the pcap capture (this round) over it
+	tpcap=$(awk -v r="$r" '$1 == r && $2 == "pcap" {print $5}' "$dir/ratios.txt")
+	jq -r --arg t "$tpcap" '[.results[].mean * 1000] as $m | ($m[2] + $m[1] - $m[0]) as $floor |
+		"\($m[0]) \($m[1]) \($m[2]) \($floor) \(($t | tonumber) / $floor)"' "$dir/floor$r.json" |
+		awk '{printf "       floors: Go process %.1f ms, + map and touch the pcap %.1f ms; roce-probe version %.1f ms, + the touching %.1f ms: tshark / that %.0fx\n", $1, $2, $3, $4, $5}'
 done
 for f in pcap pcapng; do
 	awk -v f="$f" '$2 == f' "$dir/ratios.txt" | sort -g -k6 | awk -v f="$f" '{v[NR]=$6} END {printf "median ratio, %s: roce-probe %.1fx", f, v[int((NR+1)/2)]}'

@@ -1,0 +1,54 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"sync"
+)
+
+func main() {
+	if len(os.Args) == 1 {
+		return
+	}
+	if len(os.Args) != 2 {
+		fmt.Fprintln(os.Stderr, "usage: capfloor [FILE]")
+		os.Exit(2)
+	}
+	f, err := os.Open(os.Args[1])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "capfloor:", err)
+		os.Exit(2)
+	}
+	fi, err := f.Stat()
+	if err != nil || fi.Size() == 0 {
+		fmt.Fprintln(os.Stderr, "capfloor: an empty or unreadable file:", err)
+		os.Exit(2)
+	}
+	b, unmap, err := mapFile(f, fi.Size())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "capfloor:", err)
+		os.Exit(2)
+	}
+	n := runtime.GOMAXPROCS(0)
+	sums := make([]uint64, n)
+	var wg sync.WaitGroup
+	for g := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var s uint64
+			for i := g * len(b) / n; i < (g+1)*len(b)/n; i += 64 {
+				s += uint64(b[i])
+			}
+			sums[g] = s
+		}()
+	}
+	wg.Wait()
+	var s uint64
+	for _, v := range sums {
+		s += v
+	}
+	unmap()
+	fmt.Println(s)
+}
