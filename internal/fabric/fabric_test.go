@@ -431,3 +431,41 @@ func TestAnalyzeRXEChurned(t *testing.T) {
 		}
 	}
 }
+
+// IndexesOf takes, per port, the first usable entry of each (type,
+// network) — a port's choice does not hide the same (type, network) on
+// the next port — and orders each port's indexes by network, then type,
+// ports in the order of the entries.
+func TestIndexesOfPerPort(t *testing.T) {
+	e := func(dev string, port, index int, typ gid.Type, network string, usable bool) GIDEntry {
+		return GIDEntry{Device: dev, Port: port, Entry: gid.Entry{Index: index, Type: typ}, Family: FamilyIPv4, Network: network, Usable: usable}
+	}
+	v1, v2 := gid.TypeRoCEv1, gid.TypeRoCEv2
+	entries := []GIDEntry{
+		e("mlx5_0", 1, 0, v1, "10.1.0.0/16", false), // not usable: its network's first usable entry is 4
+		e("mlx5_0", 1, 2, v1, "10.9.0.0/16", true),
+		e("mlx5_0", 1, 3, v2, "10.9.0.0/16", true),
+		e("mlx5_0", 1, 4, v1, "10.1.0.0/16", true),
+		e("mlx5_0", 1, 5, v2, "10.1.0.0/16", true),
+		e("mlx5_0", 1, 6, v2, "10.1.0.0/16", true), // a second v2 on 10.1: the first stays
+		e("mlx5_0", 2, 0, v2, "10.9.0.0/16", true), // the same (type, network) as port 1's 3
+		e("mlx5_0", 2, 1, v1, "10.9.0.0/16", true),
+		e("mlx5_1", 1, 7, v2, "10.1.0.0/16", true),
+	}
+	var got []string
+	for _, gi := range IndexesOf(entries) {
+		got = append(got, fmt.Sprintf("%s/%d %s %s %d", gi.Device, gi.Port, gi.Network, gi.Type, gi.Index))
+	}
+	want := []string{
+		"mlx5_0/1 10.1.0.0/16 " + v1.String() + " 4",
+		"mlx5_0/1 10.1.0.0/16 " + v2.String() + " 5",
+		"mlx5_0/1 10.9.0.0/16 " + v1.String() + " 2",
+		"mlx5_0/1 10.9.0.0/16 " + v2.String() + " 3",
+		"mlx5_0/2 10.9.0.0/16 " + v1.String() + " 1",
+		"mlx5_0/2 10.9.0.0/16 " + v2.String() + " 0",
+		"mlx5_1/1 10.1.0.0/16 " + v2.String() + " 7",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("IndexesOf:\n got %q\nwant %q", got, want)
+	}
+}

@@ -327,13 +327,28 @@ func FuzzSummarize(f *testing.F) {
 	})
 }
 
-// TestSummaryKeepsFlowsApart: packets that differ in one field of their
-// flow key only (RoCE version, addresses, UDP ports, QPs, whether a source
-// QP is known) are counted as flows of their own, in the order they first
-// appear, however they interleave — also when their QPs and UDP source
-// ports are chosen so that they meet in the same slot of Summary's
-// recently-used-flows cache. The expected counts come from a map keyed by
-// the packets' own field values.
+// key is TestSummaryKeepsFlowsApart's flow key, made from a packet's
+// fields by the test itself.
+type key struct {
+	version, ipVersion int
+	src, dst           netip.Addr
+	sport, dport       uint16
+	qp, srcQP          uint32
+	hasSrcQP           bool
+}
+
+func (k key) String() string {
+	return fmt.Sprintf("v%d/IPv%d %s:%d→%s:%d QP %#x source QP %#x (known %v)", k.version, k.ipVersion, k.src, k.sport, k.dst, k.dport, k.qp, k.srcQP, k.hasSrcQP)
+}
+
+// TestSummaryKeepsFlowsApart: packets that differ from a base packet in
+// one field of their flow key only (RoCE version, addresses, UDP ports,
+// QPs, whether a source QP is known) are counted as flows of their own, in
+// the order they first appear, also when they meet in the same slot of
+// Summary's recently-used-flows cache: each variant is fed between base
+// packets (base, v, base, v), and every field has a variant in base's slot.
+// The expected counts come from a map keyed by the packets' own field
+// values.
 func TestSummaryKeepsFlowsApart(t *testing.T) {
 	a4, b4 := netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("192.0.2.2")
 	a6 := netip.MustParseAddr("2001:db8::1")
@@ -341,30 +356,23 @@ func TestSummaryKeepsFlowsApart(t *testing.T) {
 	base.Version, base.IPVersion = 2, 4
 	base.BTH.DestQP = 0x11
 	// The cache slot is (DestQP ^ SrcQP ^ SrcPort ^ SrcPort>>6) & 63: 0x11
-	// for base (0xC000 and 0xC000>>6 have no low bits) and for the RoCE v1,
-	// address, port-4792, source-QP-0 and source-QP-0x40 variants; 0x00 for
-	// both (DestQP 0x11, SrcQP 0x51) and (DestQP 0x51, SrcQP 0x11).
+	// for base (0xC000 and 0xC000>>6 have no low bits) and for every variant
+	// but the two in slot 0x00, (DestQP 0x11, SrcQP 0x51) and (DestQP 0x51,
+	// SrcQP 0x11), which meet there.
 	variants := []func(p *roce.Packet){
 		func(p *roce.Packet) {},
 		func(p *roce.Packet) { p.Version, p.IPVersion = 1, 0 }, // only the version differs (a real v1 packet has no ports)
 		func(p *roce.Packet) { p.Src = a6 },
 		func(p *roce.Packet) { p.Dst = a4 },
 		func(p *roce.Packet) { p.Src = netip.AddrFrom16(a4.As16()) }, // ::ffff:192.0.2.1 is another address
-		func(p *roce.Packet) { p.SrcPort = 0xC001 },
+		func(p *roce.Packet) { p.SrcPort = 0xD000 },                  // 0xD000>>6 = 0x340: no low bits either
 		func(p *roce.Packet) { p.DstPort = 4792 },
-		func(p *roce.Packet) { p.BTH.DestQP = 0x12 },
-		func(p *roce.Packet) { p.HasDETH = true }, // source QP 0, known
+		func(p *roce.Packet) { p.BTH.DestQP = 0x51 }, // 0x51 & 63 = 0x11
+		func(p *roce.Packet) { p.HasDETH = true },    // source QP 0, known
 		func(p *roce.Packet) { p.HasDETH, p.SrcQP = true, 0x40 },
 		func(p *roce.Packet) { p.HasDETH, p.SrcQP = true, 0x51 },
 		func(p *roce.Packet) { p.BTH.DestQP, p.HasDETH, p.SrcQP = 0x51, true, 0x11 },
 		func(p *roce.Packet) { p.SrcQP = 0x51 }, // no DETH: not part of the key, base's flow
-	}
-	type key struct {
-		version, ipVersion int
-		src, dst           netip.Addr
-		sport, dport       uint16
-		qp, srcQP          uint32
-		hasSrcQP           bool
 	}
 	keyOf := func(p *roce.Packet) key {
 		k := key{p.Version, p.IPVersion, p.Src, p.Dst, p.SrcPort, p.DstPort, p.BTH.DestQP, 0, p.HasDETH}
@@ -374,12 +382,19 @@ func TestSummaryKeepsFlowsApart(t *testing.T) {
 		return k
 	}
 	var pkts []roce.Packet
-	for round := 0; round < 7; round++ {
-		for i := range variants {
-			v := variants[(i*round+round)%len(variants)] // a different interleaving each round
+	for seq, v := range variants {
+		for range 2 {
+			b, p := base, base
+			v(&p)
+			b.BTH.PSN, p.BTH.PSN = uint32(seq), uint32(seq)
+			pkts = append(pkts, b, p)
+		}
+	}
+	// and all of them in turn, twice
+	for range 2 {
+		for _, v := range variants {
 			p := base
 			v(&p)
-			p.BTH.PSN = uint32(round)
 			pkts = append(pkts, p)
 		}
 	}
@@ -404,9 +419,9 @@ func TestSummaryKeepsFlowsApart(t *testing.T) {
 		p := roce.Packet{Src: f.Src, Dst: f.Dst, SrcPort: f.SrcPort, DstPort: f.DstPort, HasDETH: f.HasSrcQP, SrcQP: f.SrcQP}
 		p.Version, p.IPVersion, p.BTH.DestQP = f.Version, order[i].ipVersion, f.DestQP
 		if k := keyOf(&p); k != order[i] {
-			t.Errorf("flow %d is %+v, want %+v", i, k, order[i])
+			t.Errorf("flow %d is %v, want %v", i, k, order[i])
 		} else if f.Packets != want[k] || f.Bytes != 100*want[k] {
-			t.Errorf("flow %d (%+v): %d packets, %d bytes; want %d, %d", i, k, f.Packets, f.Bytes, want[k], 100*want[k])
+			t.Errorf("flow %d (%v): %d packets, %d bytes; want %d, %d", i, k, f.Packets, f.Bytes, want[k], 100*want[k])
 		}
 	}
 }

@@ -5,17 +5,18 @@ import (
 	"path/filepath"
 )
 
-// The sum of every 64th byte of a 256-byte file of 1s: 4 bytes read.
+// The sum of every 64th byte of a 300-byte file of 1s: bytes 0, 64, 128,
+// 192 and 256, however many cores read it.
 func Example() {
 	dir, _ := os.MkdirTemp("", "capfloor")
 	defer os.RemoveAll(dir)
 	name := filepath.Join(dir, "ones")
-	b := make([]byte, 256)
+	b := make([]byte, 300)
 	for i := range b {
 		b[i] = 1
 	}
 	os.WriteFile(name, b, 0o644)
 	os.Args = []string{"capfloor", name}
 	main()
-	// Output: 4
+	// Output: 5
 }
