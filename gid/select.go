@@ -247,8 +247,8 @@ func rejectReason(e Entry, dst GID, dstFam, wantFam int, dstLL bool, p Preferenc
 		return fmt.Sprintf("destination %s is link-local; this %s address is not", dst.Addr(), e.Kind)
 	case r != nil && r.Dev != "" && e.Netdev != r.Dev:
 		return fmt.Sprintf("on %s, but the route to %s leaves through %s", e.Netdev, dst.Addr(), r.Dev)
-	case e.State == "down" || e.State == "lowerlayerdown":
-		return fmt.Sprintf("netdev %s is %s (the kernel keeps its GIDs, but frames go nowhere)", e.Netdev, e.State)
+	case vlan.OperNotUp(e.State):
+		return fmt.Sprintf("netdev %s %s (the kernel keeps its GIDs, but frames go nowhere)", e.Netdev, vlan.OperText(e.State))
 	}
 	return ""
 }

@@ -255,6 +255,26 @@ type Link struct {
 // (802.1X); "notpresent" is unused.
 func OperUp(operstate string) bool { return operstate == "up" || operstate == "unknown" }
 
+// OperNotUp reports whether operstate is known ("" is not: a Link read
+// from a source that had none) and not OperUp: the netdev passes no
+// traffic. The commands that name a reason against a netdev (listen's and
+// send's --netdev, gid.Select's reasons) refuse exactly these.
+func OperNotUp(operstate string) bool { return operstate != "" && !OperUp(operstate) }
+
+// OperText describes a netdev in operstate for a message ("is down"),
+// saying what the less obvious states mean.
+func OperText(operstate string) string {
+	switch operstate {
+	case "lowerlayerdown":
+		return "is down below (operstate lowerlayerdown: the device it is stacked on, or a veth's peer, is down)"
+	case "dormant":
+		return "is dormant (waiting for an external event, such as 802.1X authentication)"
+	case "testing", "notpresent":
+		return "is in operstate " + operstate
+	}
+	return "is " + operstate
+}
+
 // linkJSON is Link's wire form: pointers give null for what is absent.
 type linkJSON struct {
 	Name             string         `json:"name"`

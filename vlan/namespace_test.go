@@ -171,3 +171,27 @@ func TestNamespaceJSONRoundTrip(t *testing.T) {
 }
 
 func mustAddr(s string) netip.Addr { return netip.MustParseAddr(s) }
+
+// Operational states (IFLA_OPERSTATE, as sysfs names them): up and
+// unknown carry traffic (the kernel's netif_oper_up); the five others do
+// not; "" (not known) is neither up nor reported as not up.
+func TestOperStates(t *testing.T) {
+	for _, tc := range []struct {
+		state     string
+		up, notUp bool
+	}{
+		{"up", true, false}, {"unknown", true, false},
+		{"down", false, true}, {"lowerlayerdown", false, true}, {"dormant", false, true}, {"testing", false, true}, {"notpresent", false, true},
+		{"", false, false},
+	} {
+		if OperUp(tc.state) != tc.up || OperNotUp(tc.state) != tc.notUp {
+			t.Errorf("%q: OperUp %v, OperNotUp %v; want %v, %v", tc.state, OperUp(tc.state), OperNotUp(tc.state), tc.up, tc.notUp)
+		}
+	}
+	if got := OperText("down"); got != "is down" {
+		t.Errorf("OperText(down) = %q", got)
+	}
+	if got := OperText("lowerlayerdown"); !strings.Contains(got, "the device it is stacked on, or a veth's peer, is down") {
+		t.Errorf("OperText(lowerlayerdown) = %q: want it to say what is down", got)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/roce-probe/roce-probe/internal/fabric"
 	"github.com/roce-probe/roce-probe/internal/fabric/fabrictest"
 	"github.com/roce-probe/roce-probe/internal/host"
 )
@@ -312,5 +313,21 @@ func TestFabricDocExample(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("no pfc finding on 10.100.0.0/16 with two groups:\n%s", jout)
+	}
+}
+
+// The port list of a finding's group: host, device/port and netdev, at
+// most max, then how many more ("and N more", as the host lists say it).
+func TestPortList(t *testing.T) {
+	ps := []fabric.PortRef{
+		{Host: "node-1", Device: "mlx5_0", Port: 1, Netdev: "enp1s0f0.100"},
+		{Host: "node-2", Device: "mlx5_0", Port: 1},
+		{Host: "node-3", Device: "mlx5_1", Port: 2, Netdev: "eth1"},
+	}
+	if got, want := portList(ps, 5), "node-1 mlx5_0/1 (enp1s0f0.100), node-2 mlx5_0/1, node-3 mlx5_1/2 (eth1)"; got != want {
+		t.Errorf("portList(3 ports, 5) = %q, want %q", got, want)
+	}
+	if got, want := portList(ps, 2), "node-1 mlx5_0/1 (enp1s0f0.100), node-2 mlx5_0/1 and 1 more"; got != want {
+		t.Errorf("portList(3 ports, 2) = %q, want %q", got, want)
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/roce-probe/roce-probe/internal/host"
 	"github.com/roce-probe/roce-probe/internal/probe"
+	"github.com/roce-probe/roce-probe/vlan"
 	"github.com/spf13/cobra"
 )
 
@@ -75,11 +76,15 @@ func runListen(cmd *cobra.Command, f listenFlags) error {
 		}
 		// Checked here, not only when the capture opens, so that nothing
 		// is printed before the error.
-		if l, ok := ns.ByName(wire); ok && (l.OperState == "down" || l.OperState == "lowerlayerdown") {
-			if wire == f.netdev {
-				return usagef("--netdev %q is down: want a netdev that is up (ip link set %s up)", f.netdev, wire)
+		if l, ok := ns.ByName(wire); ok && vlan.OperNotUp(l.OperState) {
+			fix := ""
+			if l.OperState == "down" {
+				fix = fmt.Sprintf(" (ip link set %s up)", wire)
 			}
-			return usagef("--netdev %q: its lower device %s is down: want it up (ip link set %s up)", f.netdev, wire, wire)
+			if wire == f.netdev {
+				return usagef("--netdev %q %s: want a netdev that is up%s", f.netdev, vlan.OperText(l.OperState), fix)
+			}
+			return usagef("--netdev %q: its lower device %s %s: want it up%s", f.netdev, wire, vlan.OperText(l.OperState), fix)
 		}
 		netdevs = []string{wire}
 	} else if netdevs = host.WireDevices(ns); len(netdevs) == 0 {

@@ -590,3 +590,37 @@ func TestSendFromGIDFixture(t *testing.T) {
 		t.Errorf("empty GID index: exit %d, stderr %q", r.code, r.stderr)
 	}
 }
+
+// With the veth's peer down, x0 is up but the kernel's operstate is
+// lowerlayerdown: send and listen on it exit 2 saying so, without advice
+// to bring x0 up (it is up); with x0 itself down, they say it is down and
+// how to bring it up. (Both ends in one namespace: across namespaces the
+// kernel reports "down" when the two ends have the same ifindex,
+// default_operstate in net/core/link_watch.c, Linux 6.1.)
+func TestSendListenNetdevNotUp(t *testing.T) {
+	netnstest.RequireRoot(t)
+	ns := netnstest.New(t, "s")
+	netnstest.Run(t, "ip", "-n", ns, "link", "add", "name", "x0", "type", "veth", "peer", "name", "x1")
+	netnstest.Run(t, "ip", "-n", ns, "addr", "add", "10.79.0.1/24", "dev", "x0")
+	netnstest.Run(t, "ip", "-n", ns, "link", "set", "x0", "up") // x1 stays down
+	netnstest.WaitOperState(t, ns, "x0", "lowerlayerdown")
+	below := "x0\" is down below (operstate lowerlayerdown: the device it is stacked on, or a veth's peer, is down)"
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"listen", "--netdev", "x0", "--duration", "1s"}, "--netdev \"" + below + ": want a netdev that is up\n"},
+		{[]string{"send", "--netdev", "x0", "--dst", "10.79.0.2", "--count", "1"}, `--netdev "x0": is down below (operstate lowerlayerdown`},
+	} {
+		r := runIn(t, ns, tc.args...)
+		if r.code != exitUsage || !strings.Contains(r.stderr, tc.want) || strings.Contains(r.stderr, "ip link set") {
+			t.Errorf("%s, peer down: exit %d\nstderr %q\nwant exit 2 and %q", tc.args[0], r.code, r.stderr, tc.want)
+		}
+	}
+	netnstest.Run(t, "ip", "-n", ns, "link", "set", "x0", "down")
+	netnstest.WaitOperState(t, ns, "x0", "down")
+	r := runIn(t, ns, "listen", "--netdev", "x0", "--duration", "1s")
+	if want := `--netdev "x0" is down: want a netdev that is up (ip link set x0 up)`; r.code != exitUsage || !strings.Contains(r.stderr, want) {
+		t.Errorf("listen, x0 down: exit %d, stderr %q: want exit 2 and %q", r.code, r.stderr, want)
+	}
+}

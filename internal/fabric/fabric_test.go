@@ -469,3 +469,24 @@ func TestIndexesOfPerPort(t *testing.T) {
 		t.Errorf("IndexesOf:\n got %q\nwant %q", got, want)
 	}
 }
+
+// NameList names at most max names and counts the rest; HostList names
+// each host once.
+func TestNameList(t *testing.T) {
+	for _, tc := range []struct {
+		names []string
+		max   int
+		want  string
+	}{
+		{nil, 3, ""}, {[]string{"a"}, 3, "a"}, {[]string{"a", "b", "c"}, 3, "a, b, c"},
+		{[]string{"a", "b", "c", "d"}, 3, "a, b, c and 1 more"}, {[]string{"a", "b", "c", "d", "e"}, 2, "a, b and 3 more"},
+	} {
+		if got := NameList(tc.names, tc.max); got != tc.want {
+			t.Errorf("NameList(%q, %d) = %q, want %q", tc.names, tc.max, got, tc.want)
+		}
+	}
+	ports := []PortRef{{Host: "h1", Device: "mlx5_0", Port: 1}, {Host: "h1", Device: "mlx5_0", Port: 2}, {Host: "h2"}, {Host: "h3"}, {Host: "h4"}}
+	if got, want := HostList(ports, 2), "h1, h2 and 2 more"; got != want {
+		t.Errorf("HostList = %q, want %q", got, want)
+	}
+}

@@ -160,7 +160,8 @@ func TestOperStateNames(t *testing.T) {
 
 // A snapshot's operstates are the kernel's sysfs ones, read in the same
 // namespace: a veth whose peer is down is "lowerlayerdown" (its iflink is
-// the peer, so the kernel counts it as stacked: operstates.rst), its peer
+// the peer, so the kernel's default_operstate, net/core/link_watch.c,
+// Linux 6.1, counts it as stacked on a device that is down), its peer
 // "down", an up veth pair "up" and the loopback "unknown".
 func TestCollectOperStateIsSysfs(t *testing.T) {
 	netnstest.RequireRoot(t)
@@ -168,6 +169,8 @@ func TestCollectOperStateIsSysfs(t *testing.T) {
 	netnstest.Veth(t, a, "ua0", "02:00:00:00:02:0a", b, "ub0", "02:00:00:00:02:0b")
 	netnstest.Run(t, "ip", "-n", a, "link", "add", "name", "la0", "type", "veth", "peer", "name", "lb0")
 	netnstest.Run(t, "ip", "-n", a, "link", "set", "la0", "up") // lb0 stays down
+	netnstest.WaitOperState(t, a, "ua0", "up")
+	netnstest.WaitOperState(t, a, "la0", "lowerlayerdown")
 	s, err := Collect(Options{Netns: []string{a}, Sections: SectionNet})
 	if err != nil {
 		t.Fatal(err)

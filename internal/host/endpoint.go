@@ -124,11 +124,8 @@ func ResolveEndpoint(ns *vlan.Namespace, netdev string, src, dst netip.Addr, wai
 	}
 	link, _ := ns.ByName(netdev)
 	e.SrcMAC = net.HardwareAddr(link.MAC)
-	switch link.OperState {
-	case "down":
-		return e, &probe.NetdevError{Netdev: netdev, Err: errors.New("is down")}
-	case "lowerlayerdown": // the kernel drops what it sends: no carrier below
-		return e, &probe.NetdevError{Netdev: netdev, Err: errors.New("is down below (operstate lowerlayerdown: the device it is stacked on, or a veth's peer, is down)")}
+	if vlan.OperNotUp(link.OperState) { // the kernel would drop what it sends
+		return e, &probe.NetdevError{Netdev: netdev, Err: errors.New(vlan.OperText(link.OperState))}
 	}
 	if src.IsValid() {
 		e.Src = src.Unmap()

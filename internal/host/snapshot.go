@@ -416,9 +416,26 @@ func decodeBytes(b []byte, o DecodeOptions) (*Snapshot, error) {
 		return nil, err
 	}
 	for _, n := range s.Namespaces {
+		for i := range n.Links {
+			n.Links[i].OperState = kernelOperState(n.Links[i].OperState)
+		}
 		n.Freeze()
 	}
 	return s, nil
+}
+
+// kernelOperState is the kernel's name for an operstate that snapshots
+// collected before 2026-11-24 spelled as vishvananda/netlink does
+// ("lower-layer-down", "not-present"; operState in netlink_linux.go), so
+// that those snapshots read as live ones do.
+func kernelOperState(s string) string {
+	switch s {
+	case "lower-layer-down":
+		return "lowerlayerdown"
+	case "not-present":
+		return "notpresent"
+	}
+	return s
 }
 
 // headError reads only format and version: what is wrong when the

@@ -218,3 +218,31 @@ func TestDecodeSkipCounters(t *testing.T) {
 		t.Errorf("null namespace: %v", err)
 	}
 }
+
+// Snapshots collected before the operstates were named as the kernel names
+// them spelled two as vishvananda/netlink does: they decode to the
+// kernel's names, so that a VLAN on a down device is not up (and gets the
+// same reasons) whether the snapshot is old or new.
+func TestDecodeOldOperStateNames(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("testdata", "rxe.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = bytes.Replace(b, []byte(`"operstate": "up"`), []byte(`"operstate": "lower-layer-down"`), 1)
+	b = bytes.Replace(b, []byte(`"operstate": "up"`), []byte(`"operstate": "not-present"`), 1)
+	s, err := Decode(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns, err := s.Namespace("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int{}
+	for _, l := range ns.Links {
+		got[l.OperState]++
+	}
+	if got["lowerlayerdown"] != 1 || got["notpresent"] != 1 || got["lower-layer-down"]+got["not-present"] != 0 {
+		t.Errorf("operstates %v: want one lowerlayerdown and one notpresent, none in netlink's spelling", got)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -77,6 +78,21 @@ func Veth(t testing.TB, ns1, dev1, mac1, ns2, dev2, mac2 string) {
 		"peer", "name", dev2, "address", mac2, "netns", ns2)
 	Run(t, "ip", "-n", ns1, "link", "set", dev1, "up")
 	Run(t, "ip", "-n", ns2, "link", "set", dev2, "up")
+}
+
+// WaitOperState waits, at most 5 s, until netdev in namespace ns reports
+// operstate state in sysfs (the kernel's linkwatch settles a change up to a
+// second after it), and fails the test otherwise.
+func WaitOperState(t testing.TB, ns, netdev, state string) {
+	t.Helper()
+	var got string
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		out, err := exec.Command("ip", "netns", "exec", ns, "cat", "/sys/class/net/"+netdev+"/operstate").Output()
+		if got = strings.TrimSpace(string(out)); err == nil && got == state {
+			return
+		}
+	}
+	t.Fatalf("%s in %s: operstate %q after 5 s, want %q", netdev, ns, got, state)
 }
 
 // In runs fn on an OS thread switched into namespace ns. Sockets fn opens
