@@ -20,8 +20,14 @@ cd "$(dirname "$0")/.."
 rounds=${1:-5}
 dir=${BENCH_DIR:-/tmp/roce-probe-bench}
 mkdir -p "$dir"
-. scripts/lib/packages.sh
-ensure_packages bench-decode.sh hyperfine jq tshark
+missing=() # commands not on PATH (the Debian packages have the same names)
+for t in hyperfine jq tshark; do
+	command -v "$t" >/dev/null || missing+=("$t")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+	. scripts/lib/packages.sh
+	ensure_packages bench-decode.sh "${missing[@]}"
+fi
 for f in pcap pcapng; do
 	[ -s "$dir/roce-100k.$f" ] || go run ./internal/cmd/rocegen -n 100000 -o "$dir/roce-100k.$f"
 done

@@ -42,7 +42,8 @@ up or unknown) and neither enslaved (a bond or bridge is captured on instead
 of its ports) nor stacked on a netdev of this namespace (VLAN, macvlan: their
 frames are seen on the lower device, tags and PCP included); a macvlan, ipvlan
 or VLAN whose lower device is in another namespace (a container's) is captured
-on itself. A VLAN --netdev is captured on its lower device. Runs until
+on itself. A --netdev stacked on a netdev of this namespace (VLAN, macvlan,
+ipvlan) is captured on the device at the bottom of its stack. Runs until
 interrupted (or for --duration); prints the counters at the end. Needs
 CAP_NET_RAW.`,
 		Example: `  roce-probe listen --netdev eth0
