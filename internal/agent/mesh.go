@@ -163,6 +163,10 @@ type mesh struct {
 	writes   []write     // due's batch, kept between calls
 	sentAt   []time.Time // send's times of its batch's writes, kept between calls (the sender's goroutine only)
 	replyFn  func(frame []byte, at time.Time)
+	// drainFrom is when the current drain began; drainPast is set once it
+	// has handled a frame that arrived after that (drain stops there).
+	drainFrom time.Time
+	drainPast bool
 
 	// portFailed is told when draining a port fails (the capture closes
 	// both sockets of the netdev and opens them again at its next sync).
@@ -398,22 +402,25 @@ func (m *mesh) account(s *stream, r probe.Result) {
 	}
 }
 
-// Replies drained per port at each wake-up: at most drainMax, taken
-// drainBatch at a time, m.mu released between batches (a scrape or a
-// host read waits for one batch, not for the socket to empty). Under a
-// flood of frames that pass the socket's reply filter (forged replies),
-// the sender still goes on to its probes after drainMax; what stays
-// behind waits in the socket's bounded receive buffer, and what does not
-// fit there the kernel drops.
+// Each wake-up reads, per port, every frame that arrived before it began
+// (so a reply that came within probe.timeout is answered however late the
+// sender reads it) and stops at the first batch holding one that arrived
+// after: a flood of frames passing the socket's reply filter (forged
+// replies) cannot keep the sender reading, since the frames that arrived
+// before a wake-up are what the socket's bounded receive buffer held.
+// drainMax bounds it again should the receive times say nothing. Frames
+// are read drainBatch at a time with m.mu released in between (a scrape
+// or a host read waits for one batch, not for the socket to empty).
 const (
 	drainBatch = 256
-	drainMax   = 4096
+	drainMax   = 1 << 16
 )
 
-// drain reads the replies waiting on every port, up to drainMax each, and
-// accounts for them.
+// drain reads the replies waiting on every port, those that arrived before
+// it began, and accounts for them.
 func (m *mesh) drain() {
 	m.mu.Lock()
+	m.drainFrom = m.now()
 	ports := m.drainBuf[:0]
 	for name, p := range m.ports {
 		ports = append(ports, drainPort{name, p})
@@ -423,7 +430,9 @@ func (m *mesh) drain() {
 	for _, dp := range ports {
 		for total := 0; total < drainMax; {
 			m.mu.Lock()
+			m.drainPast = false
 			n, err := dp.p.Drain(min(drainBatch, drainMax-total), m.replyFn)
+			past := m.drainPast
 			m.mu.Unlock()
 			total += n
 			if err != nil {
@@ -432,7 +441,7 @@ func (m *mesh) drain() {
 				}
 				break
 			}
-			if n < drainBatch {
+			if n < drainBatch || past {
 				break
 			}
 		}
@@ -443,6 +452,9 @@ func (m *mesh) drain() {
 // replyFrame is one captured frame of a mesh port (a reply, by the
 // socket's filter); m.mu is held.
 func (m *mesh) replyFrame(frame []byte, at time.Time) {
+	if at.After(m.drainFrom) {
+		m.drainPast = true
+	}
 	f, err := probe.ParseFrame(frame)
 	if err != nil {
 		m.unmatched.Add(1)

@@ -299,45 +299,46 @@ func (p *boundPort) Drain(max int, fn func([]byte, time.Time)) (int, error) {
 	return p.scriptPort.Drain(max, fn)
 }
 
-// A flood of frames that pass the reply filter (forged replies) does not
-// hold the sender: one wake-up drains at most drainMax of them, in calls
-// of at most drainBatch (mesh.drain releases its lock between calls), then
-// takes the probes due; the rest wait for the next wake-ups.
-func TestMeshDrainIsBounded(t *testing.T) {
+// A wake-up reads every frame that arrived before it began — a reply in
+// time is never lost to a late read, however many wait — and stops at the
+// first batch holding one that arrived after: a flood of frames passing
+// the reply filter (forged replies) cannot keep the sender reading. Reads
+// come drainBatch at a time (mesh.drain releases its lock between them);
+// frames without a receive time stop at drainMax.
+func TestMeshDrainStopsAtWakeUp(t *testing.T) {
 	now := time.Unix(1000, 0)
 	port := &boundPort{}
 	m, _, _, _ := testMesh(t, &now, port, 1)
-	const flood = 10000
+	const before, after = 5000, 3000
 	junk := []byte("not a reply")
-	for i := 0; i < flood; i++ {
-		port.queue = append(port.queue, fakeFrame{junk, now})
+	for i := 0; i < before; i++ {
+		port.queue = append(port.queue, fakeFrame{junk, now.Add(-time.Millisecond)})
 	}
-	var probes int
-	for i := 0; i < 20 && probes == 0; i++ { // the first probe is due within the first period (1 s)
-		ws, _ := m.wakeUp()
-		probes = len(ws)
-		if i == 0 {
-			if got := flood - len(port.queue); got != drainMax {
-				t.Errorf("the first wake-up drained %d frames of %d waiting: want drainMax, %d", got, flood, drainMax)
-			}
-			for j, mx := range port.maxes {
-				if mx > drainBatch || mx < 1 {
-					t.Errorf("Drain call %d asked for %d frames: want 1..%d", j, mx, drainBatch)
-				}
-			}
-			if len(port.maxes) != drainMax/drainBatch {
-				t.Errorf("%d Drain calls for %d frames: want %d calls of %d", len(port.maxes), drainMax, drainMax/drainBatch, drainBatch)
-			}
+	for i := 0; i < after; i++ { // arriving while the sender reads
+		port.queue = append(port.queue, fakeFrame{junk, now.Add(time.Millisecond)})
+	}
+	m.wakeUp()
+	drained := before + after - len(port.queue)
+	if drained < before || drained >= before+drainBatch {
+		t.Errorf("the first wake-up read %d frames: want the %d that arrived before it and at most the rest of their batch (%d)", drained, before, drainBatch)
+	}
+	for j, mx := range port.maxes {
+		if mx > drainBatch || mx < 1 {
+			t.Errorf("Drain call %d asked for %d frames: want 1..%d", j, mx, drainBatch)
 		}
-		now = now.Add(100 * time.Millisecond)
 	}
-	if probes == 0 {
-		t.Error("no probe was due in 2 s of wake-ups under the flood")
+	now = now.Add(100 * time.Millisecond)
+	m.wakeUp() // the rest arrived before this one
+	if u := m.unmatched.Load(); u != before+after || len(port.queue) != 0 {
+		t.Errorf("unmatched %d, %d frames left after two wake-ups: want %d, 0", u, len(port.queue), before+after)
 	}
-	for i := 0; i < 3 && len(port.queue) > 0; i++ { // ceil(10000 / drainMax) wake-ups in all
-		m.wakeUp()
+
+	// No receive times: drainMax frames per wake-up.
+	for i := 0; i < drainMax+10; i++ {
+		port.queue = append(port.queue, fakeFrame{junk, time.Time{}})
 	}
-	if u := m.unmatched.Load(); u != flood || len(port.queue) != 0 {
-		t.Errorf("unmatched %d, %d frames left: want every flood frame, %d, drained over the wake-ups", u, len(port.queue), flood)
+	m.wakeUp()
+	if len(port.queue) != 10 {
+		t.Errorf("frames without a receive time: %d left of %d after a wake-up, want 10 (drainMax %d read)", len(port.queue), drainMax+10, drainMax)
 	}
 }
