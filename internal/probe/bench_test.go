@@ -23,6 +23,22 @@ func BenchmarkResponderProbe(b *testing.B) {
 	}
 }
 
+// BenchmarkResponderReply is BenchmarkResponderProbe through HandleReply,
+// the agent's path: the same decision and reply, without the Event.
+func BenchmarkResponderReply(b *testing.B) {
+	clk := &fakeClock{t: time.Unix(1000, 0)}
+	r := newTestResponder(b, clk, RateConfig{Rate: 1e12, Burst: 1e12, GlobalRate: 1e12, GlobalBurst: 1e12})
+	m := Markings{Tagged: true, VLAN: 100, PCP: 3, DSCP: 26, ECN: ECNECT0, TTL: 64, Sport: 0xc000}
+	frame := probeFrom(b, senderIP, senderMAC, m, m, 0)
+	b.SetBytes(int64(len(frame)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if r.HandleReply(frame) == nil {
+			b.Fatal("not answered")
+		}
+	}
+}
+
 // BenchmarkResponderFlood is the cost of one frame of a flood that is
 // dropped after the ICRC check (the most expensive way to be ignored
 // before payload parsing).
