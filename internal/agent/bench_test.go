@@ -1,12 +1,18 @@
 package agent
 
 import (
+	"bytes"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/roce-probe/roce-probe/internal/host"
+	"github.com/roce-probe/roce-probe/internal/probe"
 )
 
 // benchAgent is an agent on the fake host and fabric probing n simulated
@@ -64,4 +70,83 @@ func BenchmarkMetricsRender500(b *testing.B) {
 	r, _ := http.Get(ta.url + "/metrics")
 	io.Copy(io.Discard, r.Body)
 	r.Body.Close()
+}
+
+// discardPort is a listener socket that takes replies and drops them.
+type discardPort struct {
+	Port
+	written int
+}
+
+func (p *discardPort) Write([]byte) error { p.written++; return nil }
+
+// BenchmarkListenerAnswer is the agent's cost for answering one valid
+// probe from a peer: capture.handle, the responder under its lock and the
+// reply handed to the socket (a socket that drops it), in process. The
+// rate limits are lifted so that every probe is answered.
+func BenchmarkListenerAnswer(b *testing.B) {
+	r, err := probe.NewResponder(probe.ResponderConfig{Rate: probe.RateConfig{Rate: 1e12, Burst: 1e12, GlobalRate: 1e12, GlobalBurst: 1e12}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	r.SetLocal([]net.HardwareAddr{mac(agentMAC)}, []netip.Addr{mustAddr(agentIP)})
+	pr, err := probe.NewProber(probe.Frame{SrcMAC: peerMAC(1), DstMAC: mac(agentMAC), Src: peerAddr(1), Dst: mustAddr(agentIP)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	frame, _, err := pr.Next(probe.Markings{DSCP: 26, ECN: probe.ECNECT0, TTL: 64, Sport: 0xc000}, time.Unix(1000, 0))
+	if err != nil {
+		b.Fatal(err)
+	}
+	frame = bytes.Clone(frame)
+	c := &capture{resp: r, onError: func(_ string, err error) { b.Fatal(err) }}
+	dp := &discardPort{}
+	cp := &capPort{name: "eth0", p: dp}
+	b.ReportAllocs()
+	for b.Loop() {
+		c.handle(cp, frame)
+	}
+	if dp.written != b.N || r.Counters.Answered.Load() != uint64(b.N) {
+		b.Fatalf("%d replies written, %d answered, for %d probes", dp.written, r.Counters.Answered.Load(), b.N)
+	}
+}
+
+// BenchmarkPlan500x2 is one plan of the fake host's read (eth0, the
+// predicted Soft-RoCE table, 500 reachable neighbours) for 500 peers and
+// two flows from eth0: every (peer, flow) target, as each host read and
+// each change of the peers makes it.
+func BenchmarkPlan500x2(b *testing.B) {
+	const n = 500
+	snap, err := (&fakeHost{peers: n}).collect(host.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	v, err := snap.View("")
+	if err != nil {
+		b.Fatal(err)
+	}
+	rows := gidRows(v)
+	tc0, tc1, sl := 106, 0, 3
+	var flows []*flowSource
+	sports := map[string]uint16{}
+	for i, f := range []FlowConfig{{Name: "rdma", Select: SelectConfig{Netdev: "eth0", Family: "ipv4"}, TClass: &tc0, SL: &sl},
+		{Name: "bulk", Select: SelectConfig{Netdev: "eth0", Family: "ipv4"}, TClass: &tc1}} {
+		fs := resolveFlow(v, f, rows)
+		if fs.src == nil {
+			b.Fatalf("flow %s: %v", f.Name, fs.err)
+		}
+		flows = append(flows, fs)
+		sports[f.Name] = 0xc000 + uint16(i)
+	}
+	peers := make([]Peer, n)
+	for i := range peers {
+		peers[i] = Peer{Name: "peer" + strconv.Itoa(i+1), Addr: peerAddr(i + 1)}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		p := makePlan(v, flows, peers, sports, nil)
+		if len(p.specs) != 2*n || p.specs[0].tgt.reason != "" {
+			b.Fatalf("%d streams, first %+v", len(p.specs), p.specs[0].tgt)
+		}
+	}
 }

@@ -18,8 +18,9 @@ type Opener func(netdev string, sel probe.Selection) (Port, error)
 
 // capture opens two sockets per netdev. The listener's (probe.NoReplies)
 // has a reader goroutine that hands every frame to the probe listener (a
-// probe.Responder, as `roce-probe listen` runs it), whose replies go back
-// out of the same socket. The mesh's (probe.Replies) is the mesh's port:
+// probe.Responder's HandleReply: the decision `roce-probe listen` makes,
+// without the Event listen prints), whose replies go back out of the same
+// socket. The mesh's (probe.Replies) is the mesh's port:
 // it sends probes through it and drains their replies when it wakes to
 // send, so a reply costs no wake-up of its own.
 type capture struct {
@@ -167,7 +168,7 @@ func (c *capture) read(cp *capPort) {
 // handle gives one captured frame to the listener.
 func (c *capture) handle(cp *capPort, frame []byte) {
 	c.respMu.Lock()
-	reply, _ := c.resp.Handle(frame)
+	reply := c.resp.HandleReply(frame)
 	c.respMu.Unlock()
 	if reply != nil {
 		if err := cp.p.Write(reply); err != nil && !cp.closing.Load() {

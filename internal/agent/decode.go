@@ -3,7 +3,6 @@ package agent
 import (
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"reflect"
@@ -20,17 +19,13 @@ const MaxConfigSize = 1 << 20
 // LoadConfig reads the configuration file path onto c (ParseConfig); keys
 // the file does not give keep c's values.
 func LoadConfig(path string, c *Config) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return &ConfigError{File: path, Msg: fmt.Sprintf("cannot be read: %v", unwrapPath(err))}
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, MaxConfigSize+1))
-	if err != nil {
-		return &ConfigError{File: path, Msg: fmt.Sprintf("cannot be read: %v", unwrapPath(err))}
-	}
-	if len(b) > MaxConfigSize {
-		return &ConfigError{File: path, Msg: fmt.Sprintf("is larger than %d bytes: want a configuration file", MaxConfigSize)}
+	b, err := readLimited(path, MaxConfigSize)
+	var big *tooLargeError
+	switch {
+	case errors.As(err, &big):
+		return &ConfigError{File: path, Msg: fmt.Sprintf("is larger than %d bytes: want a configuration file", big.max)}
+	case err != nil:
+		return &ConfigError{File: path, Msg: fmt.Sprintf("cannot be read: %v", err)}
 	}
 	return ParseConfig(b, path, c)
 }

@@ -170,7 +170,14 @@ func (w *peerWatcher) readFile() {
 	w.onRead(sourcePeersFile)
 }
 
-// readLimited reads at most max bytes of path; a larger file is an error.
+// tooLargeError is readLimited's error for a file larger than its bound.
+type tooLargeError struct{ max int64 }
+
+func (e *tooLargeError) Error() string { return fmt.Sprintf("larger than %d bytes", e.max) }
+
+// readLimited reads at most max bytes of path (the configuration file,
+// peers.file); a larger file is a *tooLargeError, a file that cannot be
+// read the error without the path.
 func readLimited(path string, max int64) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -182,7 +189,7 @@ func readLimited(path string, max int64) ([]byte, error) {
 		return nil, unwrapPath(err)
 	}
 	if int64(len(b)) > max {
-		return nil, fmt.Errorf("larger than %d bytes", max)
+		return nil, &tooLargeError{max}
 	}
 	return b, nil
 }

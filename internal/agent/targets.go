@@ -47,18 +47,20 @@ func flowFamily(fs *flowSource) string {
 // its source netdev; a flow whose source is unusable now keeps the peers
 // it probed (prev), which then count no_source errors. Each stream's
 // target comes from the flow's address handle to the peer, resolved as
-// `roce-probe send --dev --gid-index` resolves it (View.ResolveAH,
-// probe.FromWire); a next hop without MAC keeps the last known one (the
-// kernel forgets neighbours it does not use) and is kicked.
+// `roce-probe send --dev --gid-index` resolves it (View.ResolveAH's
+// resolution, by one host.AHResolver per flow: flowTargets); a next hop
+// without MAC keeps the last known one (the kernel forgets neighbours it
+// does not use) and is kicked.
 func makePlan(v *host.View, flows []*flowSource, peers []Peer, sports map[string]uint16, prev map[streamKey]target) plan {
 	p := plan{flowPeers: map[string]int{}}
+	fts := make([]*flowTargets, len(flows)) // made at a flow's first peer
 	for _, peer := range peers {
 		probed, family := false, false
 		var route *vlan.RouteResult
 		if rr, err := v.NS.RouteGet(peer.Addr); err == nil {
 			route = &rr
 		}
-		for _, fs := range flows {
+		for i, fs := range flows {
 			if flowFamily(fs) != familyOf(peer.Addr) {
 				continue
 			}
@@ -74,8 +76,11 @@ func makePlan(v *host.View, flows []*flowSource, peers []Peer, sports map[string
 			case route == nil || route.Dev != fs.netdev():
 				continue
 			default:
+				if fts[i] == nil {
+					fts[i] = newFlowTargets(v, fs, sports[fs.cfg.Name])
+				}
 				var kick *neighborKick
-				t, kick = resolveTarget(v, fs, peer.Addr, sports[fs.cfg.Name], prev[key])
+				t, kick = fts[i].resolve(peer.Addr, prev[key])
 				if kick != nil {
 					p.kicks = append(p.kicks, *kick)
 				}
@@ -95,40 +100,68 @@ func makePlan(v *host.View, flows []*flowSource, peers []Peer, sports map[string
 	return p
 }
 
-// resolveTarget resolves the flow's address handle to peer.
-func resolveTarget(v *host.View, fs *flowSource, peer netip.Addr, sport uint16, prev target) (target, *neighborKick) {
+// flowTargets is one flow's targets in one plan: the flow's address
+// handle, resolved to each peer by one host.AHResolver, so that what does
+// not depend on the peer (the source entry and its netdev's stack, the
+// driver's profile, the wire device) is worked out once, and the probe's
+// tags and markings, which but for the TTL do not depend on the peer
+// either (host.AHResolver's promise), from the first peer resolved.
+type flowTargets struct {
+	r     *host.AHResolver // nil when the flow's AH cannot be resolved here
+	base  probe.Markings   // the markings asked for (ProbeMarkings' fallback)
+	wire  string
+	ready bool // tags and marks are set
+	tags  []roce.VLANTag
+	marks probe.Markings
+}
+
+func newFlowTargets(v *host.View, fs *flowSource, sport uint16) *flowTargets {
 	e := fs.src.Entry
 	req := host.AHRequest{Device: fs.src.Port.Device, Path: fs.path, Attr: ah.Attr{IsGlobal: true, PortNum: uint8(fs.src.Port.Port), SL: fs.sl,
-		GRH: ah.GlobalRoute{DGID: gid.FromAddr(peer), SGIDIndex: uint8(e.Index), HopLimit: uint8(fs.cfg.HopLimit), TrafficClass: fs.tclass}}}
-	res, err := v.ResolveAH(req)
-	var nerr *ah.NeighborError
-	var kick *neighborKick
-	switch {
-	case err == nil:
-	case errors.As(err, &nerr) && res != nil && res.Resolution != nil:
-		kick = &neighborKick{src: res.Wire.Src, dst: peer, route: nerr.Route}
-	default:
+		GRH: ah.GlobalRoute{SGIDIndex: uint8(e.Index), HopLimit: uint8(fs.cfg.HopLimit), TrafficClass: fs.tclass}}}
+	ft := &flowTargets{base: probe.Markings{PCP: fs.sl & 7, DSCP: fs.tclass >> 2, ECN: fs.tclass & 3, TTL: uint8(fs.cfg.HopLimit), Sport: sport}, wire: fs.src.Desc.Real}
+	ft.r, _ = v.NewAHResolver(req) // fails as each resolution would: no route
+	return ft
+}
+
+// resolve resolves the flow's address handle to peer, as View.ResolveAH
+// resolves it.
+func (ft *flowTargets) resolve(peer netip.Addr, prev target) (target, *neighborKick) {
+	if ft.r == nil {
 		return target{reason: reasonNoRoute}, nil
 	}
+	res, err := ft.r.Resolve(gid.FromAddr(peer))
+	var kick *neighborKick
+	if err != nil {
+		var nerr *ah.NeighborError
+		if !errors.As(err, &nerr) || res == nil || res.Resolution == nil {
+			return target{reason: reasonNoRoute}, nil
+		}
+		kick = &neighborKick{src: res.Wire.Src, dst: peer, route: nerr.Route}
+	}
 	w := res.Wire
-	base := probe.Markings{PCP: fs.sl & 7, DSCP: fs.tclass >> 2, ECN: fs.tclass & 3, TTL: uint8(fs.cfg.HopLimit), Sport: sport}
-	m, _ := res.ProbeMarkings(base)
-	tags := make([]roce.VLANTag, len(w.VLANChain))
-	for i, c := range w.VLANChain {
-		tags[i] = roce.VLANTag{TPID: uint16(c.TPID), ID: c.ID, PCP: m.PCP}
-		if c.PCP != nil {
-			tags[i].PCP = *c.PCP
+	if !ft.ready {
+		ft.ready = true
+		m, _ := res.ProbeMarkings(ft.base)
+		ft.tags = make([]roce.VLANTag, len(w.VLANChain))
+		for i, c := range w.VLANChain {
+			ft.tags[i] = roce.VLANTag{TPID: uint16(c.TPID), ID: c.ID, PCP: m.PCP}
+			if c.PCP != nil {
+				ft.tags[i].PCP = *c.PCP
+			}
+		}
+		if m.Tagged = len(ft.tags) > 0; m.Tagged {
+			m.VLAN, m.PCP = ft.tags[0].ID, ft.tags[0].PCP
+		} else {
+			m.VLAN, m.PCP = 0, 0
+		}
+		ft.marks = m
+		if ft.wire == "" {
+			ft.wire = w.Netdev
 		}
 	}
-	if m.Tagged = len(tags) > 0; m.Tagged {
-		m.VLAN, m.PCP = tags[0].ID, tags[0].PCP
-	} else {
-		m.VLAN, m.PCP = 0, 0
-	}
-	wire := fs.src.Desc.Real
-	if wire == "" {
-		wire = w.Netdev
-	}
+	m := ft.marks
+	m.TTL = w.TTL // ProbeMarkings': the route's hop limit
 	dmac := net.HardwareAddr(w.DMAC)
 	if len(dmac) != 6 {
 		if prev.reason != "" || len(prev.frame.DstMAC) != 6 {
@@ -136,5 +169,5 @@ func resolveTarget(v *host.View, fs *flowSource, peer netip.Addr, sport uint16, 
 		}
 		dmac = prev.frame.DstMAC
 	}
-	return target{wire: wire, marks: m, frame: targetFrame(net.HardwareAddr(w.SMAC), dmac, tags, w.Src, w.Dst)}, kick
+	return target{wire: ft.wire, marks: m, frame: targetFrame(net.HardwareAddr(w.SMAC), dmac, ft.tags, w.Src, w.Dst)}, kick
 }

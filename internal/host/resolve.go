@@ -216,36 +216,82 @@ type AHResult struct {
 // returns (a *ah.ValidationError, a route error, or a resolution with an
 // *ah.NeighborError).
 func (v *View) ResolveAH(req AHRequest) (*AHResult, error) {
-	a := req.Attr
-	if a.PortNum == 0 {
-		a.PortNum = 1
+	var sel *gid.Selection
+	if req.AutoIndex {
+		p, err := v.ahPort(req)
+		if err != nil {
+			return nil, err
+		}
+		s, err := gid.Select(p.Entries, req.Attr.GRH.DGID, gid.Preferences{Exclude: v.Stale(*p)}, v.NS)
+		if err != nil {
+			return nil, err
+		}
+		sel = &s
+		req.AutoIndex, req.Attr.GRH.SGIDIndex = false, uint8(s.Entry.Index)
 	}
-	p, err := v.Port(req.Device, int(a.PortNum))
+	r, err := v.NewAHResolver(req)
+	if err != nil {
+		return nil, err
+	}
+	out, err := r.Resolve(req.Attr.GRH.DGID)
+	out.Selection = sel
+	return out, err
+}
+
+// ahPort is the port an AH request names, which must be Ethernet.
+func (v *View) ahPort(req AHRequest) (*gid.Port, error) {
+	port := req.Attr.PortNum
+	if port == 0 {
+		port = 1
+	}
+	p, err := v.Port(req.Device, int(port))
 	if err != nil {
 		return nil, err
 	}
 	if p.LinkLayer == "InfiniBand" {
 		return nil, fmt.Errorf("%s port %d is an InfiniBand port: roce-probe resolves RoCE (Ethernet) address handles", req.Device, p.Port)
 	}
-	out := &AHResult{}
+	return p, nil
+}
+
+// AHResolver resolves one address handle request to many destinations
+// against a view (the agent's flow to each of its peers): ResolveAH's work
+// that does not depend on the destination — the port, the source entry
+// and its netdev's VLAN stack, the driver and its profile — is done once,
+// by NewAHResolver and the first Resolve. Every result of one AHResolver
+// has the same source, netdev, source MAC, VLAN chain, traffic class
+// (TOS, DSCP, ECN), flow label and UDP source port; the route, next hop,
+// neighbour, destination MAC, TTL, path MTU and warnings are the
+// destination's. It is not safe for concurrent use.
+type AHResolver struct {
+	attr ah.Attr
+	src  *Source
+	r    *ah.Resolver
+}
+
+// NewAHResolver prepares req for Resolve; req.Attr.GRH.DGID is not used.
+// It fails as ResolveAH fails before resolving, and for AutoIndex (the
+// entry it picks depends on the destination: use ResolveAH).
+func (v *View) NewAHResolver(req AHRequest) (*AHResolver, error) {
 	if req.AutoIndex {
-		sel, err := gid.Select(p.Entries, a.GRH.DGID, gid.Preferences{Exclude: v.Stale(*p)}, v.NS)
-		if err != nil {
-			return nil, err
-		}
-		out.Selection = &sel
-		a.GRH.SGIDIndex = uint8(sel.Entry.Index)
+		return nil, errors.New("host: an AHResolver resolves one GID index: AutoIndex picks it per destination (use ResolveAH)")
 	}
+	p, err := v.ahPort(req)
+	if err != nil {
+		return nil, err
+	}
+	out := &AHResolver{attr: req.Attr}
+	out.attr.PortNum = uint8(p.Port)
 	table := ah.Table{Entries: p.Entries, Len: len(p.Entries)}
 	opts := ah.ResolveOptions{Driver: req.Driver, Path: req.Path, SrcQPN: req.SrcQPN, PortMTU: p.ActiveMTU}
-	if e, ok := table.Lookup(int(a.GRH.SGIDIndex)); ok && !e.Empty {
+	if e, ok := table.Lookup(int(req.Attr.GRH.SGIDIndex)); ok && !e.Empty {
 		// An entry that exists must be usable here; an empty or missing
 		// one is the AH validation's to report (ENODATA/EINVAL).
 		src, err := v.Source(req.Device, p.Port, e.Index)
 		if err != nil {
 			return nil, err
 		}
-		out.Source = src
+		out.src = src
 		opts.DCB = src.DCB
 		if opts.Driver == "" {
 			opts.Driver = src.Driver.Driver
@@ -253,7 +299,16 @@ func (v *View) ResolveAH(req AHRequest) (*AHResult, error) {
 	} else if opts.Driver == "" {
 		opts.Driver = v.Driver(req.Device).Driver
 	}
-	res, err := ah.Resolve(a, table, v.NS, opts)
-	out.Resolution = res
-	return out, err
+	out.r = ah.NewResolver(table, v.NS, opts)
+	return out, nil
+}
+
+// Resolve resolves the request to dgid: what ResolveAH returns for the
+// request with that destination (Selection nil). The results share one
+// Source.
+func (r *AHResolver) Resolve(dgid gid.GID) (*AHResult, error) {
+	a := r.attr
+	a.GRH.DGID = dgid
+	res, err := r.r.Resolve(a)
+	return &AHResult{Resolution: res, Source: r.src}, err
 }

@@ -2,7 +2,9 @@ package host
 
 import (
 	"errors"
+	"fmt"
 	"net/netip"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -147,5 +149,63 @@ func TestViewDCB(t *testing.T) {
 	}
 	if d := view(t, "mlx5").DCB("enp1s0f0"); d != nil {
 		t.Errorf("mlx5 fixture without DCB: %+v", d)
+	}
+}
+
+// An AHResolver resolves what ResolveAH resolves, destination by
+// destination, and what does not depend on the destination is the same
+// in every result (its doc's promise, which the agent relies on to work
+// out a flow's tags and markings once for all its peers).
+func TestAHResolverAsResolveAH(t *testing.T) {
+	dsts := []string{"10.0.0.2", "10.0.100.2", "10.0.200.2", "10.10.10.2", "192.0.2.9", "10.0.0.1",
+		"fd00::2", "fd00:100::2", "fe80::2", "ff02::1", "224.0.0.5"}
+	for _, name := range []string{"rxe", "mlx5"} {
+		v := view(t, name)
+		for _, p := range v.Ports {
+			for _, e := range p.Entries {
+				if e.Empty {
+					continue
+				}
+				for _, path := range []qos.Path{"", qos.PathConnectedQP} {
+					req := AHRequest{Device: p.Device, Path: path, Attr: ah.Attr{IsGlobal: true, PortNum: uint8(p.Port), SL: 3,
+						GRH: ah.GlobalRoute{SGIDIndex: uint8(e.Index), HopLimit: 64, TrafficClass: 106, FlowLabel: 0x12345}}}
+					r, err := v.NewAHResolver(req)
+					if err != nil {
+						if _, err2 := v.ResolveAH(req); err2 == nil || err2.Error() != err.Error() {
+							t.Errorf("%s %s index %d: NewAHResolver: %v; ResolveAH: %v", name, p.Device, e.Index, err, err2)
+						}
+						continue
+					}
+					var first *ah.Wire
+					for _, d := range dsts {
+						what := fmt.Sprintf("%s %s index %d path %q to %s", name, p.Device, e.Index, path, d)
+						req.Attr.GRH.DGID = gid.MustParse(d)
+						got, gerr := r.Resolve(req.Attr.GRH.DGID)
+						want, werr := v.ResolveAH(req)
+						if fmt.Sprint(gerr) != fmt.Sprint(werr) {
+							t.Errorf("%s: error %v, ResolveAH's %v", what, gerr, werr)
+						}
+						if !reflect.DeepEqual(got, want) {
+							t.Errorf("%s:\n got  %+v\n want %+v", what, got, want)
+						}
+						if got.Resolution == nil {
+							continue
+						}
+						w := got.Wire
+						if first == nil {
+							first = &w
+							continue
+						}
+						if w.Netdev != first.Netdev || w.SMAC.String() != first.SMAC.String() || w.Src != first.Src ||
+							!reflect.DeepEqual(w.VLANChain, first.VLANChain) || !reflect.DeepEqual(w.TOS, first.TOS) ||
+							!reflect.DeepEqual(w.DSCP, first.DSCP) || !reflect.DeepEqual(w.ECN, first.ECN) ||
+							!reflect.DeepEqual(w.FlowLabel, first.FlowLabel) || !reflect.DeepEqual(w.UDPSport, first.UDPSport) ||
+							w.UDPSportFrom != first.UDPSportFrom {
+							t.Errorf("%s: the source's part of the wire changed with the destination:\n %+v\n %+v", what, w, *first)
+						}
+					}
+				}
+			}
+		}
 	}
 }

@@ -8,18 +8,38 @@ import (
 )
 
 // BenchmarkResponderProbe is the listener's cost for one valid probe:
-// parse, ICRC check, payload checks, rate limit and the reply frame.
+// parse, ICRC check, payload checks, rate limit, the reply frame and the
+// Event (`roce-probe listen`), for a probe that arrives as sent and for
+// one whose path remarked it (PCP, DSCP, ECN, TTL: the Event's findings).
 func BenchmarkResponderProbe(b *testing.B) {
-	clk := &fakeClock{t: time.Unix(1000, 0)}
-	r := newTestResponder(b, clk, RateConfig{Rate: 1e12, Burst: 1e12, GlobalRate: 1e12, GlobalBurst: 1e12})
-	m := Markings{Tagged: true, VLAN: 100, PCP: 3, DSCP: 26, ECN: ECNECT0, TTL: 64, Sport: 0xc000}
-	frame := probeFrom(b, senderIP, senderMAC, m, m, 0)
-	b.SetBytes(int64(len(frame)))
-	b.ReportAllocs()
-	for b.Loop() {
-		if reply, _ := r.Handle(frame); reply == nil {
-			b.Fatal("not answered")
-		}
+	benchResponder(b, func(r *Responder, frame []byte) []byte { reply, _ := r.Handle(frame); return reply })
+}
+
+// BenchmarkResponderReply is BenchmarkResponderProbe through HandleReply,
+// the agent's path: the same decision and reply, without the Event.
+func BenchmarkResponderReply(b *testing.B) {
+	benchResponder(b, (*Responder).HandleReply)
+}
+
+func benchResponder(b *testing.B, handle func(*Responder, []byte) []byte) {
+	sent := Markings{Tagged: true, VLAN: 100, PCP: 3, DSCP: 26, ECN: ECNECT0, TTL: 64, Sport: 0xc000}
+	remarked := Markings{Tagged: true, VLAN: 100, PCP: 0, DSCP: 0, ECN: ECNCE, TTL: 62, Sport: 0xc000}
+	for _, c := range []struct {
+		name    string
+		arrived Markings
+	}{{"as-sent", sent}, {"remarked", remarked}} {
+		b.Run(c.name, func(b *testing.B) {
+			clk := &fakeClock{t: time.Unix(1000, 0)}
+			r := newTestResponder(b, clk, RateConfig{Rate: 1e12, Burst: 1e12, GlobalRate: 1e12, GlobalBurst: 1e12})
+			frame := probeFrom(b, senderIP, senderMAC, sent, c.arrived, 0)
+			b.SetBytes(int64(len(frame)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if handle(r, frame) == nil {
+					b.Fatal("not answered")
+				}
+			}
+		})
 	}
 }
 

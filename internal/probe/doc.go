@@ -19,7 +19,9 @@
 //     built with roce.FrameSpec and walked with roce.WalkFrame (the walk
 //     roce.Decoder and the ICRC functions use), ICRC checked.
 //   - Responder: the listener's decision logic (validation, per-sender rate
-//     limiting with bounded memory in RateLimiter, counters), free of sockets.
+//     limiting with bounded memory in RateLimiter, counters), free of sockets:
+//     Handle returns the reply and an Event describing the probe (listen),
+//     HandleReply the same decision's reply alone (the agent).
 //   - Prober: the sender's logic (numbered probes, matching replies and the
 //     egress copies), free of sockets.
 //   - Compare and Sweep: findings and the DSCP/PCP map a path applies.

@@ -15,9 +15,9 @@ import (
 const ReplyTTL = 64
 
 // Counters count every frame a Responder was handed, by what became of it.
-// They are safe to read while Handle runs.
+// They are safe to read while Handle or HandleReply runs.
 type Counters struct {
-	Frames      atomic.Uint64 // every frame handed to Handle
+	Frames      atomic.Uint64 // every frame handed to Handle or HandleReply
 	NotRoCE     atomic.Uint64 // not a well-formed RoCE v2 UD SEND_ONLY frame
 	BadICRC     atomic.Uint64 // RoCE v2 UD SEND_ONLY with a wrong ICRC
 	Foreign     atomic.Uint64 // valid RoCE v2 frame without the probe signature
@@ -64,8 +64,9 @@ type ResponderConfig struct {
 }
 
 // Responder is the listener's logic without sockets: it validates a
-// captured frame and builds the reply. Only Handle's goroutine may call
-// Handle; Counters may be read from any goroutine.
+// captured frame and builds the reply. Calls of Handle, HandleReply and
+// SetLocal must not overlap (the caller serializes them); Counters may be
+// read from any goroutine.
 type Responder struct {
 	cfg      ResponderConfig
 	limit    *RateLimiter
@@ -84,8 +85,8 @@ func NewResponder(cfg ResponderConfig) (*Responder, error) {
 
 // SetLocal replaces the listener's own MAC and IP addresses (as
 // ResponderConfig's LocalMACs and LocalAddrs) when the host's addresses
-// change; the rate limiter and counters are kept. Like Handle, it must not
-// run concurrently with Handle.
+// change; the rate limiter and counters are kept. It must not run
+// concurrently with Handle or HandleReply.
 func (r *Responder) SetLocal(macs []net.HardwareAddr, addrs []netip.Addr) {
 	r.cfg.LocalMACs = append([]net.HardwareAddr(nil), macs...)
 	r.cfg.LocalAddrs = append([]netip.Addr(nil), addrs...)
@@ -127,6 +128,32 @@ type Event struct {
 // send back out of the same netdev; the reply is never longer than frame.
 // Everything else is counted and gets (nil, nil).
 func (r *Responder) Handle(frame []byte) ([]byte, *Event) {
+	reply, f, p, act := r.answer(frame)
+	if act == "" {
+		return nil, nil
+	}
+	now := time.Now()
+	if r.cfg.Now != nil {
+		now = r.cfg.Now()
+	}
+	got := f.Markings()
+	return reply, &Event{Time: now, From: f.Src, FromMAC: f.SrcMAC.String(), To: f.Dst, Session: p.Session, Seq: p.Seq,
+		Sent: p.Sent, Received: got, ReceivedTags: f.Tags, Tagged: got.Tagged, Findings: Compare(p.Sent, &got), Action: act}
+}
+
+// HandleReply is Handle without the Event, for a listener that only
+// answers (the agent's): the same decision, the same counters and the
+// same reply, or nil.
+func (r *Responder) HandleReply(frame []byte) []byte {
+	reply, _, _, _ := r.answer(frame)
+	return reply
+}
+
+// answer is the decision of Handle and HandleReply: it counts the frame
+// and, for a valid probe addressed to this listener, returns it parsed
+// with what was done (ActionAnswered with the reply, or
+// ActionRateLimited); everything else gets the Action "".
+func (r *Responder) answer(frame []byte) ([]byte, Frame, Payload, Action) {
 	r.Counters.Frames.Add(1)
 	f, err := ParseFrame(frame)
 	if err != nil {
@@ -135,39 +162,31 @@ func (r *Responder) Handle(frame []byte) ([]byte, *Event) {
 		} else {
 			r.Counters.NotRoCE.Add(1)
 		}
-		return nil, nil
+		return nil, f, Payload{}, ""
 	}
 	p, err := ParsePayload(f.Payload)
 	switch {
 	case errors.Is(err, ErrNoSignature):
 		r.Counters.Foreign.Add(1)
-		return nil, nil
+		return nil, f, p, ""
 	case err != nil:
 		r.Counters.Malformed.Add(1)
-		return nil, nil
+		return nil, f, p, ""
 	case p.Kind == KindReply:
 		r.Counters.Replies.Add(1)
-		return nil, nil
+		return nil, f, p, ""
 	}
 	if !r.forUs(f) {
 		r.Counters.NotForUs.Add(1)
-		return nil, nil
+		return nil, f, p, ""
 	}
 	if !unicastSource(f) {
 		r.Counters.BadSource.Add(1)
-		return nil, nil
+		return nil, f, p, ""
 	}
-	now := time.Now()
-	if r.cfg.Now != nil {
-		now = r.cfg.Now()
-	}
-	got := f.Markings()
-	ev := &Event{Time: now, From: f.Src, FromMAC: f.SrcMAC.String(), To: f.Dst, Session: p.Session, Seq: p.Seq,
-		Sent: p.Sent, Received: got, ReceivedTags: f.Tags, Tagged: got.Tagged, Findings: Compare(p.Sent, &got)}
 	if !r.limit.Allow(f.Src) {
 		r.Counters.RateLimited.Add(1)
-		ev.Action = ActionRateLimited
-		return nil, ev
+		return nil, f, p, ActionRateLimited
 	}
 	reply, err := buildReply(f, p)
 	if err != nil || len(reply) > len(frame) {
@@ -175,11 +194,10 @@ func (r *Responder) Handle(frame []byte) ([]byte, *Event) {
 		// minimum size and the headers mirror the probe's); count it as
 		// malformed rather than send something larger.
 		r.Counters.Malformed.Add(1)
-		return nil, nil
+		return nil, f, p, ""
 	}
 	r.Counters.Answered.Add(1)
-	ev.Action = ActionAnswered
-	return reply, ev
+	return reply, f, p, ActionAnswered
 }
 
 func (r *Responder) forUs(f Frame) bool {

@@ -318,6 +318,14 @@ func FuzzResponder(f *testing.F) {
 		}
 		reply, ev := r.Handle(b)
 		c := r.Counters.Snapshot()
+		// The agent's path decides the same.
+		r2, err := NewResponder(ResponderConfig{Rate: RateConfig{Rate: 1e9, Burst: 1e9, GlobalRate: 1e9, GlobalBurst: 1e9}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if reply2 := r2.HandleReply(b); !bytes.Equal(reply2, reply) || (reply2 == nil) != (reply == nil) || r2.Counters.Snapshot() != c {
+			t.Fatalf("HandleReply: reply %x, counters %+v; Handle: reply %x, counters %+v", reply2, r2.Counters.Snapshot(), reply, c)
+		}
 		sum := c.NotRoCE + c.BadICRC + c.Foreign + c.Malformed + c.Replies + c.NotForUs + c.BadSource + c.RateLimited + c.Answered
 		if c.Frames != 1 || sum != 1 {
 			t.Fatalf("one frame, counters %+v", c)
@@ -336,6 +344,46 @@ func FuzzResponder(f *testing.F) {
 			t.Fatalf("reply payload: %+v %v", p, err)
 		}
 	})
+}
+
+// HandleReply, the agent's path, makes Handle's decision frame by frame:
+// the same reply (or none) and the same counters, rate limit included.
+func TestHandleReplyDecidesAsHandle(t *testing.T) {
+	m := Markings{Tagged: true, VLAN: 100, PCP: 3, DSCP: 26, ECN: ECNECT0, TTL: 64, Sport: 0xc000}
+	good := probeFrom(t, senderIP, senderMAC, m, m, 0)
+	badICRC := bytes.Clone(good)
+	badICRC[len(badICRC)-1] ^= 0xff
+	reply, _ := Payload{Kind: KindReply, Sent: m, Received: m}.Marshal()
+	f, err := ParseFrame(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Payload = reply
+	frames := [][]byte{good, good, []byte("not a frame at all"), badICRC, mustBuild(t, f), good,
+		probeTo(t, good, net.HardwareAddr{0x02, 9, 9, 9, 9, 9}),
+		probeFrom(t, netip.MustParseAddr("127.0.0.1"), senderMAC, m, m, 0), good, good}
+	clk := &fakeClock{t: time.Unix(1000, 0)}
+	rate := RateConfig{Rate: 1, Burst: 3}
+	listen, agent := newTestResponder(t, clk, rate), newTestResponder(t, clk, rate)
+	answered := 0
+	for i, fr := range frames {
+		want, ev := listen.Handle(fr)
+		got := agent.HandleReply(fr)
+		if !bytes.Equal(got, want) || (got == nil) != (want == nil) {
+			t.Errorf("frame %d: HandleReply %x, Handle %x (event %+v)", i, got, want, ev)
+		}
+		if g, w := agent.Counters.Snapshot(), listen.Counters.Snapshot(); g != w {
+			t.Errorf("frame %d: HandleReply's counters %+v, Handle's %+v", i, g, w)
+		}
+		if got != nil {
+			answered++
+		}
+	}
+	// The burst of 3 answers the first three good probes; the other two are
+	// rate-limited; the five others are not probes to answer.
+	if c := agent.Counters.Snapshot(); answered != 3 || c.Answered != 3 || c.RateLimited != 2 || c.Frames != uint64(len(frames)) {
+		t.Errorf("%d answered, counters %+v: want 3 answered, 2 rate-limited", answered, c)
+	}
 }
 
 // SetLocal changes which addresses the responder answers for, keeping its
