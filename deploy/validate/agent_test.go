@@ -15,19 +15,6 @@ import (
 	"github.com/roce-probe/roce-probe/internal/agent"
 )
 
-// agentConfig reads an agent configuration the way `roce-probe agent
-// --config` does (cmd/roce-probe's agentConfig): the defaults, the
-// document's values (agent.ParseConfig, which agent.LoadConfig calls), then
-// agent.Config.Validate. The agent's own code is the authority on what a
-// configuration may hold; this module keeps no copy of its schema.
-func agentConfig(name string, data []byte) (agent.Config, error) {
-	c := agent.Default()
-	if err := agent.ParseConfig(data, name, &c); err != nil {
-		return c, err
-	}
-	return c, c.Validate()
-}
-
 // systemdAgentConfig is the bare-metal example, relative to deploy/.
 const systemdAgentConfig = "systemd/agent.yaml"
 
@@ -107,7 +94,7 @@ func TestAgentConfigs(t *testing.T) {
 		t.Fatalf("found %q: want the ConfigMap's and %s at least", names, systemdAgentConfig)
 	}
 	for _, name := range names {
-		c, err := agentConfig(name, cs[name])
+		c, err := agent.ReadConfig(cs[name], name)
 		if err != nil {
 			t.Errorf("%s: the agent refuses it: %v", name, err)
 			continue
@@ -139,7 +126,7 @@ func TestAgentConfigsSpoilt(t *testing.T) {
 			if bad == string(orig) {
 				t.Fatalf("%s, %s: %q is not in it any more: update the test", name, tc.what, tc.old)
 			}
-			_, err := agentConfig(name, []byte(bad))
+			_, err := agent.ReadConfig([]byte(bad), name)
 			var ce *agent.ConfigError
 			if !errors.As(err, &ce) || ce.Field != tc.field || !strings.Contains(ce.Msg, tc.msg) {
 				t.Errorf("%s, %s: got %v, want a ConfigError of field %q saying …%s…", name, tc.what, err, tc.field, tc.msg)
@@ -163,7 +150,7 @@ func TestAgentConfigsAgentAccepts(t *testing.T) {
 		if doc == string(orig) {
 			t.Fatalf("%s: no flow selected by %q: update the test", name, rule)
 		}
-		c, err := agentConfig(name, []byte(doc))
+		c, err := agent.ReadConfig([]byte(doc), name)
 		if err != nil {
 			t.Errorf("%s, a flow selected by netdev alone: %v", name, err)
 			continue

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/roce-probe/roce-probe/internal/agent"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -236,7 +237,7 @@ func TestManifestsFit(t *testing.T) {
 	}
 	// The file the agents read, as they read it (TestAgentConfigs checks
 	// every agent configuration deploy/ ships).
-	cfg, err := agentConfig(cfgPath, []byte(s.ConfigMap.Data[filepath.Base(cfgPath)]))
+	cfg, err := agent.ReadConfig([]byte(s.ConfigMap.Data[filepath.Base(cfgPath)]), cfgPath)
 	if err != nil {
 		t.Fatalf("the ConfigMap's agent configuration: %v", err)
 	}

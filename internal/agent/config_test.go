@@ -291,11 +291,8 @@ func TestDocsExampleConfig(t *testing.T) {
 	if !ok || !ok2 {
 		t.Fatal("docs/agent.md has no YAML block after \"An example file:\"")
 	}
-	c := Default()
-	if err := ParseConfig([]byte(example), "docs/agent.md", &c); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Validate(); err != nil {
+	c, err := ReadConfig([]byte(example), "docs/agent.md")
+	if err != nil {
 		t.Fatal(err)
 	}
 	if len(c.Flows) != 3 || c.Flows[2].Name != "rdma-cm" || c.Flows[2].TOS == nil || *c.Flows[2].TOS != 106 || c.Flows[2].TClass != nil {

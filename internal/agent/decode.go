@@ -30,6 +30,18 @@ func LoadConfig(path string, c *Config) error {
 	return ParseConfig(b, path, c)
 }
 
+// ReadConfig returns the configuration a document alone gives: the
+// defaults, the document over them (ParseConfig), validated — what
+// `roce-probe agent --config FILE` runs with when no flag overrides it.
+// name is the file's name in messages.
+func ReadConfig(data []byte, name string) (Config, error) {
+	c := Default()
+	if err := ParseConfig(data, name, &c); err != nil {
+		return c, err
+	}
+	return c, c.Validate()
+}
+
 func unwrapPath(err error) error {
 	var pe *os.PathError
 	if errors.As(err, &pe) {
