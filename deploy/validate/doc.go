@@ -7,8 +7,9 @@
 // configuration into Prometheus's own configuration types; every agent
 // configuration (the ConfigMap's, systemd/agent.yaml, any other YAML or
 // JSON file outside kubernetes/ and prometheus/) by the agent's own code,
-// internal/agent's ReadConfig (the defaults, ParseConfig, Config.Validate), as `roce-probe agent
-// --config` reads it: this module keeps no copy of the agent's schema. Its
+// internal/agent's ReadConfig (the defaults, ParseConfig,
+// Config.Validate), as `roce-probe agent --config` reads it: this module
+// keeps no copy of the agent's schema. Its
 // tests check the security settings the deployment promises (only
 // CAP_NET_RAW, /sys read-only, limits, hostNetwork), that the pieces fit
 // together, the systemd unit's sandbox and the Dockerfile's static build.
