@@ -127,6 +127,18 @@ func ResolveEndpoint(ns *vlan.Namespace, netdev string, src, dst netip.Addr, wai
 	if vlan.OperNotUp(link.OperState) { // the kernel would drop what it sends
 		return e, &probe.NetdevError{Netdev: netdev, Err: errors.New(vlan.OperText(link.OperState))}
 	}
+	if w, ok := ns.ByName(e.Wire); ok && w.Kind == vlan.KindVLAN && w.Tag != nil {
+		// The bottom of the stack visible here is a VLAN device whose lower
+		// device is in another namespace (WireDevice stops there): it would
+		// add its own tag to the probe, built with that tag already, and
+		// set the PCP from its egress-qos-map, not from the probe.
+		what := fmt.Sprintf("is stacked on %s, a VLAN device (VLAN %d)", e.Wire, w.Tag.ID)
+		if e.Wire == netdev {
+			what = fmt.Sprintf("is a VLAN device (VLAN %d)", w.Tag.ID)
+		}
+		return e, &probe.NetdevError{Netdev: netdev, Err: fmt.Errorf("%s whose lower device is in another network namespace: "+
+			"the device tags what is written on it, so a probe's tags and PCP cannot be set from here: send from the lower device's namespace", what)}
+	}
 	if src.IsValid() {
 		e.Src = src.Unmap()
 		if e.Src.Is4() != e.Dst.Is4() {

@@ -187,3 +187,42 @@ func TestResolveEndpointFromNamespace(t *testing.T) {
 		}
 	}
 }
+
+// A probe cannot be sent from a VLAN device whose lower device is in
+// another namespace (a container's VLAN interface), nor from a device
+// stacked on one: the VLAN device would add its own tag to a frame built
+// with it and set the PCP from its egress-qos-map. A macvlan in the same
+// place sends untouched frames and resolves.
+func TestResolveEndpointVLANOfAnotherNetns(t *testing.T) {
+	vl := vlan.Link{Name: "c0", Index: 2, Kind: vlan.KindVLAN, OperState: "up", Ether: true, MTU: 1500, MAC: vlan.MAC{2, 0, 0, 0, 0, 0xc0},
+		ParentIndex: 7, ParentOtherNetns: true, Tag: &vlan.Tag{ID: 100, TPID: vlan.TPID8021Q},
+		Addrs: []netip.Prefix{netip.MustParsePrefix("10.1.0.1/24")}}
+	mv := vlan.Link{Name: "c1", Index: 3, Kind: vlan.KindMacvlan, OperState: "up", Ether: true, MTU: 1500, MAC: vlan.MAC{2, 0, 0, 0, 0, 0xc1},
+		ParentIndex: 2, Addrs: []netip.Prefix{netip.MustParsePrefix("10.2.0.1/24")}}
+	other := vlan.Link{Name: "m0", Index: 4, Kind: vlan.KindMacvlan, OperState: "up", Ether: true, MTU: 1500, MAC: vlan.MAC{2, 0, 0, 0, 0, 0xd0},
+		ParentIndex: 9, ParentOtherNetns: true, Addrs: []netip.Prefix{netip.MustParsePrefix("10.3.0.1/24")}}
+	ns := &vlan.Namespace{Links: []vlan.Link{vl, mv, other}, Routes: []vlan.Route{
+		{Dst: netip.MustParsePrefix("10.1.0.0/24"), Dev: "c0", Ifindex: 2, Type: vlan.RouteUnicast, Table: 254},
+		{Dst: netip.MustParsePrefix("10.2.0.0/24"), Dev: "c1", Ifindex: 3, Type: vlan.RouteUnicast, Table: 254},
+		{Dst: netip.MustParsePrefix("10.3.0.0/24"), Dev: "m0", Ifindex: 4, Type: vlan.RouteUnicast, Table: 254},
+	}, Neighbors: []vlan.Neighbor{{IP: netip.MustParseAddr("10.3.0.2"), Dev: "m0", Ifindex: 4, MAC: vlan.MAC{2, 0, 0, 0, 0, 2}, State: vlan.NUDReachable}}}
+	ns.Freeze()
+	for netdev, want := range map[string]string{
+		"c0": "is a VLAN device (VLAN 100) whose lower device is in another network namespace",
+		"c1": "is stacked on c0, a VLAN device (VLAN 100) whose lower device is in another network namespace",
+	} {
+		dst := netip.MustParseAddr("10.1.0.2")
+		if netdev == "c1" {
+			dst = netip.MustParseAddr("10.2.0.2")
+		}
+		_, err := ResolveEndpoint(ns, netdev, netip.Addr{}, dst, time.Millisecond)
+		var ne *probe.NetdevError
+		if !errors.As(err, &ne) || ne.Netdev != netdev || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v: want a NetdevError saying %q", netdev, err, want)
+		}
+	}
+	e, err := ResolveEndpoint(ns, "m0", netip.Addr{}, netip.MustParseAddr("10.3.0.2"), time.Millisecond)
+	if err != nil || e.Wire != "m0" || len(e.Tags) != 0 {
+		t.Errorf("a macvlan whose lower device is in another namespace: %+v, %v: want it to send on itself, untagged", e, err)
+	}
+}
