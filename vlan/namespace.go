@@ -192,6 +192,15 @@ type Description struct {
 	LowerInOtherNetns bool
 }
 
+// RealTags reports whether Real, the bottom of the stack visible in this
+// namespace, is itself a VLAN device whose lower device is in another
+// namespace (a container's VLAN interface): the kernel adds its tag,
+// Chain[0], to every frame written on it, with the PCP of its
+// egress-qos-map, and strips it from every frame it receives.
+func (d Description) RealTags() bool {
+	return d.LowerInOtherNetns && len(d.Chain) > 0 && d.Chain[0].Netdev == d.Real
+}
+
 // Outermost returns the outermost tag, the one the first switch
 // classifies on, or false for an untagged link.
 func (d Description) Outermost() (ChainTag, bool) {

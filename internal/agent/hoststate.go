@@ -130,6 +130,10 @@ func resolveFlow(v *host.View, f FlowConfig, rows []gidRow) *flowSource {
 		fs.err = fmt.Errorf("GID index %d of %s port %d is a %s GID: want RoCE v2 (probes are RoCE v2 frames)", index, dev, port, src.Entry.Type)
 		return fs
 	}
+	if err := host.SendableStack(src.Desc); err != nil {
+		fs.err = fmt.Errorf("GID index %d of %s port %d: its netdev %s %w", index, dev, port, src.Entry.Netdev, err)
+		return fs
+	}
 	fs.src, fs.index = src, index
 	flow := qos.Flow{Device: dev, Port: port, GIDIndex: index, GIDType: src.Entry.Type, Driver: src.Driver.Driver,
 		Link: qos.LinkOf(src.Desc), DCB: src.DCB, TCOverride: v.Snap.Settings.TCOverrideOf(dev, port)}

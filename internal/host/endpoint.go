@@ -108,6 +108,24 @@ func LocalAddresses(ns *vlan.Namespace) ([]netip.Addr, []net.HardwareAddr) {
 	return ips, macs
 }
 
+// SendableStack says why a probe cannot be sent from the netdev d
+// describes, or nil: when d's bottom is a VLAN device whose lower device
+// is in another namespace (vlan.Description.RealTags), that device would
+// add its own tag to a probe built with it (a double tag) and set the PCP
+// from its egress-qos-map, not from the probe. send (ResolveEndpoint) and
+// the agent's flows refuse such a netdev.
+func SendableStack(d vlan.Description) error {
+	if !d.RealTags() {
+		return nil
+	}
+	what := fmt.Sprintf("is stacked on %s, a VLAN device (VLAN %d)", d.Real, d.Chain[0].ID)
+	if d.Real == d.Name {
+		what = fmt.Sprintf("is a VLAN device (VLAN %d)", d.Chain[0].ID)
+	}
+	return fmt.Errorf("%s whose lower device is in another network namespace: the device tags what is written on it, "+
+		"so a probe's tags and PCP cannot be set from here: send from the lower device's namespace", what)
+}
+
 // ResolveEndpoint finds how a probe reaches dst from netdev in namespace
 // ns: the wire device and tags (WireDevice), the source address (src if
 // valid, otherwise netdev's first address of dst's family, a global one
@@ -127,17 +145,10 @@ func ResolveEndpoint(ns *vlan.Namespace, netdev string, src, dst netip.Addr, wai
 	if vlan.OperNotUp(link.OperState) { // the kernel would drop what it sends
 		return e, &probe.NetdevError{Netdev: netdev, Err: errors.New(vlan.OperText(link.OperState))}
 	}
-	if w, ok := ns.ByName(e.Wire); ok && w.Kind == vlan.KindVLAN && w.Tag != nil {
-		// The bottom of the stack visible here is a VLAN device whose lower
-		// device is in another namespace (WireDevice stops there): it would
-		// add its own tag to the probe, built with that tag already, and
-		// set the PCP from its egress-qos-map, not from the probe.
-		what := fmt.Sprintf("is stacked on %s, a VLAN device (VLAN %d)", e.Wire, w.Tag.ID)
-		if e.Wire == netdev {
-			what = fmt.Sprintf("is a VLAN device (VLAN %d)", w.Tag.ID)
+	if d, err := ns.Describe(netdev); err == nil {
+		if err := SendableStack(d); err != nil {
+			return e, &probe.NetdevError{Netdev: netdev, Err: err}
 		}
-		return e, &probe.NetdevError{Netdev: netdev, Err: fmt.Errorf("%s whose lower device is in another network namespace: "+
-			"the device tags what is written on it, so a probe's tags and PCP cannot be set from here: send from the lower device's namespace", what)}
 	}
 	if src.IsValid() {
 		e.Src = src.Unmap()
