@@ -256,7 +256,14 @@ func oobAddr(s Host) netip.Addr { return s.IPv4(FabricNets[0]).Addr() }
 // RCPingpong is ibv_rc_pingpong (libibverbs' example: RC SENDs both ways,
 // QP attributes exchanged over TCP) with the given GID indexes.
 func RCPingpong(c, s Host, cGID, sGID int, port, iters int) Tool {
-	saddr := oobAddr(s)
+	return RCPingpongVia(c, s, oobAddr(s), cGID, sGID, port, iters)
+}
+
+// RCPingpongVia is RCPingpong with the client reaching the server's TCP
+// exchange at saddr: for RDMA devices outside the fabric, such as a pair
+// of rxe devices in the initial namespace (Hosts whose Name is "" and
+// whose RDMADevice is theirs).
+func RCPingpongVia(c, s Host, saddr netip.Addr, cGID, sGID int, port, iters int) Tool {
 	a := []string{"-n", fmt.Sprint(iters), "-p", fmt.Sprint(port)}
 	return Tool{Name: "ibv_rc_pingpong", Server: s, Client: c, Port: port,
 		ServerArgs: append([]string{"ibv_rc_pingpong", "-d", s.RDMADevice, "-g", fmt.Sprint(sGID)}, a...),
