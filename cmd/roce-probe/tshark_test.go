@@ -133,6 +133,9 @@ func compareWithTshark(t *testing.T, tshark, capture string, opts []string, cols
 				}
 			}
 			if !ok {
+				if s, isString := g.(string); isString {
+					g = strconv.Quote(s)
+				}
 				t.Errorf("frame %d (opcode %v): decode %s = %v, tshark %s = %s", n, got["opcode"], c.key, g, strings.Join(c.fields, "|"), want)
 				continue
 			}
