@@ -71,7 +71,11 @@ func Start(t TB, namespace, name string, args ...string) *Proc {
 
 // String names the command and its namespace.
 func (p *Proc) String() string {
-	return fmt.Sprintf("%s (in %s)", strings.Join(p.cmd.Args, " "), p.Namespace)
+	ns := p.Namespace
+	if ns == "" {
+		ns = "the initial namespace"
+	}
+	return fmt.Sprintf("%s (in %s)", strings.Join(p.cmd.Args, " "), ns)
 }
 
 // Output returns what the command has written so far.
