@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -58,14 +57,7 @@ func TestTsharkInterop(t *testing.T) {
 	rows := TsharkRows(t, frames, nil, tsharkFields)
 	dec := NewDecoder()
 	checked := map[string]int{}
-	for i, cols := range rows {
-		if len(cols) != len(tsharkFields) {
-			t.Fatalf("frame %d: tshark printed %d fields, want %d: %q", i+1, len(cols), len(tsharkFields), cols)
-		}
-		field := map[string]string{}
-		for j, name := range tsharkFields {
-			field[name] = cols[j]
-		}
+	for i, field := range rows {
 		var p Packet
 		if err := dec.Decode(frames[i], &p); err != nil {
 			t.Fatalf("frame %d: %v", i+1, err)
@@ -185,10 +177,11 @@ func b2u(v bool) uint64 {
 	return 0
 }
 
-// TsharkRows (exported for the package roce_test tests) writes frames to a pcap, runs tshark on it with RoCE v2
-// decoded on UDP port 4791, the options opts and -e for each field, and
-// returns one row of field values per frame.
-func TsharkRows(t *testing.T, frames [][]byte, opts []string, fields []string) [][]string {
+// TsharkRows (exported for the package roce_test tests) writes frames to a
+// pcap, runs tshark on it with RoCE v2 decoded on UDP port 4791 and the
+// options opts (testenv.TsharkFields), and returns one row per frame, by
+// field name.
+func TsharkRows(t *testing.T, frames [][]byte, opts []string, fields []string) []map[string]string {
 	t.Helper()
 	tshark := testenv.Tool(t, "tshark")
 	var buf bytes.Buffer
@@ -205,25 +198,9 @@ func TsharkRows(t *testing.T, frames [][]byte, opts []string, fields []string) [
 	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	args := append([]string{"-r", path, "-d", "udp.port==4791,infiniband", "--disable-protocol", "tftp",
-		"-T", "fields", "-E", "separator=/t"}, opts...)
-	for _, f := range fields {
-		args = append(args, "-e", f)
-	}
-	var stderr bytes.Buffer
-	cmd := exec.Command(tshark, args...)
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("tshark: %v\n%s", err, stderr.String())
-	}
-	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
-	if len(lines) != len(frames) {
-		t.Fatalf("tshark printed %d lines for %d frames", len(lines), len(frames))
-	}
-	rows := make([][]string, len(lines))
-	for i, l := range lines {
-		rows[i] = strings.Split(l, "\t")
+	rows := testenv.TsharkFields(t, tshark, path, append([]string{"-d", "udp.port==4791,infiniband", "--disable-protocol", "tftp"}, opts...), fields...)
+	if len(rows) != len(frames) {
+		t.Fatalf("tshark printed %d lines for %d frames", len(rows), len(frames))
 	}
 	return rows
 }

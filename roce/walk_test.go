@@ -183,7 +183,7 @@ func TestWalkTshark(t *testing.T) {
 	dec := roce.NewDecoder()
 	for i, e := range edges {
 		f := rows[i]
-		tsharkBTH := len(f) > 1 && f[1] != ""
+		tsharkBTH := f["infiniband.bth.opcode"] != ""
 		var p roce.Packet
 		ours := dec.Decode(e.Data, &p) == nil
 		if kernelRows[e.Name] {
@@ -200,7 +200,7 @@ func TestWalkTshark(t *testing.T) {
 			for j := 0; j < p.NumVLANs && j < roce.MaxVLANTags; j++ {
 				ids = append(ids, strconv.Itoa(int(p.VLANs[j].ID)))
 			}
-			if got := f[2]; !strings.HasPrefix(got, strings.Join(ids, ",")) {
+			if got := f["vlan.id"]; !strings.HasPrefix(got, strings.Join(ids, ",")) {
 				t.Errorf("%s: tshark's VLAN IDs %q, ours %v", e.Name, got, ids)
 			}
 		}

@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -191,17 +190,23 @@ func TestAHPcapInTshark(t *testing.T) {
 		t.Fatal(err)
 	}
 	tshark := testenv.Tool(t, "tshark")
-	b, err := exec.Command(tshark, "-r", pcap, "-T", "fields", "-E", "separator=,",
-		"-e", "vlan.id", "-e", "vlan.priority", "-e", "ip.dsfield", "-e", "ip.ttl", "-e", "udp.srcport", "-e", "udp.dstport",
-		"-e", "infiniband.bth.opcode", "-e", "infiniband.bth.destqp", "-e", "infiniband.bth.psn", "-e", "infiniband.deth.q_key",
-		"-e", "infiniband.deth.srcqp").Output()
-	if err != nil {
-		t.Fatalf("tshark: %v", err)
+	want := []struct{ field, value string }{
+		{"vlan.id", "100"}, {"vlan.priority", "3"}, {"ip.dsfield", "0x6a"}, {"ip.ttl", "64"}, {"udp.srcport", "57236"},
+		{"udp.dstport", "4791"}, {"infiniband.bth.opcode", "100"}, {"infiniband.bth.destqp", "0x00beef"},
+		{"infiniband.bth.psn", "291"}, {"infiniband.deth.q_key", "0x000000005ca1ab1e"}, {"infiniband.deth.srcqp", "0x00000011"},
 	}
-	got := strings.TrimSpace(string(b))
-	want := "100,3,0x6a,64,57236,4791,100,0x00beef,291,0x000000005ca1ab1e,0x00000011"
-	if got != want {
-		t.Errorf("tshark fields %q, want %q", got, want)
+	var fields []string
+	for _, w := range want {
+		fields = append(fields, w.field)
+	}
+	rows := testenv.TsharkFields(t, tshark, pcap, nil, fields...)
+	if len(rows) != 1 {
+		t.Fatalf("tshark printed %d lines for the one frame: %v", len(rows), rows)
+	}
+	for _, w := range want {
+		if got := rows[0][w.field]; got != w.value {
+			t.Errorf("tshark %s = %q, want %q", w.field, got, w.value)
+		}
 	}
 }
 

@@ -113,13 +113,12 @@ func TestLabCheckPredictsWire(t *testing.T) {
 			idx := gidIndexOf(t, fam.src, n.HostNetdev)
 			for _, v := range values {
 				p := probe{net: n, index: idx, dst: fam.dst, sl: v.sl, tc: v.tc, marker: []byte(fmt.Sprintf("roce-probe-qos-%v-%d-%d", fam.dst, v.sl, v.tc))}
-				out, stderr, code := runCLI(t, "", "check", "-o", "json", "--dev", lab.RDMADevice, "--gid-index", fmt.Sprint(idx),
+				var stderr string
+				var code int
+				p.predict, stderr, code = runCheck(t, "--dev", lab.RDMADevice, "--gid-index", fmt.Sprint(idx),
 					"--tclass", fmt.Sprint(v.tc), "--sl", fmt.Sprint(v.sl))
 				if code == exitUsage {
 					t.Fatalf("check for %s: exit 2: %s", n.Name, stderr)
-				}
-				if err := json.Unmarshal([]byte(out), &p.predict); err != nil {
-					t.Fatalf("check output: %v\n%s", err, out)
 				}
 				probes = append(probes, p)
 			}

@@ -6,6 +6,7 @@ import (
 	"testing"
 )
 
+// checkJSON is the report of `check -o json` (docs/json.md).
 type checkJSON struct {
 	Device    string `json:"device"`
 	Predicted bool   `json:"predicted"`
@@ -37,16 +38,27 @@ type checkJSON struct {
 	} `json:"steps"`
 }
 
+// runCheck runs `roce-probe check -o json ARGS...` and returns its
+// report (the zero checkJSON on exit 2), stderr and exit status.
 func runCheck(t *testing.T, args ...string) (checkJSON, string, int) {
 	t.Helper()
 	out, stderr, code := runCLI(t, "", append([]string{"check", "-o", "json"}, args...)...)
 	var r checkJSON
 	if code != exitUsage {
-		if err := json.Unmarshal([]byte(out), &r); err != nil {
-			t.Fatalf("output is not JSON: %v\n%s\n%s", err, out, stderr)
-		}
+		r = decodeCheck(t, out, stderr)
 	}
 	return r, stderr, code
+}
+
+// decodeCheck reads what `check -o json` wrote (docs/json.md), failing t
+// when it is not one report. The one place check's JSON is read.
+func decodeCheck(t *testing.T, out, stderr string) checkJSON {
+	t.Helper()
+	var r checkJSON
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("check output is not JSON: %v\n%s\n%s", err, out, stderr)
+	}
+	return r
 }
 
 // mlx5_0 index 5: 10.100.0.10 on enp1s0f0.100 (802.1Q 100, egress-qos-map

@@ -560,20 +560,11 @@ func TestLabCountersRC(t *testing.T) {
 	}
 	defer capt.Stop()
 	ba, bb := readCounters(t, "", rcDevA), readCounters(t, "", rcDevB)
-	const port = 21400
-	srv := lab.Start(t, "", "ibv_rc_pingpong", "-d", rcDevB, "-g", fmt.Sprint(gb), "-n", "10", "-p", fmt.Sprint(port))
-	if err := lab.WaitTCPListen(ctx, srv, "", port); err != nil {
-		t.Fatal(err)
-	}
-	// The TCP exchange of QP attributes goes to rxercb's address (the VM's
-	// lo is down), across the pair like the RDMA traffic.
-	cli := lab.Start(t, "", "ibv_rc_pingpong", "-d", rcDevA, "-g", fmt.Sprint(ga), "-n", "10", "-p", fmt.Sprint(port), rcAddrB.String())
-	if err := cli.Wait(ctx); err != nil {
-		t.Fatalf("client: %v\nserver: %s", err, srv.Output())
-	}
-	if err := srv.Wait(ctx); err != nil {
-		t.Fatalf("server: %v", err)
-	}
+	// Both in the initial namespace; the TCP exchange of QP attributes
+	// goes to rxercb's address (the VM's lo is down), across the pair like
+	// the RDMA traffic.
+	a, b := lab.Host{RDMADevice: rcDevA}, lab.Host{RDMADevice: rcDevB}
+	lab.RCPingpongVia(a, b, rcAddrB, ga, gb, 21400, 10).Run(t, ctx)
 	sentinel(t, "", rcAddrB, capt)
 	aa, ab := readCounters(t, "", rcDevA), readCounters(t, "", rcDevB)
 	checkCounterSet(t, aa, rcDevA)

@@ -26,13 +26,19 @@ const (
 	cntSrcQP  = 0x000123 // the source QP of the peer's frames
 )
 
-// rawUD is one UD SEND the peer puts on the wire for rxe0's QP, and
-// whether rxe counts it in rcvd_pkts.
+// rawUD is one UD SEND the peer puts on the wire for rxe0 (peerUD's
+// arguments, and an ICRC broken or not), and whether rxe counts it in
+// rcvd_pkts.
 type rawUD struct {
-	what    string
-	counted bool
-	payload []byte
-	frame   []byte
+	what      string // names it in messages
+	counted   bool
+	net       lab.Net
+	v6        bool
+	destQP    uint32
+	qkey      uint32
+	breakICRC bool
+	payload   []byte
+	frame     []byte
 }
 
 // peerUD builds a UD SEND Only from the peer to rxe0 on network n
@@ -163,31 +169,21 @@ func TestLabCountersUD(t *testing.T) {
 	// have been through rxe_rcv when its completion arrives.
 	untagged, _ := lab.NetByName("untagged")
 	vlan100, _ := lab.NetByName("vlan100")
+	qp := ud.QPN()
 	raws := []rawUD{
-		{what: "untagged IPv4", counted: true, payload: []byte("peer to rxe0: counted, 40 bytes payload.")},
-		{what: "bad ICRC", payload: []byte("peer to rxe0, ICRC broken")},
-		{what: "VLAN 100 IPv6", counted: true, payload: bytes.Repeat([]byte("v"), 200)},
-		{what: "wrong Q_Key", payload: []byte("peer to rxe0, Q_Key wrong")},
-		{what: "no such QP", payload: []byte("peer to rxe0, QP 0xfff0")},
-		{what: "untagged IPv6, 1 byte", counted: true, payload: []byte("1")},
-		{what: "untagged IPv4, last", counted: true, payload: []byte("peer to rxe0, the last one")},
+		{what: "untagged IPv4", counted: true, net: untagged, destQP: qp, qkey: cntQKey, payload: []byte("peer to rxe0: counted, 40 bytes payload.")},
+		{what: "bad ICRC", net: untagged, destQP: qp, qkey: cntQKey, breakICRC: true, payload: []byte("peer to rxe0, ICRC broken")},
+		{what: "VLAN 100 IPv6", counted: true, net: vlan100, v6: true, destQP: qp, qkey: cntQKey, payload: bytes.Repeat([]byte("v"), 200)},
+		{what: "wrong Q_Key", net: untagged, destQP: qp, qkey: cntQKey + 1, payload: []byte("peer to rxe0, Q_Key wrong")},
+		{what: "no such QP", net: untagged, destQP: 0xfff0, qkey: cntQKey, payload: []byte("peer to rxe0, QP 0xfff0")},
+		{what: "untagged IPv6, 1 byte", counted: true, net: untagged, v6: true, destQP: qp, qkey: cntQKey, payload: []byte("1")},
+		{what: "untagged IPv4, last", counted: true, net: untagged, destQP: qp, qkey: cntQKey, payload: []byte("peer to rxe0, the last one")},
 	}
 	for i := range raws {
 		r := &raws[i]
-		switch r.what {
-		case "bad ICRC":
-			r.frame = peerUD(t, untagged, false, ud.QPN(), cntQKey, r.payload)
+		r.frame = peerUD(t, r.net, r.v6, r.destQP, r.qkey, r.payload)
+		if r.breakICRC {
 			r.frame[len(r.frame)-1] ^= 0xff
-		case "VLAN 100 IPv6":
-			r.frame = peerUD(t, vlan100, true, ud.QPN(), cntQKey, r.payload)
-		case "wrong Q_Key":
-			r.frame = peerUD(t, untagged, false, ud.QPN(), cntQKey+1, r.payload)
-		case "no such QP":
-			r.frame = peerUD(t, untagged, false, 0xfff0, cntQKey, r.payload)
-		case "untagged IPv6, 1 byte":
-			r.frame = peerUD(t, untagged, true, ud.QPN(), cntQKey, r.payload)
-		default:
-			r.frame = peerUD(t, untagged, false, ud.QPN(), cntQKey, r.payload)
 		}
 	}
 	var all [][]byte

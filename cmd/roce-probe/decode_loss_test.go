@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -38,7 +37,7 @@ func writeCapture(t *testing.T, name string, frames []rocegen.Frame) string {
 	return path
 }
 
-// decode -o json shows the RETH and the AETH of RC frames (WRITE, READ
+// decode -o json shows the BTH, RETH and AETH of RC frames (WRITE, READ
 // request and responses, ACKs, NAKs) as tshark reads them: VA, R_Key, DMA
 // length, the syndrome, its type and credit count or NAK code, the MSN.
 // The numbers are read from the JSON text exactly (json.Number): a VA
@@ -46,51 +45,14 @@ func writeCapture(t *testing.T, name string, frames []rocegen.Frame) string {
 func TestDecodeRCHeadersMatchTshark(t *testing.T) {
 	tshark := testenv.Tool(t, "tshark")
 	path := writeCapture(t, "rc.pcap", lossyRC().Simulate().After)
-	cols := []struct{ key, field string }{
-		{"va", "infiniband.reth.va"}, {"rkey", "infiniband.reth.r_key"}, {"dma_len", "infiniband.reth.dmalen"},
-		{"syndrome", "infiniband.aeth.syndrome"}, {"msn", "infiniband.aeth.msn"},
-		{"credits", "infiniband.aeth.syndrome.credit_count"}, {"nak_code", "infiniband.aeth.syndrome.error_code"},
-		{"psn", "infiniband.bth.psn"}, {"opcode", "infiniband.bth.opcode"},
-	}
-	args := []string{"-r", path, "-d", "udp.port==4791,infiniband", "-T", "fields", "-E", "separator=/t"}
-	for _, c := range cols {
-		args = append(args, "-e", c.field)
-	}
-	rows, lines := tsharkAndDecode(t, tshark, path, args)
-	if len(lines) != len(rows) {
-		t.Fatalf("decode printed %d packets, tshark %d", len(lines), len(rows))
-	}
-	seen := map[string]int{}
-	for i, line := range lines {
-		dec := json.NewDecoder(strings.NewReader(line))
-		dec.UseNumber()
-		var got map[string]any
-		if err := dec.Decode(&got); err != nil {
-			t.Fatal(err)
-		}
-		vals := strings.Split(rows[i], "\t")
-		for j, c := range cols {
-			want := vals[j]
-			g := got[c.key]
-			if want == "" {
-				if g != nil {
-					t.Errorf("frame %d: tshark shows no %s, decode has %s = %v", i+1, c.field, c.key, g)
-				}
-				continue
-			}
-			n, err := strconv.ParseUint(want, 0, 64)
-			if num, ok := g.(json.Number); err != nil || !ok || num.String() != strconv.FormatUint(n, 10) {
-				t.Errorf("frame %d: %s = %v, tshark %s = %s", i+1, c.key, g, c.field, want)
-				continue
-			}
-			seen[c.key]++
-		}
+	pairs, seen := compareWithTshark(t, tshark, path, []string{"-d", "udp.port==4791,infiniband"}, append(bthCols, rethAETHCols...)...)
+	for _, p := range pairs {
 		// the syndrome's type, as tshark's 2-bit "opcode" would name it
-		if s, ok := got["syndrome"].(json.Number); ok {
+		if s, ok := p.decoded["syndrome"].(json.Number); ok {
 			n, _ := s.Int64()
 			want := []string{"ACK", "RNR_NAK", "RESERVED", "NAK"}[n>>5&3]
-			if got["syndrome_type"] != want {
-				t.Errorf("frame %d: syndrome %d, type %v, want %s", i+1, n, got["syndrome_type"], want)
+			if p.decoded["syndrome_type"] != want {
+				t.Errorf("frame %d: syndrome %d, type %v, want %s", p.frame, n, p.decoded["syndrome_type"], want)
 			}
 		}
 	}

@@ -6,10 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -316,92 +314,28 @@ func TestDecodeSummaryTableBracketsIPv6(t *testing.T) {
 func TestDecodeRXECaptureMatchesTshark(t *testing.T) {
 	const capture = "../../roce/testdata/rxe-ud-send.pcapng"
 	tshark := testenv.Tool(t, "tshark")
-	// JSON key ← tshark field(s); the first non-empty one wins (IPv4 or
-	// IPv6; the outer tag is 802.1ad on the QinQ frames).
-	cols := []struct {
-		key    string
-		fields []string
-	}{
-		{"vlan", []string{"ieee8021ad.id", "vlan.id"}},
-		{"pcp", []string{"ieee8021ad.priority", "vlan.priority"}},
-		{"src", []string{"ip.src", "ipv6.src"}},
-		{"dst", []string{"ip.dst", "ipv6.dst"}},
-		{"dscp", []string{"ip.dsfield.dscp", "ipv6.tclass.dscp"}},
-		{"ecn", []string{"ip.dsfield.ecn", "ipv6.tclass.ecn"}},
-		{"ttl", []string{"ip.ttl", "ipv6.hlim"}},
-		{"flow_label", []string{"ipv6.flow"}},
-		{"udp_sport", []string{"udp.srcport"}},
-		{"opcode", []string{"infiniband.bth.opcode"}},
-		{"pkey", []string{"infiniband.bth.p_key"}},
-		{"dest_qp", []string{"infiniband.bth.destqp"}},
-		{"psn", []string{"infiniband.bth.psn"}},
-		{"src_qp", []string{"infiniband.deth.srcqp"}},
-		{"qkey", []string{"infiniband.deth.q_key"}},
-		{"icrc", []string{"infiniband.invariant.crc"}},
+	// The outer tag is 802.1ad on the QinQ frames; IPv4 has no flow label,
+	// an untagged frame no VLAN.
+	cols := append([]tsharkCol{
+		{key: "vlan", fields: []string{"ieee8021ad.id", "vlan.id"}, optional: true},
+		{key: "pcp", fields: []string{"ieee8021ad.priority", "vlan.priority"}, optional: true},
+		{key: "src", fields: []string{"ip.src", "ipv6.src"}},
+		{key: "dst", fields: []string{"ip.dst", "ipv6.dst"}},
+		{key: "dscp", fields: []string{"ip.dsfield.dscp", "ipv6.tclass.dscp"}},
+		{key: "ecn", fields: []string{"ip.dsfield.ecn", "ipv6.tclass.ecn"}},
+		{key: "ttl", fields: []string{"ip.ttl", "ipv6.hlim"}},
+		{key: "flow_label", fields: []string{"ipv6.flow"}, optional: true},
+		{key: "udp_sport", fields: []string{"udp.srcport"}},
+		{key: "src_qp", fields: []string{"infiniband.deth.srcqp"}},
+		{key: "qkey", fields: []string{"infiniband.deth.q_key"}},
+		{key: "icrc", fields: []string{"infiniband.invariant.crc"}, hexBytes: true}, // the 4 wire bytes, as tshark shows them
+	}, bthCols...)
+	pairs, compared := compareWithTshark(t, tshark, capture, []string{"-E", "occurrence=f"}, cols...)
+	if len(pairs) != 8 {
+		t.Fatalf("%d frames compared, want 8", len(pairs))
 	}
-	args := []string{"-r", capture, "-T", "fields", "-E", "separator=/t", "-E", "occurrence=f"}
-	var fields []string
-	for _, c := range cols {
-		for _, f := range c.fields {
-			args = append(args, "-e", f)
-			fields = append(fields, f)
-		}
-	}
-	rows, lines := tsharkAndDecode(t, tshark, capture, args)
-	if len(lines) != 8 || len(rows) != 8 {
-		t.Fatalf("decode printed %d packets, tshark %d; want 8 each", len(lines), len(rows))
-	}
-	compared, qinq := 0, 0
-	for i, line := range lines {
-		var got map[string]any
-		if err := json.Unmarshal([]byte(line), &got); err != nil {
-			t.Fatal(err)
-		}
-		if got["icrc_valid"] != true {
-			t.Errorf("frame %d: icrc_valid %v, want true (the kernel computed it)", i+1, got["icrc_valid"])
-		}
-		vals := strings.Split(rows[i], "\t")
-		if len(vals) != len(fields) {
-			t.Fatalf("frame %d: tshark printed %d fields, want %d", i+1, len(vals), len(fields))
-		}
-		byField := map[string]string{}
-		for j, f := range fields {
-			byField[f] = vals[j]
-		}
-		for _, c := range cols {
-			want := ""
-			for _, f := range c.fields {
-				if want = byField[f]; want != "" {
-					break
-				}
-			}
-			g := got[c.key]
-			if want == "" {
-				// tshark has no such field here: IPv4 has no flow label,
-				// an untagged frame no VLAN.
-				if (c.key == "flow_label" || c.key == "vlan" || c.key == "pcp") && g == nil {
-					continue
-				}
-				t.Errorf("frame %d: tshark shows no %v, decode has %s = %v", i+1, c.fields, c.key, g)
-				continue
-			}
-			var ok bool
-			switch v := g.(type) {
-			case string:
-				if c.key == "icrc" { // the 4 wire bytes, as tshark shows them
-					ok = "0x"+v == want
-				} else {
-					ok = v == want
-				}
-			case float64:
-				n, err := strconv.ParseUint(want, 0, 64)
-				ok = err == nil && float64(n) == v
-			}
-			if !ok {
-				t.Errorf("frame %d: %s = %v, tshark %s = %s", i+1, c.key, g, strings.Join(c.fields, "|"), want)
-			}
-			compared++
-		}
+	qinq := 0
+	for _, p := range pairs {
 		// vlan_chain: every tag, outermost first, as tshark dissects them
 		// (802.1ad outside 802.1Q on the QinQ frames); netdev is not known
 		// from a capture.
@@ -409,13 +343,13 @@ func TestDecodeRXECaptureMatchesTshark(t *testing.T) {
 		for _, tag := range []struct {
 			id, pcp string
 			tpid    int
-		}{{byField["ieee8021ad.id"], byField["ieee8021ad.priority"], 0x88a8}, {byField["vlan.id"], byField["vlan.priority"], 0x8100}} {
+		}{{p.tshark["ieee8021ad.id"], p.tshark["ieee8021ad.priority"], 0x88a8}, {p.tshark["vlan.id"], p.tshark["vlan.priority"], 0x8100}} {
 			if tag.id != "" {
 				chain = append(chain, fmt.Sprintf(`{"id":%s,"tpid":%d,"pcp":%s,"netdev":null}`, tag.id, tag.tpid, tag.pcp))
 			}
 		}
-		if want := "[" + strings.Join(chain, ",") + "]"; !jsonIs(got["vlan_chain"], want) {
-			t.Errorf("frame %d: vlan_chain = %v, tshark %s", i+1, got["vlan_chain"], want)
+		if want := "[" + strings.Join(chain, ",") + "]"; !jsonIs(p.decoded["vlan_chain"], want) {
+			t.Errorf("frame %d: vlan_chain = %v, tshark %s", p.frame, p.decoded["vlan_chain"], want)
 		}
 		if len(chain) == 2 {
 			qinq++
@@ -424,23 +358,11 @@ func TestDecodeRXECaptureMatchesTshark(t *testing.T) {
 	if qinq != 2 {
 		t.Errorf("%d QinQ frames compared, want 2 (frames 7 and 8)", qinq)
 	}
-	if compared < 8*14 {
-		t.Errorf("only %d values compared", compared)
+	total := 0
+	for _, n := range compared {
+		total += n
 	}
-}
-
-// tsharkAndDecode runs tshark with args (tab-separated fields, one row per
-// frame) and `roce-probe decode -o json capture`, and returns tshark's rows
-// and decode's lines.
-func tsharkAndDecode(t *testing.T, tshark, capture string, args []string) (rows, lines []string) {
-	t.Helper()
-	raw, err := exec.Command(tshark, args...).Output()
-	if err != nil {
-		t.Fatalf("tshark: %v", err)
+	if total < 8*14 {
+		t.Errorf("only %d values compared: %v", total, compared)
 	}
-	out, stderr, code := runCLI(t, "", "decode", "-o", "json", capture)
-	if code != exitOK {
-		t.Fatalf("decode: exit %d: %s", code, stderr)
-	}
-	return strings.Split(strings.TrimRight(string(raw), "\n"), "\n"), strings.Split(strings.TrimSpace(out), "\n")
 }

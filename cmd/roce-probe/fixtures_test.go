@@ -102,3 +102,14 @@ func jsonIs(got any, want string) bool {
 	b, _ := json.Marshal(w)
 	return string(a) == string(b)
 }
+
+// rawChain decodes a markings' vlan_chain (nil: null), for jsonIs.
+func rawChain(c []json.RawMessage) any {
+	if c == nil {
+		return nil
+	}
+	b, _ := json.Marshal(c)
+	var v any
+	json.Unmarshal(b, &v)
+	return v
+}

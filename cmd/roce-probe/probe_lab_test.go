@@ -129,17 +129,6 @@ func labChain(n lab.Net, pcp int) string {
 	return "[" + strings.Join(tags, ",") + "]"
 }
 
-// rawChain decodes a markings' vlan_chain (nil: null).
-func rawChain(c []json.RawMessage) any {
-	if c == nil {
-		return nil
-	}
-	b, _ := json.Marshal(c)
-	var v any
-	json.Unmarshal(b, &v)
-	return v
-}
-
 // --dev rxe0 --gid-index I probes with what the address handle puts on the
 // wire (ah.Resolve): GID index I's netdev, address and VLAN, and rxe's
 // markings. For the GID of 10.0.100.1 on veth0.100 that is VLAN 100 with

@@ -3,7 +3,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -21,161 +20,13 @@ import (
 	"github.com/roce-probe/roce-probe/internal/lab"
 )
 
-// decodedFrame is what `roce-probe decode -o json` says of one frame.
-// encoding/json reads the 64-bit numbers exactly into uint64.
-type decodedFrame struct {
-	Frame     int     `json:"frame"`
-	Opcode    uint8   `json:"opcode"`
-	PSN       uint32  `json:"psn"`
-	DestQP    uint32  `json:"dest_qp"`
-	ICRCValid *bool   `json:"icrc_valid"`
-	VA        *uint64 `json:"va"`
-	RKey      *uint64 `json:"rkey"`
-	DMALen    *uint64 `json:"dma_len"`
-	Syndrome  *uint64 `json:"syndrome"`
-	MSN       *uint64 `json:"msn"`
-	Credits   *uint64 `json:"credits"`
-	NAKCode   *uint64 `json:"nak_code"`
-	RNRTimer  *uint64 `json:"rnr_timer"`
-}
-
-// ext returns the RETH and AETH fields of decode's frame, by tshark field
-// name; nil where decode has none.
-func (d decodedFrame) ext() map[string]*uint64 {
-	return map[string]*uint64{
-		"infiniband.reth.va": d.VA, "infiniband.reth.r_key": d.RKey, "infiniband.reth.dmalen": d.DMALen,
-		"infiniband.aeth.syndrome": d.Syndrome, "infiniband.aeth.msn": d.MSN,
-		"infiniband.aeth.syndrome.credit_count": d.Credits, "infiniband.aeth.syndrome.error_code": d.NAKCode,
-		"infiniband.aeth.syndrome.timer": d.RNRTimer,
-	}
-}
-
-// extFields are the RETH and AETH fields tshark is asked for.
-var extFields = []string{"infiniband.reth.va", "infiniband.reth.r_key", "infiniband.reth.dmalen",
-	"infiniband.aeth.syndrome", "infiniband.aeth.msn", "infiniband.aeth.syndrome.credit_count",
-	"infiniband.aeth.syndrome.error_code", "infiniband.aeth.syndrome.timer"}
-
-// decodeFrames runs `roce-probe decode -o json FILE` and returns its
-// frames by frame number. The one place that reads decode's JSON here.
-func decodeFrames(t *testing.T, file string) map[int]decodedFrame {
-	t.Helper()
-	out, stderr, code := runCLI(t, "", "decode", "-o", "json", file)
-	if code != exitOK {
-		t.Fatalf("decode -o json %s: exit %d: %s", file, code, stderr)
-	}
-	m := map[int]decodedFrame{}
-	sc := bufio.NewScanner(strings.NewReader(out))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		var f decodedFrame
-		if json.Unmarshal(sc.Bytes(), &f) == nil && f.Frame > 0 {
-			m[f.Frame] = f
-		}
-	}
-	return m
-}
-
-// tsharkFrame is tshark's reading of one RoCE frame.
-type tsharkFrame struct {
-	frame  int
-	opcode uint8
-	psn    uint32
-	destQP uint32
-	ext    map[string]string // extFields; "" where tshark shows none
-}
-
-// tsharkFrames reads the BTH of every InfiniBand frame of a capture with
-// tshark (Wireshark's dissector: an independent decoder).
-func tsharkFrames(t *testing.T, file string) []tsharkFrame {
-	t.Helper()
-	ts, err := exec.LookPath("tshark")
-	if err != nil {
-		t.Fatalf("tshark: %v (scripts/lab.sh installs it)", err)
-	}
-	args := []string{"-r", file, "-Y", "infiniband.bth", "-T", "fields", "-E", "separator=,", "-E", "occurrence=f",
-		"-e", "frame.number", "-e", "infiniband.bth.opcode", "-e", "infiniband.bth.psn", "-e", "infiniband.bth.destqp"}
-	for _, f := range extFields {
-		args = append(args, "-e", f)
-	}
-	out, err := exec.Command(ts, args...).Output()
-	if err != nil {
-		t.Fatalf("tshark -r %s: %v", file, err)
-	}
-	var fs []tsharkFrame
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		p := strings.Split(line, ",")
-		if len(p) != 4+len(extFields) {
-			continue
-		}
-		n, _ := strconv.Atoi(p[0])
-		op, _ := strconv.ParseUint(p[1], 0, 8)
-		psn, _ := strconv.ParseUint(p[2], 0, 32)
-		qp, _ := strconv.ParseUint(p[3], 0, 32)
-		f := tsharkFrame{n, uint8(op), uint32(psn), uint32(qp), map[string]string{}}
-		for i, name := range extFields {
-			f.ext[name] = p[4+i]
-		}
-		fs = append(fs, f)
-	}
-	return fs
-}
-
-// compareWithTshark checks that decode and tshark agree on every RoCE
-// frame of a capture (BTH, RETH, AETH), that every ICRC is valid, and
-// returns the opcodes seen (count per opcode) and how many RETH and AETH
-// fields were compared (by tshark field name).
-func compareWithTshark(t *testing.T, file string) (ops map[uint8]int, ext map[string]int) {
-	t.Helper()
-	dec := decodeFrames(t, file)
-	ts := tsharkFrames(t, file)
-	if len(ts) == 0 {
-		t.Fatalf("tshark found no InfiniBand frame in %s", file)
-	}
-	ops, ext = map[uint8]int{}, map[string]int{}
-	for _, f := range ts {
-		d, ok := dec[f.frame]
-		if !ok {
-			t.Errorf("frame %d: tshark reads opcode %#x PSN %d, decode has no such frame", f.frame, f.opcode, f.psn)
-			continue
-		}
-		if d.Opcode != f.opcode || d.PSN != f.psn || d.DestQP != f.destQP {
-			t.Errorf("frame %d: decode opcode %#x PSN %d DestQP %#x, tshark %#x %d %#x", f.frame, d.Opcode, d.PSN, d.DestQP, f.opcode, f.psn, f.destQP)
-		}
-		if d.ICRCValid == nil || !*d.ICRCValid {
-			t.Errorf("frame %d (opcode %#x PSN %d): ICRC not valid (%v)", f.frame, d.Opcode, d.PSN, d.ICRCValid)
-		}
-		// RETH (RDMA WRITE/READ request: VA, R_Key, DMA length) and AETH
-		// (ACK, READ response: syndrome, its credit count, NAK code or RNR
-		// timer, MSN): decode's values are tshark's, and each is there
-		// exactly when tshark shows it.
-		for name, v := range d.ext() {
-			want := f.ext[name]
-			switch {
-			case want == "" && v != nil:
-				t.Errorf("frame %d (opcode %#x): decode has %s %d, tshark none", f.frame, f.opcode, name, *v)
-			case want != "" && v == nil:
-				t.Errorf("frame %d (opcode %#x): tshark %s %s, decode none", f.frame, f.opcode, name, want)
-			case want != "":
-				n, err := strconv.ParseUint(want, 0, 64)
-				if err != nil || n != *v {
-					t.Errorf("frame %d (opcode %#x): decode %s %d, tshark %s", f.frame, f.opcode, name, *v, want)
-				}
-				ext[name]++
-			}
-		}
-		ops[f.opcode]++
-	}
-	if len(dec) != len(ts) {
-		t.Errorf("decode has %d RoCE frames, tshark %d", len(dec), len(ts))
-	}
-	return ops, ext
-}
-
 // RC traffic as decode and tshark read it: the frames of ibv_rc_pingpong,
 // ib_write_bw and ib_read_bw between two hosts, captured on the server's
-// switch port, decode with valid ICRCs, and decode's opcodes, PSNs and
-// DestQPs equal tshark's for every frame; each program's own opcodes are
-// there (SEND FIRST/MIDDLE/LAST, RDMA WRITE, RDMA READ request and responses, ACK).
+// switch port, decode with valid ICRCs, and decode's BTH (opcode, P_Key,
+// DestQP, PSN), RETH and AETH equal tshark's for every frame, each RETH
+// and AETH field there exactly when tshark shows it (compareWithTshark);
+// each program's own opcodes are there (SEND FIRST/MIDDLE/LAST, RDMA
+// WRITE, RDMA READ request and responses, ACK).
 func TestFabricRCDecodeMatchesTshark(t *testing.T) {
 	sw := lab.UseFabric(t)
 	cases := []struct {
@@ -183,14 +34,18 @@ func TestFabricRCDecodeMatchesTshark(t *testing.T) {
 		v6                        bool
 		prog                      string
 		want                      []uint8  // opcodes that must appear
-		fields                    []string // RETH/AETH fields that must have been compared
+		keys                      []string // RETH/AETH values (decode's keys) that must have been compared
 	}{
 		{"ibv_rc_pingpong", "h1", "h2", "vlan100", false, "", []uint8{0x00, 0x01, 0x02, 0x11}, // 4 KiB SENDs: FIRST, MIDDLE, LAST
-			[]string{"infiniband.aeth.syndrome", "infiniband.aeth.msn", "infiniband.aeth.syndrome.credit_count"}},
+			[]string{"syndrome", "msn", "credits"}},
 		{"ib_write_bw", "h2", "h1", "untagged", true, "ib_write_bw", []uint8{0x06, 0x07, 0x08, 0x11},
-			[]string{"infiniband.reth.va", "infiniband.reth.r_key", "infiniband.reth.dmalen", "infiniband.aeth.msn"}},
+			[]string{"va", "rkey", "dma_len", "msn"}},
 		{"ib_read_bw", "h4", "h2", "vlan200", false, "ib_read_bw", []uint8{0x0c, 0x0d, 0x0e, 0x0f},
-			[]string{"infiniband.reth.va", "infiniband.reth.dmalen", "infiniband.aeth.syndrome", "infiniband.aeth.msn"}},
+			[]string{"va", "dma_len", "syndrome", "msn"}},
+	}
+	tshark, err := exec.LookPath("tshark")
+	if err != nil {
+		t.Fatalf("tshark: %v (scripts/lab.sh installs it)", err)
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -214,16 +69,24 @@ func TestFabricRCDecodeMatchesTshark(t *testing.T) {
 			if err := lab.WritePcapng(file, srv.Port, capt.Stop()); err != nil {
 				t.Fatal(err)
 			}
-			ops, ext := compareWithTshark(t, file)
-			t.Logf("%s: opcodes %v; RETH/AETH fields compared %v", c.name, ops, ext)
+			pairs, compared := compareWithTshark(t, tshark, file, []string{"-E", "occurrence=f"}, append(bthCols, rethAETHCols...)...)
+			ops := map[uint8]int{}
+			for _, p := range pairs {
+				op, err := strconv.ParseUint(p.tshark["infiniband.bth.opcode"], 0, 8)
+				if err != nil {
+					t.Fatalf("frame %d: tshark's opcode %q: %v", p.frame, p.tshark["infiniband.bth.opcode"], err)
+				}
+				ops[uint8(op)]++
+			}
+			t.Logf("%s: opcodes %v", c.name, ops)
 			for _, op := range c.want {
 				if ops[op] == 0 {
 					t.Errorf("no frame with opcode %#x (opcodes seen: %v)", op, ops)
 				}
 			}
-			for _, f := range c.fields {
-				if ext[f] == 0 {
-					t.Errorf("no %s compared with tshark (compared: %v)", f, ext)
+			for _, k := range c.keys {
+				if compared[k] == 0 {
+					t.Errorf("no %s compared with tshark (compared: %v)", k, compared)
 				}
 			}
 		})

@@ -8,13 +8,11 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/roce-probe/roce-probe/internal/agent"
-	"github.com/roce-probe/roce-probe/internal/fabric/fabrictest"
 	"github.com/roce-probe/roce-probe/internal/host"
 	"github.com/roce-probe/roce-probe/internal/probe"
 	"github.com/roce-probe/roce-probe/qos"
@@ -27,12 +25,7 @@ import (
 // the rxe agents through --agents and --prometheus (fake servers).
 func vocabularyFabric(t *testing.T) {
 	t.Helper()
-	base, err := os.ReadFile(hostFixtures + "mlx5-counters.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	odd := t.TempDir()
-	if _, err := fabrictest.WriteFleet(odd, base, 7, func(i int, s *host.Snapshot) {
+	odd := writeFabricFleet(t, 7, func(i int, s *host.Snapshot) {
 		d := realDCB(t, s)
 		switch i {
 		case 1:
@@ -51,13 +44,8 @@ func vocabularyFabric(t *testing.T) {
 		case 6:
 			d.PFC.Enabled = 0x18
 		}
-	}); err != nil {
-		t.Fatal(err)
-	}
-	same := t.TempDir()
-	if _, err := fabrictest.WriteFleet(same, base, 3, nil); err != nil {
-		t.Fatal(err)
-	}
+	})
+	same := writeFabricFleet(t, 3, nil)
 	for _, r := range []vocabRun{
 		{"fabric -o json", []string{"fabric", "--from", odd, "-o", "json"}, exitFinding},
 		{"fabric -o json", []string{"fabric", "--from", same, "-o", "json"}, exitOK},

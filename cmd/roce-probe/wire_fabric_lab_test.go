@@ -5,17 +5,16 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/roce-probe/roce-probe/internal/host"
 	"github.com/roce-probe/roce-probe/internal/lab"
 	"github.com/roce-probe/roce-probe/qos"
 	"github.com/roce-probe/roce-probe/roce"
@@ -37,21 +36,11 @@ func checkPredicts(t *testing.T, h lab.Host, idx, tos int) wirePrediction {
 	return w
 }
 
-// checkSteps are the steps and warnings of a check.
-type checkSteps struct {
-	Steps []struct {
-		Step   string `json:"step"`
-		Result string `json:"result"`
-		Why    string `json:"why"`
-	} `json:"steps"`
-	Warnings []string `json:"warnings"`
-}
-
 // checkWire is checkPredicts, without --tos when tos is negative (the
 // flow of an application that sets no ToS: rdma_cm's configfs
-// default_roce_tos applies), returning the steps too. This is the one
-// place that reads check's JSON in the fabric tests.
-func checkWire(t *testing.T, h lab.Host, idx, tos int) (wirePrediction, checkSteps) {
+// default_roce_tos applies), returning the whole report too (its steps
+// and warnings).
+func checkWire(t *testing.T, h lab.Host, idx, tos int) (wirePrediction, checkJSON) {
 	t.Helper()
 	rp, err := lab.RoceProbe()
 	if err != nil {
@@ -70,22 +59,11 @@ func checkWire(t *testing.T, h lab.Host, idx, tos int) (wirePrediction, checkSte
 	if err := cmd.Wait(); err != nil && cmd.ProcessState.ExitCode() != exitFinding {
 		t.Fatalf("check in %s: %v: %s", h.Name, err, errb.String())
 	}
-	var r struct {
-		VLANChain []struct {
-			ID  int  `json:"id"`
-			PCP *int `json:"pcp"`
-		} `json:"vlan_chain"`
-		DSCP *int            `json:"dscp"`
-		ECN  json.RawMessage `json:"ecn"` // "ECT(0)" today, a number after issue 12
+	r := decodeCheck(t, out.String(), errb.String())
+	if r.DSCP == nil || r.ECN == nil {
+		t.Fatalf("check in %s predicted no DSCP or no ECN: %s", h.Name, out.String())
 	}
-	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
-		t.Fatalf("check -o json in %s: %v\n%s", h.Name, err, out.String())
-	}
-	var steps checkSteps
-	if err := json.Unmarshal(out.Bytes(), &steps); err != nil {
-		t.Fatalf("check -o json in %s: %v\n%s", h.Name, err, out.String())
-	}
-	var w wirePrediction
+	w := wirePrediction{dscp: *r.DSCP, ecn: *r.ECN}
 	for _, tg := range r.VLANChain {
 		p := -1
 		if tg.PCP != nil {
@@ -93,23 +71,7 @@ func checkWire(t *testing.T, h lab.Host, idx, tos int) (wirePrediction, checkSte
 		}
 		w.tags = append(w.tags, struct{ id, pcp int }{tg.ID, p})
 	}
-	if r.DSCP == nil {
-		t.Fatalf("check predicted no DSCP: %s", out.String())
-	}
-	w.dscp = *r.DSCP
-	w.ecn = -1
-	if n, err := strconv.Atoi(string(r.ECN)); err == nil {
-		w.ecn = n
-	} else {
-		var name string
-		_ = json.Unmarshal(r.ECN, &name)
-		for i, s := range []string{"Not-ECT", "ECT(1)", "ECT(0)", "CE"} {
-			if s == name {
-				w.ecn = i
-			}
-		}
-	}
-	return w, steps
+	return w, r
 }
 
 // matches compares a decoded frame with the prediction.
@@ -214,17 +176,12 @@ func collectRDMACM(t *testing.T, dev string) qos.RDMACMDefault {
 	if _, stderr, code := runCLI(t, "", "collect", "-o", file); code != exitOK {
 		t.Fatalf("collect: exit %d: %s", code, stderr)
 	}
-	b, err := os.ReadFile(file)
+	s, err := host.Load(file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var s struct {
-		Settings struct {
-			RDMACM []qos.RDMACMDefault `json:"rdma_cm_defaults"`
-		} `json:"settings"`
-	}
-	if err := json.Unmarshal(b, &s); err != nil {
-		t.Fatal(err)
+	if s.Settings == nil {
+		t.Fatalf("the snapshot has no settings")
 	}
 	for _, c := range s.Settings.RDMACM {
 		if c.Device == dev && c.Port == 1 {
@@ -319,7 +276,7 @@ func TestFabricRDMACMDefaultToS(t *testing.T) {
 
 // hasStep reports whether a check has step name with result, its why
 // naming source (when not empty).
-func hasStep(s checkSteps, name, result, source string) bool {
+func hasStep(s checkJSON, name, result, source string) bool {
 	for _, st := range s.Steps {
 		if st.Step == name && st.Result == result && strings.Contains(st.Why, source) {
 			return true

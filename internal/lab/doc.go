@@ -71,6 +71,7 @@
 //	(*Switch).Link("h1", "h2").Loss(1)            // netem per direction: Netem{Loss, Delay, Duplicate, Reorder...}
 //	(*Switch).Capture("h2"), CaptureHost("h2")    // on the switch port / on the host's NIC
 //	RCPingpong, Perftest, PerftestCM, Ucmatose, Rping → Tool; (Tool).Run(t, ctx)
+//	RCPingpongVia(a, b, addr, ...)                // between devices outside the fabric (Host{RDMADevice: "rxerca"})
 //	Start(t, ns, prog, args...) *Proc; RunIn(ctx, ns, ...); WaitTCPListen; WaitCMListen
 //	GIDIndex(dev, addr, netdev); RoceProbe()      // the run's roce-probe binary
 //	Facts() KernelFacts                           // what differs between the kernels (kernel.go)

@@ -71,7 +71,11 @@ func Start(t TB, namespace, name string, args ...string) *Proc {
 
 // String names the command and its namespace.
 func (p *Proc) String() string {
-	return fmt.Sprintf("%s (in %s)", strings.Join(p.cmd.Args, " "), p.Namespace)
+	ns := p.Namespace
+	if ns == "" {
+		ns = "the initial namespace"
+	}
+	return fmt.Sprintf("%s (in %s)", strings.Join(p.cmd.Args, " "), ns)
 }
 
 // Output returns what the command has written so far.
@@ -256,7 +260,14 @@ func oobAddr(s Host) netip.Addr { return s.IPv4(FabricNets[0]).Addr() }
 // RCPingpong is ibv_rc_pingpong (libibverbs' example: RC SENDs both ways,
 // QP attributes exchanged over TCP) with the given GID indexes.
 func RCPingpong(c, s Host, cGID, sGID int, port, iters int) Tool {
-	saddr := oobAddr(s)
+	return RCPingpongVia(c, s, oobAddr(s), cGID, sGID, port, iters)
+}
+
+// RCPingpongVia is RCPingpong with the client reaching the server's TCP
+// exchange at saddr: for RDMA devices outside the fabric, such as a pair
+// of rxe devices in the initial namespace (Hosts whose Name is "" and
+// whose RDMADevice is theirs).
+func RCPingpongVia(c, s Host, saddr netip.Addr, cGID, sGID int, port, iters int) Tool {
 	a := []string{"-n", fmt.Sprint(iters), "-p", fmt.Sprint(port)}
 	return Tool{Name: "ibv_rc_pingpong", Server: s, Client: c, Port: port,
 		ServerArgs: append([]string{"ibv_rc_pingpong", "-d", s.RDMADevice, "-g", fmt.Sprint(sGID)}, a...),

@@ -1,17 +1,14 @@
 package probe
 
 import (
+	"bytes"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/gopacket/gopacket"
-	"github.com/gopacket/gopacket/layers"
-	"github.com/gopacket/gopacket/pcapgo"
+	"github.com/roce-probe/roce-probe/internal/rocegen"
 	"github.com/roce-probe/roce-probe/internal/testenv"
 	"github.com/roce-probe/roce-probe/roce"
 )
@@ -20,7 +17,7 @@ import (
 // SEND_ONLY with the fields it was built with. Skips without tshark
 // unless ROCE_PROBE_CI=1.
 func TestTsharkDecodesProbe(t *testing.T) {
-	testenv.Tool(t, "tshark")
+	tshark := testenv.Tool(t, "tshark")
 	f := testFrame([]roce.VLANTag{{TPID: 0x8100, ID: 100, PCP: 3}}, false)
 	pl, err := Payload{Kind: KindProbe, Session: 1, Seq: 258, Sent: f.Markings()}.Marshal()
 	if err != nil {
@@ -31,43 +28,36 @@ func TestTsharkDecodesProbe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var pcap bytes.Buffer
+	if err := rocegen.WritePcap(&pcap, []rocegen.Frame{{Data: b}}); err != nil {
+		t.Fatal(err)
+	}
 	path := filepath.Join(t.TempDir(), "probe.pcap")
-	out, err := os.Create(path)
-	if err != nil {
+	if err := os.WriteFile(path, pcap.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	w := pcapgo.NewWriter(out)
-	if err := w.WriteFileHeader(65535, layers.LinkTypeEthernet); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.WritePacket(gopacket.CaptureInfo{Timestamp: time.Unix(0, 0), CaptureLength: len(b), Length: len(b)}, b); err != nil {
-		t.Fatal(err)
-	}
-	out.Close()
-	fields := []string{"vlan.id", "vlan.priority", "ip.dsfield.dscp", "ip.dsfield.ecn", "ip.ttl", "ip.flags.df",
-		"udp.srcport", "udp.dstport", "udp.checksum", "infiniband.bth.opcode", "infiniband.bth.padcnt", "infiniband.bth.p_key",
-		"infiniband.bth.destqp", "infiniband.bth.psn", "infiniband.deth.q_key", "infiniband.deth.srcqp"}
-	args := []string{"-r", path, "-T", "fields", "-E", "separator=/t"}
-	for _, fl := range fields {
-		args = append(args, "-e", fl)
-	}
-	got, err := exec.Command("tshark", args...).Output()
-	if err != nil {
-		t.Fatalf("tshark: %v", err)
-	}
-	vals := strings.Split(strings.TrimRight(string(got), "\n"), "\t")
-	t.Logf("tshark: %q", vals)
 	// What testFrame asks for: VLAN 100 PCP 3, DSCP 26 ECT(0) (ecn 2), TTL 64,
 	// DF, ports 0xc123 → 4791, checksum 0, UD SEND_ONLY (100), 1 pad byte,
 	// P_Key 0xffff, DestQP 0x7e5701, PSN 0x000102, Q_Key 0xcafe, SrcQP 0x7e5702.
-	want := []string{"100", "3", "26", "2", "64", "1", "49443", "4791", "0x0000", "100", "1", "65535",
-		"8279809", "258", "51966", "8279810"}
-	if len(vals) != len(want) {
-		t.Fatalf("tshark printed %q for %d fields", got, len(want))
+	want := []struct{ field, value string }{
+		{"vlan.id", "100"}, {"vlan.priority", "3"}, {"ip.dsfield.dscp", "26"}, {"ip.dsfield.ecn", "2"}, {"ip.ttl", "64"},
+		{"ip.flags.df", "1"}, {"udp.srcport", "49443"}, {"udp.dstport", "4791"}, {"udp.checksum", "0x0000"},
+		{"infiniband.bth.opcode", "100"}, {"infiniband.bth.padcnt", "1"}, {"infiniband.bth.p_key", "65535"},
+		{"infiniband.bth.destqp", "8279809"}, {"infiniband.bth.psn", "258"}, {"infiniband.deth.q_key", "51966"},
+		{"infiniband.deth.srcqp", "8279810"},
 	}
-	for i := range want {
-		if vals[i] != want[i] && !(strings.HasPrefix(vals[i], "0x") && hexEq(vals[i], want[i])) {
-			t.Errorf("%s = %q, want %s", fields[i], vals[i], want[i])
+	var fields []string
+	for _, w := range want {
+		fields = append(fields, w.field)
+	}
+	rows := testenv.TsharkFields(t, tshark, path, nil, fields...)
+	if len(rows) != 1 {
+		t.Fatalf("tshark printed %d lines for the one frame: %v", len(rows), rows)
+	}
+	t.Logf("tshark: %v", rows[0])
+	for _, w := range want {
+		if got := rows[0][w.field]; got != w.value && !(strings.HasPrefix(got, "0x") && hexEq(got, w.value)) {
+			t.Errorf("%s = %q, want %s", w.field, got, w.value)
 		}
 	}
 }
