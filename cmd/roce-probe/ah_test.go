@@ -179,8 +179,9 @@ func TestAHAutoIndex(t *testing.T) {
 
 // The --pcap file decodes in tshark (an independent dissector) with the
 // predicted fields. (tshark does not check the ICRC: roce's known-answer
-// vectors do, and the lab's Soft-RoCE, which drops a frame whose ICRC is
-// wrong, takes the frames ah builds.)
+// vectors do, and in TestLabCountersUD the lab's Soft-RoCE counts frames
+// built by roce.FrameSpec, which ah's frames come from too, and drops the
+// one whose ICRC is broken.)
 func TestAHPcapInTshark(t *testing.T) {
 	pcap := filepath.Join(t.TempDir(), "ah.pcap")
 	_, stderr, code := runCLI(t, "", ahArgs(t, "--gid-index", "3", "--dst", "10.0.100.2", "--tclass", "0x6a", "--src-qpn", "0x11",
