@@ -24,25 +24,31 @@ const maxProbeTags = 2
 // receives, so probes are captured on the wire device, where tags and PCP
 // are still visible. Errors are *probe.NetdevError naming netdev.
 func WireDevice(ns *vlan.Namespace, netdev string) (string, []roce.VLANTag, error) {
+	_, wire, tags, err := describeWire(ns, netdev)
+	return wire, tags, err
+}
+
+// describeWire is WireDevice with the description it walked.
+func describeWire(ns *vlan.Namespace, netdev string) (vlan.Description, string, []roce.VLANTag, error) {
 	d, err := ns.Describe(netdev)
 	if err != nil {
 		if errors.Is(err, vlan.ErrNoLink) {
-			return "", nil, &probe.NetdevError{Netdev: netdev, Err: errors.New("no such netdev")}
+			return d, "", nil, &probe.NetdevError{Netdev: netdev, Err: errors.New("no such netdev")}
 		}
-		return "", nil, &probe.NetdevError{Netdev: netdev, Err: err}
+		return d, "", nil, &probe.NetdevError{Netdev: netdev, Err: err}
 	}
 	if len(d.Chain) > maxProbeTags {
-		return "", nil, &probe.NetdevError{Netdev: netdev, Err: fmt.Errorf("%d stacked VLAN devices: want at most %d tags", len(d.Chain), maxProbeTags)}
+		return d, "", nil, &probe.NetdevError{Netdev: netdev, Err: fmt.Errorf("%d stacked VLAN devices: want at most %d tags", len(d.Chain), maxProbeTags)}
 	}
 	real, ok := ns.ByName(d.Real)
 	if !ok || !real.Ether {
-		return "", nil, &probe.NetdevError{Netdev: netdev, Err: fmt.Errorf("%s is a %q device: want Ethernet", d.Real, real.Kind)}
+		return d, "", nil, &probe.NetdevError{Netdev: netdev, Err: fmt.Errorf("%s is a %q device: want Ethernet", d.Real, real.Kind)}
 	}
 	tags := make([]roce.VLANTag, 0, len(d.Chain))
 	for _, t := range d.Chain {
 		tags = append(tags, roce.VLANTag{TPID: uint16(t.TPID), ID: t.ID})
 	}
-	return d.Real, tags, nil
+	return d, d.Real, tags, nil
 }
 
 // WireDevices returns the netdevs of ns a probe listener captures on when
@@ -136,19 +142,18 @@ func SendableStack(d vlan.Description) error {
 // the next hop's discard port) and waits up to wait: the one live step.
 func ResolveEndpoint(ns *vlan.Namespace, netdev string, src, dst netip.Addr, wait time.Duration) (probe.Endpoint, error) {
 	e := probe.Endpoint{Netdev: netdev, Dst: dst.Unmap()}
-	var err error
-	if e.Wire, e.Tags, err = WireDevice(ns, netdev); err != nil {
+	d, wire, tags, err := describeWire(ns, netdev)
+	if err != nil {
 		return e, err
 	}
+	e.Wire, e.Tags = wire, tags
 	link, _ := ns.ByName(netdev)
 	e.SrcMAC = net.HardwareAddr(link.MAC)
 	if vlan.OperNotUp(link.OperState) { // the kernel would drop what it sends
 		return e, &probe.NetdevError{Netdev: netdev, Err: errors.New(vlan.OperText(link.OperState))}
 	}
-	if d, err := ns.Describe(netdev); err == nil {
-		if err := SendableStack(d); err != nil {
-			return e, &probe.NetdevError{Netdev: netdev, Err: err}
-		}
+	if err := SendableStack(d); err != nil {
+		return e, &probe.NetdevError{Netdev: netdev, Err: err}
 	}
 	if src.IsValid() {
 		e.Src = src.Unmap()
