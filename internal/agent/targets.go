@@ -103,16 +103,11 @@ func makePlan(v *host.View, flows []*flowSource, peers []Peer, sports map[string
 // flowTargets is one flow's targets in one plan: the flow's address
 // handle, resolved to each peer by one host.AHResolver, so that what does
 // not depend on the peer (the source entry and its netdev's stack, the
-// driver's profile, the wire device) is worked out once, and the probe's
-// tags and markings, which but for the TTL do not depend on the peer
-// either (host.AHResolver's promise), from the first peer resolved.
+// driver's profile, the wire device) is worked out once.
 type flowTargets struct {
-	r     *host.AHResolver // nil when the flow's AH cannot be resolved here
-	base  probe.Markings   // the markings asked for (ProbeMarkings' fallback)
-	wire  string
-	ready bool // tags and marks are set
-	tags  []roce.VLANTag
-	marks probe.Markings
+	r    *host.AHResolver // nil when the flow's AH cannot be resolved here
+	base probe.Markings   // the markings asked for (ProbeMarkings' fallback)
+	wire string           // the flow's wire device ("": the resolution's netdev)
 }
 
 func newFlowTargets(v *host.View, fs *flowSource, sport uint16) *flowTargets {
@@ -140,28 +135,23 @@ func (ft *flowTargets) resolve(peer netip.Addr, prev target) (target, *neighborK
 		kick = &neighborKick{src: res.Wire.Src, dst: peer, route: nerr.Route}
 	}
 	w := res.Wire
-	if !ft.ready {
-		ft.ready = true
-		m, _ := res.ProbeMarkings(ft.base)
-		ft.tags = make([]roce.VLANTag, len(w.VLANChain))
-		for i, c := range w.VLANChain {
-			ft.tags[i] = roce.VLANTag{TPID: uint16(c.TPID), ID: c.ID, PCP: m.PCP}
-			if c.PCP != nil {
-				ft.tags[i].PCP = *c.PCP
-			}
-		}
-		if m.Tagged = len(ft.tags) > 0; m.Tagged {
-			m.VLAN, m.PCP = ft.tags[0].ID, ft.tags[0].PCP
-		} else {
-			m.VLAN, m.PCP = 0, 0
-		}
-		ft.marks = m
-		if ft.wire == "" {
-			ft.wire = w.Netdev
+	m, _ := res.ProbeMarkings(ft.base)
+	tags := make([]roce.VLANTag, len(w.VLANChain))
+	for i, c := range w.VLANChain {
+		tags[i] = roce.VLANTag{TPID: uint16(c.TPID), ID: c.ID, PCP: m.PCP}
+		if c.PCP != nil {
+			tags[i].PCP = *c.PCP
 		}
 	}
-	m := ft.marks
-	m.TTL = w.TTL // ProbeMarkings': the route's hop limit
+	if m.Tagged = len(tags) > 0; m.Tagged {
+		m.VLAN, m.PCP = tags[0].ID, tags[0].PCP
+	} else {
+		m.VLAN, m.PCP = 0, 0
+	}
+	wire := ft.wire
+	if wire == "" {
+		wire = w.Netdev
+	}
 	dmac := net.HardwareAddr(w.DMAC)
 	if len(dmac) != 6 {
 		if prev.reason != "" || len(prev.frame.DstMAC) != 6 {
@@ -169,5 +159,5 @@ func (ft *flowTargets) resolve(peer netip.Addr, prev target) (target, *neighborK
 		}
 		dmac = prev.frame.DstMAC
 	}
-	return target{wire: ft.wire, marks: m, frame: targetFrame(net.HardwareAddr(w.SMAC), dmac, ft.tags, w.Src, w.Dst)}, kick
+	return target{wire: wire, marks: m, frame: targetFrame(net.HardwareAddr(w.SMAC), dmac, tags, w.Src, w.Dst)}, kick
 }
