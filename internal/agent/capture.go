@@ -124,9 +124,7 @@ func (c *capture) fail(cp *capPort, err error) {
 	}
 	c.onError(sourceCapture, fmt.Errorf("capturing on %s: %w", cp.name, err))
 	cp.dead.Store(true)
-	c.mesh.dropPort(cp.name, cp.r)
-	cp.p.Close()
-	cp.r.Close()
+	c.stop(cp)
 }
 
 // replyPortFailed is the mesh telling that draining r failed.

@@ -161,12 +161,6 @@ type mesh struct {
 	rng      *rand.Rand
 	drainBuf []drainPort // drain's list of ports, kept between calls
 	writes   []write     // due's batch, kept between calls
-	sentAt   []time.Time // send's times of its batch's writes, kept between calls (the sender's goroutine only)
-	replyFn  func(frame []byte, at time.Time)
-	// drainFrom is when the current drain began; drainPast is set once it
-	// has handled a frame that arrived after that (drain stops there).
-	drainFrom time.Time
-	drainPast bool
 
 	// portFailed is told when draining a port fails (the capture closes
 	// both sockets of the netdev and opens them again at its next sync).
@@ -207,7 +201,6 @@ func newMesh(cfg ProbeConfig, m *meshMetrics, log *slog.Logger, now func() time.
 	ms := &mesh{cfg: cfg, m: m, log: log, now: now, limiter: lim, wake: make(chan struct{}, 1),
 		streams: map[streamKey]*stream{}, sessions: map[uint64]*stream{}, ports: map[string]Port{},
 		rng: rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))}
-	ms.replyFn = ms.replyFrame // made once: no closure per drain
 	return ms, nil
 }
 
@@ -420,19 +413,23 @@ const (
 // it began, and accounts for them.
 func (m *mesh) drain() {
 	m.mu.Lock()
-	m.drainFrom = m.now()
+	from := m.now()
 	ports := m.drainBuf[:0]
 	for name, p := range m.ports {
 		ports = append(ports, drainPort{name, p})
 	}
 	m.drainBuf = ports
 	m.mu.Unlock()
+	past := false // a frame that arrived after from was handled
+	reply := func(frame []byte, at time.Time) {
+		past = past || at.After(from)
+		m.replyFrame(frame, at)
+	}
 	for _, dp := range ports {
+		past = false
 		for total := 0; total < drainMax; {
 			m.mu.Lock()
-			m.drainPast = false
-			n, err := dp.p.Drain(min(drainBatch, drainMax-total), m.replyFn)
-			past := m.drainPast
+			n, err := dp.p.Drain(min(drainBatch, drainMax-total), reply)
 			m.mu.Unlock()
 			total += n
 			if err != nil {
@@ -452,9 +449,6 @@ func (m *mesh) drain() {
 // replyFrame is one captured frame of a mesh port (a reply, by the
 // socket's filter); m.mu is held.
 func (m *mesh) replyFrame(frame []byte, at time.Time) {
-	if at.After(m.drainFrom) {
-		m.drainPast = true
-	}
 	f, err := probe.ParseFrame(frame)
 	if err != nil {
 		m.unmatched.Add(1)
@@ -486,6 +480,7 @@ type write struct {
 	port  Port
 	frame []byte
 	seq   uint32
+	at    time.Time // when send's write of it ended (zero: it failed)
 }
 
 // due takes the streams due by now (and within the batch window), builds
@@ -571,22 +566,20 @@ func (m *mesh) wakeUp() ([]write, time.Time) {
 // start of the batch (tens of writes take tens of microseconds, the scale
 // of a RoCE fabric's round trips).
 func (m *mesh) send(ws []write) {
-	at := m.sentAt[:0]
-	for _, w := range ws {
+	for i := range ws {
+		w := &ws[i]
 		if err := w.port.Write(w.frame); err != nil {
-			m.sendFailed(w)
-			at = append(at, time.Time{})
+			m.sendFailed(*w)
 			continue
 		}
-		at = append(at, m.now())
+		w.at = m.now()
 		w.s.sent.Inc()
 	}
-	m.sentAt = at
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for i, w := range ws {
-		if !at[i].IsZero() && m.inFlight(w) {
-			w.s.prober.SetSentAt(w.seq, at[i])
+	for _, w := range ws {
+		if !w.at.IsZero() && m.inFlight(w) {
+			w.s.prober.SetSentAt(w.seq, w.at)
 		}
 	}
 }
