@@ -100,23 +100,6 @@ func Usable(e gid.Entry, p gid.Port, stale map[int]string) (bool, string) {
 	return true, ""
 }
 
-// usableOn is the one rule of what a workload can choose: entry e of port
-// p is a candidate for the port's GID index on a network when it is
-// Usable and its address is on a network that reaches other hosts (not
-// link-local, and some netdev of ns has the address). It returns that
-// network. GIDIndexes, GIDEntries and through them the agent's metrics
-// and its flows' select rule all decide by it.
-func usableOn(e gid.Entry, p gid.Port, stale map[int]string, ns *vlan.Namespace) (string, bool) {
-	if ok, _ := Usable(e, p, stale); !ok {
-		return "", false
-	}
-	net := Network(e, ns)
-	if net == "" || net == NetworkLinkLocal {
-		return "", false
-	}
-	return net, true
-}
-
 // GIDEntry is one used GID table entry with what the rules make of it:
 // the roce_probe_gid_info series of the agent.
 type GIDEntry struct {
@@ -128,8 +111,11 @@ type GIDEntry struct {
 	Family  string
 	Network string
 	// Usable says a workload can choose the entry for Network: it is
-	// Usable and Network is a prefix (not "", not NetworkLinkLocal).
-	// GIDIndexes' index of a network is its lowest usable entry.
+	// Usable and Network is a prefix (not "", not NetworkLinkLocal: a
+	// network that reaches other hosts). This is the one rule of what a
+	// workload can choose: GIDIndexes' index of a network is its lowest
+	// usable entry, and the agent's metrics and its flows' select rule
+	// decide by it.
 	Usable bool
 }
 
@@ -153,7 +139,8 @@ func GIDEntries(v *host.View) []GIDEntry {
 				stale, staleDone = v.Stale(p), true
 			}
 			ge := GIDEntry{Device: p.Device, Port: p.Port, Entry: e, Family: Family(e.GID), Network: Network(e, v.NS)}
-			_, ge.Usable = usableOn(e, p, stale, v.NS)
+			ok, _ := Usable(e, p, stale)
+			ge.Usable = ok && ge.Network != "" && ge.Network != NetworkLinkLocal
 			out = append(out, ge)
 		}
 	}
