@@ -444,9 +444,9 @@ func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
 // sections (host.SectionNet at least: links, addresses, routes,
 // neighbours), and this network namespace of the snapshot.
 func liveHost(sections host.Section) (*host.Snapshot, *vlan.Namespace, error) {
-	snap, err := host.Collect(host.Options{Tool: version(), SysfsRoot: liveSysfs, Sections: sections | host.SectionNet})
+	snap, err := (&hostFlags{}).snapshot(sections)
 	if err != nil {
-		return nil, nil, liveError("", err)
+		return nil, nil, err
 	}
 	ns, err := snap.Namespace("")
 	if err != nil {

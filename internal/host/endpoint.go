@@ -147,7 +147,7 @@ func ResolveEndpoint(ns *vlan.Namespace, netdev string, src, dst netip.Addr, wai
 		return e, err
 	}
 	e.Wire, e.Tags = wire, tags
-	link, _ := ns.ByName(netdev)
+	link := d.Link
 	e.SrcMAC = net.HardwareAddr(link.MAC)
 	if vlan.OperNotUp(link.OperState) { // the kernel would drop what it sends
 		return e, &probe.NetdevError{Netdev: netdev, Err: errors.New(vlan.OperText(link.OperState))}

@@ -266,15 +266,7 @@ func linkFromNetlink(nl netlink.Link) vlan.Link {
 // /sys/class/net/*/operstate (net/core/net-sysfs.c operstates[], Linux
 // 6.1) and `ip link` (iproute2, in upper case): vishvananda/netlink's
 // String spells two of them otherwise ("not-present", "lower-layer-down").
-func operState(s netlink.LinkOperState) string {
-	switch s {
-	case netlink.OperNotPresent:
-		return "notpresent"
-	case netlink.OperLowerLayerDown:
-		return "lowerlayerdown"
-	}
-	return s.String()
-}
+func operState(s netlink.LinkOperState) string { return kernelOperState(s.String()) }
 
 var routeTypes = map[int]vlan.RouteType{
 	unix.RTN_UNICAST: vlan.RouteUnicast, unix.RTN_LOCAL: vlan.RouteLocal, unix.RTN_BROADCAST: vlan.RouteBroadcast,

@@ -424,10 +424,10 @@ func decodeBytes(b []byte, o DecodeOptions) (*Snapshot, error) {
 	return s, nil
 }
 
-// kernelOperState is the kernel's name for an operstate that snapshots
-// collected before 2026-11-24 spelled as vishvananda/netlink does
-// ("lower-layer-down", "not-present"; operState in netlink_linux.go), so
-// that those snapshots read as live ones do.
+// kernelOperState is the kernel's name for an operstate spelled as
+// vishvananda/netlink spells it ("lower-layer-down", "not-present"): what
+// the live read (operState) gives, and what snapshots collected before
+// 2026-11-24 hold, so that they read as live ones do.
 func kernelOperState(s string) string {
 	switch s {
 	case "lower-layer-down":
