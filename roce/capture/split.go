@@ -14,6 +14,7 @@ import (
 	"github.com/gopacket/gopacket/layers"
 	"github.com/gopacket/gopacket/pcapgo"
 
+	"github.com/roce-probe/roce-probe/internal/mapfile"
 	"github.com/roce-probe/roce-probe/roce"
 )
 
@@ -102,8 +103,8 @@ func (c *Reader) summarizeSplit(workers int, malformed func(FrameError)) (*Summa
 	// a pcap file is read in place, mapped, where the system can
 	var mapped []byte
 	if f, ok := c.ra.(*os.File); ok && c.format == FormatPcap && mapFiles {
-		if mapped = mapFile(f, c.size); mapped != nil {
-			defer unmapFile(mapped)
+		if mapped = mapfile.Map(f, c.size); mapped != nil {
+			defer mapfile.Unmap(mapped)
 		}
 	}
 	for w := 0; w < workers; w++ {

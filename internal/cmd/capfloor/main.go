@@ -5,6 +5,8 @@ import (
 	"os"
 	"runtime"
 	"sync"
+
+	"github.com/roce-probe/roce-probe/internal/mapfile"
 )
 
 func main() {
@@ -25,10 +27,14 @@ func main() {
 		fmt.Fprintln(os.Stderr, "capfloor: an empty or unreadable file:", err)
 		os.Exit(2)
 	}
-	b, unmap, err := mapFile(f, fi.Size())
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "capfloor:", err)
-		os.Exit(2)
+	b := mapfile.Map(f, fi.Size()) // decode --summary's mapping
+	unmap := func() { mapfile.Unmap(b) }
+	if b == nil { // where the system cannot map it, read it
+		if b, err = os.ReadFile(os.Args[1]); err != nil {
+			fmt.Fprintln(os.Stderr, "capfloor:", err)
+			os.Exit(2)
+		}
+		unmap = func() {}
 	}
 	n := runtime.GOMAXPROCS(0)
 	sums := make([]uint64, n)

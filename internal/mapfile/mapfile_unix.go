@@ -1,6 +1,6 @@
 //go:build unix
 
-package capture
+package mapfile
 
 import (
 	"os"
@@ -8,8 +8,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// mapFile maps the first size bytes of f read-only, or returns nil.
-func mapFile(f *os.File, size int64) []byte {
+// Map maps the first size bytes of f read-only, or returns nil.
+func Map(f *os.File, size int64) []byte {
 	if size <= 0 || int64(int(size)) != size {
 		return nil
 	}
@@ -20,5 +20,5 @@ func mapFile(f *os.File, size int64) []byte {
 	return b
 }
 
-// unmapFile undoes mapFile.
-func unmapFile(b []byte) { unix.Munmap(b) }
+// Unmap undoes Map.
+func Unmap(b []byte) { unix.Munmap(b) }
