@@ -509,10 +509,19 @@ func TestMissingCapNetRaw(t *testing.T) {
 		{"listen", "--netdev", "s0", "--duration", "1s"},
 		{"agent", "--listen", "127.0.0.1:0"}, // it opens sockets on netdevs as they come: none named yet
 	} {
-		c := exec.Command("ip", append([]string{"netns", "exec", nsS, "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all", bin}, args...)...)
+		// bounded: an agent that did not refuse would run until stopped
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		c := exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", nsS, "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all", bin}, args...)...)
+		c.WaitDelay = 5 * time.Second
 		var out, errb bytes.Buffer
 		c.Stdout, c.Stderr = &out, &errb
 		err := c.Run()
+		timedOut := ctx.Err() != nil
+		cancel()
+		if timedOut {
+			t.Errorf("%s as nobody did not exit within 30 s (%v): stderr %q", args[0], err, errb.String())
+			continue
+		}
 		code := c.ProcessState.ExitCode()
 		on := "s0"
 		if args[0] == "agent" {

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"net"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -64,9 +63,9 @@ func agentConfigs(t *testing.T) map[string][]byte {
 
 // deployed checks what the deployment needs of an agent beyond what the
 // agent accepts: it probes (peers from somewhere and at least one flow;
-// the agent itself runs without either) and serves on port 9469, the port
-// the DaemonSet's liveness probe, the Service and the Prometheus targets
-// use.
+// the agent itself runs without either) and serves on ":9469", every
+// address of the host, port 9469: the port the DaemonSet's liveness
+// probe, the Service and the Prometheus targets use.
 func deployed(c agent.Config) error {
 	if len(c.Peers.Static) == 0 && c.Peers.DNS == "" && c.Peers.File == "" {
 		return errors.New("peers: none of static, dns, file: a deployed agent would probe nobody")
@@ -74,8 +73,8 @@ func deployed(c agent.Config) error {
 	if len(c.Flows) == 0 {
 		return errors.New("flows: none: a deployed agent would send no probes")
 	}
-	if _, port, err := net.SplitHostPort(c.Listen); err != nil || port != "9469" {
-		return fmt.Errorf("listen %q: want port 9469", c.Listen)
+	if c.Listen != ":9469" {
+		return fmt.Errorf("listen %q: want \":9469\" (every address, port 9469)", c.Listen)
 	}
 	return nil
 }
@@ -102,6 +101,9 @@ func TestAgentConfigs(t *testing.T) {
 		if err := deployed(c); err != nil {
 			t.Errorf("%s: %v", name, err)
 		}
+		if name == systemdAgentConfig && c.Peers.File == "" {
+			t.Errorf("%s: no peers.file: the bare-metal agent takes its peers from a file (docs/fabric.md)", name)
+		}
 	}
 }
 
@@ -116,11 +118,14 @@ func TestAgentConfigsSpoilt(t *testing.T) {
 			field          string // the *agent.ConfigError's Field
 			msg            string // in its Msg
 			line           bool   // a decoding error: File and Line name the place
+			at             string // where in new that place is ("": new's first line)
 		}{
-			{"misspelt key", "  jitter:", "  jiter:", "", `unknown key "jiter" in probe: want one of rate, timeout, jitter, max_rate`, true},
-			{"duration without a unit", "timeout: 1s\n", "timeout: 1\n", "probe.timeout", `"1" is not a duration`, true},
-			{"negative rate", "  rate: 1\n", "  rate: -1\n", "probe.rate", "-1 is out of range: want 0.001..10", false},
-			{"jitter the whole interval", "jitter: 0.2\n", "jitter: 0.95\n", "probe.jitter", "0.95 is out of range: want 0..0.9", false},
+			{"misspelt key", "  jitter:", "  jiter:", "", `unknown key "jiter" in probe: want one of rate, timeout, jitter, max_rate`, true, ""},
+			{"duration without a unit", "timeout: 1s\n", "timeout: 1\n", "probe.timeout", `"1" is not a duration`, true, ""},
+			{"negative rate", "  rate: 1\n", "  rate: -1\n", "probe.rate", "-1 is out of range: want 0.001..10", false, ""},
+			{"jitter the whole interval", "jitter: 0.2\n", "jitter: 0.95\n", "probe.jitter", "0.95 is out of range: want 0..0.9", false, ""},
+			{"jitter as a duration", "jitter: 0.2\n", "jitter: 200ms\n", "probe.jitter", `"200ms" is not a number: want a decimal number`, true, ""},
+			{"misspelt key in peers", "peers:\n", "peers:\n  fil: x\n", "", `unknown key "fil" in peers: want one of static, dns, dns_interval, file, file_interval, max`, true, "  fil: x"},
 		} {
 			bad := strings.Replace(string(orig), tc.old, tc.new, 1)
 			if bad == string(orig) {
@@ -132,7 +137,11 @@ func TestAgentConfigsSpoilt(t *testing.T) {
 				t.Errorf("%s, %s: got %v, want a ConfigError of field %q saying …%s…", name, tc.what, err, tc.field, tc.msg)
 				continue
 			}
-			if line := strings.Count(bad[:strings.Index(bad, tc.new)], "\n") + 1; tc.line && (ce.File != name || ce.Line != line) {
+			at := tc.new
+			if tc.at != "" {
+				at = tc.at
+			}
+			if line := strings.Count(bad[:strings.Index(bad, at)], "\n") + 1; tc.line && (ce.File != name || ce.Line != line) {
 				t.Errorf("%s, %s: %v: want it at %s:%d", name, tc.what, err, name, line)
 			}
 		}
