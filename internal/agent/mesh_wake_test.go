@@ -95,9 +95,27 @@ func TestMeshDrainsRepliesFirst(t *testing.T) {
 	}
 	forged := append([]byte(nil), reply...)
 	forged[len(forged)-30] ^= 0xff // a bad ICRC: does not parse
+	// a well-formed reply of a session the mesh does not have
+	f, err := probe.ParseFrame(reply)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl, err := probe.ParsePayload(f.Payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl.Session ^= 0xffff
+	if f.Payload, err = pl.Marshal(); err != nil {
+		t.Fatal(err)
+	}
+	stranger, err := f.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
 	// The reply came 3 ms after the probe; the sender wakes 1.5 s later,
 	// past the timeout and when the next probe is due.
-	port.queue = []fakeFrame{{reply, sentAt.Add(3 * time.Millisecond)}, {forged, sentAt.Add(4 * time.Millisecond)}, {sent, sentAt}}
+	port.queue = []fakeFrame{{reply, sentAt.Add(3 * time.Millisecond)}, {forged, sentAt.Add(4 * time.Millisecond)}, {sent, sentAt},
+		{stranger, sentAt.Add(5 * time.Millisecond)}}
 	now = sentAt.Add(1500 * time.Millisecond)
 	m.wakeUp()
 
@@ -108,8 +126,8 @@ func TestMeshDrainsRepliesFirst(t *testing.T) {
 	if a, l := get(mm.answered, metricProbesAnswered), get(mm.lost, metricProbesLost); a != 1 || l != 0 {
 		t.Errorf("answered %v, lost %v: want 1 and 0", a, l)
 	}
-	if u := m.unmatched.Load(); u != 2 {
-		t.Errorf("unmatched %d: want 2 (a frame that does not parse, a probe)", u)
+	if u := m.unmatched.Load(); u != 3 {
+		t.Errorf("unmatched %d: want 3 (a frame that does not parse, a probe, a reply of another session)", u)
 	}
 	h := gatherFrom(t, mm.rtt)[metricProbeRTT].GetMetric()[0].GetHistogram()
 	if got := time.Duration(h.GetSampleSum() * float64(time.Second)); h.GetSampleCount() != 1 || got != 3*time.Millisecond {

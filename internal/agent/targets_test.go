@@ -2,6 +2,7 @@ package agent
 
 import (
 	"net/netip"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -81,7 +82,7 @@ func TestPlanTaggedTargets(t *testing.T) {
 		}
 		for _, sp := range p.specs {
 			key := streamKey{sp.peer.Addr, sp.flow}
-			if w := want[key]; !sameTarget(sp.tgt, w) {
+			if w := want[key]; !reflect.DeepEqual(sp.tgt, w) {
 				t.Errorf("peers %v: %v: target\n %+v\nwant\n %+v", order, key, sp.tgt, w)
 			}
 		}

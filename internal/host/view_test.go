@@ -161,6 +161,7 @@ func TestAHResolverAsResolveAH(t *testing.T) {
 		"fd00::2", "fd00:100::2", "fe80::2", "ff02::1", "224.0.0.5"}
 	for _, name := range []string{"rxe", "mlx5"} {
 		v := view(t, name)
+		resolved, compared := 0, 0 // results that resolved; of them, those compared with an earlier one
 		for _, p := range v.Ports {
 			for _, e := range p.Entries {
 				if e.Empty {
@@ -191,11 +192,13 @@ func TestAHResolverAsResolveAH(t *testing.T) {
 						if got.Resolution == nil {
 							continue
 						}
+						resolved++
 						w := got.Wire
 						if first == nil {
 							first = &w
 							continue
 						}
+						compared++
 						if w.Netdev != first.Netdev || w.SMAC.String() != first.SMAC.String() || w.Src != first.Src ||
 							!reflect.DeepEqual(w.VLANChain, first.VLANChain) || !reflect.DeepEqual(w.TOS, first.TOS) ||
 							!reflect.DeepEqual(w.DSCP, first.DSCP) || !reflect.DeepEqual(w.ECN, first.ECN) ||
@@ -206,6 +209,9 @@ func TestAHResolverAsResolveAH(t *testing.T) {
 					}
 				}
 			}
+		}
+		if resolved == 0 || compared == 0 {
+			t.Errorf("%s: %d results resolved, %d compared with an earlier one: the test compared nothing", name, resolved, compared)
 		}
 	}
 }

@@ -330,15 +330,15 @@ func FuzzSummarize(f *testing.F) {
 // key is TestSummaryKeepsFlowsApart's flow key, made from a packet's
 // fields by the test itself.
 type key struct {
-	version, ipVersion int
-	src, dst           netip.Addr
-	sport, dport       uint16
-	qp, srcQP          uint32
-	hasSrcQP           bool
+	version      int
+	src, dst     netip.Addr
+	sport, dport uint16
+	qp, srcQP    uint32
+	hasSrcQP     bool
 }
 
 func (k key) String() string {
-	return fmt.Sprintf("v%d/IPv%d %s:%d→%s:%d QP %#x source QP %#x (known %v)", k.version, k.ipVersion, k.src, k.sport, k.dst, k.dport, k.qp, k.srcQP, k.hasSrcQP)
+	return fmt.Sprintf("v%d %s:%d→%s:%d QP %#x source QP %#x (known %v)", k.version, k.src, k.sport, k.dst, k.dport, k.qp, k.srcQP, k.hasSrcQP)
 }
 
 // TestSummaryKeepsFlowsApart: packets that differ from a base packet in
@@ -375,7 +375,7 @@ func TestSummaryKeepsFlowsApart(t *testing.T) {
 		func(p *roce.Packet) { p.SrcQP = 0x51 }, // no DETH: not part of the key, base's flow
 	}
 	keyOf := func(p *roce.Packet) key {
-		k := key{p.Version, p.IPVersion, p.Src, p.Dst, p.SrcPort, p.DstPort, p.BTH.DestQP, 0, p.HasDETH}
+		k := key{p.Version, p.Src, p.Dst, p.SrcPort, p.DstPort, p.BTH.DestQP, 0, p.HasDETH}
 		if p.HasDETH {
 			k.srcQP = p.SrcQP
 		}
@@ -417,7 +417,7 @@ func TestSummaryKeepsFlowsApart(t *testing.T) {
 	}
 	for i, f := range flows {
 		p := roce.Packet{Src: f.Src, Dst: f.Dst, SrcPort: f.SrcPort, DstPort: f.DstPort, HasDETH: f.HasSrcQP, SrcQP: f.SrcQP}
-		p.Version, p.IPVersion, p.BTH.DestQP = f.Version, order[i].ipVersion, f.DestQP
+		p.Version, p.BTH.DestQP = f.Version, f.DestQP
 		if k := keyOf(&p); k != order[i] {
 			t.Errorf("flow %d is %v, want %v", i, k, order[i])
 		} else if f.Packets != want[k] || f.Bytes != 100*want[k] {

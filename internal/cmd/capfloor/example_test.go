@@ -3,10 +3,11 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"runtime"
 )
 
 // The sum of every 64th byte of a 300-byte file of 1s: bytes 0, 64, 128,
-// 192 and 256, however many cores read it.
+// 192 and 256, however many cores read it (1, 2, 3 and 7 here).
 func Example() {
 	dir, _ := os.MkdirTemp("", "capfloor")
 	defer os.RemoveAll(dir)
@@ -17,6 +18,14 @@ func Example() {
 	}
 	os.WriteFile(name, b, 0o644)
 	os.Args = []string{"capfloor", name}
-	main()
-	// Output: 5
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	for _, n := range []int{1, 2, 3, 7} {
+		runtime.GOMAXPROCS(n)
+		main()
+	}
+	// Output:
+	// 5
+	// 5
+	// 5
+	// 5
 }
