@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"golang.org/x/net/bpf"
+
+	"github.com/roce-probe/roce-probe/roce"
 )
 
 // filterCase is a frame and what it is, known from how it was built and
@@ -74,7 +76,49 @@ func filterCases(t *testing.T) []filterCase {
 			out = append(out, filterCase{e.name + "/" + p.name + "/port-4792", port, false, false})
 		}
 	}
-	return out
+	return append(out, otherFrames(t)...)
+}
+
+// otherFrames are reply frames changed into what the filter does not take
+// (docs/probe.md: UDP to port 4791, untagged or with one or two tags, IPv4
+// without options or IPv6): IPv4 with options (IHL 6), TCP over IPv4 and
+// IPv6 to port 4791, three tags, RoCE v1 (EtherType 0x8915) and ARP. Each
+// is a reply otherwise, payload byte 9 included.
+func otherFrames(t *testing.T) []filterCase {
+	t.Helper()
+	pl, err := Payload{Kind: KindReply, Session: 42, Seq: 7, SentNano: 99, Sent: Markings{DSCP: 26, TTL: 64}}.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	build := func(tags []roce.VLANTag, v6 bool) []byte {
+		f := testFrame(tags, v6)
+		f.Payload = pl
+		b, err := f.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	const ip = 14 // untagged: the IP header follows the Ethernet header
+	v4, v6 := build(nil, false), build(nil, true)
+	if v4[ip] != 0x45 || v4[ip+9] != 17 || v6[ip]>>4 != 6 || v6[ip+6] != 17 {
+		t.Fatal("the untagged frames' IP headers are not where this test expects them")
+	}
+	options := append([]byte(nil), v4...)
+	options[ip] = 0x46 // IHL 6: 4 bytes of options (the bytes after stay: only the length field says so)
+	tcp4 := append([]byte(nil), v4...)
+	tcp4[ip+9] = 6
+	tcp6 := append([]byte(nil), v6...)
+	tcp6[ip+6] = 6
+	three := build([]roce.VLANTag{{TPID: 0x88a8, ID: 10}, {TPID: 0x8100, ID: 20}, {TPID: 0x8100, ID: 30}}, false)
+	v1 := append([]byte(nil), v4...)
+	binary.BigEndian.PutUint16(v1[12:], 0x8915)
+	arp := append([]byte(nil), v4...)
+	binary.BigEndian.PutUint16(arp[12:], 0x0806)
+	return []filterCase{
+		{"ipv4-options", options, false, false}, {"tcp-v4", tcp4, false, false}, {"tcp-v6", tcp6, false, false},
+		{"three-tags", three, false, false}, {"ethertype-8915", v1, false, false}, {"arp", arp, false, false},
+	}
 }
 
 // runFilter runs a Conn's RoCE v2 filter for sel on frame in x/net/bpf's
