@@ -261,7 +261,9 @@ func gatherFrom(t *testing.T, c prometheus.Collector) map[string]*dto.MetricFami
 
 // 500 peers probed once a second wake the sender at most 10 times a
 // second (probes due within 100 ms go out together), and every peer still
-// gets a probe a second on average, within the jitter.
+// gets a probe a second on average, each interval within the jitter
+// (0.8 to 1.2 s) and the batch window (100 ms) — and spread over it: below
+// 0.85 s and above 1.15 s, which batching alone (0.9 to 1.1 s) never gives.
 func TestMeshBatches(t *testing.T) {
 	now := time.Unix(1000, 0)
 	cfg := ProbeConfig{Rate: 1, Timeout: 500 * time.Millisecond, Jitter: 0.2, MaxRate: 2000}
@@ -280,11 +282,22 @@ func TestMeshBatches(t *testing.T) {
 	const seconds = 20
 	end := now.Add(seconds * time.Second)
 	wakes, sent := 0, map[string]int{}
+	last := map[string]time.Time{}
+	shortest, longest := time.Hour, time.Duration(0)
 	for now.Before(end) {
 		ws, next := m.wakeUp()
 		wakes++
 		for _, w := range ws {
-			sent[w.s.peer.Name]++
+			name := w.s.peer.Name
+			sent[name]++
+			if l, ok := last[name]; ok {
+				d := now.Sub(l)
+				shortest, longest = min(shortest, d), max(longest, d)
+				if d < 700*time.Millisecond || d > 1300*time.Millisecond {
+					t.Errorf("peer %s: %v between probes: want 0.8 to 1.2 s, give or take the 100 ms batch window", name, d)
+				}
+			}
+			last[name] = now
 		}
 		now = now.Add(m.sleep(next))
 	}
@@ -303,7 +316,10 @@ func TestMeshBatches(t *testing.T) {
 	if total < 500*seconds*95/100 || total > 500*seconds*105/100 {
 		t.Errorf("%d probes in %d s to 500 peers: want about %d", total, seconds, 500*seconds)
 	}
-	t.Logf("%d wake-ups, %d probes in %d s", wakes, total, seconds)
+	if shortest >= 850*time.Millisecond || longest <= 1150*time.Millisecond {
+		t.Errorf("intervals between probes %v to %v: want them spread by the 0.2 jitter, below 0.85 s and above 1.15 s", shortest, longest)
+	}
+	t.Logf("%d wake-ups, %d probes in %d s, intervals %v to %v", wakes, total, seconds, shortest, longest)
 }
 
 // boundPort is a scriptPort that records the bound of each Drain call.
