@@ -13,8 +13,9 @@ import (
 	"github.com/roce-probe/roce-probe/vlan"
 )
 
-// maxProbeTags is how many VLAN tags a probe frame carries at most
-// (probe.Frame.Build).
+// maxProbeTags is how many VLAN tags a probe sent from a stacked netdev
+// carries at most: the listener's kernel filter takes frames with up to
+// two (docs/probe.md), though probe.Frame.Build would build more.
 const maxProbeTags = 2
 
 // WireDevice returns the device at the bottom of netdev's stack in
