@@ -19,8 +19,9 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/roce-probe/roce-probe/ah"
+	"github.com/roce-probe/roce-probe/collect"
 	"github.com/roce-probe/roce-probe/gid"
-	"github.com/roce-probe/roce-probe/internal/host"
+	"github.com/roce-probe/roce-probe/host"
 	"github.com/roce-probe/roce-probe/internal/lab"
 	"github.com/roce-probe/roce-probe/internal/verbs"
 	"github.com/roce-probe/roce-probe/qos"
@@ -38,7 +39,7 @@ const (
 // `roce-probe collect` does and opens the snapshot in that namespace.
 func hostView(t *testing.T) *host.View {
 	t.Helper()
-	s, err := host.Collect(host.Options{Sections: host.SectionRDMA | host.SectionNet})
+	s, err := collect.Collect(collect.Options{Sections: collect.SectionRDMA | collect.SectionNet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,11 +54,11 @@ func hostView(t *testing.T) *host.View {
 // network namespace ("" for the host's).
 func netns(t *testing.T, name string) *vlan.Namespace {
 	t.Helper()
-	opt := host.Options{Sections: host.SectionNet}
+	opt := collect.Options{Sections: collect.SectionNet}
 	if name != "" {
 		opt.Netns = []string{name}
 	}
-	s, err := host.Collect(opt)
+	s, err := collect.Collect(opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +224,7 @@ func (s *labSend) send(t *testing.T, h *verbs.AH, payload []byte) (lab.Frame, ui
 // 200 without, QinQ), IPv4 and IPv6, three traffic classes and two hop
 // limits: the frame rxe puts on the wire for a UD SEND through a real
 // ibv_create_ah equals, byte for byte, the frame ah.Resolve predicts from a
-// host snapshot's GID table and namespace (host.Collect; the IPv4 ID, which
+// host snapshot's GID table and namespace (collect.Collect; the IPv4 ID, which
 // the kernel chooses per destination, is copied from the capture; rxe's
 // UDP source port is predicted from the QPN). On QinQ the frame's tags are
 // Wire.VLANChain in order, outermost first.
@@ -483,7 +484,7 @@ func TestLabProbeNeighbor(t *testing.T) {
 			if c.errno != nil {
 				timeout = 1500 * time.Millisecond
 			}
-			nb, err := host.ProbeNeighbor(c.src, c.dst, rr, timeout)
+			nb, err := collect.ProbeNeighbor(c.src, c.dst, rr, timeout)
 			if c.errno != nil {
 				if !errors.Is(err, c.errno) {
 					t.Fatalf("ProbeNeighbor: %v, want %v", err, c.errno)

@@ -131,7 +131,7 @@ func (h *Handle) Answer(r Received, table Table, opt FromWCOptions) (FromWCResul
 
 // QueryGIDTable reads the port's GID table through libibverbs
 // (ibv_query_gid_ex): the entries' GIDs and types, without netdev details
-// (a host snapshot's view has those: internal/host).
+// (a host snapshot's view has those: package host).
 func (h *Handle) QueryGIDTable() (Table, error) {
 	port := int(h.Attr.PortNum)
 	pa, err := h.ctx.QueryPort(port)

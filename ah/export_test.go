@@ -3,6 +3,6 @@
 package ah
 
 // VerbsAttr lets the lab tests (package ah_test, which reads the live host
-// through internal/host, an importer of ah) create AHs on their own UD
+// through package host, an importer of ah) create AHs on their own UD
 // QPs from an Attr exactly as Create does.
 var VerbsAttr = verbsAttr

@@ -9,7 +9,7 @@ import (
 	"github.com/roce-probe/roce-probe/vlan"
 )
 
-// The fixtures are roce-probe host snapshots in internal/host/testdata
+// The fixtures are roce-probe host snapshots in host/testdata
 // (their README says where every fact comes from). This package cannot
 // import internal/host (it imports gid), so the tests read the two
 // sections they need with their own decoding of the documented format.
@@ -39,7 +39,7 @@ type fixtureDoc struct {
 
 func readDoc(t testing.TB, name string) fixtureDoc {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "internal", "host", "testdata", name+".json"))
+	b, err := os.ReadFile(filepath.Join("..", "host", "testdata", name+".json"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/roce-probe/roce-probe/collect"
 	"github.com/roce-probe/roce-probe/gid"
-	"github.com/roce-probe/roce-probe/internal/host"
 	"github.com/roce-probe/roce-probe/internal/lab"
 	"github.com/roce-probe/roce-probe/vlan"
 	"github.com/vishvananda/netlink"
@@ -21,7 +21,7 @@ import (
 // and maps the table as every command does.
 func labTable(t *testing.T) (gid.Port, *vlan.Namespace) {
 	t.Helper()
-	s, err := host.Collect(host.Options{Sections: host.SectionRDMA | host.SectionNet})
+	s, err := collect.Collect(collect.Options{Sections: collect.SectionRDMA | collect.SectionNet})
 	if err != nil {
 		t.Fatal(err)
 	}

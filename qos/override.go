@@ -7,7 +7,7 @@ import (
 
 // Settings applied behind the application's back: values the kernel or a
 // driver uses in place of (or in addition to) what an application asks
-// for. Each is read by internal/host from the file named in Source;
+// for. Each is read by package collect from the file named in Source;
 // Status says whether the host exposes it at all.
 
 // SettingStatus says whether a setting was read.

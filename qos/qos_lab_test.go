@@ -5,7 +5,8 @@ package qos_test
 import (
 	"testing"
 
-	"github.com/roce-probe/roce-probe/internal/host"
+	"github.com/roce-probe/roce-probe/collect"
+	"github.com/roce-probe/roce-probe/host"
 	"github.com/roce-probe/roce-probe/internal/lab"
 	"github.com/roce-probe/roce-probe/qos"
 )
@@ -14,7 +15,7 @@ import (
 // these tests need none).
 func labSnapshot(t *testing.T) *host.Snapshot {
 	t.Helper()
-	s, err := host.Collect(host.Options{Sections: host.SectionNet | host.SectionDCB})
+	s, err := collect.Collect(collect.Options{Sections: collect.SectionNet | collect.SectionDCB})
 	if err != nil {
 		t.Fatal(err)
 	}

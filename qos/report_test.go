@@ -5,12 +5,12 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/roce-probe/roce-probe/internal/host"
+	"github.com/roce-probe/roce-probe/host"
 	"github.com/roce-probe/roce-probe/qos"
 	"github.com/roce-probe/roce-probe/vlan"
 )
 
-// loadSnapshot reads a host snapshot fixture of internal/host/testdata and
+// loadSnapshot reads a host snapshot fixture of host/testdata and
 // returns it with its view namespace. rxe.json is the host side of the lab
 // topology (internal/lab/topology.go): veth0 with VLAN 100 (egress map 0:3
 // 2:5 4:6 6:7), VLAN 200, and QinQ 802.1ad 1000 (veth0.q1000, no map) +
@@ -20,7 +20,7 @@ import (
 // PFC on priority 3, ETS priority 3 in TC 1, DCBX host + IEEE.
 func loadSnapshot(t *testing.T, name string) (*host.Snapshot, *vlan.Namespace) {
 	t.Helper()
-	s, err := host.Load(filepath.Join("..", "internal", "host", "testdata", name))
+	s, err := host.Load(filepath.Join("..", "host", "testdata", name))
 	if err != nil {
 		t.Fatal(err)
 	}

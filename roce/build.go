@@ -15,7 +15,7 @@ import (
 // serializes it with gopacket's Ethernet, Dot1Q, IPv4, IPv6 and UDP layers
 // and this package's GRH, BTH, extension headers and Payload. It is the one
 // frame builder of roce-probe: the address-handle prediction
-// (ah.Resolution.Frame), the probe (internal/probe Frame.Build) and the
+// (ah.Resolution.Frame), the probe (probe Frame.Build) and the
 // test-capture generator (internal/rocegen) all fill a FrameSpec.
 type FrameSpec struct {
 	DstMAC, SrcMAC net.HardwareAddr

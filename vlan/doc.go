@@ -7,7 +7,7 @@
 // netdev, and the routes, neighbours and TTL sysctls that decide where a
 // RoCE v2 packet goes and with which TTL.
 //
-// A Namespace is plain data: roce-probe's collector (internal/host) reads
+// A Namespace is plain data: roce-probe's collector (package collect) reads
 // it from rtnetlink, Decode reads it from JSON. Everything here works on
 // it and never touches the kernel, so it builds and runs on any system:
 // Describe is the one walk down a stack of devices, RouteGet and RouteTo

@@ -322,3 +322,17 @@ func (l Link) MarshalJSON() ([]byte, error) {
 	}
 	return json.Marshal(w)
 }
+
+// KernelOperState is the kernel's name for an operstate spelled as
+// vishvananda/netlink spells it ("lower-layer-down", "not-present"): what
+// a live read gives, and what snapshots collected before 2026-11-24 hold,
+// so that they read as live ones do. Other names are returned as they are.
+func KernelOperState(s string) string {
+	switch s {
+	case "lower-layer-down":
+		return "lowerlayerdown"
+	case "not-present":
+		return "notpresent"
+	}
+	return s
+}

@@ -14,9 +14,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/roce-probe/roce-probe/collect"
 	"github.com/roce-probe/roce-probe/internal/agent"
-	"github.com/roce-probe/roce-probe/internal/host"
-	"github.com/roce-probe/roce-probe/internal/probe"
+	"github.com/roce-probe/roce-probe/probe"
 )
 
 func init() { register(newAgentCmd) }
@@ -223,7 +223,7 @@ func runAgent(cmd *cobra.Command, f *agentFlags) error {
 		switch {
 		case errors.As(err, &le):
 			return usagef("--listen %q: %v: want a free HOST:PORT", le.Addr, le.Err)
-		case errors.Is(err, host.ErrNotLinux):
+		case errors.Is(err, collect.ErrNotLinux):
 			return usageError{err}
 		}
 		var perr *probe.PermissionError

@@ -20,8 +20,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/roce-probe/roce-probe/ah"
+	"github.com/roce-probe/roce-probe/collect"
 	"github.com/roce-probe/roce-probe/gid"
-	"github.com/roce-probe/roce-probe/internal/host"
+	"github.com/roce-probe/roce-probe/host"
 	"github.com/roce-probe/roce-probe/internal/null"
 	"github.com/roce-probe/roce-probe/qos"
 	"github.com/roce-probe/roce-probe/vlan"
@@ -187,7 +188,7 @@ Reading needs no privileges. See docs/ah.md.`,
 					return err
 				}
 			}
-			v, err := src.view(host.SectionDCB)
+			v, err := src.view(collect.SectionDCB)
 			if err != nil {
 				return err
 			}
@@ -211,10 +212,10 @@ Reading needs no privileges. See docs/ah.md.`,
 			var probe *ahProbeJSON
 			var ne *ah.NeighborError
 			if probeNeigh && errors.As(rerr, &ne) {
-				nb, perr := host.ProbeNeighbor(res.Resolution.Source.GID.Addr(), a.GRH.DGID.Addr(), ne.Route, time.Second)
+				nb, perr := collect.ProbeNeighbor(res.Resolution.Source.GID.Addr(), a.GRH.DGID.Addr(), ne.Route, time.Second)
 				probe = neighborProbeJSON(ne.Route, nb, perr)
 				if perr == nil {
-					if v2, err := src.view(host.SectionDCB); err == nil {
+					if v2, err := src.view(collect.SectionDCB); err == nil {
 						req.Attr, req.AutoIndex = a, false
 						res, rerr = v2.ResolveAH(req)
 					}

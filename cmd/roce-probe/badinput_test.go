@@ -19,7 +19,7 @@ import (
 // (0..0xffffff), the Q_Key 32 bits; an 802.1Q VLAN ID is 12 bits
 // (0..4095) and the SL of a probe is the IBA's 4 bits too (0..15); a UDP
 // port is 16 bits. enum ibv_rate has no value 1 (0 is the port's rate).
-// The fixtures' devices and ports are those internal/host/testdata/README.md
+// The fixtures' devices and ports are those host/testdata/README.md
 // lists (mlx5_0 with ports 1 and 2). Commands' other limits (send --count
 // 1..100000, --interval 0s..1h, listen --rate 0.1..10000) are the ones
 // their --help documents.
@@ -31,7 +31,7 @@ func TestBadInput(t *testing.T) {
 	noRDMA := withoutRDMADevices(t, "mlx5") // a snapshot without RDMA devices
 	// send reads the live host: these sysfs trees stand for a host with
 	// mlx5_0 and one without RDMA devices (liveSysfs).
-	mlx5Sys, noRDMASys := hostTestdata+"mlx5/sys", t.TempDir()
+	mlx5Sys, noRDMASys := sysfsTestdata+"mlx5/sys", t.TempDir()
 	defer func(old string) { liveSysfs = old }(liveSysfs)
 	// with is base with args added; a flag of args that base has already
 	// is taken out of base first (a single-value flag given twice is an

@@ -8,7 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/roce-probe/roce-probe/internal/host"
+	"github.com/roce-probe/roce-probe/collect"
+	"github.com/roce-probe/roce-probe/host"
 	"github.com/roce-probe/roce-probe/qos"
 )
 
@@ -62,7 +63,7 @@ Exit status: 0 lossless, 1 lossy or unknown, 2 bad input. Needs no privileges.`,
 			if err := src.requireDev("mlx5_0 or rxe0"); err != nil {
 				return err
 			}
-			v, err := src.view(host.SectionDCB | host.SectionSettings)
+			v, err := src.view(collect.SectionDCB | collect.SectionSettings)
 			if err != nil {
 				return err
 			}

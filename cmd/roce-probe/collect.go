@@ -1,9 +1,8 @@
 package main
 
 import (
+	"github.com/roce-probe/roce-probe/collect"
 	"github.com/spf13/cobra"
-
-	"github.com/roce-probe/roce-probe/internal/host"
 )
 
 func init() { register(newCollectCmd) }
@@ -45,11 +44,11 @@ need no privileges otherwise. The format is in docs/snapshot.md.`,
 					return err
 				}
 			}
-			opt := host.Options{AllNetns: allNetns, Tool: version(), SysfsRoot: liveSysfs}
+			opt := collect.Options{AllNetns: allNetns, Tool: version(), SysfsRoot: liveSysfs}
 			if netns != "" {
 				opt.Netns = []string{netns}
 			}
-			s, err := host.Collect(opt)
+			s, err := collect.Collect(opt)
 			if err != nil {
 				return liveError(netns, err)
 			}

@@ -14,15 +14,16 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/roce-probe/roce-probe/internal/counters"
-	"github.com/roce-probe/roce-probe/internal/host"
+	"github.com/roce-probe/roce-probe/collect"
+	"github.com/roce-probe/roce-probe/counters"
+	"github.com/roce-probe/roce-probe/host"
 )
 
 func init() { register(newCountersCmd) }
 
 // countersSections are what counters reads live: the ports and netdevs,
 // DCB (RoCE priorities, PFC), the counters and the settings.
-const countersSections = host.SectionRDMA | host.SectionNet | host.SectionDCB | host.SectionCounters | host.SectionSettings
+const countersSections = collect.SectionRDMA | collect.SectionNet | collect.SectionDCB | collect.SectionCounters | collect.SectionSettings
 
 func newCountersCmd() *cobra.Command {
 	var src hostFlags
@@ -76,7 +77,7 @@ takes one sample. Exit status: 0, 1 when a finding is an error (not with
 			if src.port != 0 && src.dev == "" {
 				return usagef("--port %d needs --dev: name the RDMA device", src.port)
 			}
-			opt := host.Options{Sections: countersSections, Tool: version()}
+			opt := collect.Options{Sections: countersSections, Tool: version()}
 			if src.netns != "" {
 				opt.Netns = []string{src.netns}
 			}
@@ -92,7 +93,7 @@ takes one sample. Exit status: 0, 1 when a finding is an error (not with
 				if s.Counters == nil {
 					return usagef("--from %q: the snapshot has no counters section: take it with 'roce-probe collect' (which records one sample)", src.from)
 				}
-			} else if s, err = host.Collect(opt); err != nil {
+			} else if s, err = collect.Collect(opt); err != nil {
 				return liveError(src.netns, err)
 			}
 			v, err := src.viewOf(s)
@@ -126,7 +127,7 @@ takes one sample. Exit status: 0, 1 when a finding is an error (not with
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			smp, err := host.NewSampler(s, opt)
+			smp, err := collect.NewSampler(s, opt)
 			if err != nil {
 				return liveError(src.netns, err)
 			}

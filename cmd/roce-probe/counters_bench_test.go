@@ -10,7 +10,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/roce-probe/roce-probe/internal/host"
+	"github.com/roce-probe/roce-probe/host"
 )
 
 var (

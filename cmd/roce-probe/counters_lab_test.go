@@ -22,7 +22,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/roce-probe/roce-probe/internal/counters"
+	"github.com/roce-probe/roce-probe/counters"
 	"github.com/roce-probe/roce-probe/internal/lab"
 	"github.com/roce-probe/roce-probe/roce"
 )

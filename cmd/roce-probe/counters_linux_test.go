@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/roce-probe/roce-probe/internal/host"
+	"github.com/roce-probe/roce-probe/host"
 	"github.com/roce-probe/roce-probe/internal/netnstest"
 )
 

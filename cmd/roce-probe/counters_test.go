@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-const countersFixture = "../../internal/host/testdata/mlx5-counters.json"
+const countersFixture = "../../host/testdata/mlx5-counters.json"
 
 // One value of the counters JSON: {value, rate, meaning} or {value, rate,
 // counter}.
@@ -154,7 +154,7 @@ func TestCountersBadInput(t *testing.T) {
 	}{
 		{[]string{"--from", countersFixture, "--watch"}, `--watch needs the live host: --from "` + countersFixture + `" holds one sample`},
 		{[]string{"--from", countersFixture, "--interval", "2s"}, "--interval needs the live host"},
-		{[]string{"--from", "../../internal/host/testdata/mlx5-dscp.json"}, "the snapshot has no counters section"},
+		{[]string{"--from", "../../host/testdata/mlx5-dscp.json"}, "the snapshot has no counters section"},
 		{[]string{"--from", "/nonexistent.json"}, `--from "/nonexistent.json": no such file or directory`},
 		{[]string{"--interval", "-1s"}, "--interval -1s is out of range: want 0s..1h"},
 		{[]string{"--interval", "soon"}, `--interval "soon" is not a duration`},
@@ -227,7 +227,7 @@ func TestCheckDefaultRoCEToS(t *testing.T) {
 // class (96 → DSCP 24 instead of 106 → 26) with a warning; a user AH
 // (UD) keeps its own.
 func TestCheckTCOverride(t *testing.T) {
-	fx := "../../internal/host/testdata/mlx5-tcoverride.json"
+	fx := "../../host/testdata/mlx5-tcoverride.json"
 	out, _, _ := runCLI(t, "", "check", "--from", fx, "--dev", "mlx5_0", "--gid-index", "5", "--tclass", "106", "--sl", "3", "--path", "connected-qp", "--output", "json")
 	var r struct {
 		TrafficClass int      `json:"traffic_class"`

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/roce-probe/roce-probe/internal/lab"
-	"github.com/roce-probe/roce-probe/internal/probe"
 	"github.com/roce-probe/roce-probe/internal/verbs"
+	"github.com/roce-probe/roce-probe/probe"
 	"github.com/roce-probe/roce-probe/roce"
 )
 

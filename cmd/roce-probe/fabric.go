@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/roce-probe/roce-probe/internal/fabric"
+	"github.com/roce-probe/roce-probe/fabric"
 )
 
 func init() { register(newFabricCmd) }

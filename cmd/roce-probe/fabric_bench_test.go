@@ -5,7 +5,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/roce-probe/roce-probe/internal/fabric/fabrictest"
+	"github.com/roce-probe/roce-probe/fabric/fabrictest"
 )
 
 // BenchmarkFabricFrom10k runs `roce-probe fabric --from DIR -o json`

@@ -10,12 +10,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/roce-probe/roce-probe/internal/fabric"
-	"github.com/roce-probe/roce-probe/internal/fabric/fabrictest"
-	"github.com/roce-probe/roce-probe/internal/host"
+	"github.com/roce-probe/roce-probe/fabric"
+	"github.com/roce-probe/roce-probe/fabric/fabrictest"
+	"github.com/roce-probe/roce-probe/host"
 )
 
-const hostFixtures = "../../internal/host/testdata/"
+const hostFixtures = hostTestdata
 
 // fabricDoc is the part of the fabric -o json document (docs/json.md,
 // fabric_report) these tests look at; decodeFabric checks the whole
@@ -69,7 +69,7 @@ func decodeFabric(t *testing.T, s string) fabricDoc {
 
 // A fleet of the mlx5-counters snapshot, one host of four with its
 // enp1s0f0.100 GID pair moved (its lowest usable entries on 10.100.0.0/16
-// are then mv0's 8 and 9, internal/host/testdata/README.md).
+// are then mv0's 8 and 9, host/testdata/README.md).
 func writeFabricFleet(t *testing.T, n int, odd func(i int, s *host.Snapshot)) string {
 	t.Helper()
 	base, err := os.ReadFile(hostFixtures + "mlx5-counters.json")
@@ -166,7 +166,7 @@ func TestFabricBadInput(t *testing.T) {
 	}{
 		{[]string{"--from", hostFixtures + "rxe.json", filepath.Join(dir, "missing.json")}, "missing.json: no such file or directory: want a host snapshot written by 'roce-probe collect -o FILE'"},
 		{[]string{"--from", hostFixtures + "rxe.json", notSnap}, notSnap + `: snapshot: not a roce-probe snapshot: format "pcap"`},
-		{[]string{"--from", hostFixtures + "mlx5-dscp.json", hostFixtures + "mlx5-counters.json"}, `duplicate host: "fixture-mlx5-dscp" is the name of ../../internal/host/testdata/mlx5-dscp.json and of ../../internal/host/testdata/mlx5-counters.json`},
+		{[]string{"--from", hostFixtures + "mlx5-dscp.json", hostFixtures + "mlx5-counters.json"}, `duplicate host: "fixture-mlx5-dscp" is the name of ../../host/testdata/mlx5-dscp.json and of ../../host/testdata/mlx5-counters.json`},
 		{[]string{"--from", empty}, "a directory without snapshot files"},
 		{[]string{"--agents", down.URL}, "agent " + down.URL + "/snapshot: dial tcp"},
 		{[]string{"--agents", "ftp://x"}, `agent "ftp://x": scheme "ftp": want http or https`},
@@ -191,7 +191,7 @@ func TestFabricBadInput(t *testing.T) {
 
 // rxeAgentsAndPrometheus serves the rxe and rxe-churned hosts as fake
 // agents (their /snapshot) and a fake Prometheus scraping their GID
-// metrics (internal/fabric/testdata, labelled instance, job and node as
+// metrics (fabric/testdata, labelled instance, job and node as
 // deploy/'s scrape configurations do); all closed when t ends.
 func rxeAgentsAndPrometheus(t *testing.T) ([]string, *httptest.Server) {
 	t.Helper()
@@ -204,7 +204,7 @@ func rxeAgentsAndPrometheus(t *testing.T) ([]string, *httptest.Server) {
 		}
 		t.Cleanup(srv.Close)
 		urls = append(urls, srv.URL)
-		b, err := os.ReadFile("../../internal/fabric/testdata/" + f + ".prom")
+		b, err := os.ReadFile("../../fabric/testdata/" + f + ".prom")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -220,7 +220,7 @@ func rxeAgentsAndPrometheus(t *testing.T) ([]string, *httptest.Server) {
 
 // --agents and --prometheus against fake servers of the same two hosts
 // (the rxe snapshots; their GID metrics written from the contract,
-// internal/fabric/testdata): the same finding, the same hosts; Prometheus
+// fabric/testdata): the same finding, the same hosts; Prometheus
 // says which checks it cannot make.
 func TestFabricAgentsAndPrometheus(t *testing.T) {
 	urls, prom := rxeAgentsAndPrometheus(t)

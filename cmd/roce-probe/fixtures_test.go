@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// The host snapshots of internal/host/testdata (see its README.md): the
+// The host snapshots of host/testdata (see its README.md): the
 // GID tables of its sysfs trees (rxe0: the lab topology of
 // internal/lab/topology.go; mlx5_0: ports 1 and 2, 16 slots, RoCE v1+v2)
 // with the netdevs, addresses and connected/local routes they were built
@@ -16,7 +16,11 @@ import (
 // 26 → 3 and 48 → 6, which put mlx5 in DSCP trust, and DCBX host,ieee);
 // rxe and rxe-churned record veth0 as without DCB support; mlx5 has an
 // empty DCB list (read for no netdev).
-const hostTestdata = "../../internal/host/testdata/"
+const hostTestdata = "../../host/testdata/"
+
+// sysfsTestdata holds the sysfs trees those snapshots were read from
+// (collect/testdata/*/sys), for the live reads of send.
+const sysfsTestdata = "../../collect/testdata/"
 
 // fixture is the path of snapshot fixture name.
 func fixture(name string) string { return hostTestdata + name + ".json" }

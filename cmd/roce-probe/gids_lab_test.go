@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/roce-probe/roce-probe/collect"
 	"github.com/roce-probe/roce-probe/gid"
-	"github.com/roce-probe/roce-probe/internal/host"
 	"github.com/roce-probe/roce-probe/internal/lab"
 	"github.com/roce-probe/roce-probe/internal/verbs"
 	"github.com/roce-probe/roce-probe/vlan"
@@ -87,7 +87,7 @@ func TestLabGidsJSONEqualsKernel(t *testing.T) {
 	if len(rows) != pa.GIDTableLen || doc.Ports[0].TableLen != pa.GIDTableLen {
 		t.Fatalf("%d rows with --all, table_len %d; want gid_tbl_len %d", len(rows), doc.Ports[0].TableLen, pa.GIDTableLen)
 	}
-	snap, err := host.Collect(host.Options{Sections: host.SectionNet})
+	snap, err := collect.Collect(collect.Options{Sections: collect.SectionNet})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,7 +35,7 @@ func TestGidsJSONKeys(t *testing.T) {
 	}
 	// rxe0 port 1 on veth0 (MTU 1500): rxe's active MTU is the largest IB
 	// MTU that fits (1024); 16 slots, 13 used; the table is a fresh scan
-	// (internal/host/testdata/README.md), so it matches.
+	// (host/testdata/README.md), so it matches.
 	types, _ := json.Marshal(p["types"])
 	if p["device"] != "rxe0" || p["port"] != 1.0 || p["state"] != "ACTIVE" || p["phys_state"] != "LinkUp" || p["link_layer"] != "Ethernet" ||
 		p["netdev"] != "veth0" || p["active_mtu"] != 1024.0 || string(types) != `["RoCE v2"]` || p["table_len"] != 16.0 || p["used"] != 13.0 ||
@@ -159,7 +159,7 @@ func TestGidsFilters(t *testing.T) {
 			Entries []map[string]any `json:"entries"`
 		} `json:"ports"`
 	}
-	// internal/host/testdata/README.md: port 2 is DOWN on enp1s0f1 and
+	// host/testdata/README.md: port 2 is DOWN on enp1s0f1 and
 	// holds only its two default GIDs.
 	if code != 0 || json.Unmarshal([]byte(out), &doc) != nil || len(doc.Ports) != 1 || doc.Ports[0].Port != 2 ||
 		doc.Ports[0].State != "DOWN" || len(doc.Ports[0].Entries) != 2 || doc.Ports[0].Entries[0]["port"] != 2.0 {
@@ -196,7 +196,7 @@ func TestGidsNoDevice(t *testing.T) {
 	}
 	// enp1s0f0 as rxe would see it: default GID, 192.168.1.10, then the
 	// VLAN and macvlan addresses (the kernel's order: netdevs in ifindex
-	// order, IPv4 before IPv6; internal/host/testdata/README.md). RoCE v2
+	// order, IPv4 before IPv6; host/testdata/README.md). RoCE v2
 	// only: rxe has no RoCE v1.
 	for _, want := range []string{
 		"rxe_enp1s0f0 predicted port 1",

@@ -11,8 +11,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/roce-probe/roce-probe/collect"
 	"github.com/roce-probe/roce-probe/gid"
-	"github.com/roce-probe/roce-probe/internal/host"
+	"github.com/roce-probe/roce-probe/host"
 	"github.com/roce-probe/roce-probe/vlan"
 )
 
@@ -57,7 +58,7 @@ func (h *hostFlags) add(c *cobra.Command, set hostFlagSet) {
 }
 
 // liveSysfs is where live reads find sysfs ("" is /sys). Only tests set
-// it: to a fixture tree (internal/host/testdata/*/sys), so that send
+// it: to a fixture tree (collect/testdata/*/sys), so that send
 // --dev can be tried against a GID table on a machine without an RDMA
 // device, with the live netdevs of a test namespace.
 var liveSysfs string
@@ -73,7 +74,7 @@ func version() string {
 // snapshot returns the host's facts: the --from file, or the live host's
 // sections (Linux only). Every error is bad input or an unreadable source
 // and names the flag or the source.
-func (h *hostFlags) snapshot(sections host.Section) (*host.Snapshot, error) {
+func (h *hostFlags) snapshot(sections collect.Section) (*host.Snapshot, error) {
 	if h.from != "" {
 		var s *host.Snapshot
 		var err error
@@ -96,11 +97,11 @@ func (h *hostFlags) snapshot(sections host.Section) (*host.Snapshot, error) {
 		}
 		return s, nil
 	}
-	opt := host.Options{Sections: sections, Tool: version(), SysfsRoot: liveSysfs}
+	opt := collect.Options{Sections: sections, Tool: version(), SysfsRoot: liveSysfs}
 	if h.netns != "" {
 		opt.Netns = []string{h.netns}
 	}
-	s, err := host.Collect(opt)
+	s, err := collect.Collect(opt)
 	if err != nil {
 		return nil, liveError(h.netns, err)
 	}
@@ -111,9 +112,9 @@ func (h *hostFlags) snapshot(sections host.Section) (*host.Snapshot, error) {
 // do: another system, a missing namespace, a missing privilege.
 func liveError(netns string, err error) error {
 	switch {
-	case errors.Is(err, host.ErrNotLinux):
+	case errors.Is(err, collect.ErrNotLinux):
 		return usageError{err}
-	case errors.Is(err, host.ErrNoNetns) || errors.Is(err, host.ErrPermission):
+	case errors.Is(err, host.ErrNoNetns) || errors.Is(err, collect.ErrPermission):
 		return usagef("--netns %q: %v", netns, err)
 	}
 	return usageError{err}
@@ -122,8 +123,8 @@ func liveError(netns string, err error) error {
 // view opens the snapshot (live or --from) in --netns (the snapshot's view
 // when not given) with every GID table mapped. It needs the rdma and
 // namespaces sections (and whatever else sections asks for).
-func (h *hostFlags) view(sections host.Section) (*host.View, error) {
-	s, err := h.snapshot(sections | host.SectionRDMA | host.SectionNet)
+func (h *hostFlags) view(sections collect.Section) (*host.View, error) {
+	s, err := h.snapshot(sections | collect.SectionRDMA | collect.SectionNet)
 	if err != nil {
 		return nil, err
 	}
@@ -131,7 +132,7 @@ func (h *hostFlags) view(sections host.Section) (*host.View, error) {
 	if err != nil {
 		return nil, err
 	}
-	if sections&host.SectionDCB != 0 && s.DCB == nil {
+	if sections&collect.SectionDCB != 0 && s.DCB == nil {
 		// Without the section every netdev's DCB would look "not read",
 		// and the answer would differ from the live one.
 		return nil, h.snapshotError(&host.MissingError{Section: "dcb"})

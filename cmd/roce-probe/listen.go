@@ -9,8 +9,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/roce-probe/roce-probe/internal/host"
-	"github.com/roce-probe/roce-probe/internal/probe"
+	"github.com/roce-probe/roce-probe/collect"
+	"github.com/roce-probe/roce-probe/probe"
 	"github.com/roce-probe/roce-probe/vlan"
 	"github.com/spf13/cobra"
 )
@@ -63,7 +63,7 @@ func runListen(cmd *cobra.Command, f listenFlags) error {
 	out := cmd.OutOrStdout()
 	format := f.output
 	var netdevs []string
-	_, ns, err := liveHost(host.SectionNet)
+	_, ns, err := liveHost(collect.SectionNet)
 	if err != nil {
 		return err
 	}
@@ -71,7 +71,7 @@ func runListen(cmd *cobra.Command, f listenFlags) error {
 		if err := checkNetdevIn(ns, "--netdev", f.netdev); err != nil {
 			return err
 		}
-		wire, _, err := host.WireDevice(ns, f.netdev)
+		wire, _, err := probe.WireDevice(ns, f.netdev)
 		if err != nil {
 			return netdevError("--netdev", err)
 		}
@@ -88,10 +88,10 @@ func runListen(cmd *cobra.Command, f listenFlags) error {
 			return usagef("--netdev %q: its lower device %s %s: want it up%s", f.netdev, wire, vlan.OperText(l.OperState), fix)
 		}
 		netdevs = []string{wire}
-	} else if netdevs = host.WireDevices(ns); len(netdevs) == 0 {
+	} else if netdevs = probe.WireDevices(ns); len(netdevs) == 0 {
 		return usagef("no Ethernet netdev is up to listen on: give --netdev")
 	}
-	addrs, macs := host.LocalAddresses(ns)
+	addrs, macs := probe.LocalAddresses(ns)
 	if err := probe.CheckRawSocket(netdevs[0]); err != nil {
 		return rawSocketError("listen", err)
 	}

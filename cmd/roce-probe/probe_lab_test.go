@@ -21,7 +21,7 @@ import (
 
 	"github.com/roce-probe/roce-probe/internal/lab"
 	"github.com/roce-probe/roce-probe/internal/netnstest"
-	"github.com/roce-probe/roce-probe/internal/probe"
+	"github.com/roce-probe/roce-probe/probe"
 )
 
 // Lab tests of send and listen: the listener runs in the lab's peer
@@ -243,14 +243,14 @@ func TestLabProbeRemarkingRouter(t *testing.T) {
 // device stays in another namespace, as a container on a macvlan or VLAN
 // network has (the macvlan or VLAN device created on the host's h0, then
 // moved into the container's namespace), captures on it without --netdev
-// (host.WireDevices) and answers probes sent from the other side of h0.
+// (probe.WireDevices) and answers probes sent from the other side of h0.
 // In the container's namespace that device is the only one the frames
 // reach. A VLAN device hands its frames over untagged (the kernel's
 // vlan_do_receive, net/8021q/vlan_core.c, clears the tag with REORDER_HDR
 // on, the default), so the probe is reported as arrived untagged: a
 // tag-stripped finding although the wire carried the tag up to h0. (The
 // logged `ip link` shows c0's operstate: UNKNOWN on Linux 6.1, UP on 7.3;
-// both are up to host.WireDevices.)
+// both are up to probe.WireDevices.)
 func TestLabListenStackedOnOtherNetns(t *testing.T) {
 	for _, c := range []struct {
 		name string

@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/roce-probe/roce-probe/internal/netnstest"
-	"github.com/roce-probe/roce-probe/internal/probe"
+	"github.com/roce-probe/roce-probe/probe"
 	"github.com/roce-probe/roce-probe/roce"
 )
 
@@ -534,7 +534,7 @@ func TestMissingCapNetRaw(t *testing.T) {
 	}
 }
 
-// listen without --netdev captures on the netdevs host.WireDevices lists
+// listen without --netdev captures on the netdevs probe.WireDevices lists
 // (here the one veth) and answers there.
 func TestListenAllNetdevs(t *testing.T) {
 	netnstest.RequireRoot(t)
@@ -550,7 +550,7 @@ func TestListenAllNetdevs(t *testing.T) {
 	}
 }
 
-// --dev/--gid-index with a Soft-RoCE sysfs fixture (internal/host/testdata/rxe,
+// --dev/--gid-index with a Soft-RoCE sysfs fixture (collect/testdata/rxe,
 // the lab's table, read as the live sysfs) in a namespace whose veth0 has
 // GID index 1's address: the probe leaves from veth0 with 10.0.0.1 and
 // with rxe's markings as ah/ predicts them: the traffic class byte as is
@@ -565,7 +565,7 @@ func TestSendFromGIDFixture(t *testing.T) {
 	netnstest.Veth(t, nsS, "veth0", "02:00:00:00:00:01", nsL, "veth1", "02:00:00:00:00:02")
 	netnstest.Run(t, "ip", "-n", nsS, "addr", "add", "10.0.0.1/24", "dev", "veth0")
 	netnstest.Run(t, "ip", "-n", nsL, "addr", "add", "10.0.0.2/24", "dev", "veth1")
-	sysfs, err := filepath.Abs(hostTestdata + "rxe/sys")
+	sysfs, err := filepath.Abs(sysfsTestdata + "rxe/sys")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/roce-probe/roce-probe/internal/host"
+	"github.com/roce-probe/roce-probe/collect"
+	"github.com/roce-probe/roce-probe/host"
 	"github.com/roce-probe/roce-probe/qos"
 )
 
@@ -32,7 +33,7 @@ without RDMA devices, the ports are the predicted Soft-RoCE ones (said so).
 privileges.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, err := src.snapshot(host.SectionRDMA | host.SectionNet | host.SectionDCB | host.SectionSettings)
+			s, err := src.snapshot(collect.SectionRDMA | collect.SectionNet | collect.SectionDCB | collect.SectionSettings)
 			if err != nil {
 				return err
 			}

@@ -18,9 +18,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/roce-probe/roce-probe/ah"
+	"github.com/roce-probe/roce-probe/collect"
 	"github.com/roce-probe/roce-probe/gid"
-	"github.com/roce-probe/roce-probe/internal/host"
-	"github.com/roce-probe/roce-probe/internal/probe"
+	"github.com/roce-probe/roce-probe/host"
+	"github.com/roce-probe/roce-probe/probe"
 	"github.com/roce-probe/roce-probe/qos"
 	"github.com/roce-probe/roce-probe/roce"
 	"github.com/roce-probe/roce-probe/vlan"
@@ -121,9 +122,9 @@ func runSend(cmd *cobra.Command, f sendFlags) error {
 
 	// One read of the host: the namespace the probes leave from and, with
 	// --dev, the GID tables and DCB the address handle resolves against.
-	sections := host.SectionNet
+	sections := collect.SectionNet
 	if byGID {
-		sections |= host.SectionRDMA | host.SectionDCB
+		sections |= collect.SectionRDMA | collect.SectionDCB
 	}
 	snap, ns, err := liveHost(sections)
 	if err != nil {
@@ -151,14 +152,14 @@ func runSend(cmd *cobra.Command, f sendFlags) error {
 			return usagef("--dst %s and GID index %d (%s) are of different families", dst, f.gidIndex, src)
 		}
 		var n []string
-		base, n = res.ProbeMarkings(base)
+		base, n = probe.MarkingsFromAH(res, base)
 		notes = append(notes, fmt.Sprintf("markings from the %s address handle (driver %s): %s", f.dev, orDash(string(res.Driver)), markingsText(&base)))
 		notes = append(notes, n...)
 		for _, w := range res.Warnings {
 			notes = append(notes, w.String())
 		}
 	}
-	ep, err := host.ResolveEndpoint(ns, netdev, src, dst, f.resolveWait)
+	ep, err := probe.ResolveEndpoint(ns, netdev, src, dst, f.resolveWait)
 	if err != nil {
 		return netdevError(netdevFlag, err)
 	}
@@ -441,9 +442,9 @@ func printSummary(w io.Writer, s probe.Summary, ep probe.Endpoint) {
 func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
 
 // liveHost reads this host once for the live commands send and listen:
-// sections (host.SectionNet at least: links, addresses, routes,
+// sections (collect.SectionNet at least: links, addresses, routes,
 // neighbours), and this network namespace of the snapshot.
-func liveHost(sections host.Section) (*host.Snapshot, *vlan.Namespace, error) {
+func liveHost(sections collect.Section) (*host.Snapshot, *vlan.Namespace, error) {
 	snap, err := (&hostFlags{}).snapshot(sections)
 	if err != nil {
 		return nil, nil, err

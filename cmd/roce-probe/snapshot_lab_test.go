@@ -14,8 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/roce-probe/roce-probe/collect"
 	"github.com/roce-probe/roce-probe/gid"
-	"github.com/roce-probe/roce-probe/internal/host"
+	"github.com/roce-probe/roce-probe/host"
 	"github.com/roce-probe/roce-probe/internal/lab"
 )
 
@@ -107,7 +108,7 @@ func waitGIDs(t *testing.T, present bool) {
 	want := []gid.GID{gid.FromAddr(netip.MustParsePrefix(snapMacvlanV4).Addr()), gid.FromAddr(netip.MustParsePrefix(snapMacvlanV6).Addr())}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		s, err := host.Collect(host.Options{Sections: host.SectionRDMA})
+		s, err := collect.Collect(collect.Options{Sections: collect.SectionRDMA})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -168,7 +169,7 @@ func stableState(t *testing.T, s *host.Snapshot) string {
 func TestLabLiveEqualsSnapshot(t *testing.T) {
 	addMacvlanOnVLAN(t)
 	freezeNeighbours(t)
-	s, err := host.Collect(host.Options{})
+	s, err := collect.Collect(collect.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,7 +248,7 @@ func TestLabLiveEqualsSnapshot(t *testing.T) {
 			out, _, code := runCLI(t, "", args...)
 			runs = append(runs, snapshotCase{Args: args, Stdout: out, Exit: code})
 		}
-		after, err := host.Collect(host.Options{Tool: version()})
+		after, err := collect.Collect(collect.Options{Tool: version()})
 		if err != nil {
 			t.Fatal(err)
 		}

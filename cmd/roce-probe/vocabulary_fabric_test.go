@@ -12,9 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/roce-probe/roce-probe/collect"
+	"github.com/roce-probe/roce-probe/host"
 	"github.com/roce-probe/roce-probe/internal/agent"
-	"github.com/roce-probe/roce-probe/internal/host"
-	"github.com/roce-probe/roce-probe/internal/probe"
+	"github.com/roce-probe/roce-probe/probe"
 	"github.com/roce-probe/roce-probe/qos"
 )
 
@@ -95,7 +96,7 @@ func vocabularyAgent(t *testing.T) {
 	cfg := agent.Default()
 	cfg.Interval = time.Second
 	// Not started: nothing read yet.
-	a, err := agent.New(cfg, agent.Deps{Collect: func(host.Options) (*host.Snapshot, error) { return host.Load(hostFixtures + "rxe.json") }, Open: noSockets})
+	a, err := agent.New(cfg, agent.Deps{Collect: func(collect.Options) (*host.Snapshot, error) { return host.Load(hostFixtures + "rxe.json") }, Open: noSockets})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,11 +104,11 @@ func vocabularyAgent(t *testing.T) {
 
 	for _, c := range []struct {
 		name    string
-		collect func(host.Options) (*host.Snapshot, error)
+		collect func(collect.Options) (*host.Snapshot, error)
 		key     string // the key that becomes non-null
 	}{
-		{"read", func(host.Options) (*host.Snapshot, error) { return host.Load(hostFixtures + "rxe.json") }, "last_read"},
-		{"failed read", func(host.Options) (*host.Snapshot, error) { return nil, errors.New("sysfs: permission denied") }, "last_read_error"},
+		{"read", func(collect.Options) (*host.Snapshot, error) { return host.Load(hostFixtures + "rxe.json") }, "last_read"},
+		{"failed read", func(collect.Options) (*host.Snapshot, error) { return nil, errors.New("sysfs: permission denied") }, "last_read_error"},
 	} {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {

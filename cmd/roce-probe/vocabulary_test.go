@@ -17,9 +17,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/roce-probe/roce-probe/internal/host"
-	"github.com/roce-probe/roce-probe/internal/probe"
+	"github.com/roce-probe/roce-probe/host"
 	"github.com/roce-probe/roce-probe/internal/rocegen"
+	"github.com/roce-probe/roce-probe/probe"
 	"github.com/roce-probe/roce-probe/roce"
 	"github.com/roce-probe/roce-probe/vlan"
 )
@@ -631,7 +631,7 @@ func TestVocabulary(t *testing.T) {
 		{"ah --from-wc HEX -o json", from("rxe", "ah", "--dev", "rxe0", "--from-wc", stale+"4568003cb9fb40004011feffc0a8fffec0a8fffd", "-o", "json"), exitFinding},
 		{"ah --from-wc HEX -o json", from("rxe", "ah", "--dev", "rxe0", "--from-wc", stale+"4568003c12344000401114130a0000020a000001", "--wc", "", "--behaviour", "rdma-core", "-o", "json"), exitOK},
 		{"counters -o json", []string{"counters", "--from", countersFixture, "-o", "json"}, exitOK},
-		{"counters -o json", []string{"counters", "--from", "../../internal/host/testdata/mlx5-tcoverride.json", "-o", "json"}, exitOK},
+		{"counters -o json", []string{"counters", "--from", "../../host/testdata/mlx5-tcoverride.json", "-o", "json"}, exitOK},
 		{"decode -o json", []string{"decode", "-o", "json", sampleCapture}, exitOK},
 		{"decode -o json", []string{"decode", "-o", "json", "../../roce/testdata/rxe-ud-send.pcapng"}, exitOK},
 		{"decode -o json", []string{"decode", "-o", "json", edges}, exitOK},
@@ -656,7 +656,7 @@ func TestVocabulary(t *testing.T) {
 		checkOutput(t, "collect", string(b))
 	}
 	// The snapshot fixtures are what collect writes on the hosts they
-	// describe (internal/host checks they re-encode to themselves), and
+	// describe (package host checks they re-encode to themselves), and
 	// two variants re-encoded as collect writes them: a traffic class
 	// override with an address rule, and a source that could not be read.
 	for _, name := range []string{"rxe", "rxe-churned", "mlx5", "mlx5-dscp", "mlx5-pcp", "mlx5-counters", "mlx5-tcoverride"} {

@@ -15,9 +15,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/roce-probe/roce-probe/internal/counters"
-	"github.com/roce-probe/roce-probe/internal/host"
-	"github.com/roce-probe/roce-probe/internal/probe"
+	"github.com/roce-probe/roce-probe/collect"
+	"github.com/roce-probe/roce-probe/counters"
+	"github.com/roce-probe/roce-probe/host"
+	"github.com/roce-probe/roce-probe/probe"
 	"github.com/roce-probe/roce-probe/vlan"
 )
 
@@ -28,11 +29,11 @@ type Deps struct {
 	Version string
 	// Log receives the agent's events (GID index moves, peers, errors).
 	Log *slog.Logger
-	// Collect reads the host snapshot (host.Collect).
-	Collect func(host.Options) (*host.Snapshot, error)
-	// Watch subscribes to link and address changes (host.Watch of the
+	// Collect reads the host snapshot (collect.Collect).
+	Collect func(collect.Options) (*host.Snapshot, error)
+	// Watch subscribes to link and address changes (collect.Watch of the
 	// own namespace); nil: periodic reads only.
-	Watch func(done <-chan struct{}) (*host.Watcher, error)
+	Watch func(done <-chan struct{}) (*collect.Watcher, error)
 	// Open opens a netdev's raw sockets (probe.OpenWith,
 	// probe.Incoming): two per netdev, the listener's and the mesh's.
 	Open Opener
@@ -40,7 +41,7 @@ type Deps struct {
 	// CAP_NET_RAW); nil: not checked.
 	CheckRaw func() error
 	// Kick makes the kernel resolve a next hop without waiting
-	// (host.SolicitNeighbor); nil: never.
+	// (collect.SolicitNeighbor); nil: never.
 	Kick func(src, dst netip.Addr, rr vlan.RouteResult)
 	// Resolver resolves peers.dns (net.DefaultResolver).
 	Resolver Resolver
@@ -334,8 +335,8 @@ func (a *Agent) loop(ctx context.Context, peers <-chan []Peer) {
 	resub := time.NewTimer(0) // (re)subscribe to changes
 	defer resub.Stop()
 	backoff := time.Second
-	var changes <-chan host.Change
-	var watcher *host.Watcher
+	var changes <-chan collect.Change
+	var watcher *collect.Watcher
 	var watchDone chan struct{}
 	defer func() {
 		if watchDone != nil {
@@ -417,7 +418,7 @@ func (a *Agent) loop(ctx context.Context, peers <-chan []Peer) {
 // read reads the host and updates everything that follows from it. It
 // returns how many next hops it asked the kernel to resolve.
 func (a *Agent) read() int {
-	snap, err := a.d.Collect(host.Options{Tool: a.d.Version})
+	snap, err := a.d.Collect(collect.Options{Tool: a.d.Version})
 	var v *host.View
 	if err == nil {
 		v, err = snap.View("")
@@ -511,7 +512,7 @@ func (a *Agent) replan() []neighborKick {
 	if a.view == nil {
 		return nil
 	}
-	own, _ := host.LocalAddresses(a.view.NS)
+	own, _ := probe.LocalAddresses(a.view.NS)
 	ownSet := map[netip.Addr]bool{}
 	for _, o := range own {
 		ownSet[o] = true
@@ -553,7 +554,7 @@ func (a *Agent) replan() []neighborKick {
 		a.mm.probeErrors.WithLabelValues(e.peer.Name, e.reason).Inc()
 	}
 	wires := map[string]bool{}
-	for _, w := range host.WireDevices(a.view.NS) {
+	for _, w := range probe.WireDevices(a.view.NS) {
 		wires[w] = true
 	}
 	for _, s := range p.specs {

@@ -22,7 +22,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/roce-probe/roce-probe/internal/fabric"
+	"github.com/roce-probe/roce-probe/fabric"
 	"github.com/roce-probe/roce-probe/internal/lab"
 )
 

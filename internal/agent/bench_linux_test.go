@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/roce-probe/roce-probe/internal/netnstest"
-	"github.com/roce-probe/roce-probe/internal/probe"
+	"github.com/roce-probe/roce-probe/probe"
 )
 
 // BenchmarkAgent500Peers measures one `roce-probe agent` process in a test

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/roce-probe/roce-probe/internal/host"
-	"github.com/roce-probe/roce-probe/internal/probe"
+	"github.com/roce-probe/roce-probe/collect"
+	"github.com/roce-probe/roce-probe/probe"
 )
 
 // benchAgent is an agent on the fake host and fabric probing n simulated
@@ -117,7 +117,7 @@ func BenchmarkListenerAnswer(b *testing.B) {
 // each change of the peers makes it.
 func BenchmarkPlan500x2(b *testing.B) {
 	const n = 500
-	snap, err := (&fakeHost{peers: n}).collect(host.Options{})
+	snap, err := (&fakeHost{peers: n}).collect(collect.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

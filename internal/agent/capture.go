@@ -6,8 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/roce-probe/roce-probe/internal/host"
-	"github.com/roce-probe/roce-probe/internal/probe"
+	"github.com/roce-probe/roce-probe/probe"
 	"github.com/roce-probe/roce-probe/vlan"
 )
 
@@ -53,7 +52,7 @@ func newCapture(open Opener, m *mesh, resp *probe.Responder, log *slog.Logger, o
 
 // setLocal gives the listener the host's addresses.
 func (c *capture) setLocal(ns *vlan.Namespace) {
-	addrs, macs := host.LocalAddresses(ns)
+	addrs, macs := probe.LocalAddresses(ns)
 	c.respMu.Lock()
 	c.resp.SetLocal(macs, addrs)
 	c.respMu.Unlock()

@@ -6,20 +6,20 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/roce-probe/roce-probe/internal/host"
-	"github.com/roce-probe/roce-probe/internal/probe"
+	"github.com/roce-probe/roce-probe/collect"
+	"github.com/roce-probe/roce-probe/probe"
 	"github.com/roce-probe/roce-probe/vlan"
 )
 
-// DefaultDeps are the live host's: host.Collect and host.Watch of the
+// DefaultDeps are the live host's: collect.Collect and collect.Watch of the
 // agent's own network namespace, probe.OpenWith sockets (CAP_NET_RAW),
-// host.SolicitNeighbor, the system's DNS resolver.
+// collect.SolicitNeighbor, the system's DNS resolver.
 func DefaultDeps(version string, log *slog.Logger) Deps {
 	return Deps{
 		Version: version,
 		Log:     log,
-		Collect: host.Collect,
-		Watch:   func(done <-chan struct{}) (*host.Watcher, error) { return host.Watch("", done) },
+		Collect: collect.Collect,
+		Watch:   func(done <-chan struct{}) (*collect.Watcher, error) { return collect.Watch("", done) },
 		Open: func(netdev string, sel probe.Selection) (Port, error) {
 			// The mesh's socket is drained when the sender wakes, never
 			// waited on: out of the poller, a reply wakes nothing.
@@ -32,7 +32,7 @@ func DefaultDeps(version string, log *slog.Logger) Deps {
 		},
 		CheckRaw: func() error { return probe.CheckRawSocket("any netdev") },
 		Kick: func(src, dst netip.Addr, rr vlan.RouteResult) {
-			host.SolicitNeighbor(src, dst, rr) // the next read sees the answer
+			collect.SolicitNeighbor(src, dst, rr) // the next read sees the answer
 		},
 		Resolver: net.DefaultResolver,
 		Now:      time.Now,

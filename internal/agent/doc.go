@@ -6,9 +6,9 @@
 // file: LoadConfig, ParseConfig, ParseFlow; docs/agent.md) and its Deps
 // (DefaultDeps: the live host), runs until its context ends (Run):
 //
-//   - It reads the host snapshot (host.Collect: GID tables, namespaces,
+//   - It reads the host snapshot (collect.Collect: GID tables, namespaces,
 //     DCB, counters, settings) every Config.Interval and when the kernel
-//     announces a link or address change (host.Watch), and turns it into
+//     announces a link or address change (collect.Watch), and turns it into
 //     metrics: every GID entry, the index a workload should use per
 //     network and when it moves, each flow's lossless verdict (qos.Check)
 //     and the RDMA and per-priority counters.
@@ -17,7 +17,7 @@
 //     without its own addresses; a source that fails keeps its last good
 //     list.
 //   - It probes every peer for every flow that reaches it with real RoCE
-//     v2 frames (internal/probe: a Prober per peer and flow, the
+//     v2 frames (probe: a Prober per peer and flow, the
 //     markings of the flow's address handle resolved as `roce-probe send
 //     --dev --gid-index` does), at a bounded, jittered rate, and records
 //     what arrived (VLAN, PCP, DSCP, ECN, TTL), loss and round-trip time.
@@ -28,6 +28,6 @@
 //     /healthz, with bounded connections, concurrency and timeouts.
 //
 // docs/metrics.md lists every metric. Everything the agent reads from the
-// kernel goes through internal/host; raw sockets through internal/probe.
+// kernel goes through package collect; raw sockets through package probe.
 // The agent runs on Linux; elsewhere DefaultDeps make Run fail at once.
 package agent

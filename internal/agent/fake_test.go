@@ -17,8 +17,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/roce-probe/roce-probe/internal/host"
-	"github.com/roce-probe/roce-probe/internal/probe"
+	"github.com/roce-probe/roce-probe/collect"
+	"github.com/roce-probe/roce-probe/host"
+	"github.com/roce-probe/roce-probe/probe"
 	"github.com/roce-probe/roce-probe/vlan"
 )
 
@@ -62,7 +63,7 @@ type fakeHost struct {
 	prefix    int // the /prefix of eth0's address
 }
 
-func (h *fakeHost) collect(host.Options) (*host.Snapshot, error) {
+func (h *fakeHost) collect(collect.Options) (*host.Snapshot, error) {
 	h.collects.Add(1)
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -383,17 +384,17 @@ func (r *fakeResolver) set(addrs []netip.Addr, err error) {
 // fakeWatch delivers changes the test sends.
 type fakeWatch struct {
 	mu   sync.Mutex
-	ch   chan host.Change
+	ch   chan collect.Change
 	subs atomic.Int64
 	fail atomic.Bool
 }
 
-func (w *fakeWatch) watch(done <-chan struct{}) (*host.Watcher, error) {
+func (w *fakeWatch) watch(done <-chan struct{}) (*collect.Watcher, error) {
 	if w.fail.Load() {
 		return nil, errors.New("injected: netlink subscription failed")
 	}
 	w.subs.Add(1)
-	ch := make(chan host.Change, 16)
+	ch := make(chan collect.Change, 16)
 	w.mu.Lock()
 	w.ch = ch
 	w.mu.Unlock()
@@ -406,12 +407,12 @@ func (w *fakeWatch) watch(done <-chan struct{}) (*host.Watcher, error) {
 		close(ch)
 		w.mu.Unlock()
 	}()
-	return &host.Watcher{C: ch}, nil
+	return &collect.Watcher{C: ch}, nil
 }
 
 // send delivers a change (dropped when the subscription's buffer is full,
-// as host.Watch drops).
-func (w *fakeWatch) send(c host.Change) {
+// as collect.Watch drops).
+func (w *fakeWatch) send(c collect.Change) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.ch != nil {

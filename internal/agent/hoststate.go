@@ -9,15 +9,16 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/roce-probe/roce-probe/counters"
+	"github.com/roce-probe/roce-probe/fabric"
 	"github.com/roce-probe/roce-probe/gid"
-	"github.com/roce-probe/roce-probe/internal/counters"
-	"github.com/roce-probe/roce-probe/internal/fabric"
-	"github.com/roce-probe/roce-probe/internal/host"
+	"github.com/roce-probe/roce-probe/host"
+	"github.com/roce-probe/roce-probe/probe"
 	"github.com/roce-probe/roce-probe/qos"
 )
 
 // gidRow is one used GID table entry as roce_probe_gid_info shows it:
-// internal/fabric's GIDEntry (the one rule of networks and usable
+// fabric's GIDEntry (the one rule of networks and usable
 // entries, which the fabric report applies to the same snapshot).
 type gidRow = fabric.GIDEntry
 
@@ -130,7 +131,7 @@ func resolveFlow(v *host.View, f FlowConfig, rows []gidRow) *flowSource {
 		fs.err = fmt.Errorf("GID index %d of %s port %d is a %s GID: want RoCE v2 (probes are RoCE v2 frames)", index, dev, port, src.Entry.Type)
 		return fs
 	}
-	if err := host.SendableStack(src.Desc); err != nil {
+	if err := probe.SendableStack(src.Desc); err != nil {
 		fs.err = fmt.Errorf("GID index %d of %s port %d: its netdev %s %w", index, dev, port, src.Entry.Netdev, err)
 		return fs
 	}

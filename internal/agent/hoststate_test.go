@@ -13,12 +13,13 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/roce-probe/roce-probe/collect"
+	"github.com/roce-probe/roce-probe/fabric"
 	"github.com/roce-probe/roce-probe/gid"
-	"github.com/roce-probe/roce-probe/internal/fabric"
-	"github.com/roce-probe/roce-probe/internal/host"
+	"github.com/roce-probe/roce-probe/host"
 )
 
-const hostTestdata = "../host/testdata/"
+const hostTestdata = "../../host/testdata/"
 
 // fixtureCollect returns the snapshot fixtures in turn (the last one
 // again and again).
@@ -28,7 +29,7 @@ type fixtureCollect struct {
 	n     int
 }
 
-func (f *fixtureCollect) collect(host.Options) (*host.Snapshot, error) {
+func (f *fixtureCollect) collect(collect.Options) (*host.Snapshot, error) {
 	f.mu.Lock()
 	name := f.names[min(f.n, len(f.names)-1)]
 	f.n++
@@ -42,7 +43,7 @@ func startFixtureAgent(t *testing.T, cfg Config, names ...string) (*testAgent, *
 	return ta, fc
 }
 
-// The GID metrics of the mlx5 fixture (internal/host/testdata/README.md):
+// The GID metrics of the mlx5 fixture (host/testdata/README.md):
 // every used entry, and per (type, family, network) the lowest usable
 // index — mv0's 10.100.0.20 (index 9) shares 10.100.0.0/24 with
 // enp1s0f0.100's index 5, link-local entries have no index, and port 2
@@ -305,7 +306,7 @@ func TestGIDIndexEqualsFabric(t *testing.T) {
 	for _, fx := range fixtures {
 		cfg := testConfig()
 		cfg.Flows = nil
-		ta := startAgent(t, cfg, &fakeHost{}, newFakeNet(), func(d *Deps) { d.Collect = func(host.Options) (*host.Snapshot, error) { return fx.load() } })
+		ta := startAgent(t, cfg, &fakeHost{}, newFakeNet(), func(d *Deps) { d.Collect = func(collect.Options) (*host.Snapshot, error) { return fx.load() } })
 		eventually(t, 5*time.Second, fx.name+": first read", func() bool { _, ok := value(gather(t, ta.Registry()), metricGIDIndex); return ok })
 		f := gather(t, ta.Registry())
 		ta.stop(t)

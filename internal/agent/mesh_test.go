@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/roce-probe/roce-probe/internal/probe"
+	"github.com/roce-probe/roce-probe/probe"
 )
 
 // The agent probes every peer with the flow's markings (Soft-RoCE's rule

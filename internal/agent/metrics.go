@@ -54,7 +54,7 @@ var RTTBuckets = []float64{10e-6, 30e-6, 100e-6, 300e-6, 1e-3, 3e-3, 10e-3, 30e-
 // Sources of roce_probe_read_errors_total and
 // roce_probe_last_read_timestamp_seconds.
 const (
-	sourceHost      = "host"       // the host snapshot as a whole (host.Collect)
+	sourceHost      = "host"       // the host snapshot as a whole (collect.Collect)
 	sourceDNS       = "dns"        // peers.dns
 	sourcePeersFile = "peers_file" // peers.file
 	sourceNetlink   = "netlink"    // the link/address change subscription
@@ -215,7 +215,7 @@ var descs = sync.OnceValue(func() *metricDescs {
 			"Received frames of the priority dropped, by reason (discard: no receive buffer, port level; buffer: no buffer; congestion: WRED).",
 			[]string{"netdev", "prio", "reason"}, nil),
 		rocePriority: prometheus.NewDesc(metricRoCEPriority,
-			"A priority of the real netdev that carries RoCE by the host's configuration (1): PFC on, DSCP 26 or rdma_cm's default ToS or a traffic class override mapped to it under DSCP trust, an APP entry for RoCE, DCQCN enabled (internal/counters RoCEPriorities; docs/counters.md).",
+			"A priority of the real netdev that carries RoCE by the host's configuration (1): PFC on, DSCP 26 or rdma_cm's default ToS or a traffic class override mapped to it under DSCP trust, an APP entry for RoCE, DCQCN enabled (counters RoCEPriorities; docs/counters.md).",
 			[]string{"netdev", "prio"}, nil),
 		peers:        prometheus.NewDesc(metricPeers, "Peers probed (the union of peers.static, peers.dns and peers.file, without this host's addresses, at most peers.max).", nil, nil),
 		peersLeftOut: prometheus.NewDesc(metricPeersLeftOut, "Peers left out because there are more than peers.max.", nil, nil),

@@ -21,8 +21,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/roce-probe/roce-probe/internal/host"
-	"github.com/roce-probe/roce-probe/internal/probe"
+	"github.com/roce-probe/roce-probe/collect"
+	"github.com/roce-probe/roce-probe/host"
+	"github.com/roce-probe/roce-probe/probe"
 )
 
 func peerList(from, to int) []netip.Addr {
@@ -145,7 +146,7 @@ func TestHostFaults(t *testing.T) {
 	// A storm of 500 changes in 0.5 s: a handful of reads, not 500.
 	before := h.collects.Load()
 	for i := 0; i < 500; i++ {
-		ta.watch.send(host.Change{Kind: host.ChangeLink, Netdev: "eth0", Ifindex: 2})
+		ta.watch.send(collect.Change{Kind: collect.ChangeLink, Netdev: "eth0", Ifindex: 2})
 		time.Sleep(time.Millisecond)
 	}
 	time.Sleep(1500 * time.Millisecond)
@@ -155,7 +156,7 @@ func TestHostFaults(t *testing.T) {
 
 	// A failing read is counted; the probes go on.
 	h.set(func(h *fakeHost) { h.failNext = 1 })
-	ta.watch.send(host.Change{Kind: host.ChangeAddr, Ifindex: 2})
+	ta.watch.send(collect.Change{Kind: collect.ChangeAddr, Ifindex: 2})
 	eventually(t, 5*time.Second, "the failed read counted", func() bool {
 		v, _ := value(gather(t, ta.Registry()), metricReadErrors, "source", sourceHost)
 		return v == 1
@@ -165,7 +166,7 @@ func TestHostFaults(t *testing.T) {
 
 	// eth0 goes away: the flow has no source, the socket is closed.
 	h.set(func(h *fakeHost) { h.netdevOff = true })
-	ta.watch.send(host.Change{Kind: host.ChangeLink, Netdev: "eth0", Ifindex: 2, Deleted: true})
+	ta.watch.send(collect.Change{Kind: collect.ChangeLink, Netdev: "eth0", Ifindex: 2, Deleted: true})
 	eventually(t, 5*time.Second, "no_source errors", func() bool {
 		v, _ := value(gather(t, ta.Registry()), metricProbeErrors, "peer", p1, "reason", reasonNoSource)
 		return v > 0
@@ -176,7 +177,7 @@ func TestHostFaults(t *testing.T) {
 	}
 	// ... and comes back.
 	h.set(func(h *fakeHost) { h.netdevOff = false })
-	ta.watch.send(host.Change{Kind: host.ChangeLink, Netdev: "eth0", Ifindex: 2})
+	ta.watch.send(collect.Change{Kind: collect.ChangeLink, Netdev: "eth0", Ifindex: 2})
 	a = answered()
 	eventually(t, 5*time.Second, "answers after eth0 came back", func() bool { return answered() > a && n.openPorts() == 2 })
 
@@ -195,7 +196,7 @@ func TestHostFaults(t *testing.T) {
 		v, _ := value(gather(t, ta.Registry()), metricReadErrors, "source", sourceCapture)
 		return v >= 1
 	})
-	ta.watch.send(host.Change{Kind: host.ChangeLink, Netdev: "eth0", Ifindex: 2})
+	ta.watch.send(collect.Change{Kind: collect.ChangeLink, Netdev: "eth0", Ifindex: 2})
 	eventually(t, 5*time.Second, "the socket opened again", func() bool { return n.opens.Load() > opens && n.openPorts() == 2 })
 	a = answered()
 	eventually(t, 5*time.Second, "answers on the new socket", func() bool { return answered() > a })
@@ -209,7 +210,7 @@ func TestHostFaults(t *testing.T) {
 		return v >= 2
 	})
 	eventually(t, 5*time.Second, "both sockets closed", func() bool { return n.openPorts() == 0 })
-	ta.watch.send(host.Change{Kind: host.ChangeLink, Netdev: "eth0", Ifindex: 2})
+	ta.watch.send(collect.Change{Kind: collect.ChangeLink, Netdev: "eth0", Ifindex: 2})
 	eventually(t, 5*time.Second, "both opened again", func() bool { return n.opens.Load() == opens+2 && n.openPorts() == 2 })
 	a = answered()
 	eventually(t, 5*time.Second, "answers on the new sockets", func() bool { return answered() > a })
@@ -556,7 +557,7 @@ func TestChurnSoak(t *testing.T) {
 		})
 		every(700*time.Millisecond, func() { h.set(func(h *fakeHost) { h.netdevOff = !h.netdevOff }) })
 		every(900*time.Millisecond, func() { h.set(func(h *fakeHost) { h.failNext = 1 }) })
-		every(10*time.Millisecond, func() { ta.watch.send(host.Change{Kind: host.ChangeLink, Netdev: "eth0"}) })
+		every(10*time.Millisecond, func() { ta.watch.send(collect.Change{Kind: collect.ChangeLink, Netdev: "eth0"}) })
 		every(1300*time.Millisecond, n.breakPorts)
 		every(50*time.Millisecond, func() {
 			for _, f := range flood {
@@ -572,7 +573,7 @@ func TestChurnSoak(t *testing.T) {
 		})
 		wg.Wait()
 		h.set(func(h *fakeHost) { h.netdevOff, h.failNext = false, 0 })
-		ta.watch.send(host.Change{Kind: host.ChangeLink, Netdev: "eth0"})
+		ta.watch.send(collect.Change{Kind: collect.ChangeLink, Netdev: "eth0"})
 		time.Sleep(1500 * time.Millisecond) // settle: a read with eth0 back
 	}
 	round(3 * time.Second) // warm up: every path taken once, pools filled

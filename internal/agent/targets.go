@@ -7,8 +7,8 @@ import (
 
 	"github.com/roce-probe/roce-probe/ah"
 	"github.com/roce-probe/roce-probe/gid"
-	"github.com/roce-probe/roce-probe/internal/host"
-	"github.com/roce-probe/roce-probe/internal/probe"
+	"github.com/roce-probe/roce-probe/host"
+	"github.com/roce-probe/roce-probe/probe"
 	"github.com/roce-probe/roce-probe/roce"
 	"github.com/roce-probe/roce-probe/vlan"
 )
@@ -135,7 +135,7 @@ func (ft *flowTargets) resolve(peer netip.Addr, prev target) (target, *neighborK
 		kick = &neighborKick{src: res.Wire.Src, dst: peer, route: nerr.Route}
 	}
 	w := res.Wire
-	m, _ := res.ProbeMarkings(ft.base)
+	m, _ := probe.MarkingsFromAH(res, ft.base)
 	tags := make([]roce.VLANTag, len(w.VLANChain))
 	for i, c := range w.VLANChain {
 		tags[i] = roce.VLANTag{TPID: uint16(c.TPID), ID: c.ID, PCP: m.PCP}

@@ -6,13 +6,13 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/roce-probe/roce-probe/internal/host"
-	"github.com/roce-probe/roce-probe/internal/probe"
+	"github.com/roce-probe/roce-probe/host"
+	"github.com/roce-probe/roce-probe/probe"
 	"github.com/roce-probe/roce-probe/roce"
 	"github.com/roce-probe/roce-probe/vlan"
 )
 
-// The targets of tagged flows on the rxe fixture (internal/host/testdata:
+// The targets of tagged flows on the rxe fixture (host/testdata:
 // veth0.100 with egress-qos-map 0:3, and QinQ veth0.q1000.10 with
 // egress-qos-map 0:2 on 802.1ad 1000 without a map; default TTL 64).
 // Soft-RoCE sends with skb priority 0 whatever the sl, and each VLAN

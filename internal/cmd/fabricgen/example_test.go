@@ -5,14 +5,14 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/roce-probe/roce-probe/internal/host"
+	"github.com/roce-probe/roce-probe/host"
 )
 
 // Writing a fleet of three hosts and reading one back.
 func Example() {
 	dir, _ := os.MkdirTemp("", "fabricgen")
 	defer os.RemoveAll(dir)
-	os.Args = []string{"fabricgen", "-n", "3", "-o", dir, "-base", "../../host/testdata/mlx5-counters.json"}
+	os.Args = []string{"fabricgen", "-n", "3", "-o", dir, "-base", "../../../host/testdata/mlx5-counters.json"}
 	main()
 	s, err := host.Load(filepath.Join(dir, "node-00002.json"))
 	if err != nil {

@@ -6,14 +6,14 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/roce-probe/roce-probe/internal/fabric/fabrictest"
-	"github.com/roce-probe/roce-probe/internal/host"
+	"github.com/roce-probe/roce-probe/fabric/fabrictest"
+	"github.com/roce-probe/roce-probe/host"
 )
 
 func main() {
 	n := flag.Int("n", 10000, "how many hosts")
 	out := flag.String("o", "", "directory to write node-NNNNN.json into (created)")
-	base := flag.String("base", "internal/host/testdata/mlx5-counters.json", "the snapshot every host is made from")
+	base := flag.String("base", "host/testdata/mlx5-counters.json", "the snapshot every host is made from")
 	vary := flag.String("vary", "bench", "which hosts differ: bench (one in a hundred GID pair moved, one MTU 1500) or example (docs/fabric.md's: host 2 GID pair moved, host 3 PFC on 3 and 4)")
 	flag.Parse()
 	varies := map[string]func(int, *host.Snapshot){"bench": fabrictest.VaryBench, "example": fabrictest.VaryExample}

@@ -1,0 +1,88 @@
+package collect
+
+import (
+	"errors"
+	"github.com/roce-probe/roce-probe/host"
+	"runtime"
+
+	"github.com/roce-probe/roce-probe/counters"
+)
+
+// Section is one part of a snapshot, for Options.Sections.
+type Section uint8
+
+// Sections of a snapshot.
+const (
+	SectionRDMA     Section = 1 << iota // RDMA devices, ports, GID tables, drivers
+	SectionNet                          // namespaces: links, addresses, routes, neighbours, sysctls
+	SectionDCB                          // DCB of every real netdev of every namespace read
+	SectionCounters                     // RDMA port counters, ethtool and PFC counters of the real netdevs below RoCE netdevs
+	SectionSettings                     // rdma_cm configfs defaults, mlx5 traffic class overrides, DCQCN
+
+	SectionAll = SectionRDMA | SectionNet | SectionDCB | SectionCounters | SectionSettings
+)
+
+// Options say what Collect reads.
+type Options struct {
+	// Netns names the network namespaces to read (names from `ip netns
+	// list`); the first is the view commands look netdevs up in. Empty
+	// reads the collector's own namespace only. Reading another namespace
+	// needs CAP_SYS_ADMIN.
+	Netns []string
+	// AllNetns reads the collector's own namespace (as the view) and every
+	// named one.
+	AllNetns bool
+	// SysfsRoot is where sysfs is mounted ("" is /sys).
+	SysfsRoot string
+	// Sections selects what to read; 0 means SectionAll. A section not
+	// read is nil in the snapshot.
+	Sections Section
+	// Tool is the roce-probe version recorded in the snapshot.
+	Tool string
+	// Netdevs are netdevs of the view namespace whose real netdevs'
+	// ethtool and PFC counters are read besides those below the RDMA
+	// ports (SectionCounters).
+	Netdevs []string
+}
+
+// Errors of Collect, for errors.Is.
+var (
+	// ErrNotLinux is returned by Collect on other systems: live reads
+	// need Linux; analyse a snapshot taken there instead.
+	ErrNotLinux = errors.New("reading the live host needs Linux (this is " + runtime.GOOS + "): take a snapshot on the host with 'roce-probe collect -o FILE' and analyse it here with --from FILE")
+	// ErrPermission is wrapped when a source needs privileges the process
+	// does not have (entering another network namespace needs
+	// CAP_SYS_ADMIN).
+	ErrPermission = errors.New("permission denied")
+)
+
+// Collect reads the live host: the sections opt selects, with the errors
+// of sources that could not be read in Snapshot.Errors (a DCB query that
+// fails) or returned when nothing sensible can be built without them (the
+// namespace asked for does not exist, rtnetlink cannot be opened). On
+// systems other than Linux it returns ErrNotLinux.
+func Collect(opt Options) (*host.Snapshot, error) {
+	if opt.Sections != 0 && opt.Sections&(SectionCounters|SectionSettings) != 0 {
+		// Counters and settings are read for the RDMA ports and the real
+		// netdevs below them: those sections come along.
+		opt.Sections |= SectionRDMA | SectionNet
+	}
+	return collect(opt)
+}
+
+// Sampler reads further counter samples of the ports and netdevs a
+// snapshot's counters were read for, for rates and `counters --watch`.
+type Sampler interface {
+	// Sample reads one sample; the sources that could not be read are
+	// returned beside it.
+	Sample() (*counters.Sample, []host.SourceError)
+	// Close releases the sockets.
+	Close()
+}
+
+// NewSampler returns a Sampler of the live host s was collected from
+// (opt as given to Collect: namespace, sysfs root, extra netdevs). On
+// systems other than Linux it returns ErrNotLinux.
+func NewSampler(s *host.Snapshot, opt Options) (Sampler, error) { return newSampler(s, opt) }
+
+func (o Options) has(s Section) bool { return o.Sections == 0 || o.Sections&s != 0 }

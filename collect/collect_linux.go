@@ -1,0 +1,175 @@
+package collect
+
+import (
+	"errors"
+	"fmt"
+	"github.com/roce-probe/roce-probe/host"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/roce-probe/roce-probe/counters"
+	"github.com/roce-probe/roce-probe/vlan"
+)
+
+// netnsDir is where `ip netns add` creates its namespace files.
+const netnsDir = "/run/netns"
+
+func collect(opt Options) (*host.Snapshot, error) {
+	s := &host.Snapshot{Tool: opt.Tool, Time: time.Now().UTC().Truncate(time.Millisecond)}
+	s.Hostname, _ = os.Hostname()
+	var uts unix.Utsname
+	if unix.Uname(&uts) == nil {
+		s.Kernel = unix.ByteSliceToString(uts.Release[:])
+	}
+	sys := &sysfs{Root: opt.SysfsRoot}
+	if opt.has(SectionRDMA) {
+		devs, err := sys.readAll()
+		if err != nil {
+			return nil, fmt.Errorf("reading RDMA devices from %s: %w", sys.ibDir(), err)
+		}
+		if devs == nil {
+			devs = []host.Device{}
+		}
+		s.RDMA = &host.RDMA{Devices: devs}
+	}
+	if !opt.has(SectionNet) && !opt.has(SectionDCB) {
+		return s, nil
+	}
+	names, err := netnsNames(opt)
+	if err != nil {
+		return nil, err
+	}
+	if opt.has(SectionDCB) {
+		s.DCB = []host.DCB{}
+	}
+	for i, name := range names {
+		h, err := openNetns(name)
+		if err != nil {
+			return nil, err
+		}
+		ns, err := h.readNamespace()
+		if err != nil {
+			h.Close()
+			return nil, fmt.Errorf("network namespace %s: %w", host.NetnsName(name), err)
+		}
+		ns.Freeze()
+		if opt.has(SectionNet) {
+			s.Namespaces = append(s.Namespaces, ns)
+		}
+		if opt.has(SectionDCB) {
+			for _, l := range ns.Links {
+				if !hasDCB(l) {
+					continue
+				}
+				d, err := h.readDCB(l.Name)
+				if err != nil {
+					src := "dcb " + l.Name
+					if name != "" {
+						src = "dcb " + name + "/" + l.Name
+					}
+					s.Errors = append(s.Errors, host.SourceError{Source: src, Error: err.Error()})
+					continue
+				}
+				s.DCB = append(s.DCB, d)
+			}
+		}
+		if i == 0 && s.RDMA != nil && (opt.has(SectionCounters) || opt.has(SectionSettings)) {
+			netdevs := counterNetdevs(s.RDMA.Devices, ns, opt.Netdevs)
+			if opt.has(SectionCounters) {
+				nl, _ := openRDMANetlink()
+				smp, errs := sys.sampleCounters(h, s.RDMA.Devices, netdevs, nl)
+				if nl != nil {
+					nl.close()
+				}
+				s.Counters = smp
+				s.Errors = append(s.Errors, errs...)
+			}
+			if opt.has(SectionSettings) {
+				s.Settings = sys.readSettings(s.RDMA.Devices, netdevs)
+			}
+		}
+		h.Close()
+	}
+	return s, nil
+}
+
+// sampler reads counter samples of one snapshot's ports and netdevs.
+type sampler struct {
+	sys     *sysfs
+	h       *nsHandle
+	nl      rdmaStats
+	devs    []host.Device
+	netdevs []string
+}
+
+func newSampler(s *host.Snapshot, opt Options) (Sampler, error) {
+	if s.RDMA == nil || len(s.Namespaces) == 0 {
+		return nil, &host.MissingError{Section: "rdma"}
+	}
+	name := ""
+	if len(opt.Netns) > 0 {
+		name = opt.Netns[0]
+	}
+	ns, err := s.Namespace(name)
+	if err != nil {
+		return nil, err
+	}
+	h, err := openNetns(name)
+	if err != nil {
+		return nil, err
+	}
+	nl, _ := openRDMANetlink()
+	return &sampler{sys: &sysfs{Root: opt.SysfsRoot}, h: h, nl: nl, devs: s.RDMA.Devices,
+		netdevs: counterNetdevs(s.RDMA.Devices, ns, opt.Netdevs)}, nil
+}
+
+func (p *sampler) Sample() (*counters.Sample, []host.SourceError) {
+	return p.sys.sampleCounters(p.h, p.devs, p.netdevs, p.nl)
+}
+
+func (p *sampler) Close() {
+	if p.nl != nil {
+		p.nl.close()
+	}
+	p.h.Close()
+}
+
+// hasDCB reports whether DCB is read for l: devices at the bottom of a
+// stack (NIC ports, bonds, veths), not VLAN, macvlan or ipvlan devices
+// (DCB is a property of the real device) and not the loopback.
+func hasDCB(l vlan.Link) bool {
+	return l.Ether && !l.Kind.Stacked() && l.Kind != vlan.KindLoopback
+}
+
+// netnsNames lists the namespaces opt asks for, the view first.
+func netnsNames(opt Options) ([]string, error) {
+	if !opt.AllNetns {
+		if len(opt.Netns) == 0 {
+			return []string{""}, nil
+		}
+		return opt.Netns, nil
+	}
+	out := []string{""}
+	ents, err := os.ReadDir(netnsDir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("listing network namespaces in %s: %w", netnsDir, err)
+	}
+	var named []string
+	for _, e := range ents {
+		if !e.IsDir() {
+			named = append(named, e.Name())
+		}
+	}
+	sort.Strings(named)
+	for _, n := range named {
+		if _, err := os.Stat(filepath.Join(netnsDir, n)); err == nil {
+			out = append(out, n)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,6 @@
+//go:build !linux
+
+package collect
+
+// Watch returns ErrNotLinux: rtnetlink is Linux's.
+func Watch(netnsName string, done <-chan struct{}) (*Watcher, error) { return nil, ErrNotLinux }

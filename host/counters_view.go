@@ -1,0 +1,59 @@
+package host
+
+import (
+	"github.com/roce-probe/roce-probe/counters"
+	"github.com/roce-probe/roce-probe/qos"
+)
+
+// CountersInput is what counters.Analyze needs from the view for sample
+// cur (and prev, the sample before it, nil for one): every RDMA port of
+// the snapshot with its driver, RoCE netdev, the real netdev below it and
+// its settings; and every real netdev the samples have counters of, plus
+// those below the ports, with its DCB state and DCQCN settings.
+func (v *View) CountersInput(prev, cur *counters.Sample) counters.Input {
+	in := counters.Input{Prev: prev, Cur: cur}
+	seen := map[string]bool{}
+	addNetdev := func(name string) {
+		if name == "" || seen[name] {
+			return
+		}
+		seen[name] = true
+		in.Netdevs = append(in.Netdevs, counters.NetdevInfo{Netns: v.NS.Netns, Netdev: name, DCB: v.dcbOf(name),
+			DCQCN: v.Snap.Settings.DCQCNOf(name)})
+	}
+	if v.Snap.RDMA != nil {
+		for _, d := range v.Snap.RDMA.Devices {
+			for _, p := range d.Ports {
+				pi := counters.PortInfo{Device: d.Name, Port: p.Port, Driver: string(d.Driver.Driver), Netdev: p.Netdev, Netns: v.NS.Netns,
+					TCOverride: v.Snap.Settings.TCOverrideOf(d.Name, p.Port), RDMACM: v.Snap.Settings.RDMACMOf(d.Name, p.Port)}
+				if p.Netdev != "" {
+					if desc, err := v.NS.Describe(p.Netdev); err == nil && !desc.LowerInOtherNetns {
+						pi.Real = desc.Real
+					}
+				}
+				in.Ports = append(in.Ports, pi)
+				addNetdev(pi.Real)
+			}
+		}
+	}
+	if cur != nil {
+		for _, e := range cur.Ethtool {
+			if e.Netns == v.NS.Netns {
+				addNetdev(e.Netdev)
+			}
+		}
+		for _, p := range cur.PFC {
+			if p.Netns == v.NS.Netns {
+				addNetdev(p.Netdev)
+			}
+		}
+	}
+	return in
+}
+
+// dcbOf is the DCB of a real netdev of the view's namespace (nil when not
+// read).
+func (v *View) dcbOf(netdev string) *qos.DCB {
+	d, _ := v.Snap.DCBOf(v.NS.Netns, netdev)
+	return d
+}

@@ -1,6 +1,0 @@
-//go:build !linux
-
-package host
-
-// Watch returns ErrNotLinux: rtnetlink is Linux's.
-func Watch(netnsName string, done <-chan struct{}) (*Watcher, error) { return nil, ErrNotLinux }
