@@ -28,10 +28,11 @@ func collect(opt Options) (*host.Snapshot, error) {
 	}
 	sys := &sysfs{Root: opt.SysfsRoot}
 	if opt.has(SectionRDMA) {
-		devs, err := sys.readAll()
+		devs, errs, err := sys.readAll()
 		if err != nil {
 			return nil, fmt.Errorf("reading RDMA devices from %s: %w", sys.ibDir(), err)
 		}
+		s.Errors = append(s.Errors, errs...)
 		if devs == nil {
 			devs = []host.Device{}
 		}
