@@ -41,7 +41,7 @@ func readFixture(t testing.TB, dir string) []gid.Port {
 // the sysfs trees beside them: the two forms of each fixture cannot drift.
 func TestFixturesMatchSysfsTrees(t *testing.T) {
 	for _, c := range []struct{ snap, tree string }{
-		{"rxe", "rxe"}, {"rxe-churned", "rxe-churned"}, {"mlx5", "mlx5"}, {"mlx5-dscp", "mlx5"}, {"mlx5-pcp", "mlx5"},
+		{"rxe", "rxe"}, {"rxe-churned", "rxe-churned"}, {"mlx5", "mlx5"}, {"mlx5-dscp", "mlx5"}, {"mlx5-pcp", "mlx5"}, {"mlx5-lag", "mlx5-lag"},
 	} {
 		devs, err := readAllOK(&sysfs{Root: filepath.Join("testdata", c.tree, "sys")})
 		if err != nil {
@@ -331,4 +331,15 @@ func readAllOK(s *sysfs) ([]host.Device, error) {
 		err = fmt.Errorf("%s: %s", errs[0].Source, errs[0].Error)
 	}
 	return devs, err
+}
+
+// RoCE LAG: the counters and DCQCN settings of a port on a bond are read
+// from every slave (the NIC ports), not from the bond, which has none.
+func TestCounterNetdevsLAG(t *testing.T) {
+	s := fixture(t, "mlx5-lag")
+	ns, _ := s.Namespace("")
+	got := counterNetdevs(s.RDMA.Devices, ns, nil)
+	if strings.Join(got, " ") != "enp1s0f0np0 enp1s0f1np1" {
+		t.Errorf("counter netdevs %v, want both slaves of bond0", got)
+	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/roce-probe/roce-probe/collect"
 	"github.com/roce-probe/roce-probe/counters"
 	"github.com/roce-probe/roce-probe/host"
+	"github.com/roce-probe/roce-probe/vlan"
 )
 
 func init() { register(newCountersCmd) }
@@ -205,10 +206,11 @@ type counterSelection struct {
 	port    int
 	real    string // --netdev's real netdev
 	netdevs map[string]bool
+	ns      *vlan.Namespace
 }
 
 func newCounterSelection(src *hostFlags, v *host.View, netdev string) (*counterSelection, error) {
-	sel := &counterSelection{dev: src.dev, port: src.port}
+	sel := &counterSelection{dev: src.dev, port: src.port, ns: v.NS}
 	if netdev != "" {
 		d, err := v.NS.Describe(netdev)
 		if err != nil {
@@ -235,11 +237,11 @@ func (s *counterSelection) input(in counters.Input) counters.Input {
 		}
 		if ok {
 			ports = append(ports, p)
-			keep[p.Real] = true
+			s.keep(keep, p.Real)
 		}
 	}
 	if s.real != "" {
-		keep[s.real] = true
+		s.keep(keep, s.real)
 	}
 	var nds []counters.NetdevInfo
 	for _, n := range in.Netdevs {
@@ -249,6 +251,16 @@ func (s *counterSelection) input(in counters.Input) counters.Input {
 	}
 	in.Ports, in.Netdevs = ports, nds
 	return in
+}
+
+// keep keeps real netdev real and, for a bond (RoCE LAG), its slaves.
+func (s *counterSelection) keep(keep map[string]bool, real string) {
+	keep[real] = true
+	if d, err := s.ns.Describe(real); err == nil && d.Bond != nil {
+		for _, sl := range append(append([]string{}, d.Bond.Slaves...), d.Bond.Backup...) {
+			keep[sl] = true
+		}
+	}
 }
 
 // printCounters writes one report as tables, in one write.
