@@ -72,6 +72,7 @@ produce. Read-only commands need no root.`,
 		}
 	}
 	setOnce(root)
+	registerCompletions(root)
 	root.SetHelpCommand(&cobra.Command{
 		Use:   "help [command]",
 		Short: "Help about any command",
@@ -95,6 +96,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 // as an interrupt would; tests use it to stop an in-process listener.
 func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root := newRoot(stdin, stdout, stderr)
+	if completing(args) {
+		forCompletion(root)
+	}
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	if err == nil {
