@@ -24,7 +24,6 @@ func (v *View) CountersInput(prev, cur *counters.Sample) counters.Input {
 	if v.Snap.RDMA != nil {
 		for _, d := range v.Snap.RDMA.Devices {
 			for _, p := range d.Ports {
-				var slaves []string
 				pi := counters.PortInfo{Device: d.Name, Port: p.Port, Driver: string(d.Driver.Driver), Netdev: v.NS.PortNetdev(p.Netdev), Netns: v.NS.Netns,
 					TCOverride: v.Snap.Settings.TCOverrideOf(d.Name, p.Port), RDMACM: v.Snap.Settings.RDMACMOf(d.Name, p.Port)}
 				if pi.Netdev != "" {
@@ -32,13 +31,13 @@ func (v *View) CountersInput(prev, cur *counters.Sample) counters.Input {
 						pi.Real = desc.Real
 						if desc.Bond != nil {
 							// RoCE LAG: every slave's counters and DCB.
-							slaves = append(append(slaves[:0], desc.Bond.Slaves...), desc.Bond.Backup...)
+							pi.Slaves = append(append([]string{}, desc.Bond.Slaves...), desc.Bond.Backup...)
 						}
 					}
 				}
 				in.Ports = append(in.Ports, pi)
 				addNetdev(pi.Real)
-				for _, sl := range slaves {
+				for _, sl := range pi.Slaves {
 					addNetdev(sl)
 				}
 			}
