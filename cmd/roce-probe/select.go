@@ -16,7 +16,7 @@ import (
 
 func init() { register(newSelectCmd) }
 
-// selectJSON is one line of `select -o json`.
+// selectJSON is one element of `select -o json`.
 type selectJSON struct {
 	Device    string            `json:"device"`
 	Port      int               `json:"port"`
