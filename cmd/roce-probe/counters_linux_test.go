@@ -135,7 +135,7 @@ func TestCountersWatchSignal(t *testing.T) {
 // analyses it like the live host.
 func TestCollectRecordsCounters(t *testing.T) {
 	f := filepath.Join(t.TempDir(), "s.json")
-	if _, stderr, code := runCLI(t, "", "collect", "-o", f); code != exitOK {
+	if _, stderr, code := runCLI(t, "", "collect", "--out", f); code != exitOK {
 		t.Fatalf("collect: exit %d: %s", code, stderr)
 	}
 	s, err := host.Load(f)

@@ -598,6 +598,7 @@ func TestVocabulary(t *testing.T) {
 	neigh := rxeWithNeighbours(t)
 	runs := []vocabRun{
 		{"collect", []string{"collect"}, exitOK},
+		{"collect", []string{"collect", "-o", "json"}, exitOK},
 		{"version -o json", []string{"version", "-o", "json"}, exitOK},
 		{"gids -o json", from("rxe", "gids", "-o", "json"), exitOK},
 		{"gids -o json", from("rxe-churned", "gids", "--all", "-o", "json"), exitOK},
@@ -647,10 +648,10 @@ func TestVocabulary(t *testing.T) {
 		}
 		checkOutput(t, r.command, out)
 	}
-	// collect -o FILE writes the same document.
+	// collect --out FILE writes the same document.
 	snap := filepath.Join(dir, "snap.json")
-	if _, stderr, code := runCLI(t, "", "collect", "-o", snap); code != exitOK {
-		t.Errorf("collect -o: exit %d: %s", code, stderr)
+	if _, stderr, code := runCLI(t, "", "collect", "--out", snap); code != exitOK {
+		t.Errorf("collect --out: exit %d: %s", code, stderr)
 	} else if b, err := os.ReadFile(snap); err != nil {
 		t.Error(err)
 	} else {
