@@ -104,7 +104,7 @@ need no privileges otherwise. The format is in docs/snapshot.md.`,
 	fl.StringVar(&hostname, "hostname", "", "record this as the host's name instead of this machine's (fabric tells hosts apart by it)")
 	fl.StringVar(&netns, "netns", "", "read this network namespace (a name from 'ip netns list'; needs root) instead of this one")
 	fl.BoolVar(&allNetns, "all-netns", false, "read this network namespace and every named one (needs root)")
-	c.MarkFlagsMutuallyExclusive("netns", "all-netns")
+	flagsExclusive(c, "netns", "all-netns")
 	_ = c.RegisterFlagCompletionFunc("output", func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		return []cobra.Completion{"json"}, cobra.ShellCompDirectiveNoFileComp
 	})

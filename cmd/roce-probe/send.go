@@ -93,10 +93,10 @@ Needs CAP_NET_RAW. Exit status: 0 nothing found, 1 findings
 	outputVar(fl, &f.output, "table", "json", ndjson)
 	durationVar(fl, &f.resolveWait, "resolve-timeout", 2*time.Second, 0, time.Minute, true, "how long to wait for the next hop's MAC address (at most 1m)")
 	// One source: --netdev, or --dev with --gid-index (and --port).
-	c.MarkFlagsRequiredTogether("dev", "gid-index")
-	c.MarkFlagsOneRequired("netdev", "dev")
+	flagsTogether(c, "dev", "gid-index")
+	flagsOneRequired(c, "netdev", "dev")
 	for _, x := range []string{"dev", "gid-index", "port"} {
-		c.MarkFlagsMutuallyExclusive("netdev", x)
+		flagsExclusive(c, "netdev", x)
 	}
 	return c
 }
