@@ -449,7 +449,10 @@ func writeAHTable(out io.Writer, doc ahJSON, dev string) {
 			from += fmt.Sprintf(" %s %s on %s", doc.Neighbor.IP, doc.Neighbor.State, doc.Neighbor.Dev)
 		}
 		fmt.Fprintf(tw, "  dmac\t%s\t%s\n", dmac, from)
-		if len(w.VLANChain) == 0 {
+		switch {
+		case w.NetnsBoundary != "":
+			fmt.Fprintf(tw, "  vlan\tunknown\t%s\n", w.NetnsBoundary)
+		case len(w.VLANChain) == 0:
 			fmt.Fprintf(tw, "  vlan\tnone (untagged)\n")
 		}
 		for i, t := range w.VLANChain {
