@@ -39,7 +39,10 @@ func ReadConfig(data []byte, name string) (Config, error) {
 	if err := ParseConfig(data, name, &c); err != nil {
 		return c, err
 	}
-	return c, c.Validate()
+	if err := c.Validate(); err != nil {
+		return c, err
+	}
+	return c, c.Purpose()
 }
 
 func unwrapPath(err error) error {
@@ -219,6 +222,15 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, field string) error {
 			return d.fail(n, field, "%q is not a whole number: want a decimal integer", s)
 		}
 		v.SetInt(int64(i))
+	case v.Kind() == reflect.Bool:
+		switch s {
+		case "true":
+			v.SetBool(true)
+		case "false":
+			v.SetBool(false)
+		default:
+			return d.fail(n, field, "%q is not a boolean: want true or false", s)
+		}
 	case v.Kind() == reflect.Float64:
 		f, err := strconv.ParseFloat(s, 64)
 		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
@@ -241,6 +253,8 @@ func want(t reflect.Type) string {
 		return "a whole number"
 	case t.Kind() == reflect.Float64:
 		return "a number"
+	case t.Kind() == reflect.Bool:
+		return "true or false"
 	}
 	return "a value"
 }
