@@ -72,6 +72,7 @@ produce. Read-only commands need no root.`,
 		}
 	}
 	setOnce(root)
+	setVersionFlag(root)
 	root.SetHelpCommand(&cobra.Command{
 		Use:   "help [command]",
 		Short: "Help about any command",
