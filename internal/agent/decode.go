@@ -84,7 +84,7 @@ var selectKeys = func() map[string]bool {
 
 // ParseFlow decodes a flow given on the command line as
 // KEY=VALUE[,KEY=VALUE...]: the keys of a flow in the file (name, tclass,
-// sl, tos, hop_limit) and of its select (roce, family, netdev, device,
+// sl, rdma_cm, tos, hop_limit) and of its select (roce, family, netdev, device,
 // port, gid_index), flat. Errors name the key. It does not validate
 // ranges (Config.Validate does).
 func ParseFlow(s string) (FlowConfig, error) {
