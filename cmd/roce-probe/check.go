@@ -45,6 +45,10 @@ vlan and pcp are the outermost tag's: the one the first switch classifies on.
 without RDMA devices the predicted Soft-RoCE tables are used (said so).
 
 Exit status: 0 lossless, 1 lossy or unknown, 2 bad input. Needs no privileges.`,
+		Example: `  roce-probe check --dev mlx5_0 --gid-index 3 --tclass 106 --sl 3
+  roce-probe check --dev mlx5_0 --gid-index 3 --rdma-cm --tos 106
+  roce-probe check --dev mlx5_0 --gid-index 3 --rdma-cm
+  roce-probe check --from node1.json.gz --dev mlx5_0 --gid-index 3 --tclass 106 --sl 3 -o json`,
 		Args: noArgs,
 		PreRunE: func(cmd *cobra.Command, _ []string) error {
 			// Before cobra's flag groups: --rdma-cm may come without
