@@ -136,4 +136,8 @@ func setVersionFlag(root *cobra.Command) {
 		return b.String()
 	})
 	root.SetVersionTemplate("{{versionTable}}")
+	// cobra prints the template when --version is given; defined here,
+	// not at Execute, so that help and the examples' check see it, and
+	// without cobra's -v shorthand.
+	root.Flags().Bool("version", false, "print the version and how it was built (as 'roce-probe version')")
 }
