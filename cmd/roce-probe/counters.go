@@ -32,7 +32,7 @@ func newCountersCmd() *cobra.Command {
 	var watch bool
 	var count int
 	c := &cobra.Command{
-		Use:   "counters [--dev D] [--port P] [--netdev N] [--interval DUR] [--watch [--count N]] [--from FILE] [-o table|json]",
+		Use:   "counters [--dev D] [--port P] [--netdev N] [--interval DUR] [--watch [--count N]] [--from FILE] [-o table|json|ndjson]",
 		Short: "Show RDMA and per-priority Ethernet counters with rates, and what they say about RoCE traffic",
 		Long: `counters reads every RDMA port's counters (RDMA netlink, what 'rdma statistic
 show' prints, or sysfs hw_counters/ and counters/), the 'ethtool -S' set of the
@@ -50,7 +50,9 @@ for RoCE, DCQCN enabled (docs/counters.md). Names are the driver's; a counter
 the driver does not have is absent, never 0.
 
 --watch prints a report every --interval until Ctrl-C (or --count reports):
-a refreshed table, or one JSON object per line with -o json. --from FILE
+a refreshed table; with -o json one JSON document, the array of the reports
+(each written as it is taken, the array closed when the watch ends); with -o
+ndjson one JSON object per line. --from FILE
 analyses the one sample 'roce-probe collect' recorded (no rates). --interval 0
 takes one sample. Exit status: 0, 1 when a finding is an error (not with
 --watch), 2 bad input. Needs no privileges.`,
@@ -116,11 +118,17 @@ takes one sample. Exit status: 0, 1 when a finding is an error (not with
 				fmt.Fprintln(errw, "roce-probe: this host has no RDMA device: showing the Ethernet counters of the netdevs Soft-RoCE could run on.")
 			}
 			noteErrors(errw, s.Errors)
+			// --watch -o json: one document, the array of the reports,
+			// closed when the watch ends; -o ndjson: one report per line.
+			var arr *jsonArray // set below, once the watch starts
 			emit := func(prev, cur *counters.Sample) counters.Report {
 				r := counters.Analyze(v.CountersInput(prev, cur).Select(src.dev, src.port, real))
-				if format == "json" {
+				switch {
+				case arr != nil:
+					arr.add(r)
+				case format == "json" || format == ndjson:
 					writeJSON(out, r)
-				} else {
+				default:
 					printCounters(out, r)
 				}
 				return r
@@ -136,6 +144,10 @@ takes one sample. Exit status: 0, 1 when a finding is an error (not with
 				return liveError(src.netns, err)
 			}
 			defer smp.Close()
+			if watch && format == "json" {
+				arr = newJSONArray(out)
+				defer func() { arr.end(); fmt.Fprintln(out) }()
+			}
 			prev := s.Counters
 			clear := format == "table" && watch && isTerminal(out)
 			for n := 0; ; n++ {
@@ -168,7 +180,7 @@ takes one sample. Exit status: 0, 1 when a finding is an error (not with
 	durationVar(fl, &interval, "interval", time.Second, 0, time.Hour, false, "time between two samples (rates are per second over it); 0 takes one sample")
 	fl.BoolVar(&watch, "watch", false, "print a report every --interval until Ctrl-C or SIGTERM")
 	intVar(fl, &count, "count", 0, 0, 1<<30, "with --watch, stop after this many reports (0: until interrupted)")
-	outputVar(fl, &format, "table", "json")
+	outputVar(fl, &format, "table", "json", ndjson)
 	flagsExclusive(c, "netdev", "dev")
 	return c
 }
