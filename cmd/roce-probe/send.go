@@ -62,7 +62,10 @@ family). --tclass is the traffic class byte (DSCP << 2 | ECN) and --sl the
 802.1p priority (PCP) of a tagged netdev, as a RoCE NIC applies them.
 --sweep tries every DSCP (0..63) or PCP (0..7) value and prints the map the
 path applies. A listener answers at most 100 probes per second per sender by
-default (its --rate): keep --interval at 10ms or more. Needs CAP_NET_RAW. Exit status: 0 nothing found, 1 findings
+default (its --rate): keep --interval at 10ms or more. -o json prints one JSON document,
+{"results": [...], "totals": {...}}, each probe written as it completes; -o
+ndjson one JSON object per probe and line, then the summary's line.
+Needs CAP_NET_RAW. Exit status: 0 nothing found, 1 findings
 (remarking, loss, ...), 2 bad usage or no raw socket.`,
 		Example: `  roce-probe send --netdev eth0 --dst 192.0.2.2 --tclass 106 --count 5
   roce-probe send --dev mlx5_0 --gid-index 3 --dst 192.0.2.2 --sweep dscp -o json`,
@@ -87,13 +90,13 @@ default (its --rate): keep --interval at 10ms or more. Needs CAP_NET_RAW. Exit s
 	durationVar(fl, &f.timeout, "timeout", time.Second, 0, time.Hour, true, "how long to wait for each probe's reply (at most 1h)")
 	enumVar(fl, &f.sweep, "sweep", "", "try every value of dscp or pcp and print the map the path applies",
 		choice("dscp", probe.SweepDSCP), choice("pcp", probe.SweepPCP))
-	outputVar(fl, &f.output, "table", "json")
+	outputVar(fl, &f.output, "table", "json", ndjson)
 	durationVar(fl, &f.resolveWait, "resolve-timeout", 2*time.Second, 0, time.Minute, true, "how long to wait for the next hop's MAC address (at most 1m)")
 	// One source: --netdev, or --dev with --gid-index (and --port).
-	c.MarkFlagsRequiredTogether("dev", "gid-index")
-	c.MarkFlagsOneRequired("netdev", "dev")
+	flagsTogether(c, "dev", "gid-index")
+	flagsOneRequired(c, "netdev", "dev")
 	for _, x := range []string{"dev", "gid-index", "port"} {
-		c.MarkFlagsMutuallyExclusive("netdev", x)
+		flagsExclusive(c, "netdev", x)
 	}
 	return c
 }
@@ -193,8 +196,16 @@ func runSend(cmd *cobra.Command, f sendFlags) error {
 	if format == "table" && sweep == "" {
 		fmt.Fprintf(out, row, "SEQ", "SENT", "RECEIVED", "RTT", "FINDINGS")
 	}
+	// -o json: one document, {"results": [...], "totals": {...}}, the
+	// probes written as they complete; -o ndjson: one line each, then
+	// the summary's.
+	doc := newJSONRun(out, "results")
 	emit := func(r probe.Result) {
-		if format == "json" {
+		switch format {
+		case "json":
+			doc.add(probeLineJSON(r))
+			return
+		case ndjson:
 			writeJSON(out, probeLineJSON(r))
 			return
 		}
@@ -221,9 +232,14 @@ func runSend(cmd *cobra.Command, f sendFlags) error {
 	if err != nil && !interrupted {
 		return err
 	}
-	if format == "json" {
+	switch format {
+	case "json":
+		if err := doc.end(summaryJSON(sum, ep)); err != nil {
+			return err
+		}
+	case ndjson:
 		writeJSON(out, summaryJSON(sum, ep))
-	} else {
+	default:
 		printSummary(out, sum, ep)
 	}
 	if interrupted {
@@ -302,7 +318,7 @@ func findingsJSON(fs []probe.Finding) []findingJSON {
 	return out
 }
 
-// probeJSON is one line of `send -o json` (docs/json.md, "send_probe").
+// probeJSON is one result of `send -o json` and -o ndjson (docs/json.md, "send_probe").
 type probeJSON struct {
 	Seq       uint32        `json:"seq"`
 	Sent      *markingsJSON `json:"sent"`
@@ -359,7 +375,7 @@ type sweepJSON struct {
 	Counts map[string]int   `json:"counts"`
 }
 
-// sendSummaryJSON is the last line of `send -o json` (docs/json.md,
+// sendSummaryJSON is the totals of `send -o json`, the last line of -o ndjson (docs/json.md,
 // "send_summary").
 type sendSummaryJSON struct {
 	Summary       bool                      `json:"summary"`
