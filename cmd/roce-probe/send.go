@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -118,9 +116,7 @@ func runSend(cmd *cobra.Command, f sendFlags) error {
 	sweep := f.sweep
 	sport := uint16(f.sport)
 	if sport == 0 {
-		var b [2]byte
-		rand.Read(b[:])
-		sport = 0xc000 | binary.BigEndian.Uint16(b[:])&0x3fff
+		sport = probe.RandomSport()
 	}
 
 	// One read of the host: the namespace the probes leave from and, with
@@ -140,22 +136,20 @@ func runSend(cmd *cobra.Command, f sendFlags) error {
 	}
 	netdev, netdevFlag := f.netdev, "--netdev"
 	var src netip.Addr
-	base := probe.Markings{PCP: uint8(f.sl & 7), DSCP: uint8(f.tclass >> 2), ECN: uint8(f.tclass & 3), TTL: uint8(f.hop), Sport: sport}
+	base := probe.BaseMarkings(uint8(f.sl), uint8(f.tclass), uint8(f.hop), sport)
 	var notes []string
 	if byGID {
 		// The address handle the application would create: resolved by ah/
 		// to the netdev, address and markings the RDMA stack puts on the wire.
-		var res *host.AHResult
-		if res, err = resolveAH(snap, f, g); err != nil {
+		res, m, n, err := resolveAH(snap, f, g, sport)
+		if err != nil {
 			return err
 		}
-		netdev, src = res.Wire.Netdev, res.Wire.Src
+		netdev, src, base = res.Wire.Netdev, res.Wire.Src, m
 		netdevFlag = fmt.Sprintf("GID index %d's netdev", f.gidIndex)
 		if src.Is4() != dst.Is4() {
 			return usagef("--dst %s and GID index %d (%s) are of different families", dst, f.gidIndex, src)
 		}
-		var n []string
-		base, n = probe.MarkingsFromAH(res, base)
 		notes = append(notes, fmt.Sprintf("markings from the %s address handle (driver %s): %s", f.dev, orDash(string(res.Driver)), markingsText(&base)))
 		notes = append(notes, n...)
 		for _, w := range res.Warnings {
@@ -502,42 +496,45 @@ func rawSocketError(command string, err error) error {
 }
 
 // resolveAH resolves the address handle {sgid_index, dgid, sl,
-// traffic_class, hop_limit} on --dev/--port of this host: the GID entry's
-// netdev and address, and the markings the device's driver applies.
-func resolveAH(snap *host.Snapshot, f sendFlags, dst gid.GID) (*host.AHResult, error) {
+// traffic_class, hop_limit} on --dev/--port of this host (probe's
+// AHResolver): the GID entry's netdev and address, and the markings the
+// device's driver applies, with notes on what its profile does not know.
+func resolveAH(snap *host.Snapshot, f sendFlags, dst gid.GID, sport uint16) (*host.AHResult, probe.Markings, []string, error) {
+	var none probe.Markings
 	v, err := snap.View("")
 	if err != nil {
-		return nil, usageError{err}
+		return nil, none, nil, usageError{err}
 	}
 	if v.Predicted {
-		return nil, usagef("--dev %q: this host has no RDMA device: give --netdev N to probe from a netdev", f.dev)
+		return nil, none, nil, usagef("--dev %q: this host has no RDMA device: give --netdev N to probe from a netdev", f.dev)
 	}
 	// The --dev and --port errors of every command.
 	if err := (&hostFlags{dev: f.dev, port: f.port}).checkDev(v); err != nil {
-		return nil, err
+		return nil, none, nil, err
 	}
 	p, err := v.Port(f.dev, f.port)
 	if err != nil {
-		return nil, usagef("--dev %q --port %d: %v", f.dev, f.port, err)
+		return nil, none, nil, usagef("--dev %q --port %d: %v", f.dev, f.port, err)
 	}
 	if e, ok := (ah.Table{Entries: p.Entries}).Lookup(f.gidIndex); !ok || e.Empty {
-		return nil, usagef("--gid-index %d: %s port %d has no GID there (see 'roce-probe gids --dev %s')", f.gidIndex, f.dev, p.Port, f.dev)
+		return nil, none, nil, usagef("--gid-index %d: %s port %d has no GID there (see 'roce-probe gids --dev %s')", f.gidIndex, f.dev, p.Port, f.dev)
 	} else if e.Type != gid.TypeRoCEv2 {
-		return nil, usagef("--gid-index %d of %s port %d is a %s GID: want RoCE v2 (probes are RoCE v2 frames)", f.gidIndex, f.dev, p.Port, e.Type)
+		return nil, none, nil, usagef("--gid-index %d of %s port %d is a %s GID: want RoCE v2 (probes are RoCE v2 frames)", f.gidIndex, f.dev, p.Port, e.Type)
 	}
-	a := ah.Attr{IsGlobal: true, PortNum: uint8(f.port), SL: uint8(f.sl),
-		GRH: ah.GlobalRoute{DGID: dst, SGIDIndex: uint8(f.gidIndex), HopLimit: uint8(f.hop), TrafficClass: uint8(f.tclass)}}
-	res, err := v.ResolveAH(host.AHRequest{Device: f.dev, Attr: a})
-	if err != nil {
-		var nerr *ah.NeighborError
-		if errors.As(err, &nerr) && res != nil && res.Resolution != nil {
+	r, err := probe.NewAHResolver(v, probe.AHFlow{Device: f.dev, Port: f.port, GIDIndex: f.gidIndex,
+		SL: uint8(f.sl), TrafficClass: uint8(f.tclass), HopLimit: uint8(f.hop), Sport: sport})
+	if err == nil {
+		var res *host.AHResult
+		var m probe.Markings
+		var notes []string
+		res, m, notes, err = r.Resolve(dst)
+		if res != nil {
 			// An unresolved neighbour is fine: ResolveEndpoint makes the
 			// kernel resolve it.
-			return res, nil
+			return res, m, notes, nil
 		}
-		return nil, usagef("--gid-index %d: the address handle does not resolve: %v", f.gidIndex, err)
 	}
-	return res, nil
+	return nil, none, nil, usagef("--gid-index %d: the address handle does not resolve: %v", f.gidIndex, err)
 }
 
 // plural is "1 probe", "2 probes".
