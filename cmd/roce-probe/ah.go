@@ -154,6 +154,10 @@ docs/ah.md) and prints the AH that answers the sender under both rules.
 -o json prints one document (docs/json.md). Exit status 1 when the AH is invalid
 or cannot be resolved (the problems or the error say why), 2 on bad flags.
 Reading needs no privileges. See docs/ah.md.`,
+		Example: `  roce-probe ah --dev mlx5_0 --gid-index 3 --dst 10.0.100.2 --sl 3 --tclass 106
+  roce-probe ah --dev rxe0 --gid-index auto --dst 10.0.100.2 --pcap ah.pcap
+  roce-probe ah --dev mlx5_0 --gid-index 3 --dst 10.0.100.2 --path kernel-ah -o json
+  roce-probe ah --dev rxe0 --from-wc 00000000000000000000000000000000000000004568003c12344000401114130a0000020a000001 --wc grh`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := src.requireDev("rxe0, mlx5_0"); err != nil {
