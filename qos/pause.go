@@ -1,5 +1,7 @@
 package qos
 
+import "fmt"
+
 // Pause is a netdev's 802.3x pause (link-level flow control) settings:
 // what `ethtool -a` shows, read over ethtool netlink
 // (ETHTOOL_MSG_PAUSE_GET: ETHTOOL_A_PAUSE_AUTONEG, _RX, _TX;
@@ -52,4 +54,47 @@ func (p *Pause) Directions() string {
 		return "tx"
 	}
 	return ""
+}
+
+// ethtool netlink attributes of a PAUSE_GET reply
+// (include/uapi/linux/ethtool_netlink.h, Linux 6.1).
+const (
+	sizeofGenlMsgHdr = 4 // struct genlmsghdr: cmd, version, reserved
+	pauseAttrAutoneg = 2 // ETHTOOL_A_PAUSE_AUTONEG (u8)
+	pauseAttrRX      = 3 // ETHTOOL_A_PAUSE_RX (u8)
+	pauseAttrTX      = 4 // ETHTOOL_A_PAUSE_TX (u8)
+)
+
+// ParsePauseReply decodes the payload of an ETHTOOL_MSG_PAUSE_GET reply
+// (the bytes after the netlink message header: struct genlmsghdr, then
+// attributes) into p's Autoneg, RX and TX; it does not set Status.
+// Attributes it does not know (the header, the statistics) are skipped;
+// a flag that is not one byte is an error.
+func ParsePauseReply(b []byte, p *Pause) error {
+	if len(b) < sizeofGenlMsgHdr {
+		return fmt.Errorf("qos: pause reply is %d bytes: want at least the %d-byte genlmsghdr", len(b), sizeofGenlMsgHdr)
+	}
+	attrs, err := parseAttrs(b[sizeofGenlMsgHdr:])
+	if err != nil {
+		return err
+	}
+	for _, a := range attrs {
+		var dst **bool
+		switch a.typ {
+		case pauseAttrAutoneg:
+			dst = &p.Autoneg
+		case pauseAttrRX:
+			dst = &p.RX
+		case pauseAttrTX:
+			dst = &p.TX
+		default:
+			continue
+		}
+		if len(a.data) != 1 {
+			return fmt.Errorf("qos: pause attribute %d is %d bytes: want a 1-byte flag", a.typ, len(a.data))
+		}
+		v := a.data[0] != 0
+		*dst = &v
+	}
+	return nil
 }
