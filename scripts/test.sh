@@ -46,6 +46,13 @@ promtool check rules deploy/prometheus/rules.yml
 promtool test rules deploy/prometheus/rules_test.yml
 promtool check config deploy/prometheus/prometheus.yml
 
+step "examples: an application's module"
+# examples/ is a module of its own (example.com/roceapp, outside
+# roce-probe's import path, so Go refuses its imports of internal/
+# packages): what an application developer does through the public
+# packages, with roce-probe's module replaced by this checkout (..).
+(cd examples && go vet ./... && go test -count=1 ./...)
+
 step "unit tests"
 # ROCE_PROBE_CI=1 turns "tool missing" skips (tshark) into failures.
 ROCE_PROBE_CI=1 go test -count=1 ./...

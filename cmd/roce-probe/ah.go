@@ -298,12 +298,12 @@ Reading needs no privileges. See docs/ah.md.`,
 	allowEmpty(c, "payload") // a SEND without payload
 	allowEmpty(c, "wc")      // a completion without flags
 	for _, name := range ahFlags {
-		c.MarkFlagsMutuallyExclusive("from-wc", name)
+		flagsExclusive(c, "from-wc", name)
 	}
-	c.MarkFlagsOneRequired("gid-index", "from-wc")
-	c.MarkFlagsMutuallyExclusive("from", "resolve-neighbour")
-	c.MarkFlagsMutuallyExclusive("netns", "resolve-neighbour")
-	c.MarkFlagsMutuallyExclusive("from", "create")
+	flagsOneRequired(c, "gid-index", "from-wc")
+	flagsExclusive(c, "from", "resolve-neighbour")
+	flagsExclusive(c, "netns", "resolve-neighbour")
+	flagsExclusive(c, "from", "create")
 	return c
 }
 

@@ -108,11 +108,11 @@ Exit status: 0 lossless, 1 lossy or unknown, 2 bad input. Needs no privileges.`,
 	fl.BoolVar(&rdmaCM, "rdma-cm", false, "the flow is set up by rdma_cm: sl and traffic class come from --tos")
 	pathVar(fl, &path, "how the AV reaches the driver: user-ah (default for verbs), kernel-ah or connected-qp (default for rdma_cm)")
 	outputVar(fl, &format, "table", "json")
-	_ = c.MarkFlagRequired("gid-index")
-	c.MarkFlagsRequiredTogether("tclass", "sl")
-	c.MarkFlagsMutuallyExclusive("rdma-cm", "tclass")
-	c.MarkFlagsMutuallyExclusive("rdma-cm", "sl")
-	c.MarkFlagsOneRequired("tclass", "rdma-cm")
+	flagRequired(c, "gid-index")
+	flagsTogether(c, "tclass", "sl")
+	flagsExclusive(c, "rdma-cm", "tclass")
+	flagsExclusive(c, "rdma-cm", "sl")
+	flagsOneRequired(c, "tclass", "rdma-cm")
 	return c
 }
 

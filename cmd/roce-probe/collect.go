@@ -65,6 +65,6 @@ need no privileges otherwise. The format is in docs/snapshot.md.`,
 	fl.StringVarP(&out, "output", "o", "", "write the snapshot to this file (.gz: gzip-compressed); default standard output")
 	fl.StringVar(&netns, "netns", "", "read this network namespace (a name from 'ip netns list'; needs root) instead of this one")
 	fl.BoolVar(&allNetns, "all-netns", false, "read this network namespace and every named one (needs root)")
-	c.MarkFlagsMutuallyExclusive("netns", "all-netns")
+	flagsExclusive(c, "netns", "all-netns")
 	return c
 }

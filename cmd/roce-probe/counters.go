@@ -165,7 +165,7 @@ takes one sample. Exit status: 0, 1 when a finding is an error (not with
 	fl.BoolVar(&watch, "watch", false, "print a report every --interval until Ctrl-C or SIGTERM")
 	intVar(fl, &count, "count", 0, 0, 1<<30, "with --watch, stop after this many reports (0: until interrupted)")
 	outputVar(fl, &format, "table", "json")
-	c.MarkFlagsMutuallyExclusive("netdev", "dev")
+	flagsExclusive(c, "netdev", "dev")
 	return c
 }
 

@@ -137,8 +137,8 @@ duplicate host: each named). docs/fabric.md explains the report.`,
 	durationVar(fl, &timeout, "timeout", 10*time.Second, 0, time.Hour, true, "with --agents, for each agent; with --prometheus, for each query")
 	intVar(fl, &concurrency, "concurrency", 16, 1, 1024, "with --agents, how many agents are asked at once")
 	outputVar(fl, &format, "table", "json")
-	c.MarkFlagsMutuallyExclusive("from", "agents", "prometheus")
-	c.MarkFlagsOneRequired("from", "agents", "prometheus")
+	flagsExclusive(c, "from", "agents", "prometheus")
+	flagsOneRequired(c, "from", "agents", "prometheus")
 	return c
 }
 

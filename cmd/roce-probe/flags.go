@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -27,7 +28,8 @@ import (
 // flagError (the root command's flag error function) passes these errors
 // through unchanged and rewrites pflag's own ones (a flag without its
 // value, a bool flag given "maybe") into the same shape. checkEmptyFlags
-// refuses a string flag given "" (unless allowEmpty marks it). What only
+// refuses a string flag given "" (unless allowEmpty marks it), and
+// checkFlagGroups a command line that breaks a flag group. What only
 // the command can check (an enum such as --path, a range that depends on
 // the device, flags that contradict each other) it checks in RunE, before
 // reading any device, with usagef and the same shape: the flag, the value
@@ -235,8 +237,10 @@ func (v *floatValue) want() string {
 
 // flagError is the flag error function of every command. The values above
 // already return complete usage errors; pflag's own errors (a flag given
-// without its value, a bool flag given "maybe", an unknown flag) are
-// rewritten to name the flag, the value and what is allowed.
+// without its value, a bool flag given "maybe", an unknown flag, a
+// malformed flag) are told apart by their types and rewritten to name the
+// flag, the value and what is allowed. An error of no type known here
+// keeps its text.
 func flagError(c *cobra.Command, err error) error {
 	var ue usageError
 	if errors.As(err, &ue) {
@@ -251,6 +255,17 @@ func flagError(c *cobra.Command, err error) error {
 	if errors.As(err, &iv) {
 		f := iv.GetFlag()
 		return usagef("%s %q is not valid: want %s", flagNames(f), iv.GetValue(), flagWant(f))
+	}
+	var ne *pflag.NotExistError
+	if errors.As(err, &ne) {
+		if sh := ne.GetSpecifiedShortnames(); sh != "" {
+			return usagef("unknown flag -%s (in -%s): see '%s --help' for the flags it takes", ne.GetSpecifiedName(), sh, c.CommandPath())
+		}
+		return usagef("unknown flag --%s: see '%s --help' for the flags it takes", ne.GetSpecifiedName(), c.CommandPath())
+	}
+	var se *pflag.InvalidSyntaxError
+	if errors.As(err, &se) {
+		return usagef("%q is not a flag: want --name value, --name=value or -x value (see '%s --help')", se.GetSpecifiedFlag(), c.CommandPath())
 	}
 	return usageError{fmt.Errorf("%w (see '%s --help')", err, c.CommandPath())}
 }
@@ -304,6 +319,22 @@ func noArgs(c *cobra.Command, args []string) error {
 			c.CommandPath(), args[0], c.CommandPath())
 	}
 	return nil
+}
+
+// rootArgs is the root command's Args: an argument there is a misspelt
+// command, named with the commands cobra finds close to it.
+func rootArgs(c *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	msg := fmt.Sprintf("unknown command %q for %q", args[0], c.CommandPath())
+	if c.SuggestionsMinimumDistance <= 0 {
+		c.SuggestionsMinimumDistance = 2 // cobra's default, which only its own message sets
+	}
+	if similar := c.SuggestionsFor(args[0]); len(similar) > 0 {
+		msg += " (did you mean " + strings.Join(similar, " or ") + "?)"
+	}
+	return usagef("%s: want one of %s", msg, subcommandNames(c))
 }
 
 // subcommandArgs is the Args of commands that only group subcommands
@@ -470,53 +501,167 @@ func setOnce(c *cobra.Command) {
 	}
 }
 
-// flagGroupError rewrites cobra's errors for required flags and flag
-// groups (MarkFlagRequired, MarkFlagsRequiredTogether,
-// MarkFlagsMutuallyExclusive, MarkFlagsOneRequired) into the shape of every
-// other usage error: the flags, and what is wanted. Other errors give nil.
-func flagGroupError(err error) error {
-	msg := err.Error()
-	// lists returns the flag names of each [a b] list in msg, as --a --b.
-	lists := func() [][]string {
-		var out [][]string
-		rest := msg
-		for {
-			i := strings.Index(rest, "[")
-			j := strings.Index(rest, "]")
-			if i < 0 || j < i {
-				return out
+// Flag groups. Every group of flags that must, may not or must not be
+// given together is declared with flagsExclusive, flagsTogether,
+// flagsOneRequired or flagRequired, which record it on the command (the
+// flagGroups annotation) and also tell cobra (its completion then leaves
+// out a flag that cannot be added and offers a required one first).
+// checkFlagGroups, run after the command's own PreRunE (checkGroupsFirst),
+// where cobra would check the groups but before it does, refuses a
+// command line that breaks a group with a message in the shape of every
+// other usage error, so cobra's checks (and their English wording) never
+// decide.
+
+// flagGroupsKey is the annotation of a command that holds its groups, one
+// per line: the kind, then the flag names, separated by spaces.
+const flagGroupsKey = "roce-probe/flag-groups"
+
+// Kinds of flag groups, in the order checkFlagGroups checks them (cobra's
+// order: required flags, flags that go together, one required, exclusive).
+const (
+	groupRequired  = "required"
+	groupTogether  = "together"
+	groupOneOf     = "one-required"
+	groupExclusive = "exclusive"
+)
+
+// flagGroup is one declared group.
+type flagGroup struct {
+	kind  string
+	names []string
+}
+
+func addFlagGroup(c *cobra.Command, kind string, names []string) {
+	if c.Annotations == nil {
+		c.Annotations = map[string]string{}
+	}
+	c.Annotations[flagGroupsKey] += kind + " " + strings.Join(names, " ") + "\n"
+}
+
+// flagsExclusive declares that at most one of names may be given.
+func flagsExclusive(c *cobra.Command, names ...string) {
+	addFlagGroup(c, groupExclusive, names)
+	c.MarkFlagsMutuallyExclusive(names...)
+}
+
+// flagsTogether declares that names are given all or none.
+func flagsTogether(c *cobra.Command, names ...string) {
+	addFlagGroup(c, groupTogether, names)
+	c.MarkFlagsRequiredTogether(names...)
+}
+
+// flagsOneRequired declares that at least one of names must be given.
+func flagsOneRequired(c *cobra.Command, names ...string) {
+	addFlagGroup(c, groupOneOf, names)
+	c.MarkFlagsOneRequired(names...)
+}
+
+// flagRequired declares that name must be given.
+func flagRequired(c *cobra.Command, name string) {
+	addFlagGroup(c, groupRequired, []string{name})
+	_ = c.MarkFlagRequired(name)
+}
+
+// checkGroupsFirst makes c and its subcommands check their flag groups
+// after their PreRunE, as cobra does, but with checkFlagGroups: cobra's
+// own checks, which come next, then find nothing to refuse.
+func checkGroupsFirst(c *cobra.Command) {
+	if len(flagGroups(c)) > 0 {
+		pre, preE := c.PreRun, c.PreRunE
+		c.PreRun = nil
+		c.PreRunE = func(c *cobra.Command, args []string) error {
+			if preE != nil {
+				if err := preE(c, args); err != nil {
+					return err
+				}
+			} else if pre != nil {
+				pre(c, args)
 			}
-			var l []string
-			for _, n := range strings.Fields(rest[i+1 : j]) {
-				l = append(l, "--"+n)
-			}
-			out = append(out, l)
-			rest = rest[j+1:]
+			return checkFlagGroups(c)
 		}
 	}
-	switch {
-	case strings.HasPrefix(msg, "if any flags in the group") && strings.Contains(msg, "must all be set"):
-		if l := lists(); len(l) == 2 {
-			return usagef("%s go together: %s is missing", orAnd(l[0]), orAnd(l[1]))
+	for _, s := range c.Commands() {
+		checkGroupsFirst(s)
+	}
+}
+
+// flagGroups returns the groups declared on c.
+func flagGroups(c *cobra.Command) []flagGroup {
+	var out []flagGroup
+	for _, l := range strings.Split(c.Annotations[flagGroupsKey], "\n") {
+		if f := strings.Fields(l); len(f) > 1 {
+			out = append(out, flagGroup{kind: f[0], names: f[1:]})
 		}
-	case strings.HasPrefix(msg, "if any flags in the group") && strings.Contains(msg, "were all set"):
-		if l := lists(); len(l) == 2 {
-			// Mutually exclusive flags may all be left out (qos with
-			// neither --netdev nor --dev shows every port): at most one.
-			return usagef("%s cannot be used together: give at most one of %s", orAnd(l[1]), orList(l[0]))
+	}
+	return out
+}
+
+// checkFlagGroups refuses a command line that breaks one of c's flag
+// groups: the required flags first (all that are missing, in one
+// message), then the groups of each kind in the order of their flag
+// names, so that of two broken groups the same one is reported every time.
+func checkFlagGroups(c *cobra.Command) error {
+	groups := flagGroups(c)
+	set := func(name string) bool {
+		f := c.Flags().Lookup(name)
+		return f != nil && f.Changed
+	}
+	dashed := func(names []string) []string {
+		out := make([]string, len(names))
+		for i, n := range names {
+			out[i] = "--" + n
 		}
-	case strings.HasPrefix(msg, "at least one of the flags in the group"):
-		if l := lists(); len(l) == 1 {
-			return usagef("one of %s is required", orList(l[0]))
+		return out
+	}
+	var missing []string
+	for _, g := range groups {
+		if g.kind == groupRequired && !set(g.names[0]) {
+			missing = append(missing, g.names[0])
 		}
-	case strings.HasPrefix(msg, "required flag(s) "):
-		var names []string
-		for _, n := range strings.Split(strings.TrimSuffix(strings.TrimPrefix(msg, "required flag(s) "), " not set"), ", ") {
-			names = append(names, "--"+strings.Trim(n, `"`))
+	}
+	if len(missing) > 0 {
+		sort.Strings(missing)
+		return usagef("%s %s required (see --help)", orAnd(dashed(missing)), isAre(len(missing)))
+	}
+	sort.SliceStable(groups, func(i, j int) bool {
+		return strings.Join(groups[i].names, " ") < strings.Join(groups[j].names, " ")
+	})
+	for _, kind := range []string{groupTogether, groupOneOf, groupExclusive} {
+		for _, g := range groups {
+			if g.kind != kind {
+				continue
+			}
+			var given, unset []string
+			for _, n := range g.names {
+				if set(n) {
+					given = append(given, n)
+				} else {
+					unset = append(unset, n)
+				}
+			}
+			sort.Strings(given)
+			sort.Strings(unset)
+			switch {
+			case kind == groupTogether && len(given) > 0 && len(unset) > 0:
+				return usagef("%s go together: %s %s missing", orAnd(dashed(g.names)), orAnd(dashed(unset)), isAre(len(unset)))
+			case kind == groupOneOf && len(given) == 0:
+				return usagef("one of %s is required", orList(dashed(g.names)))
+			case kind == groupExclusive && len(given) > 1:
+				// Exclusive flags may all be left out (qos with neither
+				// --netdev nor --dev shows every port): at most one.
+				return usagef("%s cannot be used together: give at most one of %s", orAnd(dashed(given)), orList(dashed(g.names)))
+			}
 		}
-		return usagef("%s is required (see --help)", orAnd(names))
 	}
 	return nil
+}
+
+// isAre is the verb for n things.
+func isAre(n int) string {
+	if n == 1 {
+		return "is"
+	}
+	return "are"
 }
 
 // orAnd is "a, b and c".

@@ -2,9 +2,13 @@ package main
 
 import (
 	"errors"
+	"io"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 func TestParseInt(t *testing.T) {
@@ -72,4 +76,95 @@ func FuzzParseInt(f *testing.F) {
 			t.Fatalf("parseInt(%q) = %d, but its decimal form gives %d, %v", s, v, w, err)
 		}
 	})
+}
+
+// TestFlagGroupsDeclared: every flag group cobra knows of (the
+// annotations its MarkFlags* functions put on a flag) was declared
+// through flagsExclusive, flagsTogether, flagsOneRequired or flagRequired,
+// so that checkFlagGroups refuses a broken group before cobra does and
+// cobra's English message never reaches the user. A command that calls
+// c.MarkFlagsMutuallyExclusive directly fails here.
+func TestFlagGroupsDeclared(t *testing.T) {
+	cobraKinds := map[string]string{ // cobra's annotation keys (flag_groups.go, completions.go)
+		"cobra_annotation_mutually_exclusive":                groupExclusive,
+		"cobra_annotation_required_if_others_set":            groupTogether,
+		"cobra_annotation_one_required":                      groupOneOf,
+		"cobra_annotation_bash_completion_one_required_flag": groupRequired,
+	}
+	var walk func(c *cobra.Command)
+	n := 0
+	walk = func(c *cobra.Command) {
+		ours := map[string]bool{}
+		for _, g := range flagGroups(c) {
+			ours[g.kind+" "+strings.Join(g.names, " ")] = true
+		}
+		c.Flags().VisitAll(func(f *pflag.Flag) {
+			for key, vals := range f.Annotations {
+				kind, ok := cobraKinds[key]
+				if !ok {
+					continue
+				}
+				for _, v := range vals {
+					group := v
+					if kind == groupRequired {
+						group = f.Name // its value is "true"
+					}
+					n++
+					if !ours[kind+" "+group] {
+						t.Errorf("%s: flag group %s [%s] was given to cobra directly: declare it with the helpers of flags.go", c.CommandPath(), kind, group)
+					}
+				}
+			}
+		})
+		for _, s := range c.Commands() {
+			walk(s)
+		}
+	}
+	walk(newRoot(strings.NewReader(""), io.Discard, io.Discard))
+	if n == 0 {
+		t.Fatal("no flag group found: cobra's annotation keys changed, and this test checks nothing")
+	}
+}
+
+// TestFlagGroupMessages: each kind of group, broken, exits 2 with the
+// message of checkFlagGroups (not cobra's), and of two broken groups the
+// same is reported.
+func TestFlagGroupMessages(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"fabric", "--from", "x", "--agents", "y", "--prometheus", "z"}, "roce-probe: --agents, --from and --prometheus cannot be used together: give at most one of --from, --agents or --prometheus\n"},
+		{[]string{"check", "--dev", "x", "--tclass", "106", "--sl", "3"}, "roce-probe: --gid-index is required (see --help)\n"},
+		{[]string{"send", "--dst", "192.0.2.2", "--gid-index", "3"}, "roce-probe: --dev and --gid-index go together: --dev is missing\n"},
+		{[]string{"fabric"}, "roce-probe: one of --from, --agents or --prometheus is required\n"},
+		{[]string{"fabric", "--prometheus", "http://x", "--from", "y"}, "roce-probe: --from and --prometheus cannot be used together: give at most one of --from, --agents or --prometheus\n"},
+		{[]string{"check", "--dev", "x", "--gid-index", "1", "--tclass", "106", "--sl", "3", "--tos", "1", "--rdma-cm"}, "roce-probe: --rdma-cm and --sl cannot be used together: give at most one of --rdma-cm or --sl\n"},
+	} {
+		_, stderr, code := runCLI(t, "", c.args...)
+		if code != exitUsage || stderr != c.want {
+			t.Errorf("%q: exit %d, stderr %q; want 2, %q", c.args, code, stderr, c.want)
+		}
+	}
+}
+
+// TestPflagErrors: pflag's errors, told apart by type, become messages
+// that name the flag and the command's help.
+func TestPflagErrors(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"gids", "--bogus"}, "roce-probe: unknown flag --bogus: see 'roce-probe gids --help' for the flags it takes\n"},
+		{[]string{"gids", "-q"}, "roce-probe: unknown flag -q (in -q): see 'roce-probe gids --help' for the flags it takes\n"},
+		{[]string{"gids", "---x"}, "roce-probe: \"---x\" is not a flag: want --name value, --name=value or -x value (see 'roce-probe gids --help')\n"},
+		{[]string{"gids", "-o"}, "roce-probe: -o/--output needs a value: want table or json\n"},
+		{[]string{"ah", "--create=maybe"}, "roce-probe: --create \"maybe\" is not valid: want true or false (or the flag alone for true)\n"},
+		{[]string{"versoin"}, "roce-probe: unknown command \"versoin\" for \"roce-probe\" (did you mean version?): want one of "},
+	} {
+		_, stderr, code := runCLI(t, "", c.args...)
+		if code != exitUsage || !strings.HasPrefix(stderr, c.want) {
+			t.Errorf("%q: exit %d, stderr %q; want 2, %q", c.args, code, stderr, c.want)
+		}
+	}
 }

@@ -108,8 +108,8 @@ privileges.`,
 	c.Flags().StringVar(&netdev, "netdev", "", "netdev to show (DCB is read from its real device)")
 	src.add(c, hostFlagSet{dev: true, port: true, devUsage: "RDMA device: show the netdev of each of its Ethernet ports"})
 	outputVar(c.Flags(), &format, "table", "json")
-	c.MarkFlagsMutuallyExclusive("netdev", "dev")
-	c.MarkFlagsMutuallyExclusive("netdev", "port")
+	flagsExclusive(c, "netdev", "dev")
+	flagsExclusive(c, "netdev", "port")
 	return c
 }
 

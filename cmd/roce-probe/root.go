@@ -52,6 +52,10 @@ produce. Read-only commands need no root.`,
 		SilenceUsage:      true,
 		SilenceErrors:     true,
 		PersistentPreRunE: checkEmptyFlags,
+		// An argument is a misspelt command (rootArgs); no argument
+		// prints the help, as a command that only groups others does.
+		Args: rootArgs,
+		RunE: func(c *cobra.Command, _ []string) error { return c.Help() },
 	}
 	root.SetIn(stdin)
 	root.SetOut(stdout)
@@ -72,6 +76,8 @@ produce. Read-only commands need no root.`,
 		}
 	}
 	setOnce(root)
+	checkGroupsFirst(root)
+	registerCompletions(root)
 	root.SetHelpCommand(&cobra.Command{
 		Use:   "help [command]",
 		Short: "Help about any command",
@@ -95,31 +101,13 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 // as an interrupt would; tests use it to stop an in-process listener.
 func runContext(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root := newRoot(stdin, stdout, stderr)
+	if completing(args) {
+		forCompletion(root)
+	}
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	if err == nil {
 		return exitOK
-	}
-	var ue usageError
-	if !errors.As(err, &ue) {
-		if ge := flagGroupError(err); ge != nil {
-			err = ge
-		}
-	}
-	if msg := err.Error(); !errors.As(err, &ue) && strings.HasPrefix(msg, "unknown command") {
-		// cobra's unknown command at the top level (subcommands use
-		// noArgs and subcommandArgs); its suggestions are on further lines.
-		first, rest, _ := strings.Cut(msg, "\n")
-		var similar []string
-		for _, l := range strings.Split(rest, "\n") {
-			if l = strings.TrimSpace(l); l != "" && !strings.HasSuffix(l, "?") {
-				similar = append(similar, l)
-			}
-		}
-		if len(similar) > 0 {
-			first += " (did you mean " + strings.Join(similar, " or ") + "?)"
-		}
-		err = usagef("%s: want one of %s", first, subcommandNames(root))
 	}
 	var fe findingError
 	if errors.As(err, &fe) {

@@ -90,10 +90,10 @@ default (its --rate): keep --interval at 10ms or more. Needs CAP_NET_RAW. Exit s
 	outputVar(fl, &f.output, "table", "json")
 	durationVar(fl, &f.resolveWait, "resolve-timeout", 2*time.Second, 0, time.Minute, true, "how long to wait for the next hop's MAC address (at most 1m)")
 	// One source: --netdev, or --dev with --gid-index (and --port).
-	c.MarkFlagsRequiredTogether("dev", "gid-index")
-	c.MarkFlagsOneRequired("netdev", "dev")
+	flagsTogether(c, "dev", "gid-index")
+	flagsOneRequired(c, "netdev", "dev")
 	for _, x := range []string{"dev", "gid-index", "port"} {
-		c.MarkFlagsMutuallyExclusive("netdev", x)
+		flagsExclusive(c, "netdev", x)
 	}
 	return c
 }

@@ -1,0 +1,13 @@
+module example.com/roceapp
+
+go 1.26.0
+
+require github.com/roce-probe/roce-probe v0.0.0-00010101000000-000000000000
+
+require (
+	github.com/gopacket/gopacket v1.7.7 // indirect
+	golang.org/x/net v0.62.0 // indirect
+	golang.org/x/sys v0.49.0 // indirect
+)
+
+replace github.com/roce-probe/roce-probe => ../
