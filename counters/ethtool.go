@@ -204,12 +204,13 @@ func (n *Normalized) HasPrio() bool {
 }
 
 // sameTables maps an ethtool driver name to the driver whose tables its
-// names follow. Broadcom's bng_en (BCM5770x "ThorUltra",
-// drivers/net/ethernet/broadcom/bnge, DRV_NAME "bng_en", Linux 6.17+) is
-// the successor of bnxt_en on the same firmware interface (HWRM); the
-// port statistics its hosts show carry bnxt_en's names. Mainline's
-// bnge_ethtool.c (as of Linux 6.18) has no get_strings/get_ethtool_stats
-// yet, so a mainline bng_en netdev has no set to normalize.
+// names follow. Broadcom's bng_en ("ThorUltra",
+// drivers/net/ethernet/broadcom/bnge, DRV_NAME "bng_en") is the successor
+// of bnxt_en on the same firmware interface (HWRM); the port statistics
+// its hosts show carry bnxt_en's names. Mainline's bnge_ethtool.c
+// (torvalds/linux 169f6e8dd149) has no get_strings/get_ethtool_stats yet,
+// only get_drvinfo and link settings, so a mainline bng_en netdev has no
+// set to normalize.
 var sameTables = map[string]string{"bng_en": "bnxt_en"}
 
 // Normalize arranges an ethtool set by meaning, with the tables of the
