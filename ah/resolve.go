@@ -36,6 +36,13 @@ type ResolveOptions struct {
 	// PortMTU is the port's active MTU in bytes (256..4096); 0 derives it
 	// from the source netdev's MTU as the kernel does (iboe_get_mtu).
 	PortMTU int
+	// NextHopMAC is the MAC of a unicast destination's next hop, for when
+	// the neighbour table has no usable entry for it (a peer that has not
+	// talked to this host yet, a snapshot taken before it did): Resolve
+	// then uses it (Wire.DMACFrom "given", with a warning) instead of
+	// returning a *NeighborError. A usable entry in the table wins (with a
+	// warning when it differs). Nil: not known.
+	NextHopMAC vlan.MAC
 }
 
 // Wire is the frame an AH puts on the wire, field by field. Pointers are
@@ -46,7 +53,8 @@ type Wire struct {
 	SMAC        vlan.MAC `json:"smac"`
 	DMAC        vlan.MAC `json:"dmac"` // nil when the neighbour is not resolved
 	// DMACFrom says where the destination MAC comes from: "neighbour",
-	// "multicast", "link-local-gid", "local", "broadcast".
+	// "multicast", "link-local-gid", "local", "broadcast", or "given"
+	// (ResolveOptions.NextHopMAC, for an unresolved neighbour).
 	DMACFrom string `json:"dmac_from"`
 	// VLAN and PCP are those of the outermost tag, the one the first
 	// switch classifies on; nil when untagged (PCP also when the driver's
@@ -394,9 +402,21 @@ func (r *Resolver) Resolve(a Attr) (*Resolution, error) {
 				nbc := nb
 				res.Neighbor = &nbc
 			}
-			if ok && nb.State.Valid() && len(nb.MAC) == 6 {
+			given := r.opts.NextHopMAC
+			switch {
+			case ok && nb.State.Valid() && len(nb.MAC) == 6:
 				w.DMAC = nb.MAC
-			} else {
+				if len(given) == 6 && given.String() != nb.MAC.String() {
+					warn("dmac", given.String(), nb.MAC.String(), "the neighbour table has next hop %s on %s (%s): its MAC is used, not the one given", rr.NextHop, rr.Dev, nb.State)
+				}
+			case len(given) == 6:
+				w.DMAC, w.DMACFrom = given, "given"
+				state := "no entry"
+				if ok {
+					state = "entry " + nb.State.String()
+				}
+				warn("dmac", "", given.String(), "next hop %s on %s is not resolved (%s): the MAC given is used; ibv_create_ah itself would resolve it and fail with ETIMEDOUT unless %s answers", rr.NextHop, rr.Dev, state, rr.NextHop)
+			default:
 				nerr = &NeighborError{Dst: g.DGID.Addr(), Route: rr, Neighbor: res.Neighbor}
 			}
 		}

@@ -49,7 +49,7 @@ type Options struct {
 var (
 	// ErrNotLinux is returned by Collect on other systems: live reads
 	// need Linux; analyse a snapshot taken there instead.
-	ErrNotLinux = errors.New("reading the live host needs Linux (this is " + runtime.GOOS + "): take a snapshot on the host with 'roce-probe collect -o FILE' and analyse it here with --from FILE")
+	ErrNotLinux = errors.New("reading the live host needs Linux (this is " + runtime.GOOS + "): take a snapshot on the host with 'roce-probe collect --out FILE' and analyse it here with --from FILE")
 	// ErrPermission is wrapped when a source needs privileges the process
 	// does not have (entering another network namespace needs
 	// CAP_SYS_ADMIN).

@@ -235,3 +235,70 @@ func MeaningOf(driver, name string) Meaning {
 	}
 	return ""
 }
+
+// Words for the meanings: what a counter with the meaning counts, said so
+// that an operator who does not know the driver's name understands it.
+// Sources, besides the driver files that define each name (srcMLX5,
+// srcRXE, srcBNXT, srcIRDMA; the increments in rxe_resp.c check_psn,
+// rxe_comp.c, rxe_net.c, rxe_recv.c): the InfiniBand Architecture
+// Specification vol. 1 rel. 1.4, 9.7.5 (the responder's PSN checks:
+// duplicate and out-of-sequence requests, NAK codes), 9.7.6 (the
+// requester's ACK timer, retry and RNR retry counts) and annex A17 (RoCE
+// v2 congestion management: ECN CE marks, CNPs, notification and reaction
+// points); NVIDIA's "Understanding mlx5 Linux Counters and Status
+// Parameters" (the mlx5 names: out_of_buffer, implied_nak_seq_err,
+// roce_adp_retrans, np_/rp_ counters).
+var meaningText = map[Meaning]string{
+	RxPackets:             "RoCE packets received",
+	TxPackets:             "RoCE packets sent",
+	RxBytes:               "RoCE bytes received",
+	TxBytes:               "RoCE bytes sent",
+	OutOfSequence:         "requests received with a PSN beyond the expected one (a packet before it was lost), answered with a sequence-error NAK",
+	DuplicateRequest:      "requests received a second time: the sender retransmitted them",
+	SeqErrNAKReceived:     "sequence-error NAKs received: the peer missed a packet and this side sends again from it",
+	ImpliedNAK:            "responses implying an earlier READ or atomic response was lost: this side sends again",
+	LocalACKTimeout:       "ACK timer expiries: no ACK came within the QP's timeout and this side retransmits",
+	Retransmissions:       "retransmissions started, after a timeout or a NAK",
+	RetransmissionTimeout: "adaptive retransmissions that reached their timeout",
+	RetryExceeded:         "QPs that ran out of retries (IBV_WC_RETRY_EXC_ERR): the connection failed",
+	RNRNAKReceived:        "receiver-not-ready NAKs received: the peer had no receive posted",
+	RNRNAKSent:            "receiver-not-ready NAKs sent: no receive was posted here",
+	RNRRetryExceeded:      "QPs that ran out of RNR retries: the connection failed",
+	OutOfBuffer:           "packets dropped because no receive was posted",
+	ECNMarked:             "RoCE packets received marked congestion experienced (ECN CE)",
+	CNPSent:               "congestion notification packets sent, answering ECN-marked packets",
+	CNPReceived:           "congestion notification packets received",
+	CNPHandled:            "congestion notifications acted on: a QP's rate was lowered",
+	CNPIgnored:            "congestion notifications ignored",
+	ICRCError:             "RoCE packets received with a bad ICRC (corrupted on the way)",
+	RxDiscards:            "RoCE packets the RDMA function dropped on receive",
+}
+
+// Text says in words what a counter with meaning m counts; "" for a
+// Meaning this package does not define.
+func (m Meaning) Text() string { return meaningText[m] }
+
+// portText: the port-level Ethernet counters in words. Sources: mlx5
+// Documentation/networking/device_drivers/ethernet/mellanox/mlx5/counters.rst
+// (rx/tx_pause_ctrl_phy, rx/tx_discards_phy, tx_pause_storm_*_events,
+// rx_buffer_passed_thres_phy, rx_out_of_buffer), bnxt_en bnxt_ethtool.c
+// and ice's Documentation/networking/device_drivers/ethernet/intel/ice.rst
+// (srcMLX5Eth, srcBNXTEth, srcICEEth), IEEE 802.1Q clause 36 (PFC) and
+// 802.3 annex 31B (pause frames).
+var portText = map[PortCounter]string{
+	PortRxPauseFrames:     "pause frames received: the peer asked this port to stop sending",
+	PortTxPauseFrames:     "pause frames sent: this port asked the peer to stop sending",
+	PortRxPFCFrames:       "PFC frames received, all priorities",
+	PortTxPFCFrames:       "PFC frames sent, all priorities",
+	PortRxDiscards:        "frames the port dropped on receive",
+	PortTxDiscards:        "frames the port dropped on transmit",
+	PortStormWarning:      "times the port kept pausing its peer past the pause storm warning threshold (receive side stalled)",
+	PortStorm:             "pause storms: the port paused its peer too long (receive side stalled) and stopped sending pauses",
+	PortStormResume:       "recoveries from a pause storm",
+	PortRxBufferAlmostFul: "times the receive buffer filled past its threshold (close to pausing or dropping)",
+	PortRxOutOfBuffer:     "packets dropped because the netdev's receive queue had no buffer",
+}
+
+// Text says in words what the port-level counter c counts; "" for a
+// PortCounter this package does not define.
+func (c PortCounter) Text() string { return portText[c] }

@@ -316,3 +316,80 @@ func (a *analysis) netdev(ni NetdevInfo) {
 		a.r.RoCEPriorities = append(a.r.RoCEPriorities, rp)
 	}
 }
+
+// HasError reports whether a finding of r is an error (SeverityError):
+// the traffic is not what its configuration promises (`roce-probe
+// counters` exits 1).
+func (r *Report) HasError() bool {
+	for _, f := range r.Findings {
+		if f.Severity == SeverityError {
+			return true
+		}
+	}
+	return false
+}
+
+// Discards is the frames of the priority dropped on receive, whatever the
+// reason: the sum of rx_discards, rx_buf_discard and rx_cong_discard that
+// the driver has (mlx5 has all three), with the sum of their rates when
+// each has one. Nil when the driver counts no discards per priority.
+func (p *PrioReport) Discards() *PrioValue {
+	var out *PrioValue
+	var rate float64
+	rated := true
+	for _, c := range []PrioCounter{PrioRxDiscards, PrioRxBufDiscard, PrioRxCongDiscard} {
+		v := p.Values[c]
+		if v == nil {
+			continue
+		}
+		if out == nil {
+			out = &PrioValue{}
+		} else {
+			out.Counter += " + "
+		}
+		out.Value += v.Value
+		out.Counter += v.Counter
+		if v.Rate == nil {
+			rated = false
+		} else {
+			rate += *v.Rate
+		}
+	}
+	if out != nil && rated {
+		out.Rate = &rate
+	}
+	return out
+}
+
+// Select keeps the part of in one RDMA device or one netdev is about:
+// with device (and port, 0 for every port) its ports and the real netdevs
+// below them; with real (a real netdev) the ports on it and that netdev.
+// Both empty keep everything; real wins over device.
+func (in Input) Select(device string, port int, real string) Input {
+	if device == "" && real == "" {
+		return in
+	}
+	keep := map[string]bool{}
+	var ports []PortInfo
+	for _, p := range in.Ports {
+		ok := p.Device == device && (port == 0 || p.Port == port)
+		if real != "" {
+			ok = p.Real == real
+		}
+		if ok {
+			ports = append(ports, p)
+			keep[p.Real] = true
+		}
+	}
+	if real != "" {
+		keep[real] = true
+	}
+	var nds []NetdevInfo
+	for _, n := range in.Netdevs {
+		if keep[n.Netdev] {
+			nds = append(nds, n)
+		}
+	}
+	in.Ports, in.Netdevs = ports, nds
+	return in
+}

@@ -89,14 +89,14 @@ func TestNetwork(t *testing.T) {
 		}
 	}
 	stale := v.Stale(v.Ports[0])
-	if ok, why := Usable(v.Ports[0].Entries[14], v.Ports[0], stale); ok || !strings.Contains(why, "stale") {
-		t.Errorf("index 14 (10.0.0.5, no netdev has it) usable %v: %q", ok, why)
+	if why := gid.Unusable(v.Ports[0].Entries[14], stale); !strings.Contains(why, "stale") {
+		t.Errorf("index 14 (10.0.0.5, no netdev has it): gid.Unusable %q, want stale", why)
 	}
-	if ok, why := Usable(v.Ports[0].Entries[5], v.Ports[0], stale); ok || !strings.Contains(why, "link-local") {
-		t.Errorf("index 5 usable %v: %q", ok, why)
+	if why := gid.Unusable(v.Ports[0].Entries[0], stale); !strings.Contains(why, "link-local") {
+		t.Errorf("index 0 (the default GID): gid.Unusable %q, want link-local", why)
 	}
-	if ok, _ := Usable(v.Ports[0].Entries[13], v.Ports[0], stale); !ok {
-		t.Error("index 13 (10.0.0.1 on veth0, moved) is not usable")
+	if why := gid.Unusable(v.Ports[0].Entries[13], stale); why != "" {
+		t.Errorf("index 13 (10.0.0.1 on veth0, moved) is not usable: %q", why)
 	}
 }
 

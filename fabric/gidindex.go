@@ -65,39 +65,11 @@ type GIDIndex struct {
 	Type    gid.Type
 	Family  string // FamilyIPv4 or FamilyIPv6
 	Network string // Network of the entry
-	// Index is the lowest index of a usable entry (Usable) of the port
+	// Index is the lowest index of a usable entry (gid.Unusable) of the port
 	// with this type on this network.
 	Index int
 	// Entry is that entry, mapped: its netdev, VLAN chain, MTU.
 	Entry gid.Entry
-}
-
-// Usable reports whether a workload can use entry e of port p of view v to
-// reach other hosts, and why not: an Ethernet port's RoCE entry that is not
-// link-local (those reach one link only), whose netdev is in the view's
-// namespace and up, and which is not stale (the kernel would no longer
-// build it: its address is gone, v.Stale). Up is vlan.OperUp: "up" or
-// "unknown" (drivers without carrier reporting), the kernel's
-// netif_oper_up.
-func Usable(e gid.Entry, p gid.Port, stale map[int]string) (bool, string) {
-	switch {
-	case e.Empty:
-		return false, "empty slot"
-	case p.LinkLayer != "Ethernet":
-		return false, "not an Ethernet port"
-	case e.Type != gid.TypeRoCEv1 && e.Type != gid.TypeRoCEv2:
-		return false, "not a RoCE GID type"
-	case e.Default || e.GID.Kind().LinkLocal():
-		return false, "link-local: reaches one link only"
-	case e.Netns == gid.NetnsOther:
-		return false, "its netdev is not in this namespace"
-	case !vlan.OperUp(e.State):
-		return false, "its netdev is " + e.State
-	}
-	if why, ok := stale[e.Index]; ok {
-		return false, why
-	}
-	return true, ""
 }
 
 // GIDEntry is one used GID table entry with what the rules make of it:
@@ -110,8 +82,9 @@ type GIDEntry struct {
 	// Family is Family(Entry.GID); Network is Network(Entry, ns).
 	Family  string
 	Network string
-	// Usable says a workload can choose the entry for Network: it is
-	// Usable and Network is a prefix (not "", not NetworkLinkLocal: a
+	// Usable says a workload can choose the entry for Network:
+	// gid.Unusable finds nothing against it (the port's stale entries
+	// excluded, host.View.Stale) and Network is a prefix (not "", not NetworkLinkLocal: a
 	// network that reaches other hosts). This is the one rule of what a
 	// workload can choose: GIDIndexes' index of a network is its lowest
 	// usable entry, and the agent's metrics and its flows' select rule
@@ -134,13 +107,12 @@ func GIDEntries(v *host.View) []GIDEntry {
 			}
 			if !staleDone && !e.Default && !e.GID.Kind().LinkLocal() {
 				// Predicting the table costs more than the rest: only for
-				// ports with an entry it can matter to (Usable refuses
-				// default and link-local entries before it looks).
+				// ports with an entry it can matter to (gid.Unusable
+				// refuses default and link-local entries anyway).
 				stale, staleDone = v.Stale(p), true
 			}
 			ge := GIDEntry{Device: p.Device, Port: p.Port, Entry: e, Family: Family(e.GID), Network: Network(e, v.NS)}
-			ok, _ := Usable(e, p, stale)
-			ge.Usable = ok && ge.Network != "" && ge.Network != NetworkLinkLocal
+			ge.Usable = gid.Unusable(e, stale) == "" && ge.Network != "" && ge.Network != NetworkLinkLocal
 			out = append(out, ge)
 		}
 	}

@@ -89,7 +89,7 @@ func ReadFiles(paths []string, workers int) ([]Host, error) {
 		var pe *fs.PathError
 		switch {
 		case errors.As(err, &pe):
-			return Host{}, fmt.Errorf("%s: %w: want a host snapshot written by 'roce-probe collect -o FILE'", paths[i], pe.Err)
+			return Host{}, fmt.Errorf("%s: %w: want a host snapshot written by 'roce-probe collect --out FILE'", paths[i], pe.Err)
 		case err != nil:
 			return Host{}, fmt.Errorf("%s: %w", paths[i], err)
 		}

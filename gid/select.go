@@ -211,22 +211,90 @@ func famName(f int) string {
 	return "IPv6"
 }
 
-// rejectReason returns why e cannot serve dst, or "".
-func rejectReason(e Entry, dst GID, dstFam, wantFam int, dstLL bool, p Preferences, r *vlan.RouteResult) string {
-	if why, ok := p.Exclude[e.Index]; ok {
+// Unusable returns why a workload cannot use entry e as its source GID to
+// reach other hosts, or "" when it can. It is the one rule of a usable
+// entry: Select applies it to every entry (with the destination's own
+// checks in between), and the fabric's GID index of a network is the
+// lowest entry it accepts. An entry is refused when it is in exclude
+// (with that reason: the stale entries of a port, which host.View.Stale
+// lists), an empty slot, not a RoCE entry (an InfiniBand GID), on a
+// netdev of another network namespace, a multicast GID, link-local (the
+// default GIDs, fe80::/10 and 169.254/16 reach one link only), or on a
+// netdev whose operstate is known and not up (vlan.OperNotUp: the kernel
+// keeps its GIDs, but frames go nowhere).
+func Unusable(e Entry, exclude map[int]string) string {
+	if why := entryReason(e, exclude); why != "" {
+		return why
+	}
+	if why := linkLocalReason(e, GID{}, false); why != "" {
+		return why
+	}
+	return operReason(e)
+}
+
+// entryReason returns why e cannot be a source GID whatever the
+// destination and the preferences, or "": Unusable's first checks.
+func entryReason(e Entry, exclude map[int]string) string {
+	if why, ok := exclude[e.Index]; ok {
 		return why
 	}
 	switch {
-	case e.Type == TypeIB:
-		return "InfiniBand GID: not usable on Ethernet"
-	case p.Version == 1 && e.Type != TypeRoCEv1:
-		return fmt.Sprintf("%s, RoCE v1 asked for", e.Type)
-	case p.Version == 2 && e.Type != TypeRoCEv2:
-		return fmt.Sprintf("%s, RoCE v2 asked for", e.Type)
+	case e.Empty:
+		return "empty slot"
+	case e.Type != TypeRoCEv1 && e.Type != TypeRoCEv2:
+		if e.Type == TypeIB {
+			return "InfiniBand GID: not usable on Ethernet"
+		}
+		return fmt.Sprintf("GID type %q: not a RoCE type", e.Type)
 	case e.Netns == NetnsOther:
 		return "its netdev is not in this network namespace (another container's or the host's address): MLNX_OFED refuses it with ENODEV, and upstream sends with an address whose replies go to the other namespace"
 	case e.GID.IsMulticast():
 		return "multicast GID: cannot be a source address"
+	}
+	return ""
+}
+
+// linkLocalReason returns why e cannot reach dst for its scope, or "": a
+// link-local entry reaches only its link, and a link-local destination
+// needs a link-local source. dst is only named in the message; dstLL
+// false with a zero dst means "other hosts".
+func linkLocalReason(e Entry, dst GID, dstLL bool) string {
+	to := "other hosts"
+	if !dst.IsZero() {
+		to = dst.Addr().String()
+	}
+	ll := e.Default || e.Kind.LinkLocal() || e.GID.Kind().LinkLocal()
+	switch {
+	case !dstLL && ll:
+		if e.Default {
+			return fmt.Sprintf("default GID (link-local %s): reaches only the local link, not %s", e.IP, to)
+		}
+		return fmt.Sprintf("link-local address %s: reaches only the local link, not %s", e.IP, to)
+	case dstLL && !ll:
+		return fmt.Sprintf("destination %s is link-local; this %s address is not", to, e.Kind)
+	}
+	return ""
+}
+
+// operReason returns why e's netdev passes no traffic, or "".
+func operReason(e Entry) string {
+	if vlan.OperNotUp(e.State) {
+		return fmt.Sprintf("netdev %s %s (the kernel keeps its GIDs, but frames go nowhere)", e.Netdev, vlan.OperText(e.State))
+	}
+	return ""
+}
+
+// rejectReason returns why e cannot serve dst, or "": Unusable's rule with
+// the checks of the destination and the preferences between its parts.
+func rejectReason(e Entry, dst GID, dstFam, wantFam int, dstLL bool, p Preferences, r *vlan.RouteResult) string {
+	if why := entryReason(e, p.Exclude); why != "" {
+		return why
+	}
+	switch {
+	case p.Version == 1 && e.Type != TypeRoCEv1:
+		return fmt.Sprintf("%s, RoCE v1 asked for", e.Type)
+	case p.Version == 2 && e.Type != TypeRoCEv2:
+		return fmt.Sprintf("%s, RoCE v2 asked for", e.Type)
 	case family(e.GID) != wantFam:
 		if p.Family != 0 {
 			return fmt.Sprintf("%s GID, %s asked for", famName(family(e.GID)), famName(wantFam))
@@ -238,19 +306,14 @@ func rejectReason(e Entry, dst GID, dstFam, wantFam int, dstLL bool, p Preferenc
 		return fmt.Sprintf("%s, %s asked for", vlanText(e.VLAN), vlanText(p.VLAN))
 	case p.Subnet.IsValid() && !p.Subnet.Contains(e.IP):
 		return fmt.Sprintf("address %s is outside %s", e.IP, p.Subnet)
-	case !dstLL && e.Kind.LinkLocal():
-		if e.Default {
-			return fmt.Sprintf("default GID (link-local %s): reaches only the local link, not %s", e.IP, dst.Addr())
-		}
-		return fmt.Sprintf("link-local address %s: reaches only the local link, not %s", e.IP, dst.Addr())
-	case dstLL && !e.Kind.LinkLocal():
-		return fmt.Sprintf("destination %s is link-local; this %s address is not", dst.Addr(), e.Kind)
-	case r != nil && r.Dev != "" && e.Netdev != r.Dev:
-		return fmt.Sprintf("on %s, but the route to %s leaves through %s", e.Netdev, dst.Addr(), r.Dev)
-	case vlan.OperNotUp(e.State):
-		return fmt.Sprintf("netdev %s %s (the kernel keeps its GIDs, but frames go nowhere)", e.Netdev, vlan.OperText(e.State))
 	}
-	return ""
+	if why := linkLocalReason(e, dst, dstLL); why != "" {
+		return why
+	}
+	if r != nil && r.Dev != "" && e.Netdev != r.Dev {
+		return fmt.Sprintf("on %s, but the route to %s leaves through %s", e.Netdev, dst.Addr(), r.Dev)
+	}
+	return operReason(e)
 }
 
 func vlanMatches(have *uint16, want uint16) bool {

@@ -229,3 +229,70 @@ func TestSelectionDocTable(t *testing.T) {
 		}
 	}
 }
+
+// Unusable: the kernel's and rdma_cm's reasons an entry cannot source
+// traffic to another host, one entry each (built by hand, not read).
+func TestUnusable(t *testing.T) {
+	v4 := func(mut func(*Entry)) Entry {
+		g := MustParse("10.0.100.1")
+		e := Entry{Index: 3, GID: g, Type: TypeRoCEv2, Kind: g.Kind(), IP: g.Addr().Unmap(), Netdev: "eth0", State: "up", Netns: NetnsCurrent}
+		if mut != nil {
+			mut(&e)
+		}
+		return e
+	}
+	ll := MustParse("fe80::ff:fe00:1")
+	cases := []struct {
+		name    string
+		e       Entry
+		exclude map[int]string
+		want    string // "" or a word the reason must hold
+	}{
+		{"RoCE v2 on an up netdev", v4(nil), nil, ""},
+		{"RoCE v1 on an up netdev", v4(func(e *Entry) { e.Type = TypeRoCEv1 }), nil, ""},
+		{"operstate unknown (no carrier reporting)", v4(func(e *Entry) { e.State = "unknown" }), nil, ""},
+		{"operstate not read", v4(func(e *Entry) { e.State = "" }), nil, ""},
+		{"empty", Entry{Index: 7, Empty: true}, nil, "empty"},
+		{"InfiniBand", v4(func(e *Entry) { e.Type = TypeIB }), nil, "InfiniBand"},
+		{"other namespace", v4(func(e *Entry) { e.Netns = NetnsOther }), nil, "not in this network namespace"},
+		{"netdev down", v4(func(e *Entry) { e.State = "down" }), nil, "is down"},
+		{"lower layer down", v4(func(e *Entry) { e.State = "lowerlayerdown" }), nil, "down below"},
+		{"stale", v4(nil), map[int]string{3: "stale: gone"}, "stale: gone"},
+		{"another index stale", v4(nil), map[int]string{4: "stale: gone"}, ""},
+		{"link-local", v4(func(e *Entry) { e.GID, e.Kind, e.IP = ll, ll.Kind(), ll.Addr() }), nil, "reaches only the local link"},
+		{"default GID", v4(func(e *Entry) { e.GID, e.Kind, e.IP, e.Default, e.Index = ll, ll.Kind(), ll.Addr(), true, 0 }), nil, "default GID"},
+		{"IPv4 link-local", v4(func(e *Entry) {
+			g := MustParse("169.254.0.7")
+			e.GID, e.Kind, e.IP = g, g.Kind(), g.Addr().Unmap()
+		}), nil, "reaches only the local link"},
+		{"multicast", v4(func(e *Entry) { e.GID = MustParse("ff02::1") }), nil, "multicast"},
+	}
+	for _, c := range cases {
+		got := Unusable(c.e, c.exclude)
+		if c.want == "" && got != "" || c.want != "" && !strings.Contains(got, c.want) {
+			t.Errorf("%s: Unusable = %q, want %q", c.name, got, c.want)
+		}
+	}
+}
+
+// Select refuses, for a destination on another host with no route to go
+// by, exactly the entries Unusable refuses (of the destination's family):
+// the one rule, applied by both.
+func TestSelectAppliesUnusable(t *testing.T) {
+	for _, fx := range []string{"rxe", "mlx5", "rxe-churned"} {
+		p := port(t, fx, 0)
+		for _, dst := range []string{"198.51.100.7", "2001:db8::7"} {
+			d := MustParse(dst)
+			s, _ := Select(p.Entries, d, Preferences{}, nil)
+			for _, e := range p.Entries {
+				if e.Empty || family(e.GID) != family(d) {
+					continue
+				}
+				r := reasonOf(s, e.Index)
+				if refused := Unusable(e, nil) != ""; refused != (r.Verdict == Rejected) {
+					t.Errorf("%s index %d to %s: Unusable %q, Select %+v", fx, e.Index, dst, Unusable(e, nil), r)
+				}
+			}
+		}
+	}
+}

@@ -194,10 +194,12 @@ type AHRequest struct {
 	// of using Attr.GRH.SGIDIndex.
 	AutoIndex bool
 	// Driver overrides the detected driver ("" keeps it); Path, SrcQPN
-	// go to ah.ResolveOptions.
-	Driver qos.Driver
-	Path   qos.Path
-	SrcQPN uint32
+	// and NextHopMAC (the MAC of a next hop the neighbour table does not
+	// have) go to ah.ResolveOptions.
+	Driver     qos.Driver
+	Path       qos.Path
+	SrcQPN     uint32
+	NextHopMAC vlan.MAC
 }
 
 // AHResult is a resolved AH and what it was resolved with.
@@ -283,7 +285,7 @@ func (v *View) NewAHResolver(req AHRequest) (*AHResolver, error) {
 	out := &AHResolver{attr: req.Attr}
 	out.attr.PortNum = uint8(p.Port)
 	table := ah.Table{Entries: p.Entries, Len: len(p.Entries)}
-	opts := ah.ResolveOptions{Driver: req.Driver, Path: req.Path, SrcQPN: req.SrcQPN, PortMTU: p.ActiveMTU}
+	opts := ah.ResolveOptions{Driver: req.Driver, Path: req.Path, SrcQPN: req.SrcQPN, PortMTU: p.ActiveMTU, NextHopMAC: req.NextHopMAC}
 	if e, ok := table.Lookup(int(req.Attr.GRH.SGIDIndex)); ok && !e.Empty {
 		// An entry that exists must be usable here; an empty or missing
 		// one is the AH validation's to report (ENODATA/EINVAL).

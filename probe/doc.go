@@ -33,5 +33,6 @@
 //     out from the host snapshot by this package (ResolveEndpoint,
 //     WireDevice): this package reads no netdev.
 //
-// It is internal: the CLI is its only user.
+// `roce-probe send`, `listen` and the agent are built on it. Opening a
+// Conn (Send, Listen) needs CAP_NET_RAW; everything else needs no privilege.
 package probe

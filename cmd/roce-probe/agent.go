@@ -66,6 +66,7 @@ A flow is a source GID and the markings an application asks for:
   --flow name=rdma,netdev=eth0.100,family=ipv4,tclass=106,sl=3
   --flow name=idx3,device=mlx5_0,port=1,gid_index=3,tclass=106,sl=3
   --flow name=cm,netdev=eth0,tos=106          (an rdma_cm flow)
+  --flow name=cm0,netdev=eth0,rdma_cm=true    (rdma_cm without a ToS: the port's default_roce_tos)
 Peers come from --peer (ADDRESS or NAME=ADDRESS), --peers-dns (a name whose
 A/AAAA records are the peers, e.g. a Kubernetes headless Service) and
 --peers-file (re-read when it changes); this host's own addresses are left out.
@@ -96,7 +97,7 @@ CAP_NET_RAW (raw sockets); reads need no other privilege.`,
 	floatVar(fl, &f.cfg.Probe.MaxRate, "probe-max-rate", d.Probe.MaxRate, 1, 100000, "most probes per second in all (1..100000)")
 	floatVar(fl, &f.cfg.Listener.Rate, "listener-rate", d.Listener.Rate, 0.1, 10000, "replies per second to one sender (0.1..10000)")
 	floatVar(fl, &f.cfg.Listener.GlobalRate, "listener-global-rate", d.Listener.GlobalRate, 1, 100000, "replies per second to all senders (1..100000)")
-	fl.StringArrayVar(&f.flows, "flow", nil, "a flow: KEY=VALUE,... with name, netdev, family, roce, device, port, gid_index, tclass, sl, tos, hop_limit (repeatable; replaces the file's flows)")
+	fl.StringArrayVar(&f.flows, "flow", nil, "a flow: KEY=VALUE,... with name, netdev, family, roce, device, port, gid_index, tclass, sl, rdma_cm, tos, hop_limit (repeatable; replaces the file's flows)")
 	enumVar(fl, &f.logLevel, "log-level", slog.LevelInfo, "log level: debug, info, warn or error",
 		choice("debug", slog.LevelDebug), choice("info", slog.LevelInfo), choice("warn", slog.LevelWarn), choice("error", slog.LevelError))
 	return c, f

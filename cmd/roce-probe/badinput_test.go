@@ -131,8 +131,13 @@ func TestBadInput(t *testing.T) {
 		{[]string{"gids", "--from", t.TempDir()}, []string{"--from", "is a directory", "roce-probe collect"}, ""},
 
 		// collect
+		{[]string{"collect", "--out", "/nonexistent-dir/x.json"}, []string{`--out "/nonexistent-dir/x.json"`, "existing directory"}, ""},
+		{[]string{"collect", "--out", t.TempDir()}, []string{"--out", "is a directory", "file name"}, ""},
 		{[]string{"collect", "-o", "/nonexistent-dir/x.json"}, []string{`-o "/nonexistent-dir/x.json"`, "existing directory"}, ""},
-		{[]string{"collect", "-o", t.TempDir()}, []string{"-o", "is a directory", "file name"}, ""},
+		{[]string{"collect", "-o", "yaml"}, []string{`-o "yaml" is not known: want json`, "--out FILE"}, ""},
+		{[]string{"collect", "--out", "a.json", "-o", "b.json"}, []string{`--out "a.json" and -o "b.json" both name where to write`}, ""},
+		{[]string{"collect", "--hostname", "node 1"}, []string{`--hostname "node 1"`, "without spaces"}, ""},
+		{[]string{"collect", "--hostname", ""}, []string{`--hostname "" is empty`}, ""},
 		{[]string{"collect", "--netns", "a", "--all-netns"}, []string{"--all-netns and --netns cannot be used together"}, ""},
 		{[]string{"collect", "--netns", "roce-probe-no-such-netns"}, []string{`--netns "roce-probe-no-such-netns"`, "ip netns list"}, ""},
 		{[]string{"collect", "-o", "a.json", "-o", "b.json"}, []string{"-o/--output given twice"}, ""},
@@ -191,7 +196,7 @@ func TestBadInput(t *testing.T) {
 		{[]string{"decode"}, []string{"FILE", "pcap or pcapng", "- for standard input"}, ""},
 		{[]string{"decode", "a.pcap", "b.pcap"}, []string{"one FILE", `"a.pcap"`}, ""},
 		{[]string{"decode", "/nonexistent-dir/x.pcap"}, []string{`FILE "/nonexistent-dir/x.pcap"`, "no such file", "pcap or pcapng"}, ""},
-		{[]string{"decode", "-o", "yaml", "x.pcap"}, []string{`-o "yaml"`, "want table or json"}, ""},
+		{[]string{"decode", "-o", "yaml", "x.pcap"}, []string{`-o "yaml"`, "want table, json or ndjson"}, ""},
 		{[]string{"decode", "--summary=maybe", "x.pcap"}, []string{`--summary "maybe"`, "true or false"}, ""},
 
 		// send: every value is checked before the netdev is looked at.
@@ -207,7 +212,7 @@ func TestBadInput(t *testing.T) {
 		{with(send, "--sport", "65536"), []string{"--sport 65536", "0..65535"}, ""},
 		{with(send, "--sweep", "ecn"), []string{`--sweep "ecn"`, "dscp or pcp"}, ""},
 		{with(send, "--port", "2"), []string{"--netdev and --port cannot be used together"}, ""},
-		{with(send, "-o", "yaml"), []string{`-o "yaml"`, "want table or json"}, ""},
+		{with(send, "-o", "yaml"), []string{`-o "yaml"`, "want table, json or ndjson"}, ""},
 		{send, []string{`--netdev "no-such-netdev0"`, "no such network device"}, ""},
 		{[]string{"send", "--dst", "x", "--netdev", "lo"}, []string{`--dst "x"`, "IP address or GID"}, ""},
 		{[]string{"send", "--dst", "224.0.0.1", "--netdev", "lo"}, []string{`--dst "224.0.0.1"`, "unicast"}, ""},
@@ -228,7 +233,7 @@ func TestBadInput(t *testing.T) {
 		{[]string{"listen", "--duration", "x"}, []string{`--duration "x"`, "0s or more"}, ""},
 		{[]string{"listen", "--duration", "-1s"}, []string{"--duration -1s", "0s or more"}, ""},
 		{[]string{"listen", "--netdev", "no-such-netdev0"}, []string{`--netdev "no-such-netdev0"`, "no such network device"}, ""},
-		{[]string{"listen", "-o", "yaml"}, []string{`-o "yaml"`, "want table or json"}, ""},
+		{[]string{"listen", "-o", "yaml"}, []string{`-o "yaml"`, "want table, json or ndjson"}, ""},
 		// An empty value is not the same as leaving the flag out
 		// (listen --netdev "" would listen everywhere).
 		{[]string{"listen", "--netdev", ""}, []string{`--netdev ""`, "is empty", "leave the flag out"}, ""},

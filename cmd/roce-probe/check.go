@@ -45,6 +45,10 @@ vlan and pcp are the outermost tag's: the one the first switch classifies on.
 without RDMA devices the predicted Soft-RoCE tables are used (said so).
 
 Exit status: 0 lossless, 1 lossy or unknown, 2 bad input. Needs no privileges.`,
+		Example: `  roce-probe check --dev mlx5_0 --gid-index 3 --tclass 106 --sl 3
+  roce-probe check --dev mlx5_0 --gid-index 3 --rdma-cm --tos 106
+  roce-probe check --dev mlx5_0 --gid-index 3 --rdma-cm
+  roce-probe check --from node1.json.gz --dev mlx5_0 --gid-index 3 --tclass 106 --sl 3 -o json`,
 		Args: noArgs,
 		PreRunE: func(cmd *cobra.Command, _ []string) error {
 			// Before cobra's flag groups: --rdma-cm may come without
@@ -75,13 +79,12 @@ Exit status: 0 lossless, 1 lossy or unknown, 2 bad input. Needs no privileges.`,
 			if err != nil {
 				return usagef("--gid-index %d: %v", index, err)
 			}
-			flow := qos.Flow{
-				Device: src.dev, Port: src.port, GIDIndex: index, GIDType: s.Entry.Type, Driver: s.Driver.Driver,
-				Link: qos.LinkOf(s.Desc), DCB: s.DCB, Path: path,
-				SL: uint8(sl), TrafficClass: uint8(tclass), RDMACM: rdmaCM, TOS: uint8(tos),
+			fp := host.FlowParams{SL: uint8(sl), TrafficClass: uint8(tclass), RDMACM: rdmaCM, Path: path}
+			if cmd.Flags().Changed("tos") {
+				t := uint8(tos)
+				fp.TOS = &t
 			}
-			applySettings(&flow, v.Snap.Settings, cmd.Flags().Changed("tos"))
-			r, err := qos.Check(flow)
+			r, err := qos.Check(v.Flow(s, fp))
 			if err != nil {
 				return usageError{err}
 			}
@@ -114,23 +117,6 @@ Exit status: 0 lossless, 1 lossy or unknown, 2 bad input. Needs no privileges.`,
 	flagsExclusive(c, "rdma-cm", "sl")
 	flagsOneRequired(c, "tclass", "rdma-cm")
 	return c
-}
-
-// applySettings gives the flow the settings the host applies behind the
-// application's back: rdma_cm's configfs default ToS when the flow is
-// rdma_cm without --tos, and the port's mlx5 traffic class override.
-func applySettings(f *qos.Flow, st *host.Settings, tosGiven bool) {
-	if f.RDMACM && !tosGiven {
-		f.TOSDefault = st.RDMACMOf(f.Device, f.Port)
-		if f.TOSDefault == nil {
-			why := "the snapshot has no settings section (take it with 'roce-probe collect')"
-			if st != nil {
-				why = "no rdma_cm entry for the port in the snapshot"
-			}
-			f.TOSDefault = &qos.RDMACMDefault{Device: f.Device, Port: f.Port, Status: qos.SettingNotExposed, Reason: &why}
-		}
-	}
-	f.TCOverride = st.TCOverrideOf(f.Device, f.Port)
 }
 
 func printCheck(w io.Writer, r qos.Result, info qos.DriverInfo) {

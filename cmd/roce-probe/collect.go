@@ -1,17 +1,23 @@
 package main
 
 import (
-	"github.com/roce-probe/roce-probe/collect"
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
 	"github.com/spf13/cobra"
+
+	"github.com/roce-probe/roce-probe/collect"
 )
 
 func init() { register(newCollectCmd) }
 
 func newCollectCmd() *cobra.Command {
-	var netns, out string
+	var netns, out, output, hostname string
 	var allNetns bool
 	c := &cobra.Command{
-		Use:   "collect [-o FILE] [--netns NAME | --all-netns]",
+		Use:   "collect [--out FILE] [--hostname NAME] [--netns NAME | --all-netns]",
 		Short: "Write the host snapshot: everything the read-only commands read, as one JSON document",
 		Long: `collect reads, once, everything roce-probe's read-only commands (gids, select,
 qos, check, ah) read from this host and writes it as one versioned JSON
@@ -29,18 +35,43 @@ Give the file to any command with --from FILE, on any machine (Linux, macOS,
 Windows): it reads nothing from the machine it runs on and answers as it
 would have on the host that was collected.
 
--o FILE writes the snapshot there (gzip-compressed when FILE ends in .gz;
-written to a temporary file and renamed, never half-written); without it, to
-standard output. --netns NAME reads that network namespace instead of this
+--out FILE (-f FILE) writes the snapshot there (gzip-compressed when FILE ends
+in .gz; written to a temporary file and renamed, never half-written); without
+it, to standard output. -o is the output format, as in every command: json
+(the only one; the default). (-o FILE, which earlier versions took for the
+file, still writes FILE when FILE has a '.' or '/' in it, with a note on
+standard error; use --out.) --hostname NAME records NAME as the host's name
+instead of this machine's: 'roce-probe fabric' tells hosts apart by it, so two
+snapshots taken on one machine (of two namespaces, before and after a change)
+need two names. --netns NAME reads that network namespace instead of this
 one; --all-netns reads this one and every named one (both need root). Reads
 need no privileges otherwise. The format is in docs/snapshot.md.`,
-		Example: `  roce-probe collect -o node1.json.gz
+		Example: `  roce-probe collect --out node1.json.gz
+  roce-probe collect | gzip > node1.json.gz
   roce-probe gids --from node1.json.gz
-  roce-probe check --from node1.json.gz --dev mlx5_0 --gid-index 3 --tclass 106 --sl 3`,
+  roce-probe check --from node1.json.gz --dev mlx5_0 --gid-index 3 --tclass 106 --sl 3
+  roce-probe collect --netns blue --hostname node1-blue --out node1-blue.json`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			flag := "--out"
+			switch {
+			case output == "" || strings.EqualFold(output, "json"):
+			case output == "-" || strings.ContainsAny(output, "./"):
+				// -o FILE, as earlier versions took it.
+				if out != "" {
+					return usagef("--out %q and -o %q both name where to write: give --out alone (-o is the output format, json)", out, output)
+				}
+				out, flag = output, "-o"
+			default:
+				return usagef("-o %q is not known: want json (collect's only format; write a file with --out FILE)", output)
+			}
+			if hostname != "" {
+				if err := checkHostname(hostname); err != nil {
+					return err
+				}
+			}
 			if out != "" && out != "-" {
-				if err := checkOutputDir("-o", out); err != nil {
+				if err := checkOutputDir(flag, out); err != nil {
 					return err
 				}
 			}
@@ -52,19 +83,40 @@ need no privileges otherwise. The format is in docs/snapshot.md.`,
 			if err != nil {
 				return liveError(netns, err)
 			}
+			if hostname != "" {
+				s.Hostname = hostname
+			}
 			if out == "" || out == "-" {
 				return s.Encode(cmd.OutOrStdout())
 			}
 			if err := s.Save(out); err != nil {
-				return usagef("-o %q: %v", out, pathErr(err))
+				return usagef("%s %q: %v", flag, out, pathErr(err))
+			}
+			if flag == "-o" {
+				fmt.Fprintf(cmd.ErrOrStderr(), "roce-probe: collect -o FILE is deprecated: -o is the output format (json) in every command; write the file with --out %s\n", out)
 			}
 			return nil
 		},
 	}
 	fl := c.Flags()
-	fl.StringVarP(&out, "output", "o", "", "write the snapshot to this file (.gz: gzip-compressed); default standard output")
+	fl.StringVarP(&out, "out", "f", "", "write the snapshot to this file (.gz: gzip-compressed; - standard output); default standard output")
+	fl.StringVarP(&output, "output", "o", "", "output format: json (the default and only one; -o FILE of earlier versions: use --out)")
+	fl.StringVar(&hostname, "hostname", "", "record this as the host's name instead of this machine's (fabric tells hosts apart by it)")
 	fl.StringVar(&netns, "netns", "", "read this network namespace (a name from 'ip netns list'; needs root) instead of this one")
 	fl.BoolVar(&allNetns, "all-netns", false, "read this network namespace and every named one (needs root)")
 	flagsExclusive(c, "netns", "all-netns")
+	_ = c.RegisterFlagCompletionFunc("output", func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		return []cobra.Completion{"json"}, cobra.ShellCompDirectiveNoFileComp
+	})
 	return c
+}
+
+// checkHostname accepts a host name for the snapshot: 1..253 bytes of
+// UTF-8 without spaces or control characters (what fabric prints and
+// compares; a DNS name is at most 253 characters).
+func checkHostname(name string) error {
+	if len(name) > 253 || !utf8.ValidString(name) || strings.IndexFunc(name, func(r rune) bool { return unicode.IsSpace(r) || !unicode.IsPrint(r) }) >= 0 {
+		return usagef("--hostname %q: want a host name of 1..253 characters without spaces or control characters (e.g. node1, node1-blue)", name)
+	}
+	return nil
 }

@@ -24,7 +24,7 @@ func hasRDMADevice(t *testing.T) bool {
 	return len(es) > 0
 }
 
-// collect -o FILE, then a command with --from FILE, prints byte for byte
+// collect --out FILE, then a command with --from FILE, prints byte for byte
 // what the command prints live: the snapshot is everything it reads. On
 // a machine without RDMA devices both are the predicted Soft-RoCE tables,
 // marked predicted in JSON and said so on stderr. (ah is left out: its
@@ -33,9 +33,9 @@ func TestCollectThenFromEqualsLive(t *testing.T) {
 	dir := t.TempDir()
 	plain, gz := filepath.Join(dir, "host.json"), filepath.Join(dir, "host.json.gz")
 	for _, f := range []string{plain, gz} {
-		out, stderr, code := runCLI(t, "", "collect", "-o", f)
+		out, stderr, code := runCLI(t, "", "collect", "--out", f)
 		if code != exitOK || out != "" || stderr != "" {
-			t.Fatalf("collect -o %s: exit %d, stdout %q, stderr %q", f, code, out, stderr)
+			t.Fatalf("collect --out %s: exit %d, stdout %q, stderr %q", f, code, out, stderr)
 		}
 	}
 	if b, err := os.ReadFile(gz); err != nil || len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
@@ -52,7 +52,7 @@ func TestCollectThenFromEqualsLive(t *testing.T) {
 	if err := json.Unmarshal(b, &snap); err != nil || snap.Format != "roce-probe-snapshot" || snap.Version != 1 {
 		t.Fatalf("collect wrote %v format %q version %d", err, snap.Format, snap.Version)
 	}
-	// collect without -o writes the same document to stdout.
+	// collect without --out writes the same document to stdout.
 	stdoutSnap, _, code := runCLI(t, "", "collect")
 	if code != exitOK || !json.Valid([]byte(stdoutSnap)) || !strings.HasPrefix(stdoutSnap, `{"format":"roce-probe-snapshot","version":1,`) || strings.Count(stdoutSnap, "\n") != 1 {
 		t.Errorf("collect to stdout: exit %d", code)
@@ -156,5 +156,67 @@ func TestCollectNetns(t *testing.T) {
 	fromOut, stderr, code := runCLI(t, "", "qos", "--from", f, "--netns", ns1, "--netdev", "va", "-o", "json")
 	if code != liveCode || !bytes.Equal([]byte(fromOut), []byte(live)) {
 		t.Errorf("qos --from: exit %d (live %d) %s\n%s\nlive:\n%s", code, liveCode, stderr, fromOut, live)
+	}
+}
+
+// collect's output: --out FILE (-f) writes the file, -o is the format
+// (json: standard output), -o FILE of earlier versions still writes FILE
+// with a note; --hostname names the host, so that fabric takes two
+// snapshots of this one machine as two hosts (it refuses the same name
+// twice).
+func TestCollectOutAndHostname(t *testing.T) {
+	dir := t.TempDir()
+	read := func(f string) map[string]any {
+		t.Helper()
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var doc map[string]any
+		if err := json.Unmarshal(b, &doc); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		return doc
+	}
+	a, b, old := filepath.Join(dir, "a.json"), filepath.Join(dir, "b.json"), filepath.Join(dir, "old.json")
+	if out, stderr, code := runCLI(t, "", "collect", "--out", a, "--hostname", "node1-a"); code != exitOK || out != "" || stderr != "" {
+		t.Fatalf("collect --out: exit %d, stdout %q, stderr %q", code, out, stderr)
+	}
+	if out, stderr, code := runCLI(t, "", "collect", "-f", b, "--hostname", "node1-b"); code != exitOK || out != "" || stderr != "" {
+		t.Fatalf("collect -f: exit %d, stdout %q, stderr %q", code, out, stderr)
+	}
+	if h := read(a)["hostname"]; h != "node1-a" {
+		t.Errorf("hostname %v, want node1-a", h)
+	}
+	if h := read(b)["hostname"]; h != "node1-b" {
+		t.Errorf("hostname %v, want node1-b", h)
+	}
+	out, stderr, code := runCLI(t, "", "collect", "-o", "json")
+	if code != exitOK || !json.Valid([]byte(out)) || !strings.HasPrefix(out, `{"format":"roce-probe-snapshot"`) || stderr != "" {
+		t.Errorf("collect -o json: exit %d, stderr %q, stdout %.80q", code, stderr, out)
+	}
+	if _, err := os.Stat("json"); err == nil {
+		t.Errorf("collect -o json wrote a file named json")
+	}
+	out, stderr, code = runCLI(t, "", "collect", "-o", old)
+	if code != exitOK || out != "" || !strings.Contains(stderr, "collect -o FILE is deprecated") || !strings.Contains(stderr, "--out "+old) {
+		t.Errorf("collect -o FILE: exit %d, stdout %q, stderr %q", code, out, stderr)
+	}
+	hn, _ := os.Hostname()
+	if h := read(old)["hostname"]; h != hn {
+		t.Errorf("hostname %v, want this machine's %q", h, hn)
+	}
+	// fabric: two names, two hosts (exit 0 or 1, not 2); the machine's
+	// own name twice is refused.
+	out, stderr, code = runCLI(t, "", "fabric", "--from", a, "--from", b, "-o", "json")
+	if code == exitUsage || !strings.Contains(out, `"node1-a"`) || !strings.Contains(out, `"node1-b"`) {
+		t.Errorf("fabric with --hostname node1-a and node1-b: exit %d: %s\n%.300s", code, stderr, out)
+	}
+	c := filepath.Join(dir, "c.json")
+	if _, stderr, code := runCLI(t, "", "collect", "--out", c); code != exitOK {
+		t.Fatalf("collect: %s", stderr)
+	}
+	if _, stderr, code := runCLI(t, "", "fabric", "--from", old, "--from", c); code != exitUsage || !strings.Contains(stderr, "duplicate host") {
+		t.Errorf("fabric with two snapshots named %q: exit %d, stderr %q; want 2, duplicate host", hn, code, stderr)
 	}
 }

@@ -32,7 +32,7 @@ func newCountersCmd() *cobra.Command {
 	var watch bool
 	var count int
 	c := &cobra.Command{
-		Use:   "counters [--dev D] [--port P] [--netdev N] [--interval DUR] [--watch [--count N]] [--from FILE] [-o table|json]",
+		Use:   "counters [--dev D] [--port P] [--netdev N] [--interval DUR] [--watch [--count N]] [--from FILE] [-o table|json|ndjson]",
 		Short: "Show RDMA and per-priority Ethernet counters with rates, and what they say about RoCE traffic",
 		Long: `counters reads every RDMA port's counters (RDMA netlink, what 'rdma statistic
 show' prints, or sysfs hw_counters/ and counters/), the 'ethtool -S' set of the
@@ -50,7 +50,9 @@ for RoCE, DCQCN enabled (docs/counters.md). Names are the driver's; a counter
 the driver does not have is absent, never 0.
 
 --watch prints a report every --interval until Ctrl-C (or --count reports):
-a refreshed table, or one JSON object per line with -o json. --from FILE
+a refreshed table; with -o json one JSON document, the array of the reports
+(each written as it is taken, the array closed when the watch ends); with -o
+ndjson one JSON object per line. --from FILE
 analyses the one sample 'roce-probe collect' recorded (no rates). --interval 0
 takes one sample. Exit status: 0, 1 when a finding is an error (not with
 --watch), 2 bad input. Needs no privileges.`,
@@ -103,20 +105,30 @@ takes one sample. Exit status: 0, 1 when a finding is an error (not with
 			if err := src.checkDev(v); err != nil {
 				return err
 			}
-			sel, err := newCounterSelection(&src, v, netdev)
-			if err != nil {
-				return err
+			var real string // --netdev's real netdev
+			if netdev != "" {
+				d, err := v.NS.Describe(netdev)
+				if err != nil {
+					return usagef("--netdev %q: no such network device in %s", netdev, v.NS.What())
+				}
+				real = d.Real
 			}
 			out, errw := cmd.OutOrStdout(), cmd.ErrOrStderr()
 			if v.Predicted {
 				fmt.Fprintln(errw, "roce-probe: this host has no RDMA device: showing the Ethernet counters of the netdevs Soft-RoCE could run on.")
 			}
 			noteErrors(errw, s.Errors)
+			// --watch -o json: one document, the array of the reports,
+			// closed when the watch ends; -o ndjson: one report per line.
+			var arr *jsonArray // set below, once the watch starts
 			emit := func(prev, cur *counters.Sample) counters.Report {
-				r := counters.Analyze(sel.input(v.CountersInput(prev, cur)))
-				if format == "json" {
+				r := counters.Analyze(v.CountersInput(prev, cur).Select(src.dev, src.port, real))
+				switch {
+				case arr != nil:
+					arr.add(r)
+				case format == "json" || format == ndjson:
 					writeJSON(out, r)
-				} else {
+				default:
 					printCounters(out, r)
 				}
 				return r
@@ -132,6 +144,10 @@ takes one sample. Exit status: 0, 1 when a finding is an error (not with
 				return liveError(src.netns, err)
 			}
 			defer smp.Close()
+			if watch && format == "json" {
+				arr = newJSONArray(out)
+				defer func() { arr.end(); fmt.Fprintln(out) }()
+			}
 			prev := s.Counters
 			clear := format == "table" && watch && isTerminal(out)
 			for n := 0; ; n++ {
@@ -164,7 +180,7 @@ takes one sample. Exit status: 0, 1 when a finding is an error (not with
 	durationVar(fl, &interval, "interval", time.Second, 0, time.Hour, false, "time between two samples (rates are per second over it); 0 takes one sample")
 	fl.BoolVar(&watch, "watch", false, "print a report every --interval until Ctrl-C or SIGTERM")
 	intVar(fl, &count, "count", 0, 0, 1<<30, "with --watch, stop after this many reports (0: until interrupted)")
-	outputVar(fl, &format, "table", "json")
+	outputVar(fl, &format, "table", "json", ndjson)
 	flagsExclusive(c, "netdev", "dev")
 	return c
 }
@@ -182,10 +198,8 @@ func isTerminal(w io.Writer) bool {
 
 // errorFindings makes the command exit 1 when a finding is an error.
 func errorFindings(r counters.Report) error {
-	for _, f := range r.Findings {
-		if f.Severity == counters.SeverityError {
-			return findingError{}
-		}
+	if r.HasError() {
+		return findingError{}
 	}
 	return nil
 }
@@ -197,58 +211,6 @@ func noteErrors(w io.Writer, errs []host.SourceError) {
 			fmt.Fprintf(w, "roce-probe: %s: %s\n", e.Source, e.Error)
 		}
 	}
-}
-
-// counterSelection is what --dev, --port and --netdev keep.
-type counterSelection struct {
-	dev     string
-	port    int
-	real    string // --netdev's real netdev
-	netdevs map[string]bool
-}
-
-func newCounterSelection(src *hostFlags, v *host.View, netdev string) (*counterSelection, error) {
-	sel := &counterSelection{dev: src.dev, port: src.port}
-	if netdev != "" {
-		d, err := v.NS.Describe(netdev)
-		if err != nil {
-			return nil, usagef("--netdev %q: no such network device in %s", netdev, v.NS.What())
-		}
-		sel.real = d.Real
-	}
-	return sel, nil
-}
-
-// input keeps the ports and netdevs the flags select: with --dev (and
-// --port) those ports and the real netdevs below them; with --netdev its
-// real netdev and the ports on it.
-func (s *counterSelection) input(in counters.Input) counters.Input {
-	if s.dev == "" && s.real == "" {
-		return in
-	}
-	keep := map[string]bool{}
-	var ports []counters.PortInfo
-	for _, p := range in.Ports {
-		ok := s.dev == "" || (p.Device == s.dev && (s.port == 0 || p.Port == s.port))
-		if s.real != "" {
-			ok = p.Real == s.real
-		}
-		if ok {
-			ports = append(ports, p)
-			keep[p.Real] = true
-		}
-	}
-	if s.real != "" {
-		keep[s.real] = true
-	}
-	var nds []counters.NetdevInfo
-	for _, n := range in.Netdevs {
-		if keep[n.Netdev] {
-			nds = append(nds, n)
-		}
-	}
-	in.Ports, in.Netdevs = ports, nds
-	return in
 }
 
 // printCounters writes one report as tables, in one write.
@@ -272,11 +234,11 @@ func printCounters(out io.Writer, r counters.Report) {
 			fmt.Fprintf(w, " on %s", *p.Netdev)
 		}
 		fmt.Fprintf(w, " (%s)\n", p.Source)
-		printCounterTable(w, p.Counters, "no counters", cell)
+		printCounterTable(w, p.Counters, "no counters", cell, func(m string) string { return counters.Meaning(m).Text() })
 	}
 	for _, n := range r.Netdevs {
 		fmt.Fprintf(w, "\n%s (%s): port counters\n", n.Netdev, ptrOr(n.Driver, "driver unknown", str))
-		printCounterTable(w, n.Counters, "none with a known meaning", cell)
+		printCounterTable(w, n.Counters, "none with a known meaning", cell, func(m string) string { return counters.PortCounter(m).Text() })
 	}
 	last := ""
 	var tw *tabwriter.Writer
@@ -298,26 +260,8 @@ func printCounters(out io.Writer, r counters.Report) {
 			return cell(v.Value, v.Rate)
 		}
 		disc := "-"
-		var dsum uint64
-		var drate float64
-		have, haveRate := false, true
-		for _, c := range []counters.PrioCounter{counters.PrioRxDiscards, counters.PrioRxBufDiscard, counters.PrioRxCongDiscard} {
-			if v := p.Values[c]; v != nil {
-				have = true
-				dsum += v.Value
-				if v.Rate == nil {
-					haveRate = false
-				} else {
-					drate += *v.Rate
-				}
-			}
-		}
-		if have {
-			if haveRate {
-				disc = cell(dsum, &drate)
-			} else {
-				disc = cell(dsum, nil)
-			}
+		if d := p.Discards(); d != nil {
+			disc = cell(d.Value, d.Rate)
 		}
 		req := "-"
 		if p.PFCRequests != nil {
@@ -349,8 +293,10 @@ func printCounters(out io.Writer, r counters.Report) {
 	}
 }
 
-// printCounterTable writes counters by name: value (rate) and meaning.
-func printCounterTable(w io.Writer, cs map[string]counters.Value, none string, cell func(uint64, *float64) string) {
+// printCounterTable writes counters by name: value (rate) and what the
+// counter means, in words (text of its meaning; the meaning itself when
+// there are none).
+func printCounterTable(w io.Writer, cs map[string]counters.Value, none string, cell func(uint64, *float64) string, text func(meaning string) string) {
 	if len(cs) == 0 {
 		fmt.Fprintln(w, "  "+none)
 		return
@@ -359,7 +305,13 @@ func printCounterTable(w io.Writer, cs map[string]counters.Value, none string, c
 	fmt.Fprintln(tw, "  COUNTER\tVALUE\tMEANING")
 	for _, n := range sortedKeys(cs) {
 		c := cs[n]
-		fmt.Fprintf(tw, "  %s\t%s\t%s\n", n, cell(c.Value, c.Rate), ptrOr(c.Meaning, "-", str))
+		meaning := "-"
+		if c.Meaning != nil {
+			if meaning = text(*c.Meaning); meaning == "" {
+				meaning = *c.Meaning
+			}
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", n, cell(c.Value, c.Rate), meaning)
 	}
 	tw.Flush()
 }

@@ -315,7 +315,7 @@ func sentinel(t *testing.T, ns string, dst netip.Addr, capts ...*lab.Capture) {
 	}
 }
 
-// countersWatch is `roce-probe counters --watch -o json` running (the
+// countersWatch is `roce-probe counters --watch -o ndjson` running (the
 // lab's binary) in the initial namespace, its reports read as they come.
 type countersWatch struct {
 	cmd     *exec.Cmd
@@ -325,7 +325,7 @@ type countersWatch struct {
 	bad     chan string // lines that are not one whole report
 }
 
-// startCountersWatch starts `roce-probe counters --watch -o json ARGS...`;
+// startCountersWatch starts `roce-probe counters --watch -o ndjson ARGS...`;
 // it is killed when the test ends if still running.
 func startCountersWatch(t *testing.T, args ...string) *countersWatch {
 	t.Helper()
@@ -333,7 +333,7 @@ func startCountersWatch(t *testing.T, args ...string) *countersWatch {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := &countersWatch{args: append([]string{"counters", "--watch", "-o", "json"}, args...),
+	w := &countersWatch{args: append([]string{"counters", "--watch", "-o", "ndjson"}, args...),
 		reports: make(chan countersReport, 1000), bad: make(chan string, 1)}
 	w.cmd = exec.Command(rp, w.args...)
 	w.cmd.Stderr = &w.stderr

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,10 +17,11 @@ import (
 	"github.com/roce-probe/roce-probe/internal/netnstest"
 )
 
-// --watch --count N streams exactly N JSON objects, each with rates over
-// the interval, and ends with exit 0 (live: this machine's netdevs).
+// --watch --count N -o ndjson streams exactly N JSON objects, one per
+// line, each with rates over the interval, and ends with exit 0 (live:
+// this machine's netdevs); -o json prints them as one document, an array.
 func TestCountersWatchBounded(t *testing.T) {
-	out, stderr, code := runCLI(t, "", "counters", "--watch", "--interval", "50ms", "--count", "3", "--output", "json")
+	out, stderr, code := runCLI(t, "", "counters", "--watch", "--interval", "50ms", "--count", "3", "--output", "ndjson")
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -27,6 +29,23 @@ func TestCountersWatchBounded(t *testing.T) {
 	if len(lines) != 3 {
 		t.Fatalf("%d lines, want 3:\n%s", len(lines), out)
 	}
+	out, stderr, code = runCLI(t, "", "counters", "--watch", "--interval", "50ms", "--count", "3", "--output", "json")
+	var doc []json.RawMessage
+	if err := json.Unmarshal([]byte(out), &doc); code != exitOK || err != nil || len(doc) != 3 {
+		t.Fatalf("-o json: exit %d, %d reports (%v), want one array of 3: %s\n%s", code, len(doc), err, stderr, out)
+	}
+	var fromDoc []string
+	for _, r := range doc {
+		fromDoc = append(fromDoc, string(r))
+	}
+	checkReports(t, lines)
+	checkReports(t, fromDoc)
+}
+
+// checkReports checks watch reports: rates over about 0.05 s, times in
+// order.
+func checkReports(t *testing.T, lines []string) {
+	t.Helper()
 	var last time.Time
 	for _, l := range lines {
 		d := decodeCounters(t, l)
@@ -42,7 +61,7 @@ func TestCountersWatchBounded(t *testing.T) {
 }
 
 // Ctrl-C or SIGTERM ends --watch cleanly: exit 0, every line written is a
-// whole JSON object.
+// whole JSON object (-o ndjson), the array is closed (-o json).
 func TestCountersWatchSignal(t *testing.T) {
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("go is not on PATH")
@@ -52,7 +71,7 @@ func TestCountersWatchSignal(t *testing.T) {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
-		c := exec.Command(bin, "counters", "--watch", "--interval", "100ms", "--output", "json")
+		c := exec.Command(bin, "counters", "--watch", "--interval", "100ms", "--output", "ndjson")
 		stdout, _ := c.StdoutPipe()
 		if err := c.Start(); err != nil {
 			t.Fatal(err)
@@ -85,6 +104,30 @@ func TestCountersWatchSignal(t *testing.T) {
 				t.Errorf("%v: a line is not a whole JSON object: %q", sig, l)
 			}
 		}
+		// -o json: the array so far, closed.
+		c = exec.Command(bin, "counters", "--watch", "--interval", "100ms", "--output", "json")
+		stdout, _ = c.StdoutPipe()
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		r = bufio.NewReader(stdout)
+		if _, err := r.ReadString('\n'); err != nil { // "[" and the first report
+			c.Process.Kill()
+			t.Fatalf("%v: -o json: no first report: %v", sig, err)
+		}
+		if _, err := r.ReadString('\n'); err != nil {
+			c.Process.Kill()
+			t.Fatalf("%v: -o json: no first report: %v", sig, err)
+		}
+		c.Process.Signal(sig)
+		b, _ := io.ReadAll(r)
+		if err := c.Wait(); err != nil {
+			t.Errorf("%v: -o json: %v, want exit 0", sig, err)
+		}
+		var doc []json.RawMessage
+		if err := json.Unmarshal(append([]byte("[\n"), b...), &doc); err != nil || len(doc) == 0 {
+			t.Errorf("%v: -o json: not one array of reports (%v): [ ... %s", sig, err, b)
+		}
 	}
 }
 
@@ -92,7 +135,7 @@ func TestCountersWatchSignal(t *testing.T) {
 // analyses it like the live host.
 func TestCollectRecordsCounters(t *testing.T) {
 	f := filepath.Join(t.TempDir(), "s.json")
-	if _, stderr, code := runCLI(t, "", "collect", "-o", f); code != exitOK {
+	if _, stderr, code := runCLI(t, "", "collect", "--out", f); code != exitOK {
 		t.Fatalf("collect: exit %d: %s", code, stderr)
 	}
 	s, err := host.Load(f)

@@ -126,7 +126,9 @@ func TestCountersFrom(t *testing.T) {
 
 	// The table says the same.
 	out, _, code = runCLI(t, "", "counters", "--from", countersFixture)
-	for _, want := range []string{"(one sample: no rates)", "mlx5_0 port 1 on enp1s0f0 (sysfs)", "out_of_sequence             120      out_of_sequence",
+	for _, want := range []string{"(one sample: no rates)", "mlx5_0 port 1 on enp1s0f0 (sysfs)", // MEANING in words (counters.Meaning.Text), not the name again
+		"out_of_sequence             120      requests received with a PSN beyond the expected one",
+		"tx_pause_ctrl_phy              7      pause frames sent: this port asked the peer to stop sending",
 		"enp1s0f0: per priority", "3     on   yes   1000     2000     5         7         300", "info    loss_on_lossless"} {
 		if code != exitOK || !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)

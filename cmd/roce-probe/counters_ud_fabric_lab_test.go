@@ -107,7 +107,7 @@ func TestFabricCountersUD(t *testing.T) {
 	}
 	psrc := from.IPv4(vlan100).Addr()
 	cmd := exec.CommandContext(ctx, rp, "send", "--dev", from.RDMADevice, "--gid-index", fmt.Sprint(gidIdx(t, from, psrc, vlan100.Netdev)),
-		"--dst", to.IPv4(vlan100).Addr().String(), "--count", fmt.Sprint(probes), "--interval", "10ms", "--timeout", "200ms", "-o", "json")
+		"--dst", to.IPv4(vlan100).Addr().String(), "--count", fmt.Sprint(probes), "--interval", "10ms", "--timeout", "200ms", "-o", "ndjson")
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := lab.StartIn(from.Name, cmd); err != nil {

@@ -103,7 +103,7 @@ func sendRawFromPeer(t *testing.T, frames [][]byte) {
 //   - each report equals sysfs (checkCounterSet: netlink = sysfs, no
 //     lifespan, 7.x's PMA counters);
 //
-// and `counters --watch --interval 500ms -o json`, running through it and
+// and `counters --watch --interval 500ms -o ndjson`, running through it and
 // stopped with SIGTERM (exit 0, whole lines), gives every counter a rate
 // equal to its change over the report's interval, changes that add up to
 // the same totals.

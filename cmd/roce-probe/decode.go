@@ -51,7 +51,9 @@ packets, CNPs and ICRC failures, and what the PSNs and AETHs say about loss:
 packets sent again (RETX), PSNs lost before the capture point (LOST: missing,
 or lost and sent again), out of order (OOO), NAKs, RNR NAKs, and a verdict
 (loss, retransmitted, reordered, none) with its reason below the table.
--o json prints one JSON object per packet (or one document for --summary).
+-o json prints one JSON document: an array of packets, written as they are
+decoded, one per line (for --summary: the summary object); -o ndjson one JSON
+object per line (a stream: each packet as soon as it is decoded).
 See docs/decode.md.
 
 Reading a capture needs no privileges. Exit status: 0 ok; 1 with
@@ -74,7 +76,7 @@ unreadable, truncated or damaged capture.`,
 			return runDecode(cmd, args[0], f)
 		},
 	}
-	outputVar(c.Flags(), &f.output, "table", "json")
+	outputVar(c.Flags(), &f.output, "table", "json", ndjson)
 	c.Flags().BoolVar(&f.summary, "summary", false, "print one row per flow instead of one line per packet")
 	c.Flags().BoolVar(&f.failOnBadICRC, "fail-on-bad-icrc", false, "exit 1 when any packet has an invalid ICRC")
 	return c
@@ -107,6 +109,10 @@ func runDecode(cmd *cobra.Command, path string, f decodeFlags) error {
 	}
 	cr.ReadAhead() // read the file on one core, decode on another
 	defer cr.Close()
+	var arr *jsonArray
+	if format == "json" {
+		arr = newJSONArray(out)
+	}
 	dec := roce.NewDecoder()
 	var st decodeStats
 	var p roce.Packet
@@ -146,13 +152,26 @@ func runDecode(cmd *cobra.Command, path string, f decodeFlags) error {
 		case roce.ICRCUnchecked:
 			st.unchecked++
 		}
-		if format == "json" {
+		switch format {
+		case "json":
+			if err := arr.add(packetJSON(cr.Frame(), ci.Timestamp, &p)); err != nil {
+				return err
+			}
+		case ndjson:
 			if err := writeJSON(out, packetJSON(cr.Frame(), ci.Timestamp, &p)); err != nil {
 				return err
 			}
-		} else {
+		default:
 			fmt.Fprintln(out, packetLine(cr.Frame(), ci.Timestamp, &p))
 		}
+	}
+	if arr != nil {
+		// The document ends also when the capture is damaged: what was
+		// decoded before, then the error on stderr (exit 2).
+		if err := arr.end(); err != nil {
+			return err
+		}
+		fmt.Fprintln(out)
 	}
 	return finishDecode(path, f, format, bw, stderr, st, readErr)
 }
@@ -194,7 +213,7 @@ func finishDecode(path string, f decodeFlags, format string, bw *bufio.Writer, s
 	if readErr != nil {
 		return usagef("FILE %q: %v", path, readErr)
 	}
-	if !f.summary || format != "json" {
+	if !f.summary || format == "table" {
 		fmt.Fprintf(stderr, "%d frames: %d RoCE (%d invalid ICRC, %d unchecked), %d not RoCE, %d malformed\n",
 			st.frames, st.roce, st.badICRC, st.unchecked, st.nonRoCE, st.malformed)
 	}
@@ -532,7 +551,7 @@ type decodeSummaryJSON struct {
 }
 
 func printDecodeSummary(w io.Writer, format string, flows []capture.FlowSummary, st decodeStats) error {
-	if format == "json" {
+	if format == "json" || format == ndjson {
 		s := decodeSummaryJSON{Frames: st.frames, RoCE: st.roce, NonRoCE: st.nonRoCE, Malformed: st.malformed,
 			BadICRC: st.badICRC, Flows: []decodeFlowJSON{}}
 		for _, f := range flows {
@@ -547,6 +566,9 @@ func printDecodeSummary(w io.Writer, format string, flows []capture.FlowSummary,
 				j.SrcQP = decodePtr(f.SrcQP)
 			}
 			s.Flows = append(s.Flows, j)
+		}
+		if format == ndjson {
+			return writeJSON(w, s)
 		}
 		return writeJSONIndent(w, s)
 	}

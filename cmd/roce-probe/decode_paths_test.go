@@ -63,7 +63,7 @@ func TestDecodeJSONTimeAfter2262(t *testing.T) {
 	epb := le.AppendUint32(le.AppendUint32(le.AppendUint32(nil, 0), uint32(ts>>32)), uint32(ts))
 	epb = le.AppendUint32(le.AppendUint32(epb, uint32(len(f))), uint32(len(f)))
 	capture := append(append(block(0x0A0D0D0A, shb), block(1, idb)...), block(6, append(epb, f...))...)
-	out, stderr, code := runCLI(t, "", "decode", "-o", "json", tempFile(t, "y2300.pcapng", capture))
+	out, stderr, code := runCLI(t, "", "decode", "-o", "ndjson", tempFile(t, "y2300.pcapng", capture))
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}

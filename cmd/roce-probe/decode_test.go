@@ -61,7 +61,7 @@ func TestDecodeText(t *testing.T) {
 }
 
 func TestDecodeJSON(t *testing.T) {
-	out, _, code := runCLI(t, "", "decode", "-o", "json", sampleCapture)
+	out, _, code := runCLI(t, "", "decode", "-o", "ndjson", sampleCapture)
 	if code != exitOK {
 		t.Fatalf("exit %d", code)
 	}
@@ -288,7 +288,7 @@ func TestDecodeMalformedAndSnapped(t *testing.T) {
 	if len(lines) != 2 || !strings.HasSuffix(lines[0], "icrc ok") || !strings.HasSuffix(lines[1], "icrc unchecked (truncated)") {
 		t.Errorf("output:\n%s", out)
 	}
-	js, _, _ := runCLI(t, "", "decode", "-o", "json", path)
+	js, _, _ := runCLI(t, "", "decode", "-o", "ndjson", path)
 	jl := strings.Split(strings.TrimSpace(js), "\n")
 	if len(jl) != 2 || !strings.Contains(jl[1], `"frame":3`) || !strings.Contains(jl[1], `"icrc":null,"icrc_valid":null`) {
 		t.Errorf("JSON:\n%s", js)
@@ -364,5 +364,58 @@ func TestDecodeRXECaptureMatchesTshark(t *testing.T) {
 	}
 	if total < 8*14 {
 		t.Errorf("only %d values compared: %v", total, compared)
+	}
+}
+
+// decode -o json is one JSON document, an array of the packets -o ndjson
+// prints one per line; with nothing to show it is the empty array. A
+// damaged capture still ends the document (what was decoded before the
+// damage) and exits 2.
+func TestDecodeJSONDocument(t *testing.T) {
+	doc, _, code := runCLI(t, "", "decode", "-o", "json", sampleCapture)
+	lines, _, code2 := runCLI(t, "", "decode", "-o", "ndjson", sampleCapture)
+	if code != exitOK || code2 != exitOK {
+		t.Fatalf("exit %d / %d", code, code2)
+	}
+	var arr []json.RawMessage
+	dec := json.NewDecoder(strings.NewReader(doc))
+	if err := dec.Decode(&arr); err != nil || dec.More() {
+		t.Fatalf("-o json is not one JSON array (%v):\n%s", err, doc)
+	}
+	nl := strings.Split(strings.TrimSuffix(lines, "\n"), "\n")
+	if len(arr) != 9 || len(nl) != 9 {
+		t.Fatalf("%d elements, %d ndjson lines; want the 9 RoCE packets of the sample", len(arr), len(nl))
+	}
+	for i := range arr {
+		if string(arr[i]) != nl[i] {
+			t.Errorf("element %d %s, ndjson line %s", i, arr[i], nl[i])
+		}
+	}
+	// No RoCE frame: [] (the sample's one non-RoCE frame alone).
+	b, err := os.ReadFile(sampleCapture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	empty := filepath.Join(t.TempDir(), "none.pcap")
+	var w bytes.Buffer
+	if err := rocegen.WritePcap(&w, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(empty, w.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, _, code := runCLI(t, "", "decode", "-o", "json", empty); code != exitOK || strings.TrimSpace(out) != "[]" {
+		t.Errorf("no packets: exit %d, %q; want []", code, out)
+	}
+	// Truncated in the middle of the last record (frame 10, not RoCE):
+	// the 9 packets before it, then the error.
+	cut := filepath.Join(t.TempDir(), "cut.pcap")
+	if err := os.WriteFile(cut, b[:len(b)-10], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, code := runCLI(t, "", "decode", "-o", "json", cut)
+	arr = nil
+	if err := json.Unmarshal([]byte(out), &arr); code != exitUsage || err != nil || len(arr) != 9 || !strings.Contains(stderr, "frame 10") {
+		t.Errorf("truncated: exit %d, %d packets (%v), stderr %q:\n%s", code, len(arr), err, stderr, out)
 	}
 }

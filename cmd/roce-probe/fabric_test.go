@@ -164,7 +164,7 @@ func TestFabricBadInput(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--from", hostFixtures + "rxe.json", filepath.Join(dir, "missing.json")}, "missing.json: no such file or directory: want a host snapshot written by 'roce-probe collect -o FILE'"},
+		{[]string{"--from", hostFixtures + "rxe.json", filepath.Join(dir, "missing.json")}, "missing.json: no such file or directory: want a host snapshot written by 'roce-probe collect --out FILE'"},
 		{[]string{"--from", hostFixtures + "rxe.json", notSnap}, notSnap + `: snapshot: not a roce-probe snapshot: format "pcap"`},
 		{[]string{"--from", hostFixtures + "mlx5-dscp.json", hostFixtures + "mlx5-counters.json"}, `duplicate host: "fixture-mlx5-dscp" is the name of ../../host/testdata/mlx5-dscp.json and of ../../host/testdata/mlx5-counters.json`},
 		{[]string{"--from", empty}, "a directory without snapshot files"},

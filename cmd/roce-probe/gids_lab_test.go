@@ -155,7 +155,7 @@ func TestLabSelectJSON(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("%s: exit %d: %s", n.Name, code, stderr)
 		}
-		var r struct {
+		var doc []struct {
 			Predicted bool            `json:"predicted"`
 			Index     *int            `json:"index"`
 			GID       *gid.GID        `json:"gid"`
@@ -163,9 +163,10 @@ func TestLabSelectJSON(t *testing.T) {
 			VLAN      *uint16         `json:"vlan"`
 			VLANChain []vlan.ChainTag `json:"vlan_chain"`
 		}
-		if err := json.Unmarshal([]byte(out), &r); err != nil {
-			t.Fatal(err)
+		if err := json.Unmarshal([]byte(out), &doc); err != nil || len(doc) != 1 {
+			t.Fatalf("%s: %v: want one selection (--dev %s has one port):\n%s", n.Name, err, lab.RDMADevice, out)
 		}
+		r := doc[0]
 		if r.Predicted || r.GID == nil || r.GID.Addr() != n.HostIPv4.Addr() || r.Netdev == nil || *r.Netdev != n.HostNetdev {
 			t.Errorf("%s: %s", n.Name, out)
 		}

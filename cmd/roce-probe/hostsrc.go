@@ -89,7 +89,7 @@ func (h *hostFlags) snapshot(sections collect.Section) (*host.Snapshot, error) {
 		switch {
 		case errors.As(err, &pe):
 			// Unreadable: say what the file should be.
-			return nil, usagef("--from %q: %v: want a host snapshot written by 'roce-probe collect -o FILE'", h.from, pe.Err)
+			return nil, usagef("--from %q: %v: want a host snapshot written by 'roce-probe collect --out FILE'", h.from, pe.Err)
 		case err != nil:
 			// Not a snapshot, unknown version, bad value: the decoder's
 			// error names what is wrong and what is wanted.

@@ -44,16 +44,20 @@ frames are seen on the lower device, tags and PCP included); a macvlan, ipvlan
 or VLAN whose lower device is in another namespace (a container's) is captured
 on itself. A --netdev stacked on a netdev of this namespace (VLAN, macvlan,
 ipvlan) is captured on the device at the bottom of its stack. Runs until
-interrupted (or for --duration); prints the counters at the end. Needs
-CAP_NET_RAW.`,
+interrupted (or for --duration); prints the counters at the end. -o json
+prints one JSON document, {"events": [...], "totals": {...}}, each event
+written as it happens and the document closed when listen ends; -o ndjson one
+JSON object per event and line, then the summary's line (for a long-running
+listener read line by line). Needs CAP_NET_RAW.`,
 		Example: `  roce-probe listen --netdev eth0
-  roce-probe listen -o json`,
+  roce-probe listen --duration 1m -o json
+  roce-probe listen -o ndjson | jq -c 'select(.findings | length > 0)'`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runListen(cmd, f) },
 	}
 	fl := c.Flags()
 	fl.StringVar(&f.netdev, "netdev", "", "netdev to listen on (default: every Ethernet netdev that is up, not enslaved, not stacked on another)")
-	outputVar(fl, &f.output, "table", "json")
+	outputVar(fl, &f.output, "table", "json", ndjson)
 	floatVar(fl, &f.rate, "rate", 100, 0.1, 10000, "replies per second per sender (0.1..10000)").note = "(replies per second per sender)"
 	durationVar(fl, &f.duration, "duration", 0, 0, 0, false, "stop after this long (0: until interrupted)").note = "(0: until interrupted)"
 	return c
@@ -105,8 +109,16 @@ func runListen(cmd *cobra.Command, f listenFlags) error {
 	if format == "table" {
 		fmt.Fprintf(out, "listening on %s for roce-probe probes (UDP 4791)\n", strings.Join(netdevs, ", "))
 	}
+	// -o json: one document, {"events": [...], "totals": {...}}, the
+	// events written as they come; -o ndjson: one line each, then the
+	// summary's.
+	doc := newJSONRun(out, "events")
 	onEvent := func(ev probe.Event) {
-		if format == "json" {
+		switch format {
+		case "json":
+			doc.add(listenEventLine(ev))
+			return
+		case ndjson:
 			writeJSON(out, listenEventLine(ev))
 			return
 		}
@@ -124,7 +136,10 @@ func runListen(cmd *cobra.Command, f listenFlags) error {
 		return rawSocketError("listen", err)
 	}
 	c := r.Counters.Snapshot()
-	if format == "json" {
+	switch format {
+	case "json":
+		return doc.end(listenSummaryJSON{true, c, r.Limiter().Tracked(), r.Limiter().Capacity()})
+	case ndjson:
 		return writeJSON(out, listenSummaryJSON{true, c, r.Limiter().Tracked(), r.Limiter().Capacity()})
 	}
 	fmt.Fprintf(out, "%d frames: %d answered, %d rate-limited, %d not RoCE v2 UD, %d bad ICRC, %d without the probe signature, %d malformed probes, %d replies ignored, %d for other addresses, %d from bad sources\n",
@@ -132,7 +147,7 @@ func runListen(cmd *cobra.Command, f listenFlags) error {
 	return nil
 }
 
-// listenEventJSON is one line of `listen -o json` (docs/json.md,
+// listenEventJSON is one event of `listen -o json` and -o ndjson (docs/json.md,
 // "listen_event").
 type listenEventJSON struct {
 	Time     string        `json:"time"`
@@ -155,7 +170,7 @@ func listenEventLine(ev probe.Event) listenEventJSON {
 		Sent: markingsOf(&ev.Sent, nil), Received: markingsOf(&ev.Received, ev.ReceivedTags), Findings: findingsJSON(ev.Findings), Action: string(ev.Action)}
 }
 
-// listenSummaryJSON is the last line of `listen -o json` (docs/json.md,
+// listenSummaryJSON is the totals of `listen -o json`, the last line of -o ndjson (docs/json.md,
 // "listen_summary").
 type listenSummaryJSON struct {
 	Summary  bool                  `json:"summary"`

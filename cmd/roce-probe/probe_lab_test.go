@@ -56,17 +56,17 @@ func sendHere(t *testing.T, args ...string) cliResult {
 // reply's payload reports know only the outermost tag (vlan_chain null
 // when tagged). Every line follows docs/json.md.
 func TestLabProbeMarkingsArriveUnchanged(t *testing.T) {
-	wait := labListener(t, 120*time.Second, "-o", "json")
+	wait := labListener(t, 120*time.Second, "-o", "ndjson")
 	for _, n := range lab.Nets {
 		for _, dst := range []netip.Prefix{n.PeerIPv4, n.PeerIPv6} {
 			name := fmt.Sprintf("%s/%s", n.Name, dst.Addr())
 			r := sendHere(t, "--netdev", n.HostNetdev, "--dst", dst.Addr().String(), "--tclass", "106", "--sl", "5",
-				"--count", "2", "--interval", "20ms", "--timeout", "10s", "-o", "json")
+				"--count", "2", "--interval", "20ms", "--timeout", "10s", "-o", "ndjson")
 			if r.code != exitOK {
 				t.Errorf("%s: exit %d\n%s%s", name, r.code, r.stdout, r.stderr)
 				continue
 			}
-			checkOutput(t, "send -o json", r.stdout)
+			checkOutput(t, "send -o ndjson", r.stdout)
 			lines := decodeLines(t, r.stdout)
 			for _, p := range lines[:len(lines)-1] {
 				for what, m := range map[string]*jsonMarkings{"sent": p.Sent, "egress": p.Egress, "received": p.Received} {
@@ -100,7 +100,7 @@ func TestLabProbeMarkingsArriveUnchanged(t *testing.T) {
 	if want := fmt.Sprintf(`"answered":%d`, 2*2*len(lab.Nets)); !strings.Contains(l.stdout, want) {
 		t.Errorf("listener summary lacks %s:\n%s", want, lastLine(l.stdout))
 	}
-	checkOutput(t, "listen -o json", l.stdout)
+	checkOutput(t, "listen -o ndjson", l.stdout)
 	// What arrived at the listener has every tag of a network: the events
 	// of the QinQ network have both, outermost first.
 	events := decodeLines(t, l.stdout)
@@ -138,9 +138,9 @@ func labChain(n lab.Net, pcp int) string {
 func TestLabProbeFromGID(t *testing.T) {
 	n, _ := lab.NetByName("vlan100")
 	idx := gidIndexOf(t, n.HostIPv4.Addr(), n.HostNetdev)
-	wait := labListener(t, 60*time.Second, "-o", "json")
+	wait := labListener(t, 60*time.Second, "-o", "ndjson")
 	r := sendHere(t, "--dev", lab.RDMADevice, "--gid-index", strconv.Itoa(idx), "--dst", n.PeerIPv4.Addr().String(),
-		"--tclass", "104", "--sl", "5", "--count", "1", "--timeout", "10s", "-o", "json")
+		"--tclass", "104", "--sl", "5", "--count", "1", "--timeout", "10s", "-o", "ndjson")
 	wait()
 	if r.code != exitOK {
 		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
@@ -319,7 +319,7 @@ func TestLabListenerFlood(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "listen", "--netdev", lab.PeerNetdev, "--duration", "70s", "-o", "json")
+	cmd := exec.CommandContext(ctx, bin, "listen", "--netdev", lab.PeerNetdev, "--duration", "70s", "-o", "ndjson")
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := lab.StartInPeer(cmd); err != nil {

@@ -218,6 +218,33 @@ type jsonProbe struct {
 	} `json:"sweep"`
 }
 
+// documentLines is a send or listen -o json document ({list: [...],
+// "totals": {...}}) as the lines -o ndjson prints for the same run: the
+// list's elements, then the totals. It fails t unless the output is one
+// JSON document with exactly these two keys.
+func documentLines(t *testing.T, s, list string) string {
+	t.Helper()
+	var doc map[string]json.RawMessage
+	dec := json.NewDecoder(strings.NewReader(s))
+	if err := dec.Decode(&doc); err != nil || dec.More() {
+		t.Fatalf("not one JSON document (%v):\n%s", err, s)
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal(doc[list], &items); err != nil || len(doc) != 2 || doc["totals"] == nil {
+		t.Fatalf("want {%q: [...], \"totals\": {...}} (%v):\n%s", list, err, s)
+	}
+	var b strings.Builder
+	for _, it := range append(items, doc["totals"]) {
+		var c bytes.Buffer
+		if err := json.Compact(&c, it); err != nil {
+			t.Fatal(err)
+		}
+		b.Write(c.Bytes())
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
 func decodeLines(t *testing.T, s string) []jsonProbe {
 	t.Helper()
 	var out []jsonProbe
@@ -241,7 +268,7 @@ func TestSendListenJSON(t *testing.T) {
 		t.Fatalf("send exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 	}
 	checkOutput(t, "send -o json", r.stdout) // docs/json.md
-	lines := decodeLines(t, r.stdout)
+	lines := decodeLines(t, documentLines(t, r.stdout, "results"))
 	if len(lines) != 4 || !lines[3].Summary {
 		t.Fatalf("want 3 probe objects and a summary, got:\n%s", r.stdout)
 	}
@@ -270,14 +297,14 @@ func TestSendListenJSON(t *testing.T) {
 		t.Fatalf("listen exit %d: %s", l.code, l.stderr)
 	}
 	checkOutput(t, "listen -o json", l.stdout) // docs/json.md
-	ll := decodeLines(t, l.stdout)
+	ll := decodeLines(t, documentLines(t, l.stdout, "events"))
 	if len(ll) != 4 || !ll[3].Summary {
 		t.Fatalf("listener: want 3 event lines and a summary:\n%s", l.stdout)
 	}
 	if ll[0].Received == nil || ll[0].Received.DSCP != 26 || ll[0].Received.TTL != 64 {
 		t.Errorf("listener event %+v", ll[0])
 	}
-	if !strings.Contains(l.stdout, `"answered":3`) {
+	if !strings.Contains(documentLines(t, l.stdout, "events"), `"answered":3`) {
 		t.Errorf("listener summary does not count 3 answered:\n%s", l.stdout)
 	}
 }
@@ -330,7 +357,7 @@ func TestSendSweepThroughRemarkingSwitch(t *testing.T) {
 	wait()
 }
 
-// The same sweep with -o json: every line follows docs/json.md, the
+// The same sweep with -o ndjson (and the listener's): every line follows docs/json.md, the
 // summary's sweep map has DSCP 26 and 46 remarked to 0 and the probes
 // for them carry a dscp-remarked finding.
 func TestSendSweepJSON(t *testing.T) {
@@ -338,14 +365,18 @@ func TestSendSweepJSON(t *testing.T) {
 	nsS, nsL := twoHosts(t, "ip dscp { 26, 46 } ip dscp set 0")
 	// --rate 1000: the rate limit is not what is tested, and probes that
 	// bunch up on a loaded machine must not be refused.
-	wait := startListener(t, nsL, 3*time.Second, "--netdev", "l0", "--rate", "1000")
+	wait := startListener(t, nsL, 3*time.Second, "--netdev", "l0", "--rate", "1000", "-o", "ndjson")
 	r := runIn(t, nsS, "send", "--netdev", "s0", "--dst", "10.78.0.2", "--sweep", "dscp", "--count", "1",
-		"--interval", "11ms", "--timeout", "1s", "-o", "json")
-	wait()
+		"--interval", "11ms", "--timeout", "1s", "-o", "ndjson")
+	l := wait()
 	if r.code != exitFinding {
 		t.Fatalf("exit %d, want 1 (remarking found)\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	checkOutput(t, "send -o json", r.stdout)
+	checkOutput(t, "send -o ndjson", r.stdout)
+	checkOutput(t, "listen -o ndjson", l.stdout)
+	if ll := decodeLines(t, l.stdout); len(ll) != 65 || !ll[64].Summary {
+		t.Errorf("listener: %d lines, want 64 events and the summary", len(ll))
+	}
 	lines := decodeLines(t, r.stdout)
 	if len(lines) != 65 || !lines[64].Summary || lines[64].Sweep == nil || len(lines[64].Sweep.Map) != 64 {
 		t.Fatalf("want 64 probe lines and a summary with a 64-value map:\n%s", lastLine(r.stdout))
@@ -423,7 +454,7 @@ func TestListenQinQJSON(t *testing.T) {
 		t.Fatalf("listen exit %d: %s", l.code, l.stderr)
 	}
 	checkOutput(t, "listen -o json", l.stdout)
-	lines := decodeLines(t, l.stdout)
+	lines := decodeLines(t, documentLines(t, l.stdout, "events"))
 	if len(lines) != 2 || !lines[1].Summary {
 		t.Fatalf("want one event and the summary:\n%s", l.stdout)
 	}
@@ -432,7 +463,7 @@ func TestListenQinQJSON(t *testing.T) {
 		!jsonIs(rawChain(ev.Received.VLANChain), `[{"id":1000,"tpid":34984,"pcp":5,"netdev":null},{"id":10,"tpid":33024,"pcp":2,"netdev":null}]`) {
 		t.Errorf("received %+v, want 802.1ad 1000 PCP 5 then 802.1Q 10 PCP 2", ev.Received)
 	}
-	if ev.Sent == nil || ev.Sent.VLAN == nil || *ev.Sent.VLAN != 1000 || *ev.Sent.PCP != 5 || ev.Sent.VLANChain != nil || !strings.Contains(l.stdout, `"vlan_chain":null`) {
+	if ev.Sent == nil || ev.Sent.VLAN == nil || *ev.Sent.VLAN != 1000 || *ev.Sent.PCP != 5 || ev.Sent.VLANChain != nil || !strings.Contains(documentLines(t, l.stdout, "events"), `"vlan_chain":null`) {
 		t.Errorf("sent %+v, want VLAN 1000 PCP 5 and vlan_chain null (the payload has the outer tag only)", ev.Sent)
 	}
 }

@@ -31,6 +31,10 @@ a netdev without DCB support (veth, rxe's netdev) shows "no DCB". On a host
 without RDMA devices, the ports are the predicted Soft-RoCE ones (said so).
 --from FILE analyses a snapshot written by 'roce-probe collect'. Needs no
 privileges.`,
+		Example: `  roce-probe qos
+  roce-probe qos --netdev enp1s0f0
+  roce-probe qos --dev mlx5_0 -o json
+  roce-probe qos --from node1.json.gz --dev mlx5_0`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			s, err := src.snapshot(collect.SectionRDMA | collect.SectionNet | collect.SectionDCB | collect.SectionSettings)

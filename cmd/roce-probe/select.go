@@ -16,7 +16,7 @@ import (
 
 func init() { register(newSelectCmd) }
 
-// selectJSON is one line of `select -o json`.
+// selectJSON is one element of `select -o json`.
 type selectJSON struct {
 	Device    string            `json:"device"`
 	Port      int               `json:"port"`
@@ -56,7 +56,7 @@ For an IP destination the route to it decides the netdev, as with rdma_cm: the
 entry holding the route's source address on the route's netdev ranks first.
 Then RoCE v2 ranks before v1, then lower indices.
 
--o json prints one JSON object per port (one line each) with the keys device,
+-o json prints one JSON document: an array with one object per port, with the keys device,
 port, predicted, index, gid, netdev, vlan, vlan_chain, route, rdma_cm_index,
 nccl_index, ucx_index, perftest_index and verdicts (every entry's verdict and
 reason; docs/json.md); index, gid, netdev, vlan and vlan_chain are null when
@@ -66,6 +66,10 @@ UCX and perftest would pick by themselves. On a host without RDMA devices the
 tables Soft-RoCE would get are used (and said so). --from FILE analyses a
 snapshot written by 'roce-probe collect'. Exit status 1 when no port can reach
 the destination. See docs/gid-selection.md.`,
+		Example: `  roce-probe select --dst 10.0.100.2
+  roce-probe select --dst fd00:100::2 --roce v2 --vlan 100
+  eval "$(roce-probe select --dst 10.0.100.2 -o env)"
+  roce-probe select --from node1.json.gz --dst 10.0.100.2 -o json`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			d, err := parseDst(dst)
@@ -119,6 +123,7 @@ the destination. See docs/gid-selection.md.`,
 			out := cmd.OutOrStdout()
 			switch format {
 			case "json":
+				doc := []selectJSON{}
 				for _, r := range res {
 					p := r.port
 					j := selectJSON{Device: p.Device, Port: p.Port, Predicted: v.Predicted, Reasons: r.sel.Reasons, Route: r.sel.Route,
@@ -135,11 +140,18 @@ the destination. See docs/gid-selection.md.`,
 							j.RDMACM = &e.Index
 						}
 					}
-					if err := writeJSON(out, j); err != nil {
-						return err
-					}
+					doc = append(doc, j)
+				}
+				if err := writeJSONIndent(out, doc); err != nil {
+					return err
 				}
 			case "env":
+				if v.Predicted {
+					// The indexes of a table the kernel has not built, for a
+					// device that does not exist: nothing to export, and
+					// nothing on standard output for eval to take.
+					return findingError{fmt.Sprintf("-o env: this host has no RDMA device: %s is the Soft-RoCE device 'rdma link add' would create (a prediction); nothing to export", res[0].port.Device)}
+				}
 				writeSelectEnv(out, res, d)
 			default:
 				writeSelectTable(out, res, d)

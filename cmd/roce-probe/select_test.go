@@ -11,10 +11,15 @@ func TestSelectJSON(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	var r map[string]any
-	if err := json.Unmarshal([]byte(out), &r); err != nil {
+	// One document: an array with one object per port (rxe0 has one).
+	var doc []map[string]any
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatal(err)
 	}
+	if len(doc) != 1 {
+		t.Fatalf("%d selections, want 1 (rxe0 port 1):\n%s", len(doc), out)
+	}
+	r := doc[0]
 	keys := []string{"device", "port", "predicted", "index", "gid", "netdev", "vlan", "vlan_chain", "route", "rdma_cm_index",
 		"nccl_index", "ucx_index", "perftest_index", "verdicts"}
 	if !sameKeys(r, keys) {
@@ -46,9 +51,10 @@ func TestSelectJSON(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("QinQ: exit %d: %s", code, stderr)
 	}
-	if err := json.Unmarshal([]byte(out), &r); err != nil {
-		t.Fatal(err)
+	if err := json.Unmarshal([]byte(out), &doc); err != nil || len(doc) != 1 {
+		t.Fatalf("QinQ: %v:\n%s", err, out)
 	}
+	r = doc[0]
 	if r["index"] != 10.0 || r["netdev"] != "veth0.q1000.10" || r["vlan"] != 1000.0 ||
 		!jsonIs(r["vlan_chain"], `[{"id":1000,"tpid":34984,"pcp":null,"netdev":"veth0.q1000"},{"id":10,"tpid":33024,"pcp":null,"netdev":"veth0.q1000.10"}]`) {
 		t.Errorf("QinQ select = %v", r)
@@ -76,8 +82,8 @@ func TestSelectEnvAndTable(t *testing.T) {
 
 func TestSelectNothingReachable(t *testing.T) {
 	out, stderr, code := runCLI(t, "", append([]string{"select", "--dst", "10.0.100.2", "--roce", "v1", "-o", "json"}, fromArgs("rxe")...)...)
-	if code != exitFinding || !strings.Contains(stderr, "no GID entry can reach 10.0.100.2") || !strings.Contains(out, `"index":null`) ||
-		!strings.Contains(out, `"vlan_chain":null`) {
+	if code != exitFinding || !strings.Contains(stderr, "no GID entry can reach 10.0.100.2") || !strings.Contains(out, `"index": null`) ||
+		!strings.Contains(out, `"vlan_chain": null`) {
 		t.Errorf("exit %d, stderr %q, out %s", code, stderr, out)
 	}
 }
@@ -104,5 +110,34 @@ func TestSelectBadInput(t *testing.T) {
 		if code != exitUsage || !strings.Contains(stderr, c.want) || out != "" {
 			t.Errorf("select %v: exit %d, stderr %q, stdout %q; want 2 and %q", c.args, code, stderr, out, c.want)
 		}
+	}
+}
+
+// select -o env is for eval: on a host without RDMA devices (the
+// Soft-RoCE prediction) or for a device the host does not have it prints
+// nothing on standard output and exits non-zero, so that `eval
+// "$(roce-probe select ... -o env)"` exports nothing for a device that does
+// not exist.
+func TestSelectEnvNothingToExport(t *testing.T) {
+	noRDMA := withoutRDMADevices(t, "rxe")
+	for _, c := range []struct {
+		args     []string
+		code     int
+		inStderr string
+	}{
+		{[]string{"--from", noRDMA}, exitFinding, "this host has no RDMA device: rxe_veth0 is the Soft-RoCE device 'rdma link add' would create"},
+		{[]string{"--from", noRDMA, "--dev", "rxe_veth0"}, exitFinding, "nothing to export"},
+		{append([]string{"--dev", "mlx5_0"}, fromArgs("rxe")...), exitUsage, `--dev "mlx5_0": no such RDMA device`},
+	} {
+		args := append([]string{"select", "--dst", "10.0.100.2", "-o", "env"}, c.args...)
+		out, stderr, code := runCLI(t, "", args...)
+		if code != c.code || out != "" || !strings.Contains(stderr, c.inStderr) {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want exit %d, no stdout, %q", args, code, out, stderr, c.code, c.inStderr)
+		}
+	}
+	// The same host with its device: the lines to export.
+	out, _, code := runCLI(t, "", append([]string{"select", "--dst", "10.0.100.2", "-o", "env"}, fromArgs("rxe")...)...)
+	if code != exitOK || !strings.Contains(out, "export NCCL_IB_HCA==rxe0:1\n") {
+		t.Errorf("rxe: exit %d:\n%s", code, out)
 	}
 }

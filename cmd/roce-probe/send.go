@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -62,7 +60,10 @@ family). --tclass is the traffic class byte (DSCP << 2 | ECN) and --sl the
 802.1p priority (PCP) of a tagged netdev, as a RoCE NIC applies them.
 --sweep tries every DSCP (0..63) or PCP (0..7) value and prints the map the
 path applies. A listener answers at most 100 probes per second per sender by
-default (its --rate): keep --interval at 10ms or more. Needs CAP_NET_RAW. Exit status: 0 nothing found, 1 findings
+default (its --rate): keep --interval at 10ms or more. -o json prints one JSON document,
+{"results": [...], "totals": {...}}, each probe written as it completes; -o
+ndjson one JSON object per probe and line, then the summary's line.
+Needs CAP_NET_RAW. Exit status: 0 nothing found, 1 findings
 (remarking, loss, ...), 2 bad usage or no raw socket.`,
 		Example: `  roce-probe send --netdev eth0 --dst 192.0.2.2 --tclass 106 --count 5
   roce-probe send --dev mlx5_0 --gid-index 3 --dst 192.0.2.2 --sweep dscp -o json`,
@@ -87,7 +88,7 @@ default (its --rate): keep --interval at 10ms or more. Needs CAP_NET_RAW. Exit s
 	durationVar(fl, &f.timeout, "timeout", time.Second, 0, time.Hour, true, "how long to wait for each probe's reply (at most 1h)")
 	enumVar(fl, &f.sweep, "sweep", "", "try every value of dscp or pcp and print the map the path applies",
 		choice("dscp", probe.SweepDSCP), choice("pcp", probe.SweepPCP))
-	outputVar(fl, &f.output, "table", "json")
+	outputVar(fl, &f.output, "table", "json", ndjson)
 	durationVar(fl, &f.resolveWait, "resolve-timeout", 2*time.Second, 0, time.Minute, true, "how long to wait for the next hop's MAC address (at most 1m)")
 	// One source: --netdev, or --dev with --gid-index (and --port).
 	flagsTogether(c, "dev", "gid-index")
@@ -115,9 +116,7 @@ func runSend(cmd *cobra.Command, f sendFlags) error {
 	sweep := f.sweep
 	sport := uint16(f.sport)
 	if sport == 0 {
-		var b [2]byte
-		rand.Read(b[:])
-		sport = 0xc000 | binary.BigEndian.Uint16(b[:])&0x3fff
+		sport = probe.RandomSport()
 	}
 
 	// One read of the host: the namespace the probes leave from and, with
@@ -137,22 +136,20 @@ func runSend(cmd *cobra.Command, f sendFlags) error {
 	}
 	netdev, netdevFlag := f.netdev, "--netdev"
 	var src netip.Addr
-	base := probe.Markings{PCP: uint8(f.sl & 7), DSCP: uint8(f.tclass >> 2), ECN: uint8(f.tclass & 3), TTL: uint8(f.hop), Sport: sport}
+	base := probe.BaseMarkings(uint8(f.sl), uint8(f.tclass), uint8(f.hop), sport)
 	var notes []string
 	if byGID {
 		// The address handle the application would create: resolved by ah/
 		// to the netdev, address and markings the RDMA stack puts on the wire.
-		var res *host.AHResult
-		if res, err = resolveAH(snap, f, g); err != nil {
+		res, m, n, err := resolveAH(snap, f, g, sport)
+		if err != nil {
 			return err
 		}
-		netdev, src = res.Wire.Netdev, res.Wire.Src
+		netdev, src, base = res.Wire.Netdev, res.Wire.Src, m
 		netdevFlag = fmt.Sprintf("GID index %d's netdev", f.gidIndex)
 		if src.Is4() != dst.Is4() {
 			return usagef("--dst %s and GID index %d (%s) are of different families", dst, f.gidIndex, src)
 		}
-		var n []string
-		base, n = probe.MarkingsFromAH(res, base)
 		notes = append(notes, fmt.Sprintf("markings from the %s address handle (driver %s): %s", f.dev, orDash(string(res.Driver)), markingsText(&base)))
 		notes = append(notes, n...)
 		for _, w := range res.Warnings {
@@ -193,8 +190,16 @@ func runSend(cmd *cobra.Command, f sendFlags) error {
 	if format == "table" && sweep == "" {
 		fmt.Fprintf(out, row, "SEQ", "SENT", "RECEIVED", "RTT", "FINDINGS")
 	}
+	// -o json: one document, {"results": [...], "totals": {...}}, the
+	// probes written as they complete; -o ndjson: one line each, then
+	// the summary's.
+	doc := newJSONRun(out, "results")
 	emit := func(r probe.Result) {
-		if format == "json" {
+		switch format {
+		case "json":
+			doc.add(probeLineJSON(r))
+			return
+		case ndjson:
 			writeJSON(out, probeLineJSON(r))
 			return
 		}
@@ -221,9 +226,14 @@ func runSend(cmd *cobra.Command, f sendFlags) error {
 	if err != nil && !interrupted {
 		return err
 	}
-	if format == "json" {
+	switch format {
+	case "json":
+		if err := doc.end(summaryJSON(sum, ep)); err != nil {
+			return err
+		}
+	case ndjson:
 		writeJSON(out, summaryJSON(sum, ep))
-	} else {
+	default:
 		printSummary(out, sum, ep)
 	}
 	if interrupted {
@@ -302,7 +312,7 @@ func findingsJSON(fs []probe.Finding) []findingJSON {
 	return out
 }
 
-// probeJSON is one line of `send -o json` (docs/json.md, "send_probe").
+// probeJSON is one result of `send -o json` and -o ndjson (docs/json.md, "send_probe").
 type probeJSON struct {
 	Seq       uint32        `json:"seq"`
 	Sent      *markingsJSON `json:"sent"`
@@ -359,7 +369,7 @@ type sweepJSON struct {
 	Counts map[string]int   `json:"counts"`
 }
 
-// sendSummaryJSON is the last line of `send -o json` (docs/json.md,
+// sendSummaryJSON is the totals of `send -o json`, the last line of -o ndjson (docs/json.md,
 // "send_summary").
 type sendSummaryJSON struct {
 	Summary       bool                      `json:"summary"`
@@ -486,42 +496,45 @@ func rawSocketError(command string, err error) error {
 }
 
 // resolveAH resolves the address handle {sgid_index, dgid, sl,
-// traffic_class, hop_limit} on --dev/--port of this host: the GID entry's
-// netdev and address, and the markings the device's driver applies.
-func resolveAH(snap *host.Snapshot, f sendFlags, dst gid.GID) (*host.AHResult, error) {
+// traffic_class, hop_limit} on --dev/--port of this host (probe's
+// AHResolver): the GID entry's netdev and address, and the markings the
+// device's driver applies, with notes on what its profile does not know.
+func resolveAH(snap *host.Snapshot, f sendFlags, dst gid.GID, sport uint16) (*host.AHResult, probe.Markings, []string, error) {
+	var none probe.Markings
 	v, err := snap.View("")
 	if err != nil {
-		return nil, usageError{err}
+		return nil, none, nil, usageError{err}
 	}
 	if v.Predicted {
-		return nil, usagef("--dev %q: this host has no RDMA device: give --netdev N to probe from a netdev", f.dev)
+		return nil, none, nil, usagef("--dev %q: this host has no RDMA device: give --netdev N to probe from a netdev", f.dev)
 	}
 	// The --dev and --port errors of every command.
 	if err := (&hostFlags{dev: f.dev, port: f.port}).checkDev(v); err != nil {
-		return nil, err
+		return nil, none, nil, err
 	}
 	p, err := v.Port(f.dev, f.port)
 	if err != nil {
-		return nil, usagef("--dev %q --port %d: %v", f.dev, f.port, err)
+		return nil, none, nil, usagef("--dev %q --port %d: %v", f.dev, f.port, err)
 	}
 	if e, ok := (ah.Table{Entries: p.Entries}).Lookup(f.gidIndex); !ok || e.Empty {
-		return nil, usagef("--gid-index %d: %s port %d has no GID there (see 'roce-probe gids --dev %s')", f.gidIndex, f.dev, p.Port, f.dev)
+		return nil, none, nil, usagef("--gid-index %d: %s port %d has no GID there (see 'roce-probe gids --dev %s')", f.gidIndex, f.dev, p.Port, f.dev)
 	} else if e.Type != gid.TypeRoCEv2 {
-		return nil, usagef("--gid-index %d of %s port %d is a %s GID: want RoCE v2 (probes are RoCE v2 frames)", f.gidIndex, f.dev, p.Port, e.Type)
+		return nil, none, nil, usagef("--gid-index %d of %s port %d is a %s GID: want RoCE v2 (probes are RoCE v2 frames)", f.gidIndex, f.dev, p.Port, e.Type)
 	}
-	a := ah.Attr{IsGlobal: true, PortNum: uint8(f.port), SL: uint8(f.sl),
-		GRH: ah.GlobalRoute{DGID: dst, SGIDIndex: uint8(f.gidIndex), HopLimit: uint8(f.hop), TrafficClass: uint8(f.tclass)}}
-	res, err := v.ResolveAH(host.AHRequest{Device: f.dev, Attr: a})
-	if err != nil {
-		var nerr *ah.NeighborError
-		if errors.As(err, &nerr) && res != nil && res.Resolution != nil {
+	r, err := probe.NewAHResolver(v, probe.AHFlow{Device: f.dev, Port: f.port, GIDIndex: f.gidIndex,
+		SL: uint8(f.sl), TrafficClass: uint8(f.tclass), HopLimit: uint8(f.hop), Sport: sport})
+	if err == nil {
+		var res *host.AHResult
+		var m probe.Markings
+		var notes []string
+		res, m, notes, err = r.Resolve(dst)
+		if res != nil {
 			// An unresolved neighbour is fine: ResolveEndpoint makes the
 			// kernel resolve it.
-			return res, nil
+			return res, m, notes, nil
 		}
-		return nil, usagef("--gid-index %d: the address handle does not resolve: %v", f.gidIndex, err)
 	}
-	return res, nil
+	return nil, none, nil, usagef("--gid-index %d: the address handle does not resolve: %v", f.gidIndex, err)
 }
 
 // plural is "1 probe", "2 probes".

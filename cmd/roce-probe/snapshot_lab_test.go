@@ -236,7 +236,7 @@ func TestLabLiveEqualsSnapshot(t *testing.T) {
 	snapFile := filepath.Join(dir, "snapshot.json.gz")
 	var runs []snapshotCase
 	for round := 1; ; round++ {
-		if _, stderr, code := runCLI(t, "", "collect", "-o", snapFile); code != 0 {
+		if _, stderr, code := runCLI(t, "", "collect", "--out", snapFile); code != 0 {
 			t.Fatalf("collect: exit %d: %s", code, stderr)
 		}
 		before, err := host.Load(snapFile)

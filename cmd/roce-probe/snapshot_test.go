@@ -194,7 +194,12 @@ func TestPredictedTablesEverywhere(t *testing.T) {
 	}
 
 	// select picks that entry of that table.
-	s, _ := run("select", "--dst", "10.0.100.2")
+	sl, _ := run("select", "--dst", "10.0.100.2")
+	list, _ := sl["list"].([]any)
+	if len(list) != 1 {
+		t.Fatalf("select: %v, want one port's selection", sl)
+	}
+	s, _ := list[0].(map[string]any)
 	if s["predicted"] != true || s["device"] != "rxe_veth0" || s["index"] != float64(idx) || s["netdev"] != "veth0.100" || s["vlan"] != 100.0 {
 		t.Errorf("select: %v", s)
 	}

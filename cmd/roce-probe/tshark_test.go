@@ -69,7 +69,7 @@ func compareWithTshark(t *testing.T, tshark, capture string, opts []string, cols
 	if len(rows) == 0 {
 		t.Fatalf("tshark found no InfiniBand frame in %s", capture)
 	}
-	out, stderr, code := runCLI(t, "", "decode", "-o", "json", capture)
+	out, stderr, code := runCLI(t, "", "decode", "-o", "ndjson", capture)
 	if code != exitOK {
 		t.Fatalf("decode -o json %s: exit %d: %s", capture, code, stderr)
 	}

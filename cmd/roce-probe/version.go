@@ -22,7 +22,9 @@ func newVersionCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "version",
 		Short: "Print the roce-probe version",
-		Args:  noArgs,
+		Example: `  roce-probe version
+  roce-probe version -o json`,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			v := versionJSON{Version: version(), Go: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH}
 			if format == "json" {

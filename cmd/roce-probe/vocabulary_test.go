@@ -598,6 +598,7 @@ func TestVocabulary(t *testing.T) {
 	neigh := rxeWithNeighbours(t)
 	runs := []vocabRun{
 		{"collect", []string{"collect"}, exitOK},
+		{"collect", []string{"collect", "-o", "json"}, exitOK},
 		{"version -o json", []string{"version", "-o", "json"}, exitOK},
 		{"gids -o json", from("rxe", "gids", "-o", "json"), exitOK},
 		{"gids -o json", from("rxe-churned", "gids", "--all", "-o", "json"), exitOK},
@@ -635,6 +636,7 @@ func TestVocabulary(t *testing.T) {
 		{"decode -o json", []string{"decode", "-o", "json", sampleCapture}, exitOK},
 		{"decode -o json", []string{"decode", "-o", "json", "../../roce/testdata/rxe-ud-send.pcapng"}, exitOK},
 		{"decode -o json", []string{"decode", "-o", "json", edges}, exitOK},
+		{"decode -o ndjson", []string{"decode", "-o", "ndjson", edges}, exitOK},
 		{"decode --summary -o json", []string{"decode", "--summary", "-o", "json", sampleCapture}, exitOK},
 		{"decode --summary -o json", []string{"decode", "--summary", "-o", "json", edges}, exitOK},
 	}
@@ -646,10 +648,10 @@ func TestVocabulary(t *testing.T) {
 		}
 		checkOutput(t, r.command, out)
 	}
-	// collect -o FILE writes the same document.
+	// collect --out FILE writes the same document.
 	snap := filepath.Join(dir, "snap.json")
-	if _, stderr, code := runCLI(t, "", "collect", "-o", snap); code != exitOK {
-		t.Errorf("collect -o: exit %d: %s", code, stderr)
+	if _, stderr, code := runCLI(t, "", "collect", "--out", snap); code != exitOK {
+		t.Errorf("collect --out: exit %d: %s", code, stderr)
 	} else if b, err := os.ReadFile(snap); err != nil {
 		t.Error(err)
 	} else {
@@ -683,11 +685,13 @@ func TestVocabulary(t *testing.T) {
 	checkOutput(t, "collect", buf.String())
 	// counters --watch, live: one report per line (this host's counters,
 	// whatever it has).
-	out, stderr, code := runCLI(t, "", "counters", "--watch", "--count", "2", "--interval", "10ms", "-o", "json")
-	if code != exitOK && code != exitFinding {
-		t.Errorf("counters --watch: exit %d: %s", code, stderr)
-	} else {
-		checkOutput(t, "counters --watch -o json", out)
+	for _, f := range []string{"json", "ndjson"} {
+		out, stderr, code := runCLI(t, "", "counters", "--watch", "--count", "2", "--interval", "10ms", "-o", f)
+		if code != exitOK && code != exitFinding {
+			t.Errorf("counters --watch -o %s: exit %d: %s", f, code, stderr)
+		} else {
+			checkOutput(t, "counters --watch -o "+f, out)
+		}
 	}
 	vocabularyLab(t)
 	vocabularyProbe(t)
@@ -700,7 +704,7 @@ func TestVocabulary(t *testing.T) {
 	rr := vlan.RouteResult{NextHop: netip.MustParseAddr("10.0.100.2"), Dev: "veth0.100"}
 	checkValue(t, "neighbor_probe", neighborProbeJSON(rr, vlan.Neighbor{State: vlan.NUDReachable}, nil))
 	checkValue(t, "neighbor_probe", neighborProbeJSON(rr, vlan.Neighbor{State: vlan.NUDFailed}, fmt.Errorf("no answer from 10.0.100.2 within 1s")))
-	for _, cmd := range []string{"send -o json", "listen -o json"} {
+	for _, cmd := range []string{"send -o json", "listen -o json", "send -o ndjson", "listen -o ndjson"} {
 		c.notRunnable["command:"+cmd] = "raw sockets in network namespaces: run by TestSendListenJSON and TestSendSweepJSON (root), which check their output against docs/json.md; their objects are checked above"
 	}
 
@@ -761,6 +765,23 @@ func vocabularyProbe(t *testing.T) {
 		Sent: sent, Received: got, ReceivedTags: tags, Findings: probe.Compare(sent, &got), Action: probe.ActionAnswered}
 	checkValue(t, "listen_event", listenEventLine(ev))
 	checkValue(t, "listen_summary", listenSummaryJSON{true, probe.CounterSnapshot{Frames: 3, Answered: 1}, 1, 1000})
+	// The -o json documents, written by the code the commands use: with
+	// items, and empty.
+	var b bytes.Buffer
+	run := newJSONRun(&b, "results")
+	run.add(probeLineJSON(answered))
+	run.add(probeLineJSON(lost))
+	run.end(summaryJSON(sum, ep))
+	checkValue(t, "send", json.RawMessage(b.Bytes()))
+	b.Reset()
+	run = newJSONRun(&b, "events")
+	run.end(listenSummaryJSON{true, probe.CounterSnapshot{}, 0, 1000})
+	checkValue(t, "listen", json.RawMessage(b.Bytes()))
+	b.Reset()
+	run = newJSONRun(&b, "events")
+	run.add(listenEventLine(ev))
+	run.end(listenSummaryJSON{true, probe.CounterSnapshot{Frames: 3, Answered: 1}, 1, 1000})
+	checkValue(t, "listen", json.RawMessage(b.Bytes()))
 }
 
 // One word, one type: a key has the same base type (without "or null",

@@ -168,12 +168,12 @@ func TestFabricRDMACMCheckPredictsWire(t *testing.T) {
 	}
 }
 
-// collectRDMACM runs `roce-probe collect -o FILE` and returns the
+// collectRDMACM runs `roce-probe collect --out FILE` and returns the
 // rdma_cm default the snapshot records for dev's port 1.
 func collectRDMACM(t *testing.T, dev string) qos.RDMACMDefault {
 	t.Helper()
 	file := filepath.Join(t.TempDir(), "snap.json")
-	if _, stderr, code := runCLI(t, "", "collect", "-o", file); code != exitOK {
+	if _, stderr, code := runCLI(t, "", "collect", "--out", file); code != exitOK {
 		t.Fatalf("collect: exit %d: %s", code, stderr)
 	}
 	s, err := host.Load(file)

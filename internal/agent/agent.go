@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"net"
 	"net/netip"
 	"sort"
@@ -154,7 +153,7 @@ func New(cfg Config, d Deps) (*Agent, error) {
 		sports: map[string]uint16{}, peerNames: map[string]bool{}, logged: map[string]logState{}}
 	a.state.Store(&agentState{})
 	for _, f := range cfg.Flows {
-		a.sports[f.Name] = 0xc000 | uint16(rand.IntN(0x4000)) // one UDP source port per flow, as send picks one per run
+		a.sports[f.Name] = probe.RandomSport() // one UDP source port per flow, as send picks one per run
 	}
 	var err error
 	a.resp, err = probe.NewResponder(probe.ResponderConfig{Now: d.Now,

@@ -84,11 +84,14 @@ type FlowConfig struct {
 	Name   string       `yaml:"name"`
 	Select SelectConfig `yaml:"select"`
 	// TClass and SL are the address handle's traffic class and service
-	// level (verbs); TOS makes it an rdma_cm flow instead, whose traffic
-	// class and SL come from the ToS. Nil: not given (TClass and SL
-	// default to 0 without TOS).
+	// level (verbs); RDMACM or TOS makes it an rdma_cm flow instead, whose
+	// traffic class and SL come from the ToS: TOS, or without it the
+	// port's configfs default_roce_tos, as rdma_cm uses it for an
+	// application that sets none. Nil: not given (TClass and SL default
+	// to 0 for a verbs flow).
 	TClass *int `yaml:"tclass"`
 	SL     *int `yaml:"sl"`
+	RDMACM bool `yaml:"rdma_cm"`
 	TOS    *int `yaml:"tos"`
 	// HopLimit is the AH's hop limit (the kernel uses the route's).
 	HopLimit int `yaml:"hop_limit"`
@@ -300,6 +303,9 @@ func (f *FlowConfig) validate(field string) error {
 	}
 	if f.TOS != nil && (f.TClass != nil || f.SL != nil) {
 		return cfgErr(field+".tos", "given with tclass or sl: an rdma_cm flow's traffic class and sl come from its ToS: want tos alone, or tclass and sl")
+	}
+	if f.RDMACM && (f.TClass != nil || f.SL != nil) {
+		return cfgErr(field+".rdma_cm", "given with tclass or sl: an rdma_cm flow's traffic class and sl come from its ToS (tos, or rdma_cm's configfs default_roce_tos without it): want rdma_cm with or without tos, or tclass and sl")
 	}
 	if f.HopLimit == 0 {
 		f.HopLimit = 64

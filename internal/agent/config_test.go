@@ -139,6 +139,7 @@ func TestValidateRejects(t *testing.T) {
 		{func(c *Config) { c.Flows = []FlowConfig{{Name: "a", TClass: intp(256)}} }, `flows[0].tclass: 256 is out of range: want 0..255`},
 		{func(c *Config) { c.Flows = []FlowConfig{{Name: "a", SL: intp(16)}} }, `flows[0].sl: 16 is out of range: want 0..15`},
 		{func(c *Config) { c.Flows = []FlowConfig{{Name: "a", TOS: intp(1), SL: intp(1)}} }, `flows[0].tos: given with tclass or sl`},
+		{func(c *Config) { c.Flows = []FlowConfig{{Name: "a", RDMACM: true, TClass: intp(106)}} }, `flows[0].rdma_cm: given with tclass or sl`},
 		{func(c *Config) { c.Flows = []FlowConfig{{Name: "a", HopLimit: 256}} }, `flows[0].hop_limit: 256 is out of range: want 1..255`},
 		{func(c *Config) { c.Flows = make([]FlowConfig, MaxFlows+1) }, `flows: 17 flows: want at most 16`},
 	} {
@@ -166,12 +167,18 @@ func TestParseFlow(t *testing.T) {
 	if err != nil || !reflect.DeepEqual(f, want) {
 		t.Errorf("got %+v %v, want %+v", f, err, want)
 	}
+	f, err = ParseFlow("name=cm,netdev=eth0,rdma_cm=true")
+	want = FlowConfig{Name: "cm", Select: SelectConfig{Netdev: "eth0"}, RDMACM: true}
+	if err != nil || !reflect.DeepEqual(f, want) {
+		t.Errorf("got %+v %v, want %+v", f, err, want)
+	}
 	for s, msg := range map[string]string{
-		"name=a,speed=1":   `unknown key "speed" in a flow: want one of name, tclass, sl, tos, hop_limit, roce, family, netdev, device, port, gid_index`,
-		"name=a,tclass=x":  `tclass: "x" is not a whole number`,
-		"name=a,name=b":    `name: given twice`,
-		"name=a,,":         `"" is not KEY=VALUE`,
-		"name=a,gid_index": `"gid_index" is not KEY=VALUE`,
+		"name=a,speed=1":    `unknown key "speed" in a flow: want one of name, tclass, sl, rdma_cm, tos, hop_limit, roce, family, netdev, device, port, gid_index`,
+		"name=a,rdma_cm=on": `rdma_cm: "on" is not a boolean: want true or false`,
+		"name=a,tclass=x":   `tclass: "x" is not a whole number`,
+		"name=a,name=b":     `name: given twice`,
+		"name=a,,":          `"" is not KEY=VALUE`,
+		"name=a,gid_index":  `"gid_index" is not KEY=VALUE`,
 	} {
 		if _, err := ParseFlow(s); err == nil || !strings.Contains(err.Error(), msg) {
 			t.Errorf("%q: %v, want …%s…", s, err, msg)
@@ -279,8 +286,8 @@ func FuzzParsePeerFile(f *testing.F) {
 }
 
 // The example file of docs/agent.md ("An example file:") is a
-// configuration the agent takes: three flows, the rdma_cm one with its ToS
-// and no traffic class.
+// configuration the agent takes: four flows, the rdma_cm ones with a ToS
+// and without (rdma_cm's default), and no traffic class.
 func TestDocsExampleConfig(t *testing.T) {
 	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "agent.md"))
 	if err != nil {
@@ -295,8 +302,9 @@ func TestDocsExampleConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(c.Flows) != 3 || c.Flows[2].Name != "rdma-cm" || c.Flows[2].TOS == nil || *c.Flows[2].TOS != 106 || c.Flows[2].TClass != nil {
-		t.Errorf("flows %+v: want rdma, nccl-index3 and rdma-cm (ToS 106, no traffic class)", c.Flows)
+	if len(c.Flows) != 4 || c.Flows[2].Name != "rdma-cm" || c.Flows[2].TOS == nil || *c.Flows[2].TOS != 106 || c.Flows[2].TClass != nil ||
+		c.Flows[3].Name != "rdma-cm-default" || !c.Flows[3].RDMACM || c.Flows[3].TOS != nil || c.Flows[3].TClass != nil {
+		t.Errorf("flows %+v: want rdma, nccl-index3, rdma-cm (ToS 106, no traffic class) and rdma-cm-default (rdma_cm, no ToS)", c.Flows)
 	}
 }
 

@@ -81,7 +81,7 @@ var selectKeys = func() map[string]bool {
 
 // ParseFlow decodes a flow given on the command line as
 // KEY=VALUE[,KEY=VALUE...]: the keys of a flow in the file (name, tclass,
-// sl, tos, hop_limit) and of its select (roce, family, netdev, device,
+// sl, rdma_cm, tos, hop_limit) and of its select (roce, family, netdev, device,
 // port, gid_index), flat. Errors name the key. It does not validate
 // ranges (Config.Validate does).
 func ParseFlow(s string) (FlowConfig, error) {
@@ -219,6 +219,15 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, field string) error {
 			return d.fail(n, field, "%q is not a whole number: want a decimal integer", s)
 		}
 		v.SetInt(int64(i))
+	case v.Kind() == reflect.Bool:
+		switch s {
+		case "true":
+			v.SetBool(true)
+		case "false":
+			v.SetBool(false)
+		default:
+			return d.fail(n, field, "%q is not a boolean: want true or false", s)
+		}
 	case v.Kind() == reflect.Float64:
 		f, err := strconv.ParseFloat(s, 64)
 		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
@@ -241,6 +250,8 @@ func want(t reflect.Type) string {
 		return "a whole number"
 	case t.Kind() == reflect.Float64:
 		return "a number"
+	case t.Kind() == reflect.Bool:
+		return "true or false"
 	}
 	return "a value"
 }

@@ -136,23 +136,29 @@ func resolveFlow(v *host.View, f FlowConfig, rows []gidRow) *flowSource {
 		return fs
 	}
 	fs.src, fs.index = src, index
-	flow := qos.Flow{Device: dev, Port: port, GIDIndex: index, GIDType: src.Entry.Type, Driver: src.Driver.Driver,
-		Link: qos.LinkOf(src.Desc), DCB: src.DCB, TCOverride: v.Snap.Settings.TCOverrideOf(dev, port)}
-	if f.TOS != nil {
-		tos := uint8(*f.TOS)
-		flow.RDMACM, flow.TOS = true, tos
-		fs.tclass, fs.sl, fs.path = tos, qos.TOSToSL(flow.Link, tos), qos.PathConnectedQP
+	// The flow as the host sends it (View.Flow: rdma_cm's configfs default
+	// ToS and the driver's traffic class override applied), checked as
+	// `roce-probe check` checks it; its probes carry the sl and traffic
+	// class the check ends with.
+	var fp host.FlowParams
+	if f.TOS != nil || f.RDMACM {
+		fp.RDMACM = true
+		if f.TOS != nil {
+			tos := uint8(*f.TOS)
+			fp.TOS = &tos
+		}
 	} else {
 		if f.TClass != nil {
-			fs.tclass = uint8(*f.TClass)
+			fp.TrafficClass = uint8(*f.TClass)
 		}
 		if f.SL != nil {
-			fs.sl = uint8(*f.SL)
+			fp.SL = uint8(*f.SL)
 		}
-		flow.TrafficClass, flow.SL = fs.tclass, fs.sl
 	}
-	if r, err := qos.Check(flow); err == nil {
+	fs.tclass, fs.sl = fp.TrafficClass, fp.SL
+	if r, err := qos.Check(v.Flow(src, fp)); err == nil {
 		fs.check = &r
+		fs.tclass, fs.sl, fs.path = r.TrafficClass, r.SL, r.Path
 	}
 	return fs
 }

@@ -48,7 +48,7 @@ func flowFamily(fs *flowSource) string {
 // it probed (prev), which then count no_source errors. Each stream's
 // target comes from the flow's address handle to the peer, resolved as
 // `roce-probe send --dev --gid-index` resolves it (View.ResolveAH's
-// resolution, by one host.AHResolver per flow: flowTargets); a next hop
+// resolution, by one probe.AHResolver per flow: flowTargets); a next hop
 // without MAC keeps the last known one (the kernel forgets neighbours it
 // does not use) and is kicked.
 func makePlan(v *host.View, flows []*flowSource, peers []Peer, sports map[string]uint16, prev map[streamKey]target) plan {
@@ -101,21 +101,18 @@ func makePlan(v *host.View, flows []*flowSource, peers []Peer, sports map[string
 }
 
 // flowTargets is one flow's targets in one plan: the flow's address
-// handle, resolved to each peer by one host.AHResolver, so that what does
+// handle, resolved to each peer by one probe.AHResolver, so that what does
 // not depend on the peer (the source entry and its netdev's stack, the
 // driver's profile, the wire device) is worked out once.
 type flowTargets struct {
-	r    *host.AHResolver // nil when the flow's AH cannot be resolved here
-	base probe.Markings   // the markings asked for (ProbeMarkings' fallback)
-	wire string           // the flow's wire device ("": the resolution's netdev)
+	r    *probe.AHResolver // nil when the flow's AH cannot be resolved here
+	wire string            // the flow's wire device ("": the resolution's netdev)
 }
 
 func newFlowTargets(v *host.View, fs *flowSource, sport uint16) *flowTargets {
-	e := fs.src.Entry
-	req := host.AHRequest{Device: fs.src.Port.Device, Path: fs.path, Attr: ah.Attr{IsGlobal: true, PortNum: uint8(fs.src.Port.Port), SL: fs.sl,
-		GRH: ah.GlobalRoute{SGIDIndex: uint8(e.Index), HopLimit: uint8(fs.cfg.HopLimit), TrafficClass: fs.tclass}}}
-	ft := &flowTargets{base: probe.Markings{PCP: fs.sl & 7, DSCP: fs.tclass >> 2, ECN: fs.tclass & 3, TTL: uint8(fs.cfg.HopLimit), Sport: sport}, wire: fs.src.Desc.Real}
-	ft.r, _ = v.NewAHResolver(req) // fails as each resolution would: no route
+	ft := &flowTargets{wire: fs.src.Desc.Real}
+	ft.r, _ = probe.NewAHResolver(v, probe.AHFlow{Device: fs.src.Port.Device, Port: fs.src.Port.Port, GIDIndex: fs.src.Entry.Index,
+		SL: fs.sl, TrafficClass: fs.tclass, HopLimit: uint8(fs.cfg.HopLimit), Path: fs.path, Sport: sport}) // fails as each resolution would: no route
 	return ft
 }
 
@@ -125,17 +122,16 @@ func (ft *flowTargets) resolve(peer netip.Addr, prev target) (target, *neighborK
 	if ft.r == nil {
 		return target{reason: reasonNoRoute}, nil
 	}
-	res, err := ft.r.Resolve(gid.FromAddr(peer))
+	res, m, _, err := ft.r.Resolve(gid.FromAddr(peer))
+	if res == nil {
+		return target{reason: reasonNoRoute}, nil
+	}
 	var kick *neighborKick
-	if err != nil {
-		var nerr *ah.NeighborError
-		if !errors.As(err, &nerr) || res == nil || res.Resolution == nil {
-			return target{reason: reasonNoRoute}, nil
-		}
+	var nerr *ah.NeighborError
+	if errors.As(err, &nerr) {
 		kick = &neighborKick{src: res.Wire.Src, dst: peer, route: nerr.Route}
 	}
 	w := res.Wire
-	m, _ := probe.MarkingsFromAH(res, ft.base)
 	tags := make([]roce.VLANTag, len(w.VLANChain))
 	for i, c := range w.VLANChain {
 		tags[i] = roce.VLANTag{TPID: uint16(c.TPID), ID: c.ID, PCP: m.PCP}
