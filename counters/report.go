@@ -22,7 +22,10 @@ type PortInfo struct {
 	// (whose ethtool set and DCB count the port's frames); "" when
 	// unknown.
 	Netdev, Real string
-	Netns        string
+	// Slaves are, when Real is a bond (RoCE LAG), its slaves: the NIC
+	// ports whose ethtool sets and DCB count the port's frames.
+	Slaves []string
+	Netns  string
 	// TCOverride is the port's mlx5 traffic class override (nil: not
 	// read).
 	TCOverride *qos.TCOverride
@@ -357,7 +360,8 @@ func (p *PrioReport) Discards() *PrioValue {
 
 // Select keeps the part of in one RDMA device or one netdev is about:
 // with device (and port, 0 for every port) its ports and the real netdevs
-// below them; with real (a real netdev) the ports on it and that netdev.
+// below them (a bond with its slaves: PortInfo.Slaves); with real (a real
+// netdev) the ports on it and that netdev.
 // Both empty keep everything; real wins over device.
 func (in Input) Select(device string, port int, real string) Input {
 	if device == "" && real == "" {
@@ -373,6 +377,9 @@ func (in Input) Select(device string, port int, real string) Input {
 		if ok {
 			ports = append(ports, p)
 			keep[p.Real] = true
+			for _, sl := range p.Slaves {
+				keep[sl] = true
+			}
 		}
 	}
 	if real != "" {

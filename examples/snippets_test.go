@@ -109,11 +109,8 @@ func libraryQoS(v *host.View) error {
 	if err != nil {
 		return err
 	}
-	r, err := qos.Check(qos.Flow{
-		Device: "mlx5_0", Port: 1, GIDIndex: 3, GIDType: src.Entry.Type, Driver: src.Driver.Driver,
-		Link: qos.LinkOf(src.Desc), DCB: src.DCB, SL: 3, TrafficClass: 106,
-		TCOverride: v.Snap.Settings.TCOverrideOf("mlx5_0", 1),
-	})
+	// sl 3, traffic class 106; or host.FlowParams{RDMACM: true} for rdma_cm (its configfs default ToS applies)
+	r, err := qos.Check(v.Flow(src, host.FlowParams{SL: 3, TrafficClass: 106}))
 	if err != nil {
 		return err
 	}

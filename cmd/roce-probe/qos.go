@@ -66,6 +66,24 @@ privileges.`,
 				r.Device, r.Port, r.Driver = device, port, info
 				r.DCQCN = s.Settings.DCQCNOf(desc.Real)
 				reports = append(reports, r)
+				if desc.Bond != nil {
+					// RoCE LAG: the bond has no DCB; each slave's applies
+					// to the traffic it carries.
+					for _, sl := range append(append([]string{}, desc.Bond.Slaves...), desc.Bond.Backup...) {
+						d, _ := s.DCBOf(ns.Netns, sl)
+						r, err := qos.NewReport(ns, sl, d)
+						if err != nil {
+							return usageError{err}
+						}
+						if d == nil {
+							e := dcbError(s, ns.Netns, sl)
+							r.DCBError = &e
+						}
+						r.Device, r.Port, r.Driver, r.SlaveOf = device, port, info, desc.Bond.Name
+						r.DCQCN = s.Settings.DCQCNOf(sl)
+						reports = append(reports, r)
+					}
+				}
 				return nil
 			}
 			if netdev != "" {
@@ -135,6 +153,9 @@ func printQoSReport(w io.Writer, r qos.Report) {
 	head := r.Netdev
 	if r.Real != r.Netdev {
 		head += " (real device " + r.Real + ")"
+	}
+	if r.SlaveOf != "" {
+		head += " (slave of " + r.SlaveOf + ")"
 	}
 	if r.Device != "" {
 		head = fmt.Sprintf("%s port %d: %s", r.Device, r.Port, head)

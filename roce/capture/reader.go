@@ -116,6 +116,12 @@ func NewReader(r io.Reader) (*Reader, error) {
 		if err != nil {
 			return nil, fmt.Errorf("capture: pcap header: %w", err)
 		}
+		if pr.Snaplen() > MaxFrameBytes {
+			// pcapgo takes records up to the larger of the snap
+			// length and MaxFrameBytes, and refuses longer ones
+			// before reading them.
+			pr.SetSnaplen(MaxFrameBytes)
+		}
 		c.src, c.format, lt = pr, FormatPcap, pr.LinkType()
 		if cookedLinkType(lt) {
 			c.src = linkTypeSource{pr, []any{lt}}
@@ -128,7 +134,7 @@ func NewReader(r io.Reader) (*Reader, error) {
 		if first, ok := ngFirstLinkType(br); ok {
 			lt = first
 		}
-		nr, err := pcapgo.NewNgReader(br, ngOptions)
+		nr, err := pcapgo.NewNgReader(&ngGuard{br: br}, ngOptions)
 		if err != nil {
 			return nil, fmt.Errorf("capture: pcapng header: %w", err)
 		}
@@ -187,6 +193,9 @@ func ngFirstLinkType(br *bufio.Reader) (lt layers.LinkType, ok bool) {
 // and that a Linux cooked frame is returned as an Ethernet frame (uncook).
 func readFrame(src gopacket.ZeroCopyPacketDataSource) ([]byte, gopacket.CaptureInfo, error) {
 	data, ci, err := src.ZeroCopyReadPacketData()
+	if err != nil && (ci.CaptureLength > MaxFrameBytes || ci.CaptureLength < 0) && !errors.Is(err, ErrTooLarge) {
+		return nil, ci, frameTooLarge(int64(uint32(ci.CaptureLength)))
+	}
 	if err == io.EOF && ci.CaptureLength > 0 {
 		err = fmt.Errorf("record header of a %d-byte frame, then the end: %w", ci.CaptureLength, io.ErrUnexpectedEOF)
 	}
@@ -330,6 +339,9 @@ func (c *Reader) result(data []byte, ci gopacket.CaptureInfo, err error) ([]byte
 	if err != nil {
 		if errors.Is(err, io.EOF) {
 			return nil, ci, io.EOF
+		}
+		if errors.Is(err, ErrTooLarge) {
+			return nil, ci, fmt.Errorf("capture: frame %d: %w", c.frame+1, err)
 		}
 		return nil, ci, fmt.Errorf("capture: frame %d: %w (the file is truncated or damaged)", c.frame+1, err)
 	}
