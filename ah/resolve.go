@@ -255,7 +255,7 @@ func NewResolver(table Table, net *vlan.Namespace, opts ResolveOptions) *Resolve
 		opts.Path = qos.PathUserAH
 	}
 	return &Resolver{table: table, net: net, opts: opts, links: map[string]qos.Link{}, preds: map[predKey]qos.Wire{},
-		hopWhy: map[string]string{}, slWhy: "the " + driverName(opts.Driver) + " driver does not use the sl on this path"}
+		hopWhy: map[string]string{}, slWhy: "the " + opts.Driver.String() + " driver does not use the sl on this path"}
 }
 
 // Resolve is NewResolver(table, net, opts).Resolve(a).
@@ -454,7 +454,7 @@ func (r *Resolver) Resolve(a Attr) (*Resolution, error) {
 			t.PCP = nil
 			w.VLANChain = append(w.VLANChain, t)
 		}
-		warn("vlan", "", "unknown", "the %s driver's VLAN tagging for this netdev is not known", driverName(r.opts.Driver))
+		warn("vlan", "", "unknown", "the %s driver's VLAN tagging for this netdev is not known", r.opts.Driver)
 	}
 	if len(w.VLANChain) > 0 {
 		res.vals.vlan = w.VLANChain[0].ID
@@ -464,7 +464,7 @@ func (r *Resolver) Resolve(a Attr) (*Resolution, error) {
 		warn("sl", itoa(a.SL), "ignored", r.slWhy)
 	}
 	if w.PCP != nil && !p.SLIgnored && *w.PCP != a.SL {
-		warn("sl", fmt.Sprint(a.SL), fmt.Sprintf("PCP %d", *w.PCP), "the %s driver maps sl to the PCP this way (see steps)", driverName(r.opts.Driver))
+		warn("sl", fmt.Sprint(a.SL), fmt.Sprintf("PCP %d", *w.PCP), "the %s driver maps sl to the PCP this way (see steps)", r.opts.Driver)
 	}
 	if len(w.VLANChain) == 0 && !p.SLIgnored && a.SL != 0 {
 		warn("sl", fmt.Sprint(a.SL), "no tag", "the sgid's netdev %s is untagged: the sl can reach the wire only in a VLAN tag, so switches classifying on PCP see none", e.Netdev)
@@ -474,7 +474,7 @@ func (r *Resolver) Resolve(a Attr) (*Resolution, error) {
 		res.vals.tos, res.vals.dscp, res.vals.ecn = tos, *p.DSCP, uint8(*p.ECN)
 		w.TOS, w.DSCP, w.ECN = &res.vals.tos, &res.vals.dscp, &res.vals.ecn
 		if tos != g.TrafficClass {
-			warn("grh.traffic_class", fmt.Sprintf("%d (0x%02x)", g.TrafficClass, g.TrafficClass), fmt.Sprintf("%d (0x%02x)", tos, tos), "the %s driver changes the traffic class on this path (see steps)", driverName(r.opts.Driver))
+			warn("grh.traffic_class", fmt.Sprintf("%d (0x%02x)", g.TrafficClass, g.TrafficClass), fmt.Sprintf("%d (0x%02x)", tos, tos), "the %s driver changes the traffic class on this path (see steps)", r.opts.Driver)
 		}
 	} else if w.RoCEVersion == 1 {
 		res.vals.tos = g.TrafficClass
@@ -484,7 +484,7 @@ func (r *Resolver) Resolve(a Attr) (*Resolution, error) {
 			res.vals.dscp = *p.DSCP
 			w.DSCP = &res.vals.dscp
 		}
-		warn("grh.traffic_class", fmt.Sprint(g.TrafficClass), "unknown", "the %s driver's DSCP/ECN for this path is not fully known (see steps)", driverName(r.opts.Driver))
+		warn("grh.traffic_class", fmt.Sprint(g.TrafficClass), "unknown", "the %s driver's DSCP/ECN for this path is not fully known (see steps)", r.opts.Driver)
 	}
 	for _, u := range p.Unknowns {
 		warn("driver", "", "", "%s", u)
@@ -534,13 +534,6 @@ func (r *Resolver) Resolve(a Attr) (*Resolution, error) {
 	return res, nerr
 }
 
-func driverName(d qos.Driver) string {
-	if d == "" {
-		return "unknown"
-	}
-	return string(d)
-}
-
 // udpSport fills the UDP source port rule of the driver: rxe
 // (drivers/infiniband/sw/rxe/rxe_qp.c, rxe_qp_init_req, and rxe_verbs.c,
 // rxe_modify_qp), mlx5 kernel AH (drivers/infiniband/hw/mlx5/ah.c,
@@ -587,7 +580,7 @@ func (r *Resolver) udpSport(res *Resolution, fl uint32, warn func(field, req, wi
 		w.UDPSportFrom = "hns user AH without flow label: random in 0xC000..0xFFFF per AH"
 		warn("udp_sport", "", "unknown", "set a non-zero flow label to choose the UDP source port")
 	default:
-		w.UDPSportFrom = fmt.Sprintf("the %s driver's UDP source port rule is not known", driverName(r.opts.Driver))
+		w.UDPSportFrom = fmt.Sprintf("the %s driver's UDP source port rule is not known", r.opts.Driver)
 		warn("udp_sport", "", "unknown", "%s", w.UDPSportFrom)
 	}
 }

@@ -95,6 +95,7 @@ func collect(opt Options) (*host.Snapshot, error) {
 			}
 			if opt.has(SectionSettings) {
 				s.Settings = sys.readSettings(s.RDMA.Devices, netdevs)
+				s.Settings.Pause = h.readPause(netdevs)
 			}
 		}
 		h.Close()

@@ -19,7 +19,7 @@ func (v *View) CountersInput(prev, cur *counters.Sample) counters.Input {
 		}
 		seen[name] = true
 		in.Netdevs = append(in.Netdevs, counters.NetdevInfo{Netns: v.NS.Netns, Netdev: name, DCB: v.dcbOf(name),
-			DCQCN: v.Snap.Settings.DCQCNOf(name)})
+			DCQCN: v.Snap.Settings.DCQCNOf(name), Pause: v.Snap.Settings.PauseOf(name)})
 	}
 	if v.Snap.RDMA != nil {
 		for _, d := range v.Snap.RDMA.Devices {

@@ -21,11 +21,21 @@ const (
 	DriverIRDMA   Driver = "irdma"   // Intel E810 / X722 (irdma)
 	DriverHNS     Driver = "hns"     // HiSilicon (hns_roce_hw_v2)
 	DriverERDMA   Driver = "erdma"   // Alibaba Elastic RDMA
+	DriverIONIC   Driver = "ionic"   // AMD Pensando (ionic_rdma over the ionic Ethernet driver)
 )
 
 // Drivers lists the drivers that have a wire profile (see Predict), in the
 // order the CLI names them.
-var Drivers = []Driver{DriverRXE, DriverMLX5, DriverIRDMA, DriverBNXTRE, DriverHNS, DriverERDMA}
+var Drivers = []Driver{DriverRXE, DriverMLX5, DriverIRDMA, DriverBNXTRE, DriverHNS, DriverERDMA, DriverIONIC}
+
+// String returns the driver's name, "unknown" for DriverUnknown: a
+// message never names an empty driver.
+func (d Driver) String() string {
+	if d == DriverUnknown {
+		return "unknown"
+	}
+	return string(d)
+}
 
 // MarshalJSON writes the driver's name, or null for DriverUnknown: in
 // roce-probe's JSON what is not known is null, never "".
@@ -77,7 +87,9 @@ func (i DriverInfo) MarshalJSON() ([]byte, error) {
 // ib_device.dev.parent: mlx5_ib uses mdev->device (the mlx5_core PCI
 // function), bnxt_re the bnxt_en PCI function, irdma the ice/i40e PCI
 // function or (newer kernels) its own auxiliary device, hns the hns3 PCI
-// function, erdma its PCI function.
+// function, erdma its PCI function, ionic_rdma the ionic PCI function
+// (ionic_ibdev.c: ibdev->dev.parent = lif_cfg.hwdev, which
+// ionic_lif_cfg.c ionic_fill_lif_cfg sets to the ionic pdev's device).
 var pciDrivers = map[string]Driver{
 	"mlx5_core":      DriverMLX5,
 	"bnxt_en":        DriverBNXTRE,
@@ -88,6 +100,8 @@ var pciDrivers = map[string]Driver{
 	"hns3":           DriverHNS,
 	"hns_roce_hw_v2": DriverHNS,
 	"erdma":          DriverERDMA,
+	"ionic":          DriverIONIC,
+	"ionic_rdma":     DriverIONIC,
 }
 
 // namePrefixes are the default device names the drivers register
@@ -104,6 +118,7 @@ var namePrefixes = []struct {
 	{"hns_", DriverHNS},
 	{"hns", DriverHNS},
 	{"erdma_", DriverERDMA},
+	{"ionic_", DriverIONIC},
 }
 
 // IdentifyDriver names the RDMA driver of device dev from what sysfs shows

@@ -80,6 +80,7 @@ produce. Read-only commands need no root.`,
 	setOnce(root)
 	checkGroupsFirst(root)
 	registerCompletions(root)
+	setVersionFlag(root)
 	root.SetHelpCommand(&cobra.Command{
 		Use:   "help [command]",
 		Short: "Help about any command",

@@ -25,6 +25,10 @@ type Reader struct {
 	format string
 	frame  int
 
+	// for NextPacket
+	dec   *roce.Decoder
+	stats Stats
+
 	// for Summarize: the capture as random-access bytes from base to
 	// size, when it is an uncompressed file (or bytes.Reader)
 	ra         io.ReaderAt
