@@ -311,7 +311,7 @@ Reading needs no privileges. See docs/ah.md.`,
 	intVar(fl, &d.PSN, "psn", 0, 0, 0xFFFFFF, "the PSN (BTH) for --pcap")
 	intVar(fl, &d.IPID, "ip-id", 0, 0, 0xFFFF, "the IPv4 identification for --pcap (the kernel's is not predictable)")
 	fl.StringVar(&payload, "payload", "roce-probe", "the UD payload for --pcap")
-	driverVar(fl, &driver, "the RDMA driver's wire profile: rxe, mlx5, irdma, bnxt_re, hns, erdma or ionic (default: the driver detected from sysfs)")
+	driverVar(fl, &driver, "the RDMA driver's wire profile: rxe, mlx5, irdma, bnxt_re, hns, erdma, ionic or hiroce3 (default: the driver detected from sysfs)")
 	pathVar(fl, &path, "how the AH reaches the driver: user-ah (default), kernel-ah or connected-qp")
 	fl.StringVar(&dmac, "dmac", "", "the next hop's MAC, for a neighbour the table does not have (aa:bb:cc:dd:ee:ff): the frame is predicted with it")
 	fl.BoolVar(&probeNeigh, "resolve-neighbour", false, "when the next hop's MAC is not known, make the kernel resolve it (one UDP datagram to its discard port, as ibv_create_ah's ARP would) and wait up to 1 s; live own namespace only")
