@@ -33,8 +33,9 @@ func newDecodeCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "decode FILE|-",
 		Short: "Decode the RoCE v1/v2 packets of a pcap or pcapng capture and check their ICRC",
-		Long: `decode reads a pcap or pcapng capture of an Ethernet interface (the format is
-detected from the file's magic number; - reads standard input) and prints one
+		Long: `decode reads a pcap or pcapng capture of an Ethernet interface, or of Linux's
+"any" (tcpdump -i any: Linux cooked, SLL or SLL2), (the format is detected
+from the file's magic number; - reads standard input) and prints one
 line per RoCE packet: VLAN tag and PCP, addresses, DSCP/ECN, TTL, UDP source
 port, BTH fields (opcode, P_Key, destination QP, PSN, AckReq, FECN, BECN),
 DETH (source QP, Q_Key), immediate data, payload and pad length, and whether
@@ -62,7 +63,8 @@ unreadable, truncated or damaged capture.`,
 		Example: `  tcpdump -i eth0 -w roce.pcap 'udp dst port 4791 or ether proto 0x8915'
   roce-probe decode roce.pcap
   roce-probe decode --summary -o json roce.pcapng
-  tcpdump -i eth0 -w - udp port 4791 | roce-probe decode -`,
+  tcpdump -i eth0 -w - udp port 4791 | roce-probe decode -
+  tcpdump -i any -y LINUX_SLL -w any.pcap udp port 4791 && roce-probe decode any.pcap`,
 		Args: func(c *cobra.Command, args []string) error {
 			switch len(args) {
 			case 0:
