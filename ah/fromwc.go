@@ -460,6 +460,12 @@ func fromWCRDMACore(r FromWCResult, wc WC, grh [40]byte, fc uint32, table Table)
 // is not in the port's GID table.
 var ErrNotInTable = errors.New("destination GID not in the GID table")
 
+// ErrUDPSportUnknown is wrapped by Resolution.Frame's error for a RoCE v2
+// frame whose UDP source port the resolution does not predict (mlx5's
+// random port without a flow label) and the Datagram does not give
+// (Datagram.UDPSport).
+var ErrUDPSportUnknown = errors.New("the UDP source port is not predictable")
+
 func notInTable(g gid.GID, t gid.Type, vlanID uint16, table Table, b Behaviour) error {
 	what := fmt.Sprintf("%s with type %s", g, t)
 	if b == Kernel {

@@ -649,7 +649,7 @@ func (res *Resolution) Frame(d Datagram) ([]byte, error) {
 		spec.SrcPort = d.UDPSport
 		if spec.SrcPort == 0 {
 			if w.UDPSport == nil {
-				return nil, fmt.Errorf("ah: the UDP source port is not predictable (%s): set Datagram.UDPSport", w.UDPSportFrom)
+				return nil, fmt.Errorf("ah: %w (%s): the frame needs the port the sender uses", ErrUDPSportUnknown, w.UDPSportFrom)
 			}
 			spec.SrcPort = *w.UDPSport
 		}

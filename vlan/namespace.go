@@ -127,12 +127,12 @@ func (s *Namespace) Validate() error {
 	}
 	for i, r := range s.Routes {
 		if !r.Dst.IsValid() {
-			return fmt.Errorf("vlan: route %d: no destination prefix: want e.g. 10.0.0.0/24 or 0.0.0.0/0", i)
+			return fmt.Errorf("vlan: routes[%d] (netdev %q, table %d): no destination prefix: want e.g. 10.0.0.0/24 or 0.0.0.0/0", i, r.Dev, r.Table)
 		}
 	}
 	for i, nb := range s.Neighbors {
 		if !nb.IP.IsValid() {
-			return fmt.Errorf("vlan: neighbor %d: no IP address", i)
+			return fmt.Errorf("vlan: neighbors[%d] (netdev %q): no IP address", i, nb.Dev)
 		}
 	}
 	return nil

@@ -210,7 +210,7 @@ Reading needs no privileges. See docs/ah.md.`,
 			if err := src.checkDev(v); err != nil {
 				return err
 			}
-			notePredicted(cmd.ErrOrStderr(), v)
+			src.notePredicted(cmd.ErrOrStderr(), v)
 			req := host.AHRequest{Device: src.dev, Attr: a, AutoIndex: auto, Driver: driver, Path: path, SrcQPN: d.SrcQPN, NextHopMAC: nextHop}
 			res, rerr := v.ResolveAH(req)
 			switch {
@@ -623,7 +623,7 @@ func runFromWC(cmd *cobra.Command, src *hostFlags, format, hexBuf, wcFlags, beha
 	if err := src.checkDev(v); err != nil {
 		return err
 	}
-	notePredicted(cmd.ErrOrStderr(), v)
+	src.notePredicted(cmd.ErrOrStderr(), v)
 	port, err := v.Port(src.dev, src.port)
 	if err != nil {
 		return usagef("--dev %q: %v", src.dev, err)

@@ -74,7 +74,7 @@ Exit status: 0 lossless, 1 lossy or unknown, 2 bad input. Needs no privileges.`,
 			if err := src.checkDev(v); err != nil {
 				return err
 			}
-			notePredicted(cmd.ErrOrStderr(), v)
+			src.notePredicted(cmd.ErrOrStderr(), v)
 			s, err := v.Source(src.dev, src.port, index)
 			if err != nil {
 				return usagef("--gid-index %d: %v", index, err)

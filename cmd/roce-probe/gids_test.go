@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -191,8 +192,12 @@ func TestGidsNoDevice(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	if !strings.Contains(stderr, "this host has no RDMA device") || !strings.Contains(stderr, "Soft-RoCE") {
+	if !strings.Contains(stderr, fmt.Sprintf("the host of snapshot %q has no RDMA device (its rdma.devices is empty)", snap)) || !strings.Contains(stderr, "Soft-RoCE") {
 		t.Errorf("stderr %q does not say there is no RDMA device and which tables are shown", stderr)
+	}
+	// With --from, nothing is said of the machine roce-probe runs on.
+	if strings.Contains(stderr, "this host") || strings.Contains(stderr, "/sys/class") {
+		t.Errorf("stderr %q speaks of the local machine, not the snapshot", stderr)
 	}
 	// enp1s0f0 as rxe would see it: default GID, 192.168.1.10, then the
 	// VLAN and macvlan addresses (the kernel's order: netdevs in ifindex

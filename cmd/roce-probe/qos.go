@@ -101,7 +101,7 @@ privileges.`,
 				if err := src.checkDev(v); err != nil {
 					return err
 				}
-				notePredicted(cmd.ErrOrStderr(), v)
+				src.notePredicted(cmd.ErrOrStderr(), v)
 				for _, p := range src.ports(v) {
 					if p.LinkLayer != "Ethernet" || p.Netdev == "" {
 						continue
