@@ -98,9 +98,12 @@ func (a *Agent) Handler() http.Handler {
 // roceSections is s with the RoCE-relevant sections only (SnapshotRoCE):
 // s's RDMA, DCB, counters, settings and errors, and of each namespace
 // the links that carry a GID, are an RDMA port's netdev or have DCB or
-// counters in s, with the devices below them (vlan.Namespace.Describe)
-// and the bond or bridge they are enslaved to; no routes, no neighbours,
-// and the IPv6 hop limits of the kept links only. s is not changed.
+// counters in s — on a host without RDMA devices every Ethernet link,
+// whose addresses the predicted Soft-RoCE tables are made of
+// (host.PredictedPorts) —, with the devices below them
+// (vlan.Namespace.Describe) and the bond or bridge they are enslaved to;
+// no routes, no neighbours, and the IPv6 hop limits of the kept links
+// only. s is not changed.
 func roceSections(s *host.Snapshot) *host.Snapshot {
 	keep := map[string]map[string]bool{} // netns → netdev
 	add := func(netns, netdev string) {
@@ -137,9 +140,17 @@ func roceSections(s *host.Snapshot) *host.Snapshot {
 			add(p.Netns, p.Netdev)
 		}
 	}
+	predicted := s.RDMA == nil || len(s.RDMA.Devices) == 0
 	out := *s
 	out.Namespaces = make([]*vlan.Namespace, len(s.Namespaces))
 	for i, n := range s.Namespaces {
+		if predicted {
+			for _, l := range n.Links {
+				if l.Ether {
+					add(n.Netns, l.Name)
+				}
+			}
+		}
 		names := keep[n.Netns]
 		for name := range names {
 			if d, err := n.Describe(name); err == nil {

@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -22,6 +23,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/roce-probe/roce-probe/collect"
+	"github.com/roce-probe/roce-probe/fabric"
 	"github.com/roce-probe/roce-probe/host"
 )
 
@@ -295,5 +297,60 @@ func TestCheckWebConfig(t *testing.T) {
 	}
 	if err := CheckWebConfig(""); err != nil {
 		t.Errorf("no file: %v, want nil (plain HTTP)", err)
+	}
+}
+
+// What fabric compares (fabric.FromSnapshot: the attachments, their
+// usable GID indexes, VLANs, MTUs, QoS and settings) is the same from the
+// RoCE sections as from the whole snapshot, for every fixture and for a
+// host without RDMA devices (the predicted Soft-RoCE tables): `fabric
+// --agents` works as well against snapshot roce.
+func TestSnapshotRoCEKeepsFabric(t *testing.T) {
+	names := []string{"rxe", "rxe-churned", "mlx5", "mlx5-dscp", "mlx5-pcp", "mlx5-counters", "mlx5-tcoverride", "no-rdma"}
+	for _, name := range names {
+		load := func() *host.Snapshot {
+			file := name
+			if name == "no-rdma" {
+				file = "rxe"
+			}
+			s, err := host.Load(hostTestdata + file + ".json")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if name == "no-rdma" {
+				s.RDMA = &host.RDMA{}
+			}
+			return s
+		}
+		full, err := fabric.FromSnapshot(load(), "agent")
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		s := load()
+		r := roceSections(s)
+		roce, err := fabric.FromSnapshot(r, "agent")
+		if err != nil {
+			t.Fatalf("%s, roce sections: %v", name, err)
+		}
+		if len(full.Attachments) == 0 {
+			t.Fatalf("%s: no attachments to compare", name)
+		}
+		if !reflect.DeepEqual(full, roce) {
+			t.Errorf("%s: fabric's host differs:\n full %+v\n roce %+v", name, full, roce)
+		}
+		if n := len(s.Namespaces[0].Routes); n == 0 {
+			t.Errorf("%s: roceSections emptied the snapshot it was given", name)
+		}
+		if n := len(r.Namespaces[0].Routes); n != 0 {
+			t.Errorf("%s: roce sections with %d routes", name, n)
+		}
+		// What it answers is a snapshot that decodes.
+		var b strings.Builder
+		if err := r.Encode(&b); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if _, err := host.Decode(strings.NewReader(b.String())); err != nil {
+			t.Errorf("%s: the roce sections do not decode: %v", name, err)
+		}
 	}
 }
