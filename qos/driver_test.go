@@ -31,6 +31,8 @@ func TestIdentifyDriver(t *testing.T) {
 		// ionic_rdma's ib_device parent is the ionic PCI function.
 		{"ionic_0", "ionic", "", DriverIONIC, "ionic", "ionic"},
 		{"ionic_1", "", "", DriverIONIC, "", "only the device name"},
+		// hiroce3 (openEuler) registers on the hinic3 PCI function.
+		{"renamed", "hinic3", "", DriverHIROCE3, "hinic3", "hinic3"},
 		{"rxe0", "", "veth0", DriverRXE, "rdma_rxe", "veth0"},
 		// The bound driver decides before the parent attribute.
 		{"mlx5_1", "mlx5_core", "eth0", DriverMLX5, "mlx5_core", "mlx5_core"},
@@ -47,7 +49,7 @@ func TestIdentifyDriver(t *testing.T) {
 func TestParseDriver(t *testing.T) {
 	// The names are the ones the docs and `ah --help` promise (docs/ah.md),
 	// which are the kernel's drivers/infiniband/hw/<dir> and sw/rxe names.
-	for _, name := range []string{"rxe", "mlx5", "irdma", "bnxt_re", "hns", "erdma", "ionic"} {
+	for _, name := range []string{"rxe", "mlx5", "irdma", "bnxt_re", "hns", "erdma", "ionic", "hiroce3"} {
 		d, err := ParseDriver(name)
 		if err != nil || string(d) != name {
 			t.Errorf("ParseDriver(%q) = %q, %v; want %q", name, d, err, name)

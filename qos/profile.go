@@ -100,11 +100,23 @@ func Predict(d Driver, in WireInput) Wire {
 		predictERDMA(&w, in)
 	case DriverIONIC:
 		predictIONIC(&w, in)
+	case DriverHIROCE3:
+		predictHIROCE3(&w, in)
 	default:
 		w.TagsKnown = false
 		name := d.String()
 		w.step("driver", name, "no profile for this driver: how it maps sl and traffic_class is unknown")
 		w.unknown("driver %s has no profile: PCP, DSCP and ECN are unknown", name)
+	}
+	if in.Link.Boundary != "" {
+		// The tags the driver adds are the visible part only: what the
+		// devices beyond the namespace boundary add is unknown.
+		w.TagsKnown, w.Tags = false, nil
+		for i := range w.Steps {
+			if w.Steps[i].Step == "vlan tag" || w.Steps[i].Step == "pcp" {
+				w.Steps[i].Value, w.Steps[i].Why = "unknown", in.Link.Boundary
+			}
+		}
 	}
 	return w
 }
@@ -326,4 +338,30 @@ func predictIONIC(w *Wire, in WireInput) {
 		why += "; a user AH is created by the kernel's ionic_create_ah too (ibv_cmd_create_ah; rdma-core's providers/ionic not read: unconfirmed)"
 	}
 	ipFields(w, in, tos, why)
+}
+
+// srcHIROCE3 is where the hiroce3 profile comes from: openEuler's kernel
+// (the driver is not in mainline).
+const srcHIROCE3 = "drivers/infiniband/hw/hiroce3/qp/roce_qp_modify.c, roce3_qp_set_path (openeuler-mirror/kernel 5bc8dbb5)"
+
+// predictHIROCE3 knows the connected QP's path context, which hiroce3
+// fills itself: sl & 7 as the QP's sl, traffic_class | 0x02 as its
+// traffic class. Its AH code was not read.
+func predictHIROCE3(w *Wire, in WireInput) {
+	if in.Path != PathConnectedQP {
+		w.TagsKnown = false
+		w.step("sl/traffic_class", fmt.Sprintf("sl %d, traffic_class %d", in.SL, in.TrafficClass), "hiroce3's address handles were not read; only its connected QP path is known (%s)", srcHIROCE3)
+		w.unknown("hiroce3 %s: PCP, DSCP and ECN not read from source", in.Path)
+		return
+	}
+	w.step("priority", fmt.Sprint(in.SL&7), "hiroce3 writes sl & 7 into the QP context (path sl, 3 bits) (%s)", srcHIROCE3)
+	w.step("pcp", "unknown", "how the hardware turns the QP context's sl into a PCP is not in driver source")
+	w.unknown("hiroce3 PCP (hardware)")
+	hwTags(w, in, nil)
+	if in.GIDType == gid.TypeRoCEv1 {
+		ipFields(w, in, in.TrafficClass|2, "")
+		return
+	}
+	tos := in.TrafficClass | 2
+	ipFields(w, in, tos, fmt.Sprintf("hiroce3 connected QP: the QP context's tclass = traffic_class | 0x2 (ECT(0)) (roce3_qp_set_path): %d → %d; the ECN bits from the hardware are unconfirmed", in.TrafficClass, tos))
 }

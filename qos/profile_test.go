@@ -188,3 +188,27 @@ func TestPredictIONIC(t *testing.T) {
 		t.Errorf("RoCE v1 on ionic: %+v", w)
 	}
 }
+
+// hiroce3 (openEuler's driver for hinic3 NICs) fills a connected QP's
+// path context itself (roce_qp_modify.c roce3_qp_set_path,
+// openeuler-mirror/kernel 5bc8dbb5): tclass = traffic_class | 0x2, sl &
+// 7. Its AH paths were not read: unknown.
+func TestPredictHIROCE3(t *testing.T) {
+	for _, c := range []struct {
+		tc   uint8
+		dscp uint8
+		ecn  ECN
+	}{{104, 26, ECT0}, {106, 26, ECT0}, {107, 26, CE}, {0, 0, ECT0}} {
+		w := Predict(DriverHIROCE3, WireInput{Path: PathConnectedQP, SL: 11, TrafficClass: c.tc, GIDType: gid.TypeRoCEv2, Link: mlx5Link()})
+		if w.DSCP == nil || *w.DSCP != c.dscp || w.ECN == nil || *w.ECN != c.ecn {
+			t.Errorf("tc %d: DSCP %v ECN %v, want %d %v", c.tc, w.DSCP, w.ECN, c.dscp, c.ecn)
+		}
+		if len(w.Tags) != 1 || w.Tags[0].PCP != nil || !w.TagsKnown {
+			t.Errorf("tc %d: tags %+v: want VLAN 10 with an unknown PCP", c.tc, w.Tags)
+		}
+	}
+	w := Predict(DriverHIROCE3, WireInput{Path: PathUserAH, TrafficClass: 106, GIDType: gid.TypeRoCEv2, Link: mlx5Link()})
+	if w.DSCP != nil || w.TagsKnown || len(w.Unknowns) == 0 {
+		t.Errorf("hiroce3 user AH: %+v, want unknown", w)
+	}
+}
