@@ -29,7 +29,7 @@
 //   - Linux only: Conn (AF_PACKET send and capture in Go's network poller,
 //     with a kernel filter that passes only RoCE v2 frames), Send and Listen
 //     (the commands' loops). On other systems the package builds, and these
-//     return an error wrapping ErrNeedsLinux. Where a probe goes (the
+//     return an error wrapping collect.ErrNotLinux. Where a probe goes (the
 //     Endpoint: wire device, tags, addresses, next hop and its MAC) is worked
 //     out from the host snapshot by this package (ResolveEndpoint,
 //     WireDevice): this package reads no netdev.
