@@ -120,6 +120,26 @@ func (e *ValidationError) Is(target error) bool {
 // with ("EINVAL", "ETIMEDOUT", ...), or "errno N".
 func ErrnoName(e syscall.Errno) string { return errno.Name(e) }
 
+// errnos are the errnos this package's errors carry, in the order ErrnoOf
+// tries them: Validate's and Resolve's (ibv_create_ah's), FromWC's
+// (ib_init_ah_attr_from_wc's and ibv_init_ah_from_wc's) and Create's.
+var errnos = []syscall.Errno{syscall.EINVAL, syscall.ENODATA, syscall.ETIMEDOUT, syscall.ENETUNREACH,
+	syscall.EHOSTUNREACH, syscall.EACCES, syscall.ENOENT, syscall.ENOSYS, syscall.EPERM,
+	syscall.EPROTONOSUPPORT, syscall.EPROTOTYPE}
+
+// ErrnoOf names the errno an error of Validate, Resolve, FromWC or Create
+// stands for ("EINVAL", "ETIMEDOUT", "EPROTOTYPE", ...): the one the verbs
+// call would fail with. It returns "" for an error that carries none (a
+// missing GID table, a bad argument of this package's own).
+func ErrnoOf(err error) string {
+	for _, e := range errnos {
+		if errors.Is(err, e) {
+			return ErrnoName(e)
+		}
+	}
+	return ""
+}
+
 // validRate reports whether r is a value of enum ibv_rate: 0 (the port's
 // current rate) or 2..MaxStaticRate (1 is not assigned).
 func validRate(r uint8) bool { return r == 0 || (r >= 2 && r <= MaxStaticRate) }

@@ -36,6 +36,13 @@ type ResolveOptions struct {
 	// PortMTU is the port's active MTU in bytes (256..4096); 0 derives it
 	// from the source netdev's MTU as the kernel does (iboe_get_mtu).
 	PortMTU int
+	// NextHopMAC is the MAC of a unicast destination's next hop, for when
+	// the neighbour table has no usable entry for it (a peer that has not
+	// talked to this host yet, a snapshot taken before it did): Resolve
+	// then uses it (Wire.DMACFrom "given", with a warning) instead of
+	// returning a *NeighborError. A usable entry in the table wins (with a
+	// warning when it differs). Nil: not known.
+	NextHopMAC vlan.MAC
 }
 
 // Wire is the frame an AH puts on the wire, field by field. Pointers are
@@ -46,7 +53,8 @@ type Wire struct {
 	SMAC        vlan.MAC `json:"smac"`
 	DMAC        vlan.MAC `json:"dmac"` // nil when the neighbour is not resolved
 	// DMACFrom says where the destination MAC comes from: "neighbour",
-	// "multicast", "link-local-gid", "local", "broadcast".
+	// "multicast", "link-local-gid", "local", "broadcast", or "given"
+	// (ResolveOptions.NextHopMAC, for an unresolved neighbour).
 	DMACFrom string `json:"dmac_from"`
 	// VLAN and PCP are those of the outermost tag, the one the first
 	// switch classifies on; nil when untagged (PCP also when the driver's
@@ -247,7 +255,7 @@ func NewResolver(table Table, net *vlan.Namespace, opts ResolveOptions) *Resolve
 		opts.Path = qos.PathUserAH
 	}
 	return &Resolver{table: table, net: net, opts: opts, links: map[string]qos.Link{}, preds: map[predKey]qos.Wire{},
-		hopWhy: map[string]string{}, slWhy: "the " + driverName(opts.Driver) + " driver does not use the sl on this path"}
+		hopWhy: map[string]string{}, slWhy: "the " + opts.Driver.String() + " driver does not use the sl on this path"}
 }
 
 // Resolve is NewResolver(table, net, opts).Resolve(a).
@@ -394,9 +402,21 @@ func (r *Resolver) Resolve(a Attr) (*Resolution, error) {
 				nbc := nb
 				res.Neighbor = &nbc
 			}
-			if ok && nb.State.Valid() && len(nb.MAC) == 6 {
+			given := r.opts.NextHopMAC
+			switch {
+			case ok && nb.State.Valid() && len(nb.MAC) == 6:
 				w.DMAC = nb.MAC
-			} else {
+				if len(given) == 6 && given.String() != nb.MAC.String() {
+					warn("dmac", given.String(), nb.MAC.String(), "the neighbour table has next hop %s on %s (%s): its MAC is used, not the one given", rr.NextHop, rr.Dev, nb.State)
+				}
+			case len(given) == 6:
+				w.DMAC, w.DMACFrom = given, "given"
+				state := "no entry"
+				if ok {
+					state = "entry " + nb.State.String()
+				}
+				warn("dmac", "", given.String(), "next hop %s on %s is not resolved (%s): the MAC given is used; ibv_create_ah itself would resolve it and fail with ETIMEDOUT unless %s answers", rr.NextHop, rr.Dev, state, rr.NextHop)
+			default:
 				nerr = &NeighborError{Dst: g.DGID.Addr(), Route: rr, Neighbor: res.Neighbor}
 			}
 		}
@@ -434,7 +454,7 @@ func (r *Resolver) Resolve(a Attr) (*Resolution, error) {
 			t.PCP = nil
 			w.VLANChain = append(w.VLANChain, t)
 		}
-		warn("vlan", "", "unknown", "the %s driver's VLAN tagging for this netdev is not known", driverName(r.opts.Driver))
+		warn("vlan", "", "unknown", "the %s driver's VLAN tagging for this netdev is not known", r.opts.Driver)
 	}
 	if len(w.VLANChain) > 0 {
 		res.vals.vlan = w.VLANChain[0].ID
@@ -444,7 +464,7 @@ func (r *Resolver) Resolve(a Attr) (*Resolution, error) {
 		warn("sl", itoa(a.SL), "ignored", r.slWhy)
 	}
 	if w.PCP != nil && !p.SLIgnored && *w.PCP != a.SL {
-		warn("sl", fmt.Sprint(a.SL), fmt.Sprintf("PCP %d", *w.PCP), "the %s driver maps sl to the PCP this way (see steps)", driverName(r.opts.Driver))
+		warn("sl", fmt.Sprint(a.SL), fmt.Sprintf("PCP %d", *w.PCP), "the %s driver maps sl to the PCP this way (see steps)", r.opts.Driver)
 	}
 	if len(w.VLANChain) == 0 && !p.SLIgnored && a.SL != 0 {
 		warn("sl", fmt.Sprint(a.SL), "no tag", "the sgid's netdev %s is untagged: the sl can reach the wire only in a VLAN tag, so switches classifying on PCP see none", e.Netdev)
@@ -454,7 +474,7 @@ func (r *Resolver) Resolve(a Attr) (*Resolution, error) {
 		res.vals.tos, res.vals.dscp, res.vals.ecn = tos, *p.DSCP, uint8(*p.ECN)
 		w.TOS, w.DSCP, w.ECN = &res.vals.tos, &res.vals.dscp, &res.vals.ecn
 		if tos != g.TrafficClass {
-			warn("grh.traffic_class", fmt.Sprintf("%d (0x%02x)", g.TrafficClass, g.TrafficClass), fmt.Sprintf("%d (0x%02x)", tos, tos), "the %s driver changes the traffic class on this path (see steps)", driverName(r.opts.Driver))
+			warn("grh.traffic_class", fmt.Sprintf("%d (0x%02x)", g.TrafficClass, g.TrafficClass), fmt.Sprintf("%d (0x%02x)", tos, tos), "the %s driver changes the traffic class on this path (see steps)", r.opts.Driver)
 		}
 	} else if w.RoCEVersion == 1 {
 		res.vals.tos = g.TrafficClass
@@ -464,7 +484,7 @@ func (r *Resolver) Resolve(a Attr) (*Resolution, error) {
 			res.vals.dscp = *p.DSCP
 			w.DSCP = &res.vals.dscp
 		}
-		warn("grh.traffic_class", fmt.Sprint(g.TrafficClass), "unknown", "the %s driver's DSCP/ECN for this path is not fully known (see steps)", driverName(r.opts.Driver))
+		warn("grh.traffic_class", fmt.Sprint(g.TrafficClass), "unknown", "the %s driver's DSCP/ECN for this path is not fully known (see steps)", r.opts.Driver)
 	}
 	for _, u := range p.Unknowns {
 		warn("driver", "", "", "%s", u)
@@ -514,13 +534,6 @@ func (r *Resolver) Resolve(a Attr) (*Resolution, error) {
 	return res, nerr
 }
 
-func driverName(d qos.Driver) string {
-	if d == "" {
-		return "unknown"
-	}
-	return string(d)
-}
-
 // udpSport fills the UDP source port rule of the driver: rxe
 // (drivers/infiniband/sw/rxe/rxe_qp.c, rxe_qp_init_req, and rxe_verbs.c,
 // rxe_modify_qp), mlx5 kernel AH (drivers/infiniband/hw/mlx5/ah.c,
@@ -567,7 +580,7 @@ func (r *Resolver) udpSport(res *Resolution, fl uint32, warn func(field, req, wi
 		w.UDPSportFrom = "hns user AH without flow label: random in 0xC000..0xFFFF per AH"
 		warn("udp_sport", "", "unknown", "set a non-zero flow label to choose the UDP source port")
 	default:
-		w.UDPSportFrom = fmt.Sprintf("the %s driver's UDP source port rule is not known", driverName(r.opts.Driver))
+		w.UDPSportFrom = fmt.Sprintf("the %s driver's UDP source port rule is not known", r.opts.Driver)
 		warn("udp_sport", "", "unknown", "%s", w.UDPSportFrom)
 	}
 }

@@ -415,3 +415,62 @@ func TestWarningsNameNoFlags(t *testing.T) {
 		t.Fatalf("only %d warnings: the test must see the usual ones (sl, hop limit, flow label, udp_sport)", n)
 	}
 }
+
+// TestResolveNextHopMAC: a next hop the neighbour table does not have
+// (10.0.0.3 FAILED, 10.0.0.4 absent in testdata/rxe-net.json) takes the
+// MAC given, says so, and the frame carries it as its destination; a
+// next hop the table has (10.0.0.2, 02:00:00:00:00:02 REACHABLE) keeps the
+// table's MAC, with a warning when the one given differs.
+func TestResolveNextHopMAC(t *testing.T) {
+	given := macOf("02:00:00:00:00:99")
+	for _, dst := range []string{"::ffff:10.0.0.3", "::ffff:10.0.0.4"} {
+		r, err := Resolve(attrTo(1, dst), labTable(), labNet(t), ResolveOptions{Driver: qos.DriverRXE, SrcQPN: 17, NextHopMAC: given})
+		if err != nil {
+			t.Fatalf("%s: %v", dst, err)
+		}
+		if r.Wire.DMAC.String() != "02:00:00:00:00:99" || r.Wire.DMACFrom != "given" || !hasWarning(r, "dmac") {
+			t.Errorf("%s: dmac %s from %q, warnings %v; want 02:00:00:00:00:99 from given, with a dmac warning", dst, r.Wire.DMAC, r.Wire.DMACFrom, r.Warnings)
+		}
+		f, err := r.Frame(Datagram{SrcQPN: 17, DestQPN: 1, Payload: []byte("x")})
+		if err != nil {
+			t.Fatalf("%s: Frame: %v", dst, err)
+		}
+		if want := []byte{0x02, 0, 0, 0, 0, 0x99}; string(f[:6]) != string(want) {
+			t.Errorf("%s: the frame's destination MAC is % x, want % x", dst, f[:6], want)
+		}
+	}
+	r, err := Resolve(attrTo(1, "::ffff:10.0.0.2"), labTable(), labNet(t), ResolveOptions{Driver: qos.DriverRXE, SrcQPN: 17, NextHopMAC: given})
+	if err != nil || r.Wire.DMAC.String() != "02:00:00:00:00:02" || r.Wire.DMACFrom != "neighbour" || !hasWarning(r, "dmac") {
+		t.Errorf("a resolved next hop and another MAC given: %v, dmac %s from %q, warnings %v; want the table's 02:00:00:00:00:02 and a dmac warning", err, r.Wire.DMAC, r.Wire.DMACFrom, r.Warnings)
+	}
+	r, err = Resolve(attrTo(1, "::ffff:10.0.0.2"), labTable(), labNet(t), ResolveOptions{Driver: qos.DriverRXE, SrcQPN: 17, NextHopMAC: macOf("02:00:00:00:00:02")})
+	if err != nil || hasWarning(r, "dmac") {
+		t.Errorf("the table's own MAC given: %v, warnings %v; want no dmac warning", err, r.Warnings)
+	}
+}
+
+// TestErrnoOf: the errno of each kind of error this package returns, as
+// the verbs calls fail (docs/ah.md's table; the FromWC errnos from
+// ib_init_ah_attr_from_wc and ibv_init_ah_from_wc).
+func TestErrnoOf(t *testing.T) {
+	_, nerr := Resolve(attrTo(1, "::ffff:10.0.0.4"), labTable(), labNet(t), ResolveOptions{Driver: qos.DriverRXE})
+	empty := attrTo(99, "::ffff:10.0.0.2").Validate(labTable()) // index 99 of 1024 is empty
+	badRate := attrTo(1, "::ffff:10.0.0.2")
+	badRate.StaticRate = 1 // not an enum ibv_rate value
+	_, wcErr := FromWC(WC{}, [40]byte{}, labTable(), FromWCOptions{Behaviour: Kernel})
+	for _, c := range []struct {
+		err  error
+		want string
+	}{
+		{nerr, "ETIMEDOUT"},
+		{empty, "ENODATA"},
+		{badRate.Validate(labTable()), "EINVAL"},
+		{wcErr, "EPROTOTYPE"}, // a completion without IB_WC_GRH, kernel rule
+		{errors.New("other"), ""},
+		{nil, ""},
+	} {
+		if got := ErrnoOf(c.err); got != c.want {
+			t.Errorf("ErrnoOf(%v) = %q, want %q", c.err, got, c.want)
+		}
+	}
+}

@@ -107,7 +107,7 @@ func benchReadAndMap(b *testing.B, used int) {
 	sys := &sysfs{Root: root}
 	b.ResetTimer()
 	for b.Loop() {
-		devs, err := sys.readAll()
+		devs, err := readAllOK(sys)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -169,7 +169,7 @@ func TestMain(m *testing.M) {
 func TestBigFixture(t *testing.T) {
 	root := t.TempDir()
 	snap := writeBigFixture(t, root, 2, 2, 16)
-	devs, err := (&sysfs{Root: root}).readAll()
+	devs, err := readAllOK(&sysfs{Root: root})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,9 +28,13 @@ func collect(opt Options) (*host.Snapshot, error) {
 	}
 	sys := &sysfs{Root: opt.SysfsRoot}
 	if opt.has(SectionRDMA) {
-		devs, err := sys.readAll()
+		devs, errs, err := sys.readAll()
 		if err != nil {
 			return nil, fmt.Errorf("reading RDMA devices from %s: %w", sys.ibDir(), err)
+		}
+		s.Errors = append(s.Errors, errs...)
+		if opt.SysfsRoot == "" || opt.SysfsRoot == "/sys" {
+			portNetdevsFromNetlink(devs)
 		}
 		if devs == nil {
 			devs = []host.Device{}
@@ -91,11 +95,33 @@ func collect(opt Options) (*host.Snapshot, error) {
 			}
 			if opt.has(SectionSettings) {
 				s.Settings = sys.readSettings(s.RDMA.Devices, netdevs)
+				s.Settings.Pause = h.readPause(netdevs)
 			}
 		}
 		h.Close()
 	}
 	return s, nil
+}
+
+// portNetdevsFromNetlink gives each port the netdev RDMA netlink reports
+// for it (rdmaPortNetdevs: `rdma link`'s netdev; for a RoCE LAG device
+// the one its driver registered, where sysfs's device/net shows the
+// first PCI function's netdev). Ports RDMA netlink says nothing about, or
+// reports without a netdev in this namespace, keep what sysfs showed; a
+// kernel without RDMA netlink leaves sysfs's answer everywhere.
+func portNetdevsFromNetlink(devs []host.Device) {
+	nd, err := rdmaPortNetdevs()
+	if err != nil {
+		return
+	}
+	for i := range devs {
+		for j := range devs[i].Ports {
+			p := &devs[i].Ports[j]
+			if v := nd[portKey{devs[i].Name, p.Port}]; v != "" {
+				p.Netdev = v
+			}
+		}
+	}
 }
 
 // sampler reads counter samples of one snapshot's ports and netdevs.

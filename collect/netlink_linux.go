@@ -254,6 +254,9 @@ func linkFromNetlink(nl netlink.Link) vlan.Link {
 		if v.ActiveSlave > 0 {
 			l.ActiveSlave = v.ActiveSlave
 		}
+		if v.Mode != netlink.BOND_MODE_UNKNOWN {
+			l.BondMode = v.Mode.String()
+		}
 	}
 	if !l.Kind.Stacked() {
 		// IFLA_LINK of other kinds (a veth's peer, a tunnel's underlay)

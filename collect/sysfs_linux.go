@@ -63,21 +63,28 @@ func (s *sysfs) devices() ([]string, error) {
 }
 
 // readAll reads every device and port (ports concurrently) and detects
-// each device's driver.
-func (s *sysfs) readAll() ([]host.Device, error) {
+// each device's driver. A read failure costs only what it covers: a device
+// whose ports cannot be listed is left out, a port that cannot be read
+// (no gids/ directory, a device going away mid-read) is left out of its
+// device; each is returned as a SourceError ("rdma DEV", "rdma DEV port
+// P"). Only a class directory that cannot be listed fails the whole read.
+func (s *sysfs) readAll() ([]host.Device, []host.SourceError, error) {
 	names, err := s.devices()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	devs := make([]host.Device, len(names))
+	devs := make([]host.Device, 0, len(names))
+	var devErrs []host.SourceError
 	type job struct{ d, p, port int }
 	var jobs []job
-	for i, n := range names {
+	for _, n := range names {
 		ports, err := s.ports(n)
 		if err != nil {
-			return nil, err
+			devErrs = append(devErrs, host.SourceError{Source: "rdma " + n, Error: err.Error()})
+			continue
 		}
-		devs[i] = host.Device{Name: n, Driver: s.driver(n), Ports: make([]host.Port, len(ports))}
+		i := len(devs)
+		devs = append(devs, host.Device{Name: n, Driver: s.driver(n), Ports: make([]host.Port, len(ports))})
 		for j, p := range ports {
 			jobs = append(jobs, job{i, j, p})
 		}
@@ -91,14 +98,29 @@ func (s *sysfs) readAll() ([]host.Device, error) {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			devs[j.d].Ports[j.p], errs[k] = s.readPort(names[j.d], j.port)
+			devs[j.d].Ports[j.p], errs[k] = s.readPort(devs[j.d].Name, j.port)
 		}()
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
+	failed := map[[2]int]bool{}
+	for k, j := range jobs {
+		if errs[k] != nil {
+			failed[[2]int{j.d, j.p}] = true
+			devErrs = append(devErrs, host.SourceError{Source: fmt.Sprintf("rdma %s port %d", devs[j.d].Name, j.port), Error: errs[k].Error()})
+		}
 	}
-	return devs, nil
+	if len(failed) > 0 {
+		for i := range devs {
+			kept := devs[i].Ports[:0]
+			for j, p := range devs[i].Ports {
+				if !failed[[2]int{i, j}] {
+					kept = append(kept, p)
+				}
+			}
+			devs[i].Ports = kept
+		}
+	}
+	return devs, devErrs, nil
 }
 
 // ports lists a device's port numbers, ascending.

@@ -2,6 +2,7 @@ package collect
 
 import (
 	"encoding/json"
+	"fmt"
 	"github.com/roce-probe/roce-probe/host"
 	"os"
 	"path/filepath"
@@ -21,7 +22,7 @@ import (
 // same name, as every command does.
 func readFixture(t testing.TB, dir string) []gid.Port {
 	t.Helper()
-	devs, err := (&sysfs{Root: filepath.Join("testdata", dir, "sys")}).readAll()
+	devs, err := readAllOK(&sysfs{Root: filepath.Join("testdata", dir, "sys")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,9 +41,9 @@ func readFixture(t testing.TB, dir string) []gid.Port {
 // the sysfs trees beside them: the two forms of each fixture cannot drift.
 func TestFixturesMatchSysfsTrees(t *testing.T) {
 	for _, c := range []struct{ snap, tree string }{
-		{"rxe", "rxe"}, {"rxe-churned", "rxe-churned"}, {"mlx5", "mlx5"}, {"mlx5-dscp", "mlx5"}, {"mlx5-pcp", "mlx5"},
+		{"rxe", "rxe"}, {"rxe-churned", "rxe-churned"}, {"mlx5", "mlx5"}, {"mlx5-dscp", "mlx5"}, {"mlx5-pcp", "mlx5"}, {"mlx5-lag", "mlx5-lag"},
 	} {
-		devs, err := (&sysfs{Root: filepath.Join("testdata", c.tree, "sys")}).readAll()
+		devs, err := readAllOK(&sysfs{Root: filepath.Join("testdata", c.tree, "sys")})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -162,7 +163,7 @@ func TestReadUnreadableNetdev(t *testing.T) {
 
 func TestReadErrors(t *testing.T) {
 	s := &sysfs{Root: t.TempDir()}
-	if devs, err := s.readAll(); err != nil || len(devs) != 0 {
+	if devs, err := readAllOK(s); err != nil || len(devs) != 0 {
 		t.Errorf("readAll on an empty root = %v, %v: want no devices and no error (a host without RDMA)", devs, err)
 	}
 	s = &sysfs{Root: filepath.Join("testdata", "rxe", "sys")}
@@ -250,5 +251,95 @@ func TestEntryJSONKeys(t *testing.T) {
 		`"vlan":null,"vlan_chain":null,"real_netdev":null,"mac":null,"mtu":null,"operstate":null,"netns":null,"default":false,"empty":true}`
 	if string(b) != want {
 		t.Errorf("empty JSON =\n%s\nwant\n%s", b, want)
+	}
+}
+
+// copyTree copies the sysfs fixture trees testdata/<dir>/sys into one
+// fresh root, for tests that break part of it.
+func copyTree(t *testing.T, dirs ...string) string {
+	t.Helper()
+	root := t.TempDir()
+	for _, d := range dirs {
+		if err := os.CopyFS(root, os.DirFS(filepath.Join("testdata", d, "sys"))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root
+}
+
+// A port without a gids/ directory (what a device going away mid-read
+// also gives) costs that port only; a device without a ports/ directory
+// costs that device only. Each is named in the errors, and everything
+// else reads as the fixture trees do whole.
+func TestReadPartial(t *testing.T) {
+	root := copyTree(t, "mlx5", "rxe")
+	ib := filepath.Join(root, "class", "infiniband")
+	if err := os.RemoveAll(filepath.Join(ib, "mlx5_0", "ports", "2", "gids")); err != nil {
+		t.Fatal(err)
+	}
+	// A third device whose ports directory is gone.
+	if err := os.MkdirAll(filepath.Join(ib, "mlx5_1"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	devs, errs, err := (&sysfs{Root: root}).readAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, d := range devs {
+		names = append(names, d.Name)
+	}
+	if strings.Join(names, " ") != "mlx5_0 rxe0" {
+		t.Fatalf("devices %v, want mlx5_0 rxe0 (mlx5_1 has no ports directory)", names)
+	}
+	want := fixture(t, "mlx5").RDMA.Devices[0]
+	if len(devs[0].Ports) != 1 {
+		t.Fatalf("mlx5_0 has %d ports, want port 1 only", len(devs[0].Ports))
+	}
+	got, _ := json.Marshal(devs[0].Ports[0])
+	exp, _ := json.Marshal(want.Ports[0])
+	if string(got) != string(exp) {
+		t.Errorf("mlx5_0 port 1 =\n%s\nwant (mlx5.json)\n%s", got, exp)
+	}
+	got, _ = json.Marshal(devs[1])
+	exp, _ = json.Marshal(fixture(t, "rxe").RDMA.Devices[0])
+	if string(got) != string(exp) {
+		t.Errorf("rxe0 =\n%s\nwant (rxe.json)\n%s", got, exp)
+	}
+	srcs := map[string]string{}
+	for _, e := range errs {
+		srcs[e.Source] = e.Error
+	}
+	if len(errs) != 2 || !strings.Contains(srcs["rdma mlx5_0 port 2"], "GID table") || !strings.Contains(srcs["rdma mlx5_1"], "no ports directory") {
+		t.Errorf("errors = %+v, want rdma mlx5_0 port 2 (GID table) and rdma mlx5_1 (no ports directory)", errs)
+	}
+
+	// Collect records them in the snapshot.
+	s, err := Collect(Options{SysfsRoot: root, Sections: SectionRDMA})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.RDMA.Devices) != 2 || len(s.Errors) != 2 || s.Errors[0].Source != "rdma mlx5_1" || s.Errors[1].Source != "rdma mlx5_0 port 2" {
+		t.Errorf("snapshot: %d devices, errors %+v", len(s.RDMA.Devices), s.Errors)
+	}
+}
+
+// readAllOK is readAll for trees that must read whole.
+func readAllOK(s *sysfs) ([]host.Device, error) {
+	devs, errs, err := s.readAll()
+	if err == nil && len(errs) > 0 {
+		err = fmt.Errorf("%s: %s", errs[0].Source, errs[0].Error)
+	}
+	return devs, err
+}
+
+// RoCE LAG: the counters and DCQCN settings of a port on a bond are read
+// from every slave (the NIC ports), not from the bond, which has none.
+func TestCounterNetdevsLAG(t *testing.T) {
+	s := fixture(t, "mlx5-lag")
+	ns, _ := s.Namespace("")
+	got := counterNetdevs(s.RDMA.Devices, ns, nil)
+	if strings.Join(got, " ") != "enp1s0f0np0 enp1s0f1np1" {
+		t.Errorf("counter netdevs %v, want both slaves of bond0", got)
 	}
 }

@@ -87,8 +87,8 @@ func TestNormalizeSameNames(t *testing.T) {
 	// Port level.
 	for drv, want := range map[string]map[PortCounter]string{
 		"mlx5_core": {PortRxPauseFrames: "rx_pause_ctrl_phy", PortRxDiscards: "rx_discards_phy", PortStorm: "tx_pause_storm_error_events", PortStormWarning: "tx_pause_storm_warning_events"},
-		"bnxt_en":   {PortRxPFCFrames: "rx_pfc_frames", PortStorm: "continuous_roce_pause_events", PortRxDiscards: "rx_stat_discard"},
-		"ice":       {PortRxPauseFrames: "link_xoff_rx.nic", PortRxDiscards: "rx_dropped.nic"},
+		"bnxt_en":   {PortRxPFCFrames: "rx_pfc_frames", PortStorm: "continuous_roce_pause_events", PortRxDiscards: "rx_stat_discard", PortRxGlobalPause: "rx_pause_frames", PortTxGlobalPause: "tx_pause_frames"},
+		"ice":       {PortRxGlobalPause: "link_xoff_rx.nic", PortTxGlobalXON: "link_xon_tx.nic", PortRxDiscards: "rx_dropped.nic"},
 	} {
 		n := Normalize(drv, loadEthtool(t, drv).Stats)
 		for c, name := range want {

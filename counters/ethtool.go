@@ -41,8 +41,8 @@ type PortCounter string
 
 // Port-level counters.
 const (
-	PortRxPauseFrames     PortCounter = "rx_pause_frames"            // MAC control pause frames received (mlx5: 802.3x and PFC; bnxt_en, ice: 802.3x)
-	PortTxPauseFrames     PortCounter = "tx_pause_frames"            // MAC control pause frames sent
+	PortRxPauseFrames     PortCounter = "rx_pause_frames"            // MAC control pause frames received (mlx5 rx_pause_ctrl_phy: 802.3x and PFC)
+	PortTxPauseFrames     PortCounter = "tx_pause_frames"            // MAC control pause frames sent (mlx5 tx_pause_ctrl_phy)
 	PortRxPFCFrames       PortCounter = "rx_pfc_frames"              // PFC frames received, every priority (bnxt_en)
 	PortTxPFCFrames       PortCounter = "tx_pfc_frames"              // PFC frames sent, every priority (bnxt_en)
 	PortRxDiscards        PortCounter = "rx_discards"                // frames dropped on receive by the port
@@ -52,6 +52,16 @@ const (
 	PortStormResume       PortCounter = "pause_storm_resume_events"  // recovered from a pause storm (bnxt_en)
 	PortRxBufferAlmostFul PortCounter = "rx_buffer_almost_full"      // the receive buffer passed its threshold
 	PortRxOutOfBuffer     PortCounter = "rx_out_of_buffer"           // packets dropped: no receive WQE (mlx5 netdev queues)
+
+	// 802.3x ("global") pause: link-level flow control that stops every
+	// priority of the port at once.
+	PortRxGlobalPause           PortCounter = "rx_global_pause"             // 802.3x pause (XOFF) frames received: the peer paused this port
+	PortTxGlobalPause           PortCounter = "tx_global_pause"             // 802.3x pause (XOFF) frames sent: this port paused its peer
+	PortRxGlobalPauseDuration   PortCounter = "rx_global_pause_duration_us" // time the peer kept this port paused, µs (mlx5)
+	PortTxGlobalPauseDuration   PortCounter = "tx_global_pause_duration_us" // time this port kept its peer paused, µs (mlx5)
+	PortRxGlobalPauseTransition PortCounter = "rx_global_pause_transition"  // XOFF→XON transitions received (mlx5)
+	PortRxGlobalXON             PortCounter = "rx_global_xon"               // 802.3x XON frames received (ice)
+	PortTxGlobalXON             PortCounter = "tx_global_xon"               // 802.3x XON frames sent (ice)
 )
 
 // Sources of the per-priority and port-level names.
@@ -102,7 +112,16 @@ var prioTemplates = map[string]map[string]PrioCounter{
 
 // portNames maps port-level ethtool names to their counter, per driver.
 var portNames = map[string]map[string]PortCounter{
+	// mlx5 lists the rx/tx_global_* counters only while 802.3x pause is
+	// on for rx or tx (mlx5e_grp_per_prio_pfc_fill_strings,
+	// mlx5e_query_global_pause_combined), with the values of the port's
+	// priority-0 PPCNT group; the durations are in µs (counters.rst).
 	"mlx5_core": {
+		"rx_global_pause":               PortRxGlobalPause,
+		"tx_global_pause":               PortTxGlobalPause,
+		"rx_global_pause_duration":      PortRxGlobalPauseDuration,
+		"tx_global_pause_duration":      PortTxGlobalPauseDuration,
+		"rx_global_pause_transition":    PortRxGlobalPauseTransition,
 		"rx_pause_ctrl_phy":             PortRxPauseFrames,
 		"tx_pause_ctrl_phy":             PortTxPauseFrames,
 		"rx_discards_phy":               PortRxDiscards,
@@ -112,9 +131,12 @@ var portNames = map[string]map[string]PortCounter{
 		"rx_buffer_passed_thres_phy":    PortRxBufferAlmostFul,
 		"rx_out_of_buffer":              PortRxOutOfBuffer,
 	},
+	// bnxt_en's rx/tx_pause_frames are what it reports as the 802.3x
+	// MAC control PAUSE frames (bnxt_get_pause_stats); it has no pause
+	// duration for 802.3x.
 	"bnxt_en": {
-		"rx_pause_frames":              PortRxPauseFrames,
-		"tx_pause_frames":              PortTxPauseFrames,
+		"rx_pause_frames":              PortRxGlobalPause,
+		"tx_pause_frames":              PortTxGlobalPause,
 		"rx_pfc_frames":                PortRxPFCFrames,
 		"tx_pfc_frames":                PortTxPFCFrames,
 		"rx_stat_discard":              PortRxDiscards,
@@ -123,9 +145,15 @@ var portNames = map[string]map[string]PortCounter{
 		"resume_roce_pause_events":     PortStormResume,
 		"rx_buffer_passed_threshold":   PortRxBufferAlmostFul,
 	},
+	// ice's link_xon/xoff_rx/tx.nic are the port's link (802.3x) flow
+	// control frames (ice_gstrings_pf_stats: stats.link_xoff_rx, ...);
+	// ice reports link flow control off while PFC is on
+	// (ice_get_pauseparam).
 	"ice": {
-		"link_xoff_rx.nic": PortRxPauseFrames,
-		"link_xoff_tx.nic": PortTxPauseFrames,
+		"link_xoff_rx.nic": PortRxGlobalPause,
+		"link_xoff_tx.nic": PortTxGlobalPause,
+		"link_xon_rx.nic":  PortRxGlobalXON,
+		"link_xon_tx.nic":  PortTxGlobalXON,
 		"rx_dropped.nic":   PortRxDiscards,
 	},
 }
@@ -175,11 +203,24 @@ func (n *Normalized) HasPrio() bool {
 	return false
 }
 
+// sameTables maps an ethtool driver name to the driver whose tables its
+// names follow. Broadcom's bng_en ("ThorUltra",
+// drivers/net/ethernet/broadcom/bnge, DRV_NAME "bng_en") is the successor
+// of bnxt_en on the same firmware interface (HWRM); the port statistics
+// its hosts show carry bnxt_en's names. Mainline's bnge_ethtool.c
+// (torvalds/linux 169f6e8dd149) has no get_strings/get_ethtool_stats yet,
+// only get_drvinfo and link settings, so a mainline bng_en netdev has no
+// set to normalize.
+var sameTables = map[string]string{"bng_en": "bnxt_en"}
+
 // Normalize arranges an ethtool set by meaning, with the tables of the
-// netdev's driver (mlx5_core, bnxt_en, ice); another driver's set has no
-// per-priority or port-level counters this package knows.
+// netdev's driver (mlx5_core, bnxt_en and bng_en, ice); another driver's
+// set has no per-priority or port-level counters this package knows.
 func Normalize(driver string, stats map[string]uint64) Normalized {
 	var n Normalized
+	if d, ok := sameTables[driver]; ok {
+		driver = d
+	}
 	pi, pn := prioIndex[driver], portNames[driver]
 	for name, v := range stats {
 		if e, ok := pi[name]; ok {

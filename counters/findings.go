@@ -38,6 +38,9 @@ const (
 	CodeDCQCNOff             = "dcqcn_off"
 	CodeTrafficClassOverride = "traffic_class_override"
 	CodeCounterReset         = "counter_reset"
+	CodeGlobalPause          = "global_pause"
+	CodeGlobalPauseWithPFC   = "global_pause_with_pfc"
+	CodeOutOfBuffer          = "out_of_buffer"
 )
 
 // Thresholds of the pause-duration findings: the share of the interval a
@@ -184,6 +187,12 @@ func (a *analysis) netdevFindings(ni NetdevInfo) {
 			}
 		}
 	}
+	a.globalPauseFindings(ni, port)
+	if v, ok := port[PortRxOutOfBuffer]; ok {
+		if n := a.rising(v.Value, v.delta); n > 0 {
+			a.addCounted(SeverityWarning, CodeOutOfBuffer, "%s: %s %s%s: packets reached receive queues of the netdev that had no buffer posted, and the NIC dropped them: the kernel does not refill its receive rings fast enough (a busy CPU, small rings: see ethtool -g); this counts the Ethernet queues, not the RDMA QPs", ni.Netdev, v.counter, a.plus(n), a.how())
+		}
+	}
 	if q := ni.DCQCN; q != nil && q.Status == qos.SettingRead {
 		for _, p := range sortedPrios(roce) {
 			np, rp := q.Enabled(p)
@@ -199,6 +208,77 @@ func (a *analysis) netdevFindings(ni NetdevInfo) {
 			}
 		}
 	}
+}
+
+// globalPauseFindings reports 802.3x pause: the pause frames and time of
+// each direction (long_pause and pause_storm from the duration's share of
+// the interval, global_pause otherwise), and 802.3x pause on beside PFC
+// (global_pause_with_pfc).
+func (a *analysis) globalPauseFindings(ni NetdevInfo, port map[PortCounter]Value) {
+	var parts []string
+	for _, d := range []struct {
+		frames, dur PortCounter
+		what, means string
+	}{
+		{PortRxGlobalPause, PortRxGlobalPauseDuration, "the peer paused this port", "the link partner could not take this port's traffic"},
+		{PortTxGlobalPause, PortTxGlobalPauseDuration, "this port paused its peer", "this host's NIC could not take the traffic it received (its receive buffer filled)"},
+	} {
+		fv, hasF := port[d.frames]
+		dv, hasD := port[d.dur]
+		if a.in.Prev != nil && a.dt > 0 && hasD && dv.delta != nil {
+			share := float64(*dv.delta) / (a.dt * 1e6)
+			switch {
+			case share >= PauseStormShare:
+				a.add(SeverityError, CodePauseStorm, "%s: 802.3x pause: %s for %.0f%% of the last %.3gs (%s +%d µs): every priority of the link stalls, RoCE included; %s", ni.Netdev, d.what, share*100, a.dt, dv.counter, *dv.delta, d.means)
+				continue
+			case share >= LongPauseShare:
+				a.add(SeverityWarning, CodeLongPause, "%s: 802.3x pause: %s for %.0f%% of the last %.3gs (%s +%d µs): every priority of the link stalls, RoCE included; %s", ni.Netdev, d.what, share*100, a.dt, dv.counter, *dv.delta, d.means)
+				continue
+			}
+		}
+		var frames, dur uint64
+		if hasF {
+			frames = a.rising(fv.Value, fv.delta)
+		}
+		if hasD {
+			dur = a.rising(dv.Value, dv.delta)
+		}
+		if frames == 0 && dur == 0 {
+			continue
+		}
+		part := d.what
+		if hasF {
+			part += fmt.Sprintf(" with %s %s frames", fv.counter, a.plus(frames))
+		}
+		if hasD {
+			part += fmt.Sprintf(" for %s µs (%s, %.1f s)", a.plus(dur), dv.counter, float64(dur)/1e6)
+		}
+		parts = append(parts, part+": "+d.means)
+	}
+	if len(parts) > 0 {
+		a.addCounted(SeverityInfo, CodeGlobalPause, "%s: 802.3x (global) pause%s: %s; a global pause stops every priority of the link, RoCE included, while it lasts", ni.Netdev, a.how(), strings.Join(parts, "; "))
+	}
+	if !dcbKnown(ni.DCB) || ni.DCB.PFC == nil || len(ni.DCB.PFC.EnabledPriorities()) == 0 {
+		return
+	}
+	var evidence string
+	if on, known := ni.Pause.On(); known {
+		if !on {
+			return
+		}
+		evidence = fmt.Sprintf("802.3x pause is on for %s (%s)", ni.Pause.Directions(), ni.Pause.Source)
+	} else if e := a.in.Cur.Netdev(ni.Netns, ni.Netdev); e != nil && e.Driver == "mlx5_core" {
+		for _, c := range []PortCounter{PortRxGlobalPause, PortTxGlobalPause} {
+			if v, ok := port[c]; ok {
+				evidence = fmt.Sprintf("802.3x pause is on (mlx5 lists %s only while it is: en_stats.c mlx5e_query_global_pause_combined)", v.counter)
+				break
+			}
+		}
+	}
+	if evidence == "" {
+		return
+	}
+	a.add(SeverityWarning, CodeGlobalPauseWithPFC, "%s: %s and PFC is on for priorities %v: a global pause frame stops every priority, the lossless ones included, and a switch port runs one or the other; turn 802.3x pause off where PFC is used (ethtool -A %s rx off tx off)", ni.Netdev, evidence, ni.DCB.PFC.EnabledPriorities(), ni.Netdev)
 }
 
 func sortedPrios(m map[uint8][]string) []uint8 {
@@ -304,6 +384,9 @@ func (a *analysis) portFindings(pi PortInfo) {
 		default:
 			a.addCounted(SeverityWarning, CodeLossWithoutPFC, "%s: RC traffic is losing packets%s (%s); whether %s is meant to be lossless is unknown (no DCB)", name, a.how(), strings.Join(loss, ", "), orWord(pi.Real, "its netdev"))
 		}
+	}
+	if _, parts, _ := a.byMeaning(pr, OutOfBuffer); len(parts) > 0 {
+		a.addCounted(SeverityWarning, CodeOutOfBuffer, "%s: %s%s: packets arrived for QPs with no receive WQE posted: the application does not refill its receive queues fast enough (on RC the responder answers with RNR NAKs and the sender waits and retries; on UD the packets are dropped)", name, strings.Join(parts, ", "), a.how())
 	}
 	ecn, ecnParts, _ := a.byMeaning(pr, ECNMarked)
 	cnp, _, cnpPresent := a.byMeaning(pr, CNPSent)

@@ -24,6 +24,12 @@ func dscpDCB(pfcOn ...uint8) *qos.DCB {
 	return d
 }
 
+// pcpDCB is a port as mlx5 comes up: DCB supported, PCP trust (no DSCP
+// APP entries), PFC off on every priority, no APP entry for RoCE.
+func pcpDCB() *qos.DCB {
+	return &qos.DCB{Netdev: "eth1", Supported: true, PFC: &qos.PFC{Cap: 8}}
+}
+
 func bp(b bool) *bool   { return &b }
 func u8(v uint8) *uint8 { return &v }
 
@@ -62,6 +68,7 @@ func TestFindings(t *testing.T) {
 		name      string
 		dcb       *qos.DCB
 		dcqcn     *qos.DCQCN
+		pause     *qos.Pause
 		tc        *qos.TCOverride
 		prev, cur step
 		oneSample bool
@@ -156,6 +163,68 @@ func TestFindings(t *testing.T) {
 			tc:     &qos.TCOverride{Device: "mlx5_0", Port: 1, Global: u8(96), Status: qos.SettingRead, Source: "/sys/class/infiniband/mlx5_0/tc/1/traffic_class"},
 			want:   []string{"warning traffic_class_override"},
 			msgHas: []string{"traffic class 96 (DSCP 24) for every connected QP"}},
+		{name: "802.3x pause stalls the port for 60% of the interval (mlx5)",
+			dcb:    pcpDCB(),
+			prev:   step{ethtool: map[string]uint64{"tx_global_pause": 10, "tx_global_pause_duration": 1000}},
+			cur:    step{ethtool: map[string]uint64{"tx_global_pause": 900, "tx_global_pause_duration": 601000}},
+			want:   []string{"error pause_storm"},
+			msgHas: []string{"802.3x pause: this port paused its peer for 60% of the last 1s (tx_global_pause_duration +600000 µs)"}},
+		{name: "802.3x pause 20% of the interval: long pause",
+			dcb:    pcpDCB(),
+			prev:   step{ethtool: map[string]uint64{"rx_global_pause": 10, "rx_global_pause_duration": 0}},
+			cur:    step{ethtool: map[string]uint64{"rx_global_pause": 30, "rx_global_pause_duration": 200000}},
+			want:   []string{"warning long_pause"},
+			msgHas: []string{"the peer paused this port for 20%"}},
+		{name: "short 802.3x pause: information",
+			dcb:    pcpDCB(),
+			prev:   step{ethtool: map[string]uint64{"rx_global_pause": 10, "rx_global_pause_duration": 0}},
+			cur:    step{ethtool: map[string]uint64{"rx_global_pause": 12, "rx_global_pause_duration": 300}},
+			want:   []string{"info global_pause"},
+			msgHas: []string{"the peer paused this port with rx_global_pause +2 frames for +300 µs"}},
+		{name: "802.3x pause frames of bnxt_en (no duration)",
+			dcb:    pcpDCB(),
+			prev:   step{driver: "bnxt_en", ethtool: map[string]uint64{"rx_pause_frames": 1, "tx_pause_frames": 0}},
+			cur:    step{driver: "bnxt_en", ethtool: map[string]uint64{"rx_pause_frames": 41, "tx_pause_frames": 0}},
+			want:   []string{"info global_pause"},
+			msgHas: []string{"rx_pause_frames +40 frames"}},
+		{name: "bng_en has bnxt_en's names",
+			dcb:    pcpDCB(),
+			prev:   step{driver: "bng_en", ethtool: map[string]uint64{"tx_pause_frames": 0}},
+			cur:    step{driver: "bng_en", ethtool: map[string]uint64{"tx_pause_frames": 7}},
+			want:   []string{"info global_pause"},
+			msgHas: []string{"this port paused its peer with tx_pause_frames +7 frames"}},
+		{name: "802.3x pause read on, PFC on",
+			dcb:    dscpDCB(3),
+			pause:  &qos.Pause{Netdev: "eth1", RX: bp(true), TX: bp(false), Autoneg: bp(false), Status: qos.SettingRead, Source: qos.PauseSource},
+			want:   []string{"warning global_pause_with_pfc"},
+			msgHas: []string{"802.3x pause is on for rx", "PFC is on for priorities [3]", "ethtool -A eth1 rx off tx off"}},
+		{name: "802.3x pause read off, PFC on",
+			dcb:   dscpDCB(3),
+			pause: &qos.Pause{Netdev: "eth1", RX: bp(false), TX: bp(false), Status: qos.SettingRead, Source: qos.PauseSource},
+			want:  nil},
+		{name: "802.3x pause settings not read, mlx5 lists its global pause counters, PFC on",
+			dcb:    dscpDCB(3),
+			prev:   step{ethtool: map[string]uint64{"rx_global_pause": 0}},
+			cur:    step{ethtool: map[string]uint64{"rx_global_pause": 0}},
+			want:   []string{"warning global_pause_with_pfc"},
+			msgHas: []string{"mlx5 lists rx_global_pause only while it is"}},
+		{name: "ice: link flow control counters, settings not read, PFC on: no evidence",
+			dcb:  dscpDCB(3),
+			prev: step{driver: "ice", ethtool: map[string]uint64{"link_xoff_rx.nic": 0}},
+			cur:  step{driver: "ice", ethtool: map[string]uint64{"link_xoff_rx.nic": 0}},
+			want: nil},
+		{name: "RDMA out_of_buffer and the netdev's rx_out_of_buffer",
+			dcb:    dscpDCB(3),
+			prev:   step{rdma: map[string]uint64{"out_of_buffer": 5}, ethtool: map[string]uint64{"rx_out_of_buffer": 0}},
+			cur:    step{rdma: map[string]uint64{"out_of_buffer": 25}, ethtool: map[string]uint64{"rx_out_of_buffer": 3}},
+			want:   []string{"warning out_of_buffer", "warning out_of_buffer"},
+			msgHas: []string{"mlx5_0 port 1: out_of_buffer +20", "RNR NAKs", "on UD the packets are dropped", "eth1: rx_out_of_buffer +3", "not the RDMA QPs"}},
+		{name: "no RoCE priority configured: priority 0 under PCP trust, its discards",
+			dcb:    pcpDCB(),
+			prev:   step{ethtool: map[string]uint64{"rx_prio0_discards": 100, "rx_discards_phy": 100}},
+			cur:    step{ethtool: map[string]uint64{"rx_prio0_discards": 150, "rx_discards_phy": 150}},
+			want:   []string{"error roce_without_pfc_discards"},
+			msgHas: []string{"eth1 priority 0 carries RoCE (no configuration names a RoCE priority", "untagged frames (or PCP 0) are received on priority 0", "rx_prio0_discards +50"}},
 		{name: "one sample: counted since reset, information only",
 			dcb:       dscpDCB(3),
 			cur:       step{rdma: map[string]uint64{"out_of_sequence": 7}},
@@ -167,7 +236,7 @@ func TestFindings(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			in := Input{Cur: c.cur.sample(t0.Add(time.Second)),
 				Ports:   []PortInfo{{Device: "mlx5_0", Port: 1, Driver: "mlx5", Netdev: "eth1", Real: "eth1", TCOverride: c.tc}},
-				Netdevs: []NetdevInfo{{Netdev: "eth1", DCB: c.dcb, DCQCN: c.dcqcn}}}
+				Netdevs: []NetdevInfo{{Netdev: "eth1", DCB: c.dcb, DCQCN: c.dcqcn, Pause: c.pause}}}
 			if !c.oneSample {
 				in.Prev = c.prev.sample(t0)
 			}
@@ -210,8 +279,88 @@ func TestRoCEPriorities(t *testing.T) {
 	if !strings.Contains(strings.Join(got[3], ";"), "DSCP 26") {
 		t.Errorf("priority 3: %v: want DSCP 26 as a reason too", got[3])
 	}
+	if _, assumed := rocePriorities(NetdevInfo{Netdev: "eth1", DCB: d, DCQCN: q}, ports); assumed {
+		t.Error("configured priorities reported as assumed")
+	}
 	// No DCB: nothing is known.
 	if got := RoCEPriorities(NetdevInfo{Netdev: "veth0", DCB: &qos.DCB{Supported: false}}, nil); len(got) != 0 {
 		t.Errorf("no DCB: %v", got)
+	}
+	// Nothing configured: the priority RoCE's defaults (sl 0, traffic
+	// class 0) land on.
+	for _, c := range []struct {
+		name string
+		dcb  *qos.DCB
+		prio uint8
+		ok   bool
+		why  string
+	}{
+		{"PCP trust", pcpDCB(), 0, true, "untagged frames (or PCP 0) are received on priority 0"},
+		{"PCP trust, default priority 2 (APP EtherType 0)", &qos.DCB{Supported: true, Apps: []qos.App{{Selector: qos.AppSelEthertype, Priority: 2, Protocol: 0}}}, 2, true, "the port's default priority"},
+		{"DSCP trust, DSCP 0 → 1, DSCP 26 unmapped", &qos.DCB{Supported: true, Apps: []qos.App{{Selector: qos.AppSelDSCP, Priority: 1, Protocol: 0}, {Selector: qos.AppSelDSCP, Priority: 5, Protocol: 46}}}, 1, true, "maps DSCP 0 to this priority"},
+		{"DSCP trust, DSCP 0 unmapped", &qos.DCB{Supported: true, Apps: []qos.App{{Selector: qos.AppSelDSCP, Priority: 5, Protocol: 46}}}, 0, false, ""},
+	} {
+		got, assumed := rocePriorities(NetdevInfo{Netdev: "eth1", DCB: c.dcb}, nil)
+		if !c.ok {
+			if len(got) != 0 || assumed {
+				t.Errorf("%s: %v (assumed %v), want none", c.name, got, assumed)
+			}
+			continue
+		}
+		if len(got) != 1 || !assumed || !strings.Contains(strings.Join(got[c.prio], ";"), c.why) {
+			t.Errorf("%s: %v (assumed %v), want priority %d assumed with %q", c.name, got, assumed, c.prio, c.why)
+		}
+	}
+}
+
+// A real ConnectX-6 Dx (mlx5_core, Linux 5.15) `ethtool -S` published on
+// netdev/bpf (testdata/README.md): 771 s of 802.3x pause sent, 58 G
+// frames dropped on priority 0, 990 M packets without a receive buffer.
+// Its DCB state was not published; the port is taken as mlx5 brings it
+// up (PCP trust, PFC off), which is what the unconfigured host runs.
+func TestRealMLX5PauseAndPriority0Discards(t *testing.T) {
+	f := loadEthtool(t, "mlx5_core-cx6dx-lore")
+	smp := &Sample{Time: time.Date(2024, 6, 19, 15, 17, 59, 0, time.UTC),
+		Ethtool: []Ethtool{{Netdev: "ens2f0np0", Driver: f.Driver, Stats: f.Stats}}}
+	for _, c := range []struct {
+		name   string
+		dcb    *qos.DCB
+		want   []string
+		msgHas []string
+	}{
+		{name: "DCB as mlx5 comes up",
+			dcb:  &qos.DCB{Netdev: "ens2f0np0", Supported: true, PFC: &qos.PFC{Cap: 8}},
+			want: []string{"info global_pause", "info out_of_buffer", "info roce_without_pfc_discards"},
+			msgHas: []string{"this port paused its peer with tx_global_pause 5745042 frames for 771103810 µs (tx_global_pause_duration, 771.1 s)",
+				"ens2f0np0 priority 0 carries RoCE (no configuration names a RoCE priority", "rx_prio0_discards 58591314012",
+				"rx_out_of_buffer 990473555", "one sample"}},
+		{name: "DCB not read: the pause and the empty rings, no RoCE priority",
+			want:   []string{"info global_pause", "info out_of_buffer"},
+			msgHas: []string{"771.1 s"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := Analyze(Input{Cur: smp, Netdevs: []NetdevInfo{{Netdev: "ens2f0np0", DCB: c.dcb}}})
+			if got := codes(r.Findings); fmt.Sprint(got) != fmt.Sprint(c.want) {
+				t.Fatalf("findings %v, want %v\n%+v", got, c.want, r.Findings)
+			}
+			all := ""
+			for _, f := range r.Findings {
+				all += f.Message + "\n"
+			}
+			for _, m := range c.msgHas {
+				if !strings.Contains(all, m) {
+					t.Errorf("no finding says %q:\n%s", m, all)
+				}
+			}
+			if c.dcb == nil {
+				if len(r.RoCEPriorities) != 0 {
+					t.Errorf("RoCE priorities without DCB: %+v", r.RoCEPriorities)
+				}
+				return
+			}
+			if len(r.RoCEPriorities) != 1 || r.RoCEPriorities[0].Prio != 0 || !r.RoCEPriorities[0].Assumed || r.RoCEPriorities[0].PFC == nil || *r.RoCEPriorities[0].PFC {
+				t.Errorf("RoCE priorities %+v: want priority 0, assumed, PFC off", r.RoCEPriorities)
+			}
+		})
 	}
 }

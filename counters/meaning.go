@@ -297,6 +297,14 @@ var portText = map[PortCounter]string{
 	PortStormResume:       "recoveries from a pause storm",
 	PortRxBufferAlmostFul: "times the receive buffer filled past its threshold (close to pausing or dropping)",
 	PortRxOutOfBuffer:     "packets dropped because the netdev's receive queue had no buffer",
+	// 802.3x pause (802.3 annex 31B): one pause stops every priority.
+	PortRxGlobalPause:           "802.3x (link-level) pause frames received: the peer stopped the whole port, every priority",
+	PortTxGlobalPause:           "802.3x (link-level) pause frames sent: this port stopped its peer on every priority",
+	PortRxGlobalPauseDuration:   "microseconds the peer kept the whole port paused with 802.3x pause",
+	PortTxGlobalPauseDuration:   "microseconds this port kept its peer paused with 802.3x pause",
+	PortRxGlobalPauseTransition: "times the peer's 802.3x pause ended (XOFF to XON)",
+	PortRxGlobalXON:             "802.3x XON frames received: the peer let the port send again",
+	PortTxGlobalXON:             "802.3x XON frames sent: this port let its peer send again",
 }
 
 // Text says in words what the port-level counter c counts; "" for a

@@ -22,7 +22,10 @@ type PortInfo struct {
 	// (whose ethtool set and DCB count the port's frames); "" when
 	// unknown.
 	Netdev, Real string
-	Netns        string
+	// Slaves are, when Real is a bond (RoCE LAG), its slaves: the NIC
+	// ports whose ethtool sets and DCB count the port's frames.
+	Slaves []string
+	Netns  string
 	// TCOverride is the port's mlx5 traffic class override (nil: not
 	// read).
 	TCOverride *qos.TCOverride
@@ -38,6 +41,8 @@ type NetdevInfo struct {
 	// has none.
 	DCB   *qos.DCB
 	DCQCN *qos.DCQCN
+	// Pause is the netdev's 802.3x pause settings; nil when not read.
+	Pause *qos.Pause
 }
 
 // Input is what Analyze works on: the current sample, the previous one
@@ -71,6 +76,7 @@ type Value struct {
 	Meaning *string  `json:"meaning"`
 	delta   *uint64  // nil: no previous value or a reset
 	reset   bool
+	counter string // the driver's name, for a netdev's port-level counter
 }
 
 // PortReport is one RDMA port's counters, by the driver's names.
@@ -118,11 +124,14 @@ type PrioReport struct {
 // RoCEPriority is a priority of a netdev that carries RoCE, and why
 // roce-probe thinks so.
 type RoCEPriority struct {
-	Netns  *string  `json:"netns"`
-	Netdev string   `json:"netdev"`
-	Prio   uint8    `json:"prio"`
-	PFC    *bool    `json:"pfc_enabled"`
-	Why    []string `json:"why"`
+	Netns  *string `json:"netns"`
+	Netdev string  `json:"netdev"`
+	Prio   uint8   `json:"prio"`
+	PFC    *bool   `json:"pfc_enabled"`
+	// Assumed is true when no configuration names a RoCE priority and
+	// this is the priority RoCE uses by default (DefaultRoCEPriority).
+	Assumed bool     `json:"assumed"`
+	Why     []string `json:"why"`
 }
 
 func rateOf(cur uint64, prev *uint64, dt float64) (rate *float64, delta *uint64, reset bool) {
@@ -247,7 +256,7 @@ func (a *analysis) netdev(ni NetdevInfo) {
 			}
 			rate, delta, reset := rateOf(v.Value, pv, a.dt)
 			s := string(c)
-			val := Value{Value: v.Value, Rate: rate, Meaning: &s, delta: delta, reset: reset}
+			val := Value{Value: v.Value, Rate: rate, Meaning: &s, delta: delta, reset: reset, counter: v.Counter}
 			if reset {
 				a.resets = append(a.resets, ni.Netdev+" "+v.Counter)
 			}
@@ -256,7 +265,7 @@ func (a *analysis) netdev(ni NetdevInfo) {
 		}
 		a.r.Netdevs = append(a.r.Netdevs, nr)
 	}
-	roce := RoCEPriorities(ni, a.in.Ports)
+	roce, assumed := rocePriorities(ni, a.in.Ports)
 	a.roce[key] = roce
 	pfcCur, pfcPrev := a.in.Cur.PFCOf(ni.Netns, ni.Netdev), a.in.Prev.PFCOf(ni.Netns, ni.Netdev)
 	hasPFCCounters := ni.DCB != nil && ni.DCB.Supported && ni.DCB.PFC != nil && pfcCur != nil
@@ -302,7 +311,7 @@ func (a *analysis) netdev(ni NetdevInfo) {
 	}
 	sort.Slice(ps, func(i, j int) bool { return ps[i] < ps[j] })
 	for _, p := range ps {
-		rp := RoCEPriority{Netns: null.String(ni.Netns), Netdev: ni.Netdev, Prio: p, Why: roce[p]}
+		rp := RoCEPriority{Netns: null.String(ni.Netns), Netdev: ni.Netdev, Prio: p, Assumed: assumed, Why: roce[p]}
 		if ni.DCB != nil && ni.DCB.Supported && ni.DCB.PFC != nil {
 			on := ni.DCB.PFC.On(p)
 			rp.PFC = &on
@@ -357,7 +366,8 @@ func (p *PrioReport) Discards() *PrioValue {
 
 // Select keeps the part of in one RDMA device or one netdev is about:
 // with device (and port, 0 for every port) its ports and the real netdevs
-// below them; with real (a real netdev) the ports on it and that netdev.
+// below them (a bond with its slaves: PortInfo.Slaves); with real (a real
+// netdev) the ports on it and that netdev.
 // Both empty keep everything; real wins over device.
 func (in Input) Select(device string, port int, real string) Input {
 	if device == "" && real == "" {
@@ -373,6 +383,9 @@ func (in Input) Select(device string, port int, real string) Input {
 		if ok {
 			ports = append(ports, p)
 			keep[p.Real] = true
+			for _, sl := range p.Slaves {
+				keep[sl] = true
+			}
 		}
 	}
 	if real != "" {

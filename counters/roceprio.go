@@ -24,10 +24,50 @@ const RoCEDSCP = 26
 //     0x8915, which bnxt_re programs);
 //   - a priority with DCQCN's notification or reaction point enabled.
 //
+// When none of these names a priority but the netdev's DCB was read, the
+// priority RoCE uses by default is assumed (DefaultRoCEPriority).
+//
 // Traffic is not used: per-priority Ethernet counters count every frame
 // of the priority, RoCE or not, so a busy priority is not proof of RoCE.
 func RoCEPriorities(ni NetdevInfo, ports []PortInfo) map[uint8][]string {
-	out := map[uint8][]string{}
+	out, _ := rocePriorities(ni, ports)
+	return out
+}
+
+// DefaultRoCEPriority returns the priority RoCE traffic lands on when
+// nothing is configured for it, and why; ok is false when the netdev's
+// DCB was not read (or it has none): then the trust mode, and so the
+// priority, is unknown. An application that sets nothing sends with sl 0
+// and traffic class 0 (ibv_modify_qp and rdma_cm's defaults, the kernel's
+// default_roce_tos 0):
+//
+//   - under PCP trust the frames are untagged, or tagged with PCP 0, and
+//     the port receives them on its default priority: the APP table's
+//     {EtherType, 0} entry when there is one, else priority 0;
+//   - under DSCP trust they carry DSCP 0, received on the priority the
+//     APP table gives DSCP 0; DSCP 0 without an entry is unknown.
+func DefaultRoCEPriority(d *qos.DCB) (prio uint8, why string, ok bool) {
+	if d == nil || !d.Supported {
+		return 0, "", false
+	}
+	const none = "no configuration names a RoCE priority (no PFC, no RoCE APP entry, no DCQCN, no DSCP 26 mapping): RoCE's default is sl 0 and traffic class 0"
+	if d.Trust() == qos.TrustDSCP {
+		p, ok := d.DSCPPriority(0)
+		if !ok {
+			return 0, "", false
+		}
+		return p, none + ", and under DSCP trust the APP table maps DSCP 0 to this priority", true
+	}
+	if p, ok := d.DefaultPriority(); ok {
+		return p, none + ", and under PCP trust untagged frames take the port's default priority (APP entry EtherType 0)", true
+	}
+	return 0, none + ", and under PCP trust untagged frames (or PCP 0) are received on priority 0", true
+}
+
+// rocePriorities is RoCEPriorities, and whether the one priority it gives
+// is DefaultRoCEPriority's assumption rather than configuration.
+func rocePriorities(ni NetdevInfo, ports []PortInfo) (out map[uint8][]string, assumed bool) {
+	out = map[uint8][]string{}
 	add := func(p uint8, why string, args ...any) {
 		if p < 8 {
 			out[p] = append(out[p], fmt.Sprintf(why, args...))
@@ -72,5 +112,11 @@ func RoCEPriorities(ni NetdevInfo, ports []PortInfo) map[uint8][]string {
 			}
 		}
 	}
-	return out
+	if len(out) == 0 {
+		if p, why, ok := DefaultRoCEPriority(ni.DCB); ok {
+			add(p, "%s", why)
+			assumed = true
+		}
+	}
+	return out, assumed
 }

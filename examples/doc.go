@@ -1,7 +1,8 @@
 // Package roceapp is what an application developer's program does with
 // roce-probe's library, in a module of its own: its Examples load a host
 // snapshot, pick the GID index for a destination, resolve an address
-// handle to its wire markings, check whether the flow is lossless, decode
+// handle to its wire markings, check whether the flow (verbs, or rdma_cm
+// with the port's default ToS) is lossless, decode
 // a capture with ICRC checks and read the counters findings.
 //
 // The module path (example.com/roceapp) lies outside

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
 	"github.com/roce-probe/roce-probe/ah"
 	"github.com/roce-probe/roce-probe/counters"
@@ -148,18 +149,47 @@ func Example_lossless() {
 }
 
 // checkFlow follows an AH's sl and traffic class on a GID entry to the
-// port's verdict, with the settings the host applies behind the
-// application's back (an mlx5 traffic class override).
+// port's verdict. View.Flow builds the flow as `roce-probe check` does,
+// with the settings the host applies behind the application's back.
 func checkFlow(v *host.View, dev string, port, index int, sl, tclass uint8) (qos.Result, error) {
 	src, err := v.Source(dev, port, index)
 	if err != nil {
 		return qos.Result{}, err
 	}
-	return qos.Check(qos.Flow{
-		Device: dev, Port: port, GIDIndex: index, GIDType: src.Entry.Type, Driver: src.Driver.Driver,
-		Link: qos.LinkOf(src.Desc), DCB: src.DCB, SL: sl, TrafficClass: tclass,
-		TCOverride: v.Snap.Settings.TCOverrideOf(dev, port),
-	})
+	return qos.Check(v.Flow(src, host.FlowParams{SL: sl, TrafficClass: tclass}))
+}
+
+// Check an rdma_cm connection whose application sets no ToS: rdma_cm uses
+// the port's configfs default_roce_tos (drivers/infiniband/core/cma.c,
+// cma_resolve_iboe_route), 106 on mlx5_0 port 1 in mlx5-counters.json, and
+// the connected QP's DSCP is the traffic class >> 2 (mlx5_set_path;
+// docs/qos.md): 26, which the APP table maps to priority 3 (PFC on). In
+// mlx5-tcoverride.json MLNX_OFED's traffic class override (Global
+// tclass=96) replaces it for connected QPs: DSCP 24, which the APP table
+// does not map (only 26 and 48), so the priority is the firmware's: unknown
+// (host/testdata/README.md, docs/qos.md "Verdict rules").
+func Example_rdmaCM() {
+	for _, file := range []string{mlx5Counters, "../host/testdata/mlx5-tcoverride.json"} {
+		v, err := view(file)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		src, err := v.Source("mlx5_0", 1, 3)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		r, err := qos.Check(v.Flow(src, host.FlowParams{RDMACM: true}))
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		fmt.Printf("%s: tos %d, dscp %d: %s\n", filepath.Base(file), *r.TOS, *r.DSCP, r.Verdict)
+	}
+	// Output:
+	// mlx5-counters.json: tos 106, dscp 26: lossless
+	// mlx5-tcoverride.json: tos 106, dscp 24: unknown
 }
 
 // Decode a capture and check every frame's ICRC. rxe-ud-send.pcapng holds

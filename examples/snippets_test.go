@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"os"
@@ -109,11 +110,8 @@ func libraryQoS(v *host.View) error {
 	if err != nil {
 		return err
 	}
-	r, err := qos.Check(qos.Flow{
-		Device: "mlx5_0", Port: 1, GIDIndex: 3, GIDType: src.Entry.Type, Driver: src.Driver.Driver,
-		Link: qos.LinkOf(src.Desc), DCB: src.DCB, SL: 3, TrafficClass: 106,
-		TCOverride: v.Snap.Settings.TCOverrideOf("mlx5_0", 1),
-	})
+	// sl 3, traffic class 106; or host.FlowParams{RDMACM: true} for rdma_cm (its configfs default ToS applies)
+	r, err := qos.Check(v.Flow(src, host.FlowParams{SL: 3, TrafficClass: 106}))
 	if err != nil {
 		return err
 	}
@@ -260,6 +258,33 @@ func countersGuide(view *host.View, prev, cur *counters.Sample) {
 	}
 	if r.HasError() { /* a finding of severity error: counters exits 1 */
 	}
+}
+
+// decodeLibrary is docs/decode.md's "Using the library" snippet.
+func decodeLibrary(f io.Reader) error {
+	cr, err := capture.NewReader(f) // f: an *os.File or any io.Reader of a pcap or pcapng capture
+	if err != nil {
+		return err
+	}
+	var p roce.Packet
+	for {
+		_, err := cr.NextPacket(&p)
+		var fe capture.FrameError
+		if errors.As(err, &fe) {
+			continue // a malformed RoCE frame: fe.Frame, fe.Err
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return err // a damaged capture
+		}
+		if p.ICRCStatus == roce.ICRCInvalid {
+			fmt.Printf("frame %d: icrc %x, want %x\n", cr.Frame(), p.ICRC, p.WantICRC())
+		}
+	}
+	fmt.Printf("%+v\n", cr.Stats())
+	return nil
 }
 
 // The roce snippet builds a frame with traffic class 106 (DSCP 26, ECN 2)

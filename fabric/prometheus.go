@@ -1,7 +1,6 @@
 package fabric
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/roce-probe/roce-probe/gid"
+	"github.com/roce-probe/roce-probe/internal/bound"
 )
 
 // The metrics the Prometheus source reads back (docs/metrics.md): the
@@ -46,6 +46,26 @@ var ErrPrometheus = errors.New("prometheus")
 // error wrapping ErrPrometheus with Prometheus's words; anything else that
 // is not such a document is an error saying what is wrong.
 func DecodeVector(r io.Reader) ([]Sample, error) {
+	b, err := io.ReadAll(&bound.Reader{R: r, N: MaxPrometheusBytes, What: "the Prometheus response"})
+	if err != nil {
+		return nil, err
+	}
+	return decodeVector(b)
+}
+
+// The limits of a response of Prometheus's HTTP API: a larger one is
+// refused with an error wrapping host.ErrTooLarge (docs/fabric.md,
+// "Limits"). Each series of the answer is three of the objects and arrays.
+const (
+	MaxPrometheusBytes   = 256 << 20
+	MaxPrometheusObjects = 1 << 21
+	maxPrometheusDepth   = 16 // the API's deepest is 5
+)
+
+func decodeVector(b []byte) ([]Sample, error) {
+	if err := bound.CheckJSON(b, bound.JSONLimits{Depth: maxPrometheusDepth, Containers: MaxPrometheusObjects}, "the Prometheus response"); err != nil {
+		return nil, err
+	}
 	var doc struct {
 		Status    *string `json:"status"`
 		ErrorType string  `json:"errorType"`
@@ -55,7 +75,7 @@ func DecodeVector(r io.Reader) ([]Sample, error) {
 			Result     []json.RawMessage `json:"result"`
 		} `json:"data"`
 	}
-	if err := json.NewDecoder(r).Decode(&doc); err != nil {
+	if err := json.Unmarshal(b, &doc); err != nil {
 		return nil, fmt.Errorf("not a Prometheus API response: %v", err)
 	}
 	switch {
@@ -126,7 +146,7 @@ type PrometheusOptions struct {
 	HostLabel string
 	// Timeout bounds each query (0: 30 s).
 	Timeout time.Duration
-	// MaxBytes bounds a response (0: 256 MiB).
+	// MaxBytes bounds a response (0: MaxPrometheusBytes).
 	MaxBytes int64
 	// Client is the HTTP client (nil: a default one).
 	Client *http.Client
@@ -139,7 +159,7 @@ func Query(ctx context.Context, base, query string, o PrometheusOptions) ([]Samp
 		o.Timeout = 30 * time.Second
 	}
 	if o.MaxBytes <= 0 {
-		o.MaxBytes = 256 << 20
+		o.MaxBytes = MaxPrometheusBytes
 	}
 	client := o.Client
 	if client == nil {
@@ -163,15 +183,14 @@ func Query(ctx context.Context, base, query string, o PrometheusOptions) ([]Samp
 		return nil, fmt.Errorf("prometheus %s: %w", base, unwrapURLError(err))
 	}
 	defer resp.Body.Close()
-	body := &limitedReader{r: resp.Body, n: o.MaxBytes}
-	b, err := io.ReadAll(body)
-	if body.over {
-		return nil, fmt.Errorf("prometheus %s: the answer to %s is larger than %d bytes", base, query, o.MaxBytes)
+	b, err := io.ReadAll(&bound.Reader{R: resp.Body, N: o.MaxBytes, What: "the answer to " + query})
+	if errors.Is(err, bound.ErrTooLarge) {
+		return nil, fmt.Errorf("prometheus %s: %w", base, err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("prometheus %s: reading the answer to %s: %w", base, query, unwrapURLError(err))
 	}
-	samples, err := DecodeVector(bytes.NewReader(b))
+	samples, err := decodeVector(b)
 	if err != nil {
 		if resp.StatusCode != http.StatusOK && !errors.Is(err, ErrPrometheus) {
 			return nil, fmt.Errorf("prometheus %s: %s: HTTP %s: %s", base, query, resp.Status, firstLine(string(b)))

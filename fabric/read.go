@@ -142,7 +142,8 @@ type AgentOptions struct {
 	Timeout time.Duration
 	// Concurrency is how many agents are asked at once (0: 16).
 	Concurrency int
-	// MaxBytes bounds a snapshot's size (0: 64 MiB).
+	// MaxBytes bounds a snapshot's size, as read and decompressed (0:
+	// host.MaxSnapshotBytes, the limit of every snapshot reader).
 	MaxBytes int64
 	// Client is the HTTP client (nil: a default one).
 	Client *http.Client
@@ -182,9 +183,6 @@ func ReadAgents(ctx context.Context, agents []string, o AgentOptions) ([]Host, e
 	}
 	if o.Concurrency <= 0 {
 		o.Concurrency = 16
-	}
-	if o.MaxBytes <= 0 {
-		o.MaxBytes = 64 << 20
 	}
 	client := o.Client
 	if client == nil {
@@ -231,11 +229,7 @@ func fetchSnapshot(ctx context.Context, client *http.Client, u string, o AgentOp
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 200))
 		return nil, fmt.Errorf("HTTP %s: %s", resp.Status, firstLine(string(b)))
 	}
-	body := &limitedReader{r: resp.Body, n: o.MaxBytes}
-	s, err := host.DecodeWith(body, host.DecodeOptions{SkipCounters: true})
-	if body.over {
-		return nil, fmt.Errorf("the snapshot is larger than %d bytes", o.MaxBytes)
-	}
+	s, err := host.DecodeWith(resp.Body, host.DecodeOptions{SkipCounters: true, MaxBytes: o.MaxBytes})
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
 			return nil, fmt.Errorf("no complete answer within %s", o.Timeout)
@@ -243,31 +237,6 @@ func fetchSnapshot(ctx context.Context, client *http.Client, u string, o AgentOp
 		return nil, err
 	}
 	return s, nil
-}
-
-// limitedReader reads at most n bytes and remembers whether there were
-// more.
-type limitedReader struct {
-	r    io.Reader
-	n    int64
-	over bool
-}
-
-func (l *limitedReader) Read(p []byte) (int, error) {
-	if l.n <= 0 {
-		var one [1]byte
-		if k, _ := l.r.Read(one[:]); k > 0 {
-			l.over = true
-			return 0, errors.New("too large")
-		}
-		return 0, io.EOF
-	}
-	if int64(len(p)) > l.n {
-		p = p[:l.n]
-	}
-	k, err := l.r.Read(p)
-	l.n -= int64(k)
-	return k, err
 }
 
 // unwrapURLError drops net/http's "Get "URL": " prefix: the caller names

@@ -7,10 +7,17 @@ import (
 // Map fills the netdev fields of every entry of ports (ifindex, VLAN ID
 // and chain, real netdev, MAC, MTU, state, namespace) and each port's
 // ActiveMTU from snap, the namespace the netdevs are looked up in. Entries
-// whose netdev snap does not have get Netns = NetnsOther.
+// whose netdev snap does not have get Netns = NetnsOther. A port whose
+// Netdev is a slave of a bond gets the bond as Netdev (vlan.PortNetdev).
 func Map(ports []Port, snap *vlan.Namespace) {
 	for pi := range ports {
 		p := &ports[pi]
+		// RoCE LAG: the port's traffic goes through the bond. sysfs's
+		// device/net (and snapshots read from it) name one slave, and so
+		// can RDMA netlink: mlx5_lag_get_roce_netdev returns the PF netdev
+		// of the active slave, or PF0's
+		// (drivers/net/ethernet/mellanox/mlx5/core/lag/lag.c).
+		p.Netdev = snap.PortNetdev(p.Netdev)
 		if l, ok := snap.ByName(p.Netdev); ok && p.Netdev != "" {
 			p.ActiveMTU = RoCEMTU(l.MTU)
 		}

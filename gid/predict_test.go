@@ -1,9 +1,11 @@
-package gid
+package gid_test
 
 import (
 	"net/netip"
 	"strings"
 	"testing"
+
+	"github.com/roce-probe/roce-probe/gid"
 
 	"github.com/roce-probe/roce-probe/vlan"
 )
@@ -24,7 +26,7 @@ func TestDefaultGID(t *testing.T) {
 		{[]byte{1, 2, 3, 4, 5, 6, 7, 8}, 0, "fe80::"},
 	}
 	for _, c := range cases {
-		if got := DefaultGID(c.mac, c.devID).String(); got != c.want {
+		if got := gid.DefaultGID(c.mac, c.devID).String(); got != c.want {
 			t.Errorf("DefaultGID(% x, %d) = %s, want %s", c.mac, c.devID, got, c.want)
 		}
 	}
@@ -33,13 +35,13 @@ func TestDefaultGID(t *testing.T) {
 func TestRoCEMTU(t *testing.T) {
 	// include/rdma/ib_addr.h, iboe_get_mtu (Linux 6.1): mtu - 96 rounded down to an IB MTU.
 	for mtu, want := range map[int]int{1500: 1024, 9000: 4096, 4200: 4096, 4191: 2048, 1120: 1024, 1119: 512, 1024: 512, 351: 0, 352: 256} {
-		if got := RoCEMTU(mtu); got != want {
+		if got := gid.RoCEMTU(mtu); got != want {
 			t.Errorf("RoCEMTU(%d) = %d, want %d", mtu, got, want)
 		}
 	}
 }
 
-func sameTable(t *testing.T, got, want []Entry) {
+func sameTable(t *testing.T, got, want []gid.Entry) {
 	t.Helper()
 	if len(got) != len(want) {
 		t.Fatalf("predicted %d slots, actual %d", len(got), len(want))
@@ -59,12 +61,12 @@ func TestPredictMatchesFixtures(t *testing.T) {
 		t.Run(dir, func(t *testing.T) {
 			snap := loadSnap(t, dir)
 			for _, p := range fixturePorts(t, dir) {
-				pred, err := Predict(SpecOf(p), snap)
+				pred, err := gid.Predict(gid.SpecOf(p), snap)
 				if err != nil {
 					t.Fatal(err)
 				}
 				sameTable(t, pred.Entries, p.Entries)
-				if d := Diff(pred.Entries, p.Entries); len(d) != 0 {
+				if d := gid.Diff(pred.Entries, p.Entries); len(d) != 0 {
 					t.Errorf("port %d: diff %v, want none", p.Port, d)
 				}
 			}
@@ -74,12 +76,12 @@ func TestPredictMatchesFixtures(t *testing.T) {
 
 func TestDiffChurned(t *testing.T) {
 	p := fixturePorts(t, "rxe-churned")[0]
-	pred, err := Predict(SpecOf(p), loadSnap(t, "rxe-churned"))
+	pred, err := gid.Predict(gid.SpecOf(p), loadSnap(t, "rxe-churned"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var got []string
-	for _, c := range Diff(pred.Entries, p.Entries) {
+	for _, c := range gid.Diff(pred.Entries, p.Entries) {
 		got = append(got, c.String())
 	}
 	want := []string{
@@ -107,7 +109,7 @@ func TestPredictBond(t *testing.T) {
 		{Name: "bond0.30", Index: 5, Kind: vlan.KindVLAN, Tag: &vlan.Tag{ID: 30, TPID: vlan.TPID8021Q}, ParentIndex: 4,
 			MAC: vlan.MAC{0x0c, 0x42, 0xa1, 0, 0, 1}, Ether: true, Addrs: mustPrefixes("192.168.30.1/24")},
 	}}
-	active, err := Predict(PortSpec{Device: "mlx5_bond_0", Port: 1, Netdev: "ens1f0", Types: []Type{TypeRoCEv1, TypeRoCEv2}, TableLen: 8}, snap)
+	active, err := gid.Predict(gid.PortSpec{Device: "mlx5_bond_0", Port: 1, Netdev: "ens1f0", Types: []gid.Type{gid.TypeRoCEv1, gid.TypeRoCEv2}, TableLen: 8}, snap)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +134,7 @@ func TestPredictBond(t *testing.T) {
 			t.Errorf("active slave, slot %d = %q, want %q", i, got, want[i])
 		}
 	}
-	inactive, err := Predict(PortSpec{Device: "x", Port: 1, Netdev: "ens1f1", Types: []Type{TypeRoCEv2}, TableLen: 4}, snap)
+	inactive, err := gid.Predict(gid.PortSpec{Device: "x", Port: 1, Netdev: "ens1f1", Types: []gid.Type{gid.TypeRoCEv2}, TableLen: 4}, snap)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,18 +147,18 @@ func TestPredictBond(t *testing.T) {
 
 func TestPredictOverflowAndErrors(t *testing.T) {
 	snap := loadSnap(t, "rxe")
-	pred, err := Predict(PortSpec{Device: "rxe0", Port: 1, Netdev: "veth0", Types: []Type{TypeRoCEv2}, TableLen: 4}, snap)
+	pred, err := gid.Predict(gid.PortSpec{Device: "rxe0", Port: 1, Netdev: "veth0", Types: []gid.Type{gid.TypeRoCEv2}, TableLen: 4}, snap)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(pred.Entries) != 4 || len(pred.Overflow) != 9 {
 		t.Errorf("4-slot table: %d entries, %d overflow; want 4 and 9 (12 IP GIDs, 3 free slots)", len(pred.Entries), len(pred.Overflow))
 	}
-	if _, err := Predict(PortSpec{Device: "rxe0", Port: 1, Netdev: "eth9", Types: []Type{TypeRoCEv2}}, snap); err == nil ||
+	if _, err := gid.Predict(gid.PortSpec{Device: "rxe0", Port: 1, Netdev: "eth9", Types: []gid.Type{gid.TypeRoCEv2}}, snap); err == nil ||
 		!strings.Contains(err.Error(), `"eth9"`) {
 		t.Errorf("unknown netdev: err = %v", err)
 	}
-	if _, err := Predict(PortSpec{Device: "rxe0", Port: 1, Netdev: "veth0"}, snap); err == nil {
+	if _, err := gid.Predict(gid.PortSpec{Device: "rxe0", Port: 1, Netdev: "veth0"}, snap); err == nil {
 		t.Errorf("no types: no error")
 	}
 }
@@ -175,36 +177,36 @@ func mustPrefixes(ss ...string) []netip.Prefix {
 // ib_cache_gid_add and find_gid; Linux 6.1).
 func TestAddRemoveAddress(t *testing.T) {
 	p := fixturePorts(t, "rxe-churned")[0]
-	added, ok := AddAddress(p.Entries, p.Types, netip.MustParseAddr("10.0.200.77"), "veth0.200")
+	added, ok := gid.AddAddress(p.Entries, p.Types, netip.MustParseAddr("10.0.200.77"), "veth0.200")
 	if !ok {
 		t.Fatal("no slot")
 	}
-	if e := added[1]; e.Empty || e.GID != MustParse("10.0.200.77") || e.Type != TypeRoCEv2 || e.Netdev != "veth0.200" || e.Index != 1 {
+	if e := added[1]; e.Empty || e.GID != gid.MustParse("10.0.200.77") || e.Type != gid.TypeRoCEv2 || e.Netdev != "veth0.200" || e.Index != 1 {
 		t.Errorf("slot 1 after add = %+v", e)
 	}
 	if !p.Entries[1].Empty {
 		t.Errorf("input modified")
 	}
-	again, _ := AddAddress(added, p.Types, netip.MustParseAddr("10.0.200.77"), "veth0.200")
+	again, _ := gid.AddAddress(added, p.Types, netip.MustParseAddr("10.0.200.77"), "veth0.200")
 	if !again[11].Empty {
 		t.Errorf("adding the same address twice used another slot")
 	}
 	// mlx5-like: a v1 and a v2 entry, in the two lowest free slots.
 	m := fixturePorts(t, "mlx5")[0]
-	madded, _ := AddAddress(m.Entries, m.Types, netip.MustParseAddr("fd00::9"), "enp1s0f0")
-	if madded[14].Type != TypeRoCEv1 || madded[15].Type != TypeRoCEv2 || madded[15].GID != MustParse("fd00::9") {
+	madded, _ := gid.AddAddress(m.Entries, m.Types, netip.MustParseAddr("fd00::9"), "enp1s0f0")
+	if madded[14].Type != gid.TypeRoCEv1 || madded[15].Type != gid.TypeRoCEv2 || madded[15].GID != gid.MustParse("fd00::9") {
 		t.Errorf("mlx5 add: slots 14, 15 = %+v %+v", madded[14], madded[15])
 	}
-	removed := RemoveAddress(added, netip.MustParseAddr("10.0.200.77"), "veth0.200")
+	removed := gid.RemoveAddress(added, netip.MustParseAddr("10.0.200.77"), "veth0.200")
 	for i := range removed {
 		if removed[i].Empty != p.Entries[i].Empty || removed[i].GID != p.Entries[i].GID {
 			t.Errorf("slot %d after add+remove = %+v, want %+v", i, removed[i], p.Entries[i])
 		}
 	}
-	full := make([]Entry, 2)
-	full[0] = Entry{Index: 0, GID: MustParse("fe80::1"), Type: TypeRoCEv2}
-	full[1] = Entry{Index: 1, GID: MustParse("10.0.0.1"), Type: TypeRoCEv2}
-	if _, ok := AddAddress(full, []Type{TypeRoCEv2}, netip.MustParseAddr("10.0.0.2"), "eth0"); ok {
+	full := make([]gid.Entry, 2)
+	full[0] = gid.Entry{Index: 0, GID: gid.MustParse("fe80::1"), Type: gid.TypeRoCEv2}
+	full[1] = gid.Entry{Index: 1, GID: gid.MustParse("10.0.0.1"), Type: gid.TypeRoCEv2}
+	if _, ok := gid.AddAddress(full, []gid.Type{gid.TypeRoCEv2}, netip.MustParseAddr("10.0.0.2"), "eth0"); ok {
 		t.Errorf("full table: ok")
 	}
 }

@@ -29,14 +29,14 @@ func TestDecodeCountersBadInput(t *testing.T) {
 		{`"port": 2,
         "source": "sysfs"`, `"port": 0,
         "source": "sysfs"`, "port 0: want a port number 1..255"},
-		{`"rx_prio0_bytes": 1,`, `"rx_prio0_bytes": -1,`, "cannot unmarshal number -1"},
+		{`"rx_prio0_bytes": 1,`, `"rx_prio0_bytes": -1,`, "counters.ethtool[0].stats.rx_prio0_bytes: number -1: want an integer 0 or more"},
 		{`"rx_prio0_bytes": 1,`, `"": 1,`, `statistic name "" is not valid`},
 		{`"pfc": [
       {
         "netns": null,`, `"pfc": [
       {
         "color": 1,
-        "netns": null,`, `unknown field "color"`},
+        "netns": null,`, `counters.pfc[0]: unknown key "color"`},
 		{`"cnp_dscp": 48`, `"cnp_dscp": 64`, "cnp_dscp 64: want 0..63"},
 		{`"status": "not exposed",
         "reason": "no rdma_cm`, `"status": "maybe",

@@ -19,20 +19,27 @@ func (v *View) CountersInput(prev, cur *counters.Sample) counters.Input {
 		}
 		seen[name] = true
 		in.Netdevs = append(in.Netdevs, counters.NetdevInfo{Netns: v.NS.Netns, Netdev: name, DCB: v.dcbOf(name),
-			DCQCN: v.Snap.Settings.DCQCNOf(name)})
+			DCQCN: v.Snap.Settings.DCQCNOf(name), Pause: v.Snap.Settings.PauseOf(name)})
 	}
 	if v.Snap.RDMA != nil {
 		for _, d := range v.Snap.RDMA.Devices {
 			for _, p := range d.Ports {
-				pi := counters.PortInfo{Device: d.Name, Port: p.Port, Driver: string(d.Driver.Driver), Netdev: p.Netdev, Netns: v.NS.Netns,
+				pi := counters.PortInfo{Device: d.Name, Port: p.Port, Driver: string(d.Driver.Driver), Netdev: v.NS.PortNetdev(p.Netdev), Netns: v.NS.Netns,
 					TCOverride: v.Snap.Settings.TCOverrideOf(d.Name, p.Port), RDMACM: v.Snap.Settings.RDMACMOf(d.Name, p.Port)}
-				if p.Netdev != "" {
-					if desc, err := v.NS.Describe(p.Netdev); err == nil && !desc.LowerInOtherNetns {
+				if pi.Netdev != "" {
+					if desc, err := v.NS.Describe(pi.Netdev); err == nil && !desc.LowerInOtherNetns {
 						pi.Real = desc.Real
+						if desc.Bond != nil {
+							// RoCE LAG: every slave's counters and DCB.
+							pi.Slaves = append(append([]string{}, desc.Bond.Slaves...), desc.Bond.Backup...)
+						}
 					}
 				}
 				in.Ports = append(in.Ports, pi)
 				addNetdev(pi.Real)
+				for _, sl := range pi.Slaves {
+					addNetdev(sl)
+				}
 			}
 		}
 	}

@@ -41,7 +41,7 @@ func (v *View) Flow(src *Source, p FlowParams) qos.Flow {
 	dev, port := src.Port.Device, src.Port.Port
 	f := qos.Flow{
 		Device: dev, Port: port, GIDIndex: src.Entry.Index, GIDType: src.Entry.Type, Driver: src.Driver.Driver,
-		Link: qos.LinkOf(src.Desc), DCB: src.DCB, Path: p.Path,
+		Link: qos.LinkOf(src.Desc), DCB: src.DCB, Bond: src.Bond, Path: p.Path,
 		SL: p.SL, TrafficClass: p.TrafficClass, RDMACM: p.RDMACM,
 	}
 	var st *Settings

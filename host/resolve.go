@@ -150,6 +150,24 @@ type Source struct {
 	Desc   vlan.Description
 	Driver qos.DriverInfo
 	DCB    *qos.DCB // nil when not read
+	// Bond is, when the real netdev is a bond (RoCE LAG), its slaves that
+	// carry the traffic with their DCB (BondFlow); nil otherwise.
+	Bond *qos.BondFlow
+}
+
+// BondFlow is the bond d's traffic leaves by, with the DCB state of each
+// slave that carries it as read in the view's namespace; nil when d's real
+// netdev is not a bond.
+func (v *View) BondFlow(d vlan.Description) *qos.BondFlow {
+	if d.Bond == nil {
+		return nil
+	}
+	b := &qos.BondFlow{Netdev: d.Bond.Name, Mode: d.Bond.Mode, Backup: d.Bond.Backup}
+	for _, s := range d.Bond.Slaves {
+		dcb, _ := v.Snap.DCBOf(v.NS.Netns, s)
+		b.Slaves = append(b.Slaves, qos.SlaveDCB{Netdev: s, DCB: dcb})
+	}
+	return b
 }
 
 // Source looks up GID index index of dev port port. Its errors wrap
@@ -182,6 +200,7 @@ func (v *View) Source(dev string, port, index int) (*Source, error) {
 	}
 	src.Desc = d
 	src.DCB, _ = v.Snap.DCBOf(v.NS.Netns, d.Real)
+	src.Bond = v.BondFlow(d)
 	return src, nil
 }
 
@@ -194,10 +213,12 @@ type AHRequest struct {
 	// of using Attr.GRH.SGIDIndex.
 	AutoIndex bool
 	// Driver overrides the detected driver ("" keeps it); Path, SrcQPN
-	// go to ah.ResolveOptions.
-	Driver qos.Driver
-	Path   qos.Path
-	SrcQPN uint32
+	// and NextHopMAC (the MAC of a next hop the neighbour table does not
+	// have) go to ah.ResolveOptions.
+	Driver     qos.Driver
+	Path       qos.Path
+	SrcQPN     uint32
+	NextHopMAC vlan.MAC
 }
 
 // AHResult is a resolved AH and what it was resolved with.
@@ -283,7 +304,7 @@ func (v *View) NewAHResolver(req AHRequest) (*AHResolver, error) {
 	out := &AHResolver{attr: req.Attr}
 	out.attr.PortNum = uint8(p.Port)
 	table := ah.Table{Entries: p.Entries, Len: len(p.Entries)}
-	opts := ah.ResolveOptions{Driver: req.Driver, Path: req.Path, SrcQPN: req.SrcQPN, PortMTU: p.ActiveMTU}
+	opts := ah.ResolveOptions{Driver: req.Driver, Path: req.Path, SrcQPN: req.SrcQPN, PortMTU: p.ActiveMTU, NextHopMAC: req.NextHopMAC}
 	if e, ok := table.Lookup(int(req.Attr.GRH.SGIDIndex)); ok && !e.Empty {
 		// An entry that exists must be usable here; an empty or missing
 		// one is the AH validation's to report (ENODATA/EINVAL).

@@ -20,6 +20,10 @@ type Settings struct {
 	TrafficClass []qos.TCOverride `json:"traffic_class_overrides"`
 	// DCQCN has one entry per real netdev below an RDMA port.
 	DCQCN []qos.DCQCN `json:"dcqcn"`
+	// Pause has one entry per real netdev below an RDMA port: its 802.3x
+	// pause settings (`ethtool -a`); nil in snapshots written before it
+	// was collected.
+	Pause []qos.Pause `json:"pause"`
 }
 
 // RDMACMOf returns port's rdma_cm defaults, nil when not in the snapshot.
@@ -44,6 +48,20 @@ func (s *Settings) TCOverrideOf(dev string, port int) *qos.TCOverride {
 	for i := range s.TrafficClass {
 		if s.TrafficClass[i].Device == dev && s.TrafficClass[i].Port == port {
 			return &s.TrafficClass[i]
+		}
+	}
+	return nil
+}
+
+// PauseOf returns netdev's 802.3x pause entry, nil when not in the
+// snapshot.
+func (s *Settings) PauseOf(netdev string) *qos.Pause {
+	if s == nil {
+		return nil
+	}
+	for i := range s.Pause {
+		if s.Pause[i].Netdev == netdev {
+			return &s.Pause[i]
 		}
 	}
 	return nil
@@ -138,6 +156,22 @@ func (s *Settings) Validate() error {
 		}
 		if d.CNPPrio != nil && *d.CNPPrio > 7 {
 			return fmt.Errorf("settings.dcqcn: %s: cnp_802p_prio %d: want 0..7", d.Netdev, *d.CNPPrio)
+		}
+	}
+	nd = map[string]bool{}
+	for _, p := range s.Pause {
+		if p.Netdev == "" || len(p.Netdev) > 15 || strings.ContainsAny(p.Netdev, "/ \x00") {
+			return fmt.Errorf("settings.pause: netdev name %q is not valid", p.Netdev)
+		}
+		if nd[p.Netdev] {
+			return fmt.Errorf("settings.pause: netdev %s appears twice", p.Netdev)
+		}
+		nd[p.Netdev] = true
+		if err := validStatus(p.Status, p.Source, p.Reason); err != nil {
+			return fmt.Errorf("settings.pause: %s: %w", p.Netdev, err)
+		}
+		if p.Status == qos.SettingRead && (p.RX == nil || p.TX == nil) {
+			return fmt.Errorf("settings.pause: %s: status %q without rx and tx", p.Netdev, p.Status)
 		}
 	}
 	return nil

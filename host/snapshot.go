@@ -15,6 +15,7 @@ import (
 
 	"github.com/roce-probe/roce-probe/counters"
 	"github.com/roce-probe/roce-probe/gid"
+	"github.com/roce-probe/roce-probe/internal/bound"
 	"github.com/roce-probe/roce-probe/internal/null"
 	"github.com/roce-probe/roce-probe/qos"
 	"github.com/roce-probe/roce-probe/vlan"
@@ -259,20 +260,31 @@ type DecodeOptions struct {
 	// readers of many snapshots that do not analyse counters (roce-probe
 	// fabric): the sample is a fifth of a snapshot's decoding time.
 	SkipCounters bool
+	// MaxBytes bounds the bytes read and, when compressed, the JSON they
+	// decompress to (0: MaxSnapshotBytes).
+	MaxBytes int64
 }
 
 // DecodeWith is Decode with options.
 func DecodeWith(r io.Reader, o DecodeOptions) (*Snapshot, error) {
-	br := bufio.NewReader(r)
+	max := o.MaxBytes
+	if max <= 0 {
+		max = MaxSnapshotBytes
+	}
+	br := bufio.NewReader(&bound.Reader{R: r, N: max, What: "the snapshot"})
+	var in io.Reader = br
 	if magic, err := br.Peek(2); err == nil && magic[0] == 0x1f && magic[1] == 0x8b {
 		zr, err := gzip.NewReader(br)
 		if err != nil {
 			return nil, fmt.Errorf("snapshot: gzip: %w", err)
 		}
 		defer zr.Close()
-		br = bufio.NewReader(zr)
+		in = &bound.Reader{R: zr, N: max, What: "the decompressed snapshot"}
 	}
-	b, err := io.ReadAll(br)
+	b, err := io.ReadAll(in)
+	if errors.Is(err, ErrTooLarge) {
+		return nil, err
+	}
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: reading: %w", err)
 	}
@@ -325,7 +337,16 @@ type (
 		Driver qos.DriverInfo `json:"driver_info"`
 		Ports  []portDecode   `json:"ports"`
 	}
-	portDecode = portWire[slotJSON]
+	portDecode = portWire[slotDecode]
+	// slotDecode is a GID slot with the GID and type as written: parsed
+	// in snapshot(), where the device, port and index are known for the
+	// message.
+	slotDecode struct {
+		Index  int     `json:"index"`
+		GID    string  `json:"gid"`
+		Type   string  `json:"type"`
+		Netdev *string `json:"netdev"`
+	}
 )
 
 // skipJSON is a value the decoder scans (it must be JSON) and drops.
@@ -334,8 +355,9 @@ type skipJSON struct{}
 // UnmarshalJSON drops the value.
 func (*skipJSON) UnmarshalJSON([]byte) error { return nil }
 
-// snapshot converts the decoded wire form.
-func (w *decodeBase) snapshot() *Snapshot {
+// snapshot converts the decoded wire form; a GID or type that does not
+// parse is an error naming its device, port and index.
+func (w *decodeBase) snapshot() (*Snapshot, error) {
 	s := &Snapshot{Tool: w.Tool, Hostname: deref(w.Hostname), Kernel: deref(w.Kernel), Time: w.Time,
 		Settings: w.Settings, Errors: w.Errors}
 	if w.Namespaces != nil {
@@ -361,7 +383,15 @@ func (w *decodeBase) snapshot() *Snapshot {
 				if p.GIDs != nil {
 					port.GIDs = make([]Slot, len(p.GIDs))
 					for k, g := range p.GIDs {
-						port.GIDs[k] = Slot{Index: g.Index, GID: g.GID, Type: g.Type, Netdev: deref(g.Netdev)}
+						id, err := gid.Parse(g.GID)
+						if err != nil {
+							return nil, fmt.Errorf("snapshot: %s port %d: GID index %d (rdma.devices[%d].ports[%d].gids[%d]): %w", d.Name, p.Port, g.Index, i, j, k, err)
+						}
+						typ, err := gid.ParseType(g.Type)
+						if err != nil {
+							return nil, fmt.Errorf("snapshot: %s port %d: GID index %d (rdma.devices[%d].ports[%d].gids[%d]): %w", d.Name, p.Port, g.Index, i, j, k, err)
+						}
+						port.GIDs[k] = Slot{Index: g.Index, GID: id, Type: typ, Netdev: deref(g.Netdev)}
 					}
 				}
 				dev.Ports[j] = port
@@ -375,7 +405,15 @@ func (w *decodeBase) snapshot() *Snapshot {
 			s.DCB[i] = DCB{Netns: deref(d.Netns), DCB: d.DCB}
 		}
 	}
-	return s
+	return s, nil
+}
+
+// article is "an" before a vowel, else "a".
+func article(word string) string {
+	if word != "" && strings.ContainsRune("aeiou", rune(word[0])) {
+		return "an"
+	}
+	return "a"
 }
 
 func decodeBytes(b []byte, o DecodeOptions) (*Snapshot, error) {
@@ -390,6 +428,9 @@ func decodeBytes(b []byte, o DecodeOptions) (*Snapshot, error) {
 	if o.SkipCounters {
 		v, base = &lean, &lean.decodeBase
 	}
+	if err := bound.CheckJSON(b, bound.JSONLimits{Depth: MaxSnapshotDepth, Containers: MaxSnapshotObjects}, "the snapshot"); err != nil {
+		return nil, err
+	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	err := dec.Decode(v)
@@ -403,12 +444,15 @@ func decodeBytes(b []byte, o DecodeOptions) (*Snapshot, error) {
 		if herr := headError(b); herr != nil {
 			return nil, herr
 		}
-		return nil, fmt.Errorf("snapshot: %w", err)
+		return nil, fmt.Errorf("snapshot: %w", jsonError(b, err))
 	}
 	if herr := checkHead(base.Format, base.Version); herr != nil {
 		return nil, herr
 	}
-	s := base.snapshot()
+	s, err := base.snapshot()
+	if err != nil {
+		return nil, err
+	}
 	if !o.SkipCounters {
 		s.Counters = full.Counters
 	}
@@ -435,9 +479,13 @@ func headError(b []byte) error {
 	if err := json.Unmarshal(b, &head); err != nil {
 		var se *json.SyntaxError
 		if errors.As(err, &se) {
-			return fmt.Errorf("snapshot: %w: not JSON (%v at byte %d)", ErrNotSnapshot, se, se.Offset)
+			return fmt.Errorf("snapshot: %w", jsonError(b, err))
 		}
-		return fmt.Errorf("snapshot: %w: %v", ErrNotSnapshot, err)
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field == "" {
+			return fmt.Errorf("snapshot: %w: the document is %s %s, want an object", ErrNotSnapshot, article(te.Value), te.Value)
+		}
+		return fmt.Errorf("snapshot: %w: %v", ErrNotSnapshot, jsonError(b, err))
 	}
 	return checkHead(head.Format, head.Version)
 }

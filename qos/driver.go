@@ -21,11 +21,22 @@ const (
 	DriverIRDMA   Driver = "irdma"   // Intel E810 / X722 (irdma)
 	DriverHNS     Driver = "hns"     // HiSilicon (hns_roce_hw_v2)
 	DriverERDMA   Driver = "erdma"   // Alibaba Elastic RDMA
+	DriverIONIC   Driver = "ionic"   // AMD Pensando (ionic_rdma over the ionic Ethernet driver)
+	DriverHIROCE3 Driver = "hiroce3" // Huawei hinic3 NICs (hiroce3 over hinic3; openEuler's kernel)
 )
 
 // Drivers lists the drivers that have a wire profile (see Predict), in the
 // order the CLI names them.
-var Drivers = []Driver{DriverRXE, DriverMLX5, DriverIRDMA, DriverBNXTRE, DriverHNS, DriverERDMA}
+var Drivers = []Driver{DriverRXE, DriverMLX5, DriverIRDMA, DriverBNXTRE, DriverHNS, DriverERDMA, DriverIONIC, DriverHIROCE3}
+
+// String returns the driver's name, "unknown" for DriverUnknown: a
+// message never names an empty driver.
+func (d Driver) String() string {
+	if d == DriverUnknown {
+		return "unknown"
+	}
+	return string(d)
+}
 
 // MarshalJSON writes the driver's name, or null for DriverUnknown: in
 // roce-probe's JSON what is not known is null, never "".
@@ -77,7 +88,11 @@ func (i DriverInfo) MarshalJSON() ([]byte, error) {
 // ib_device.dev.parent: mlx5_ib uses mdev->device (the mlx5_core PCI
 // function), bnxt_re the bnxt_en PCI function, irdma the ice/i40e PCI
 // function or (newer kernels) its own auxiliary device, hns the hns3 PCI
-// function, erdma its PCI function.
+// function, erdma its PCI function, ionic_rdma the ionic PCI function
+// (ionic_ibdev.c: ibdev->dev.parent = lif_cfg.hwdev, which
+// ionic_lif_cfg.c ionic_fill_lif_cfg sets to the ionic pdev's device),
+// hiroce3 the hinic3 PCI function (mainline's hinic3 has no RDMA driver:
+// an RDMA device on a hinic3 function is openEuler's hiroce3).
 var pciDrivers = map[string]Driver{
 	"mlx5_core":      DriverMLX5,
 	"bnxt_en":        DriverBNXTRE,
@@ -88,6 +103,9 @@ var pciDrivers = map[string]Driver{
 	"hns3":           DriverHNS,
 	"hns_roce_hw_v2": DriverHNS,
 	"erdma":          DriverERDMA,
+	"ionic":          DriverIONIC,
+	"ionic_rdma":     DriverIONIC,
+	"hinic3":         DriverHIROCE3,
 }
 
 // namePrefixes are the default device names the drivers register
@@ -104,6 +122,7 @@ var namePrefixes = []struct {
 	{"hns_", DriverHNS},
 	{"hns", DriverHNS},
 	{"erdma_", DriverERDMA},
+	{"ionic_", DriverIONIC},
 }
 
 // IdentifyDriver names the RDMA driver of device dev from what sysfs shows

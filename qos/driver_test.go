@@ -28,6 +28,11 @@ func TestIdentifyDriver(t *testing.T) {
 		{"hns_0", "hns3", "", DriverHNS, "hns3", "hns3"},
 		{"erdma_0", "erdma", "", DriverERDMA, "erdma", "erdma"},
 		{"qedr0", "qede", "", Driver("qede"), "qede", "no profile"},
+		// ionic_rdma's ib_device parent is the ionic PCI function.
+		{"ionic_0", "ionic", "", DriverIONIC, "ionic", "ionic"},
+		{"ionic_1", "", "", DriverIONIC, "", "only the device name"},
+		// hiroce3 (openEuler) registers on the hinic3 PCI function.
+		{"renamed", "hinic3", "", DriverHIROCE3, "hinic3", "hinic3"},
 		{"rxe0", "", "veth0", DriverRXE, "rdma_rxe", "veth0"},
 		// The bound driver decides before the parent attribute.
 		{"mlx5_1", "mlx5_core", "eth0", DriverMLX5, "mlx5_core", "mlx5_core"},
@@ -44,7 +49,7 @@ func TestIdentifyDriver(t *testing.T) {
 func TestParseDriver(t *testing.T) {
 	// The names are the ones the docs and `ah --help` promise (docs/ah.md),
 	// which are the kernel's drivers/infiniband/hw/<dir> and sw/rxe names.
-	for _, name := range []string{"rxe", "mlx5", "irdma", "bnxt_re", "hns", "erdma"} {
+	for _, name := range []string{"rxe", "mlx5", "irdma", "bnxt_re", "hns", "erdma", "ionic", "hiroce3"} {
 		d, err := ParseDriver(name)
 		if err != nil || string(d) != name {
 			t.Errorf("ParseDriver(%q) = %q, %v; want %q", name, d, err, name)
@@ -58,6 +63,23 @@ func TestParseDriver(t *testing.T) {
 		}
 		if want := fmt.Sprintf("%q", bad); !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "erdma") {
 			t.Errorf("ParseDriver(%q): error %q does not name the value and the allowed drivers", bad, err)
+		}
+	}
+}
+
+// No message names an empty driver: the unknown driver prints as
+// "unknown" wherever a Driver is formatted.
+func TestDriverString(t *testing.T) {
+	if got := fmt.Sprintf("driver %s", DriverUnknown); got != "driver unknown" {
+		t.Errorf("DriverUnknown formats as %q", got)
+	}
+	if got := fmt.Sprintf("%s/%v", DriverMLX5, Driver("qede")); got != "mlx5/qede" {
+		t.Errorf("named drivers format as %q", got)
+	}
+	w := Predict(DriverUnknown, WireInput{Path: PathUserAH})
+	for _, s := range w.Steps {
+		if strings.Contains(s.Why+s.Value, "driver  ") || s.Value == "" {
+			t.Errorf("step %+v names an empty driver", s)
 		}
 	}
 }

@@ -98,12 +98,13 @@ func Predict(d Driver, in WireInput) Wire {
 		predictHNS(&w, in)
 	case DriverERDMA:
 		predictERDMA(&w, in)
+	case DriverIONIC:
+		predictIONIC(&w, in)
+	case DriverHIROCE3:
+		predictHIROCE3(&w, in)
 	default:
 		w.TagsKnown = false
-		name := string(d)
-		if name == "" {
-			name = "unknown"
-		}
+		name := d.String()
 		w.step("driver", name, "no profile for this driver: how it maps sl and traffic_class is unknown")
 		w.unknown("driver %s has no profile: PCP, DSCP and ECN are unknown", name)
 	}
@@ -287,4 +288,70 @@ func predictERDMA(w *Wire, in WireInput) {
 	w.step("sl/traffic_class", fmt.Sprintf("sl %d, traffic_class %d", in.SL, in.TrafficClass), "erdma hands both to the device unchanged (erdma_attr_to_av); the device's mapping to PCP, DSCP and ECN is not in driver source")
 	w.unknown("erdma PCP, DSCP and ECN (device)")
 	hwTags(w, in, nil)
+}
+
+// srcIONIC is where the ionic profile comes from: the RDMA driver of AMD
+// Pensando NICs, which builds the whole header template itself.
+const srcIONIC = "drivers/infiniband/hw/ionic/ionic_controlpath.c, ionic_build_hdr, ionic_create_ah_cmd, ionic_modify_qp_cmd (torvalds/linux 28a06de7)"
+
+func predictIONIC(w *Wire, in WireInput) {
+	if in.GIDType == gid.TypeRoCEv1 {
+		w.TagsKnown = false
+		w.step("gid type", "RoCE v1", "ionic_build_hdr always builds an Ethernet/IP/UDP template (RoCE v2); a RoCE v1 GID is not what it sends (%s)", srcIONIC)
+		w.unknown("ionic with a RoCE v1 GID")
+		return
+	}
+	pcp := in.SL & 7
+	switch len(in.Link.Tags) {
+	case 0:
+		w.step("vlan tag", "none", "ionic_build_hdr adds a VLAN tag only when the GID's netdev has a VLAN ID (rdma_read_gid_l2_fields); %s has none, so the template is untagged and the sl is not in it (%s)", in.Link.Netdev, srcIONIC)
+		if in.Path == PathConnectedQP {
+			w.unknown("ionic hands a connected QP's sl to the firmware as en_pcp besides the template; whether the firmware then priority-tags the frames is not in driver source")
+		}
+	default:
+		why := "ionic_build_hdr: vlan |= sl << VLAN_PRIO_SHIFT in a u16, so the PCP is sl & 7"
+		if in.SL > 7 {
+			why += fmt.Sprintf("; sl %d loses its top bit", in.SL)
+		}
+		w.step("pcp", fmt.Sprint(pcp), "%s (%s)", why, srcIONIC)
+	}
+	hwTags(w, in, u8p(pcp))
+	tc := in.TrafficClass
+	if in.Path == PathConnectedQP {
+		tos := (tc | 2) &^ 1
+		ipFields(w, in, tos, fmt.Sprintf("ionic connected QP: ionic_modify_qp_cmd builds the template with want_ecn, ionic_set_ecn(traffic_class) = (tc | 2) & ~1 (ECT(0)): %d → %d; the firmware also gets ip_dscp = traffic_class >> 2", tc, tos))
+		return
+	}
+	tos := tc &^ 3
+	why := fmt.Sprintf("ionic AH: ionic_create_ah_cmd builds the template without ECN, ionic_clear_ecn(traffic_class) = tc & ~3: %d → %d", tc, tos)
+	if in.Path == PathUserAH {
+		why += "; a user AH is created by the kernel's ionic_create_ah too (ibv_cmd_create_ah; rdma-core's providers/ionic not read: unconfirmed)"
+	}
+	ipFields(w, in, tos, why)
+}
+
+// srcHIROCE3 is where the hiroce3 profile comes from: openEuler's kernel
+// (the driver is not in mainline).
+const srcHIROCE3 = "drivers/infiniband/hw/hiroce3/qp/roce_qp_modify.c, roce3_qp_set_path (openeuler-mirror/kernel 5bc8dbb5)"
+
+// predictHIROCE3 knows the connected QP's path context, which hiroce3
+// fills itself: sl & 7 as the QP's sl, traffic_class | 0x02 as its
+// traffic class. Its AH code was not read.
+func predictHIROCE3(w *Wire, in WireInput) {
+	if in.Path != PathConnectedQP {
+		w.TagsKnown = false
+		w.step("sl/traffic_class", fmt.Sprintf("sl %d, traffic_class %d", in.SL, in.TrafficClass), "hiroce3's address handles were not read; only its connected QP path is known (%s)", srcHIROCE3)
+		w.unknown("hiroce3 %s: PCP, DSCP and ECN not read from source", in.Path)
+		return
+	}
+	w.step("priority", fmt.Sprint(in.SL&7), "hiroce3 writes sl & 7 into the QP context (path sl, 3 bits) (%s)", srcHIROCE3)
+	w.step("pcp", "unknown", "how the hardware turns the QP context's sl into a PCP is not in driver source")
+	w.unknown("hiroce3 PCP (hardware)")
+	hwTags(w, in, nil)
+	if in.GIDType == gid.TypeRoCEv1 {
+		ipFields(w, in, in.TrafficClass|2, "")
+		return
+	}
+	tos := in.TrafficClass | 2
+	ipFields(w, in, tos, fmt.Sprintf("hiroce3 connected QP: the QP context's tclass = traffic_class | 0x2 (ECT(0)) (roce3_qp_set_path): %d → %d; the ECN bits from the hardware are unconfirmed", in.TrafficClass, tos))
 }

@@ -147,3 +147,68 @@ func TestPredictUnknowns(t *testing.T) {
 		t.Error("hns DSCP mode: sl must be reported as replaced")
 	}
 }
+
+// ionic builds the header template itself (ionic_controlpath.c,
+// ionic_build_hdr; torvalds/linux 28a06de7): a tag only for a VLAN GID,
+// with PCP sl & 7 (sl << VLAN_PRIO_SHIFT in a u16); an AH's TOS is the
+// traffic class with the ECN bits cleared (ionic_clear_ecn: tc & ~3), a
+// connected QP's has ECT(0) (ionic_set_ecn: (tc | 2) & ~1).
+func TestPredictIONIC(t *testing.T) {
+	for sl := uint8(0); sl < 16; sl++ {
+		w := Predict(DriverIONIC, WireInput{Path: PathConnectedQP, SL: sl, TrafficClass: 106, GIDType: gid.TypeRoCEv2, Link: mlx5Link()})
+		if len(w.Tags) != 1 || w.Tags[0].PCP == nil || *w.Tags[0].PCP != sl%8 || w.Tags[0].ID != 10 || w.SLIgnored {
+			t.Fatalf("sl %d: tags %+v, want VLAN 10 PCP %d", sl, w.Tags, sl%8)
+		}
+	}
+	for _, c := range []struct {
+		path Path
+		tc   uint8
+		dscp uint8
+		ecn  ECN
+	}{
+		{PathKernelAH, 106, 26, NotECT}, // 0x6a & ~3 = 0x68
+		{PathUserAH, 107, 26, NotECT},   // CE cleared too
+		{PathConnectedQP, 104, 26, ECT0},
+		{PathConnectedQP, 107, 26, ECT0}, // 0x6b | 2 = 0x6b, & ~1 = 0x6a
+		{PathConnectedQP, 0, 0, ECT0},
+	} {
+		w := Predict(DriverIONIC, WireInput{Path: c.path, TrafficClass: c.tc, GIDType: gid.TypeRoCEv2, Link: mlx5Link()})
+		if w.DSCP == nil || *w.DSCP != c.dscp || w.ECN == nil || *w.ECN != c.ecn {
+			t.Errorf("%s tc %d: DSCP %v ECN %v, want %d %v", c.path, c.tc, w.DSCP, w.ECN, c.dscp, c.ecn)
+		}
+	}
+	// Untagged GID: no tag in the template, known.
+	w := Predict(DriverIONIC, WireInput{Path: PathKernelAH, SL: 3, GIDType: gid.TypeRoCEv2, Link: Link{Netdev: "enp1s0", Real: "enp1s0"}})
+	if len(w.Tags) != 0 || !w.TagsKnown {
+		t.Errorf("untagged ionic: %+v", w)
+	}
+	// RoCE v1: not what ionic sends.
+	w = Predict(DriverIONIC, WireInput{Path: PathKernelAH, GIDType: gid.TypeRoCEv1, Link: mlx5Link()})
+	if w.TagsKnown || w.DSCP != nil || len(w.Unknowns) == 0 {
+		t.Errorf("RoCE v1 on ionic: %+v", w)
+	}
+}
+
+// hiroce3 (openEuler's driver for hinic3 NICs) fills a connected QP's
+// path context itself (roce_qp_modify.c roce3_qp_set_path,
+// openeuler-mirror/kernel 5bc8dbb5): tclass = traffic_class | 0x2, sl &
+// 7. Its AH paths were not read: unknown.
+func TestPredictHIROCE3(t *testing.T) {
+	for _, c := range []struct {
+		tc   uint8
+		dscp uint8
+		ecn  ECN
+	}{{104, 26, ECT0}, {106, 26, ECT0}, {107, 26, CE}, {0, 0, ECT0}} {
+		w := Predict(DriverHIROCE3, WireInput{Path: PathConnectedQP, SL: 11, TrafficClass: c.tc, GIDType: gid.TypeRoCEv2, Link: mlx5Link()})
+		if w.DSCP == nil || *w.DSCP != c.dscp || w.ECN == nil || *w.ECN != c.ecn {
+			t.Errorf("tc %d: DSCP %v ECN %v, want %d %v", c.tc, w.DSCP, w.ECN, c.dscp, c.ecn)
+		}
+		if len(w.Tags) != 1 || w.Tags[0].PCP != nil || !w.TagsKnown {
+			t.Errorf("tc %d: tags %+v: want VLAN 10 with an unknown PCP", c.tc, w.Tags)
+		}
+	}
+	w := Predict(DriverHIROCE3, WireInput{Path: PathUserAH, TrafficClass: 106, GIDType: gid.TypeRoCEv2, Link: mlx5Link()})
+	if w.DSCP != nil || w.TagsKnown || len(w.Unknowns) == 0 {
+		t.Errorf("hiroce3 user AH: %+v, want unknown", w)
+	}
+}

@@ -62,6 +62,10 @@ type Report struct {
 	// DCQCN is the real netdev's DCQCN configuration per priority (set by
 	// the caller from the snapshot's settings); null when not read.
 	DCQCN *DCQCN
+	// SlaveOf is, for a slave of the bond a RoCE netdev sits on (RoCE
+	// LAG), that bond: the slave's DCB is the one that applies to the
+	// traffic it carries. "" (null in JSON) otherwise.
+	SlaveOf string
 }
 
 // reportJSON is Report's wire form.
@@ -81,6 +85,7 @@ type reportJSON struct {
 	DCBXName   *string         `json:"dcbx_name"`
 	VLANs      []VLANDevice    `json:"vlan_devices"`
 	DCQCN      *DCQCN          `json:"dcqcn"`
+	SlaveOf    *string         `json:"slave_of"`
 }
 
 // MarshalJSON writes every key of docs/json.md's "qos_report": device and
@@ -89,7 +94,8 @@ type reportJSON struct {
 // dcbx_name its name, both null when not reported.
 func (r Report) MarshalJSON() ([]byte, error) {
 	w := reportJSON{Device: null.String(r.Device), Driver: r.Driver, Netdev: r.Netdev, Real: r.Real, DCB: r.DCB, DCBError: r.DCBError,
-		Trust: r.Trust, DSCPPrio: r.DSCPPrio, PrioTC: r.PrioTC, PFCEnabled: r.PFCEnabled, DCBXName: r.DCBX, VLANs: r.VLANs, DCQCN: r.DCQCN}
+		Trust: r.Trust, DSCPPrio: r.DSCPPrio, PrioTC: r.PrioTC, PFCEnabled: r.PFCEnabled, DCBXName: r.DCBX, VLANs: r.VLANs, DCQCN: r.DCQCN,
+		SlaveOf: null.String(r.SlaveOf)}
 	if r.Port != 0 {
 		w.Port = &r.Port
 	}

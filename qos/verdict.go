@@ -45,6 +45,23 @@ type Flow struct {
 	// port's mlx5 traffic class override (nil: none read).
 	TOSDefault *RDMACMDefault
 	TCOverride *TCOverride
+
+	// Bond is set when Link.Real is a bond (RoCE LAG): the slaves the
+	// traffic leaves by, each judged by its own DCB (DCB, the bond's,
+	// is not used: a bond has none). Nil otherwise.
+	Bond *BondFlow
+
+	// slave is, for one slave of a bond flow (checkBond), the slave whose
+	// DCB is DCB; "" for a flow judged by Link.Real's DCB.
+	slave string
+}
+
+// dcbNetdev is the netdev whose DCB judges the flow.
+func (f Flow) dcbNetdev() string {
+	if f.slave != "" {
+		return f.slave
+	}
+	return f.Link.Real
 }
 
 // Result is the chain and verdict for a Flow. Pointer fields are null in
@@ -83,6 +100,9 @@ type Result struct {
 	Warnings []string `json:"warnings"`
 	Unknowns []string `json:"unknowns"`
 	Steps    []Step   `json:"steps"`
+	// Bond is, when the real netdev is a bond, each slave's judgement;
+	// nil otherwise.
+	Bond *BondResult `json:"bond"`
 }
 
 // MarshalJSON writes the keys of docs/json.md's "check", with ecn_name
@@ -118,7 +138,19 @@ func (r *Result) reason(format string, args ...any) {
 // The receiving side is judged by this host's port settings (trust mode,
 // APP table, ETS, PFC): a lossless fabric has the same classification on
 // every hop, and the NIC's own settings are the only ones readable here.
+//
+// A flow whose real netdev is a bond (f.Bond) is judged on every slave
+// that carries it, each by its own DCB (checkBond).
 func Check(f Flow) (Result, error) {
+	if f.Bond != nil {
+		return checkBond(f)
+	}
+	return check(f)
+}
+
+// check is Check for a flow that leaves by one real netdev, f.Link.Real,
+// with f.DCB.
+func check(f Flow) (Result, error) {
 	if f.SL > 15 {
 		return Result{}, fmt.Errorf("qos: sl %d is out of range: want 0..15", f.SL)
 	}
@@ -231,7 +263,7 @@ func Check(f Flow) (Result, error) {
 	d := f.DCB
 	switch {
 	case d == nil:
-		r.step("dcb", "not read", "DCB of %s was not read", f.Link.Real)
+		r.step("dcb", "not read", "DCB of %s was not read", f.dcbNetdev())
 	case !d.Supported:
 		r.step("dcb", "none", "%s", d.Reason)
 	default:
@@ -243,11 +275,11 @@ func Check(f Flow) (Result, error) {
 	}
 	r.Trust = d.Trust()
 	if r.Trust == TrustUnknown {
-		r.step("trust", "unknown", "no DCB information for %s: the trust mode, dscp→prio, prio→tc and PFC cannot be read", f.Link.Real)
+		r.step("trust", "unknown", "no DCB information for %s: the trust mode, dscp→prio, prio→tc and PFC cannot be read", f.dcbNetdev())
 		if d == nil {
-			r.reason("the DCB state of %s was not read: trust mode and PFC are unknown", f.Link.Real)
+			r.reason("the DCB state of %s was not read: trust mode and PFC are unknown", f.dcbNetdev())
 		} else {
-			r.reason("no DCB on %s: trust mode and PFC are unknown", f.Link.Real)
+			r.reason("no DCB on %s: trust mode and PFC are unknown", f.dcbNetdev())
 		}
 		r.Verdict = Unknown
 		return r, nil

@@ -271,6 +271,17 @@ func icrcCopy(pkt []byte, scratch []byte) (uint32, bool) {
 // PutICRC writes an ICRC value in wire order (little-endian).
 func PutICRC(b []byte, icrc uint32) { binary.LittleEndian.PutUint32(b, icrc) }
 
+// WantICRC returns the ICRC the packet should carry, in wire order (the
+// form of Packet.ICRC): what a packet with ICRCStatus ICRCInvalid should
+// have had. Zero when the ICRC was not checked.
+func (p *Packet) WantICRC() [ICRCLen]byte {
+	var b [ICRCLen]byte
+	if p.ICRCStatus != ICRCUnchecked {
+		PutICRC(b[:], p.Computed)
+	}
+	return b
+}
+
 // VerifyICRC checks the ICRC of a RoCE packet that starts at the IPv4/IPv6
 // header or GRH and ends with the 4 ICRC bytes. It returns the computed
 // ICRC and whether the packet carries it.

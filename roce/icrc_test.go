@@ -5,8 +5,11 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"math/rand/v2"
+	"net/netip"
 	"strings"
 	"testing"
+
+	"github.com/gopacket/gopacket"
 )
 
 func unhex(t testing.TB, s string) []byte {
@@ -241,4 +244,34 @@ func fixIPv4Checksum(ip []byte) {
 		s = s&0xffff + s>>16
 	}
 	ip[10], ip[11] = byte(^s>>8), byte(^s)
+}
+
+// TestWantICRC: a frame whose ICRC bytes were zeroed after it was built
+// wants the ICRC the builder wrote there (the last four bytes of the
+// intact frame); an intact frame wants its own.
+func TestWantICRC(t *testing.T) {
+	spec := FrameSpec{SrcMAC: []byte{2, 0, 0, 0, 0, 1}, DstMAC: []byte{2, 0, 0, 0, 0, 2}, Version: 2,
+		Src: netip.MustParseAddr("10.0.0.1"), Dst: netip.MustParseAddr("10.0.0.2"), TTL: 64, SrcPort: 0xC000,
+		BTH:     BTH{Opcode: OpcodeUDSendOnly, PKey: 0xFFFF, DestQP: 0x12, PSN: 1},
+		Headers: []gopacket.SerializableLayer{&DETH{QKey: 0x11111111, SrcQP: 0x11}}, Payload: []byte("icrc")}
+	good, err := spec.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	icrc := append([]byte(nil), good[len(good)-ICRCLen:]...)
+	var p Packet
+	if err := NewDecoder().Decode(good, &p); err != nil || p.ICRCStatus != ICRCValid {
+		t.Fatalf("intact frame: %v, %v", err, p.ICRCStatus)
+	}
+	if w := p.WantICRC(); !bytes.Equal(w[:], icrc) {
+		t.Errorf("intact frame wants % x, carries % x", w, icrc)
+	}
+	bad := append([]byte(nil), good...)
+	copy(bad[len(bad)-ICRCLen:], []byte{0, 0, 0, 0})
+	if err := NewDecoder().Decode(bad, &p); err != nil || p.ICRCStatus != ICRCInvalid {
+		t.Fatalf("zeroed ICRC: %v, %v", err, p.ICRCStatus)
+	}
+	if w := p.WantICRC(); !bytes.Equal(w[:], icrc) {
+		t.Errorf("zeroed ICRC: wants % x, want % x (the builder's)", w, icrc)
+	}
 }

@@ -233,11 +233,17 @@ type Link struct {
 	MasterIndex int `json:"master_ifindex"`
 	// ActiveSlave is, for a bond with an active slave (active-backup),
 	// that slave's ifindex; 0 otherwise.
-	ActiveSlave int            `json:"active_slave_ifindex"`
-	Tag         *Tag           `json:"tag"`             // the link's own tag when Kind is KindVLAN
-	EgressQoS   QoSMap         `json:"egress_qos_map"`  // VLAN only: skb priority → PCP
-	IngressQoS  QoSMap         `json:"ingress_qos_map"` // VLAN only: PCP → skb priority
-	Addrs       []netip.Prefix `json:"addrs"`           // IPv4 and IPv6 addresses, in the kernel's dump order
+	ActiveSlave int `json:"active_slave_ifindex"`
+	// BondMode is, for a bond, its mode as the kernel names it
+	// (IFLA_BOND_MODE: "active-backup", "802.3ad", "balance-xor",
+	// "balance-rr", "broadcast", "balance-tlb", "balance-alb"); "" (null in
+	// JSON) for other kinds and in snapshots collected before the key
+	// existed.
+	BondMode   string         `json:"bond_mode"`
+	Tag        *Tag           `json:"tag"`             // the link's own tag when Kind is KindVLAN
+	EgressQoS  QoSMap         `json:"egress_qos_map"`  // VLAN only: skb priority → PCP
+	IngressQoS QoSMap         `json:"ingress_qos_map"` // VLAN only: PCP → skb priority
+	Addrs      []netip.Prefix `json:"addrs"`           // IPv4 and IPv6 addresses, in the kernel's dump order
 }
 
 // OperUp reports whether a netdev in operational state operstate (a
@@ -288,6 +294,7 @@ type linkJSON struct {
 	ParentOtherNetns bool           `json:"parent_other_netns"`
 	MasterIndex      *int           `json:"master_ifindex"`
 	ActiveSlave      *int           `json:"active_slave_ifindex"`
+	BondMode         *string        `json:"bond_mode"`
 	Tag              *Tag           `json:"tag"`
 	EgressQoS        QoSMap         `json:"egress_qos_map"`
 	IngressQoS       QoSMap         `json:"ingress_qos_map"`
@@ -315,7 +322,7 @@ func (l Link) MarshalJSON() ([]byte, error) {
 	vlan := l.Kind == KindVLAN
 	w := linkJSON{Name: l.Name, Index: l.Index, Kind: l.Kind, MAC: l.MAC, MTU: l.MTU, OperState: l.OperState, Ether: l.Ether,
 		ParentIndex: null.Int(l.ParentIndex), ParentOtherNetns: l.ParentOtherNetns, MasterIndex: null.Int(l.MasterIndex),
-		ActiveSlave: null.Int(l.ActiveSlave), Tag: l.Tag, EgressQoS: qosMapJSON(l.EgressQoS, vlan),
+		ActiveSlave: null.Int(l.ActiveSlave), BondMode: null.String(l.BondMode), Tag: l.Tag, EgressQoS: qosMapJSON(l.EgressQoS, vlan),
 		IngressQoS: qosMapJSON(l.IngressQoS, vlan), Addrs: l.Addrs}
 	if w.Addrs == nil {
 		w.Addrs = []netip.Prefix{}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sort"
 )
 
 // maxDepth bounds walks down a chain of stacked devices; the kernel limits
@@ -190,6 +191,86 @@ type Description struct {
 	// namespace (the lower device is not in this namespace); Chain and
 	// Real then stop at the last device visible here.
 	LowerInOtherNetns bool
+	// Bond is, when Real is a bond, the bond and the slaves RoCE traffic
+	// through it leaves by; nil otherwise.
+	Bond *Bond
+}
+
+// Bond is a bond at the bottom of a stack: its mode and which of its
+// slaves carry the traffic sent through it. A bond has no DCB of its own
+// (drivers/net/bonding registers no dcbnl_ops): each slave, a NIC port,
+// classifies, queues and pauses by its own DCB. So does a RoCE LAG device
+// (mlx5_bond_0): mlx5 registers its dcbnl_ops on each PF netdev
+// (mlx5e_dcbnl_build_netdev, drivers/net/ethernet/mellanox/mlx5/core/
+// en_dcbnl.c) and its LAG code (mlx5/core/lag/) only maps the two PFs'
+// ports to one RDMA device; trust, PFC and buffers stay per port.
+type Bond struct {
+	Name string
+	// Mode is the bond's mode (Link.BondMode); "" when the snapshot did
+	// not record it.
+	Mode string
+	// Slaves are the slaves that carry the bond's traffic, in ifindex
+	// order: in active-backup the active slave only (the bond sends on
+	// curr_active_slave: drivers/net/bonding/bond_main.c,
+	// bond_xmit_activebackup); in every other mode (802.3ad, balance-xor
+	// hash flows over them) every slave. A bond whose mode was not
+	// recorded counts as active-backup when it names an active slave (the
+	// kernel reports one for active-backup, balance-tlb and balance-alb),
+	// else as hashing over every slave.
+	Slaves []string
+	// Backup lists the other slaves: active-backup's standby ones, which
+	// carry the traffic after a failover.
+	Backup []string
+}
+
+// BondOf returns the bond name is a slave of: for an RDMA port whose
+// netdev the kernel or an older snapshot names as one slave of a RoCE LAG
+// bond, the netdev its traffic actually goes through.
+func (s *Namespace) BondOf(name string) (*Link, bool) {
+	l, ok := s.ByName(name)
+	if !ok {
+		return nil, false
+	}
+	m, ok := s.Master(l)
+	if !ok || m.Kind != KindBond {
+		return nil, false
+	}
+	return m, true
+}
+
+// PortNetdev is the netdev the traffic of an RDMA port whose netdev is
+// recorded as name goes through: the bond when name is a bond's slave (a
+// RoCE LAG device, whose port sysfs and some kernels name by one slave),
+// else name itself. Every reader of a port's netdev goes through it.
+func (s *Namespace) PortNetdev(name string) string {
+	if s == nil {
+		return name
+	}
+	if b, ok := s.BondOf(name); ok {
+		return b.Name
+	}
+	return name
+}
+
+// bondOf describes bond b: its mode and carrying and standby slaves.
+func (s *Namespace) bondOf(b *Link) *Bond {
+	out := &Bond{Name: b.Name, Mode: b.BondMode, Slaves: []string{}, Backup: []string{}}
+	var slaves []*Link
+	for i := range s.Links {
+		if s.Links[i].MasterIndex == b.Index && s.Links[i].Index != b.Index {
+			slaves = append(slaves, &s.Links[i])
+		}
+	}
+	sort.Slice(slaves, func(i, j int) bool { return slaves[i].Index < slaves[j].Index })
+	onlyActive := b.BondMode == "active-backup" || (b.BondMode == "" && b.ActiveSlave != 0)
+	for _, l := range slaves {
+		if onlyActive && l.Index != b.ActiveSlave {
+			out.Backup = append(out.Backup, l.Name)
+		} else {
+			out.Slaves = append(out.Slaves, l.Name)
+		}
+	}
+	return out
 }
 
 // RealTags reports whether Real, the bottom of the stack visible in this
@@ -257,6 +338,9 @@ func (s *Namespace) Describe(name string) (Description, error) {
 		d.Chain = append(d.Chain, inner[i])
 	}
 	d.Real = cur.Name
+	if cur.Kind == KindBond {
+		d.Bond = s.bondOf(cur)
+	}
 	return d, nil
 }
 

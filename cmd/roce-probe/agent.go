@@ -24,11 +24,12 @@ func init() { register(newAgentCmd) }
 // agentFlags are the agent's flags; each one given overrides the
 // configuration file's value.
 type agentFlags struct {
-	config   string
-	cfg      agent.Config // flag values over the defaults
-	peers    []string
-	flows    []string
-	logLevel slog.Level
+	config      string
+	checkConfig bool
+	cfg         agent.Config // flag values over the defaults
+	peers       []string
+	flows       []string
+	logLevel    slog.Level
 }
 
 // agentFlagFields maps configuration fields to the flags that set them,
@@ -39,6 +40,7 @@ var agentFlagFields = map[string]string{
 	"peers.file_interval": "--peers-file-interval", "peers.max": "--peers-max",
 	"probe.rate": "--probe-rate", "probe.timeout": "--probe-timeout", "probe.jitter": "--probe-jitter",
 	"probe.max_rate": "--probe-max-rate", "listener.rate": "--listener-rate", "listener.global_rate": "--listener-global-rate",
+	"web_config_file": "--web.config.file", "snapshot": "--snapshot", "serve_only": "--serve-only",
 }
 
 func newAgentCmd() *cobra.Command {
@@ -60,7 +62,12 @@ jittered rate (as 'roce-probe send' does), answers its peers' probes (as
 
   /metrics   Prometheus text format (docs/metrics.md)
   /snapshot  the host snapshot of the last read, as 'roce-probe collect' writes it
+             (--snapshot full), its RoCE sections only (roce) or 404 (off)
   /healthz   200 while the agent runs, JSON details
+
+--web.config.file FILE serves them over TLS and/or with basic auth: the
+Prometheus exporters' web configuration file (as node_exporter's; keys
+tls_server_config, basic_auth_users with bcrypt hashes; docs/agent.md).
 
 A flow is a source GID and the markings an application asks for:
   --flow name=rdma,netdev=eth0.100,family=ipv4,tclass=106,sl=3
@@ -70,18 +77,32 @@ A flow is a source GID and the markings an application asks for:
 Peers come from --peer (ADDRESS or NAME=ADDRESS), --peers-dns (a name whose
 A/AAAA records are the peers, e.g. a Kubernetes headless Service) and
 --peers-file (re-read when it changes); this host's own addresses are left out.
+An agent without a flow has nothing to probe and nothing to watch: it exits 2
+unless --serve-only says that serving the host's metrics and answering the
+peers' probes is all it should do.
 
 --config FILE reads the same settings from a YAML or JSON file (docs/agent.md);
-flags given override it. A bad value exits 2 naming the field. Needs
-CAP_NET_RAW (raw sockets); reads need no other privilege.`,
+flags given override it. A bad value exits 2 naming the field.
+--check-config checks the configuration (the file, the flags and the web
+configuration file with the certificate and key it names), says so and exits:
+0 when it is valid, 2 naming the key or flag when not; it reads nothing of the
+host and needs no privilege. Running needs CAP_NET_RAW (raw sockets); reads
+need no other privilege.`,
 		Example: `  roce-probe agent --peers-dns roce-probe.monitoring.svc --flow name=rdma,netdev=eth0,tclass=106,sl=3
-  roce-probe agent --config /etc/roce-probe/agent.yaml`,
+  roce-probe agent --config /etc/roce-probe/agent.yaml
+  roce-probe agent --config /etc/roce-probe/agent.yaml --web.config.file /etc/roce-probe/web.yml --check-config
+  roce-probe agent --serve-only --snapshot roce`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runAgent(cmd, f) },
 	}
 	fl := c.Flags()
 	d := agent.Default()
 	fl.StringVar(&f.config, "config", "", "configuration file (YAML or JSON; docs/agent.md)")
+	fl.BoolVar(&f.checkConfig, "check-config", false, "check the configuration (file, flags, web configuration file) and exit: 0 valid, 2 not")
+	fl.StringVar(&f.cfg.WebConfigFile, "web.config.file", "", "the Prometheus exporters' web configuration file: TLS and basic auth (docs/agent.md)")
+	enumVar(fl, &f.cfg.Snapshot, "snapshot", d.Snapshot, "what /snapshot serves: full (the whole snapshot), roce (its RoCE sections) or off (404)",
+		choice(agent.SnapshotFull, agent.SnapshotFull), choice(agent.SnapshotRoCE, agent.SnapshotRoCE), choice(agent.SnapshotOff, agent.SnapshotOff))
+	fl.BoolVar(&f.cfg.ServeOnly, "serve-only", false, "run without a flow: only serve the host's metrics and answer the peers' probes")
 	fl.StringVar(&f.cfg.Listen, "listen", d.Listen, "HTTP address of /metrics, /snapshot and /healthz")
 	durationVar(fl, &f.cfg.Interval, "interval", d.Interval, time.Second, time.Hour, false, "how often the host is read again (1s..1h)")
 	durationVar(fl, &f.cfg.ShutdownTimeout, "shutdown-timeout", d.ShutdownTimeout, 100*time.Millisecond, time.Minute, false, "how long requests in progress may take when stopping (100ms..1m)")
@@ -133,6 +154,9 @@ func agentConfig(cmd *cobra.Command, f *agentFlags) (agent.Config, error) {
 	set("probe-max-rate", func() { cfg.Probe.MaxRate = f.cfg.Probe.MaxRate })
 	set("listener-rate", func() { cfg.Listener.Rate = f.cfg.Listener.Rate })
 	set("listener-global-rate", func() { cfg.Listener.GlobalRate = f.cfg.Listener.GlobalRate })
+	set("web.config.file", func() { cfg.WebConfigFile = f.cfg.WebConfigFile })
+	set("snapshot", func() { cfg.Snapshot = f.cfg.Snapshot })
+	set("serve-only", func() { cfg.ServeOnly = f.cfg.ServeOnly })
 	if fl.Changed("flow") {
 		cfg.Flows = nil
 		for i, s := range f.flows {
@@ -144,6 +168,15 @@ func agentConfig(cmd *cobra.Command, f *agentFlags) (agent.Config, error) {
 		}
 	}
 	if err := cfg.Validate(); err != nil {
+		return cfg, usageError{agentFieldError(cmd, f, err)}
+	}
+	if err := cfg.Purpose(); err != nil {
+		if f.config == "" || fl.Changed("flow") || fl.Changed("serve-only") {
+			return cfg, usagef("no --flow given: the agent has nothing to probe and nothing to watch: want --flow (e.g. --flow name=rdma,netdev=eth0,tclass=106,sl=3), or --serve-only to only serve the host's metrics and answer the peers' probes")
+		}
+		return cfg, usageError{agentFieldError(cmd, f, err)}
+	}
+	if err := agent.CheckWebConfig(cfg.WebConfigFile); err != nil {
 		return cfg, usageError{agentFieldError(cmd, f, err)}
 	}
 	return cfg, nil
@@ -205,6 +238,11 @@ func runAgent(cmd *cobra.Command, f *agentFlags) error {
 	if err != nil {
 		return err
 	}
+	if f.checkConfig {
+		fmt.Fprintf(cmd.OutOrStdout(), "the agent's configuration is valid: listen %s, %d flow(s), snapshot %s, web configuration %s\n",
+			cfg.Listen, len(cfg.Flows), cfg.Snapshot, orNone(cfg.WebConfigFile))
+		return nil
+	}
 	log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: f.logLevel}))
 	if os.Getenv("GOMEMLIMIT") == "" {
 		// A soft limit on the Go runtime's memory: the agent's live heap
@@ -234,4 +272,12 @@ func runAgent(cmd *cobra.Command, f *agentFlags) error {
 		return usageError{err}
 	}
 	return nil
+}
+
+// orNone is s, or "none" when s is empty.
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
 }

@@ -6,11 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -76,7 +76,7 @@ type ahPcapJSON struct {
 func createJSON(qpn uint32, err error) *ahCreateJSON {
 	cj := &ahCreateJSON{OK: err == nil}
 	if err != nil {
-		e, en := err.Error(), errnoOf(err)
+		e, en := err.Error(), ah.ErrnoOf(err)
 		cj.Error, cj.Errno = &e, null.String(en)
 	} else {
 		cj.QPN = &qpn
@@ -98,7 +98,7 @@ func neighborProbeJSON(route vlan.RouteResult, nb vlan.Neighbor, err error) *ahP
 // ahFlags are the flags that build the address handle; --from-wc takes
 // none of them.
 var ahFlags = []string{"dst", "gid-index", "sl", "tclass", "flow-label", "hop-limit", "static-rate", "pcap",
-	"src-qpn", "dest-qpn", "qkey", "psn", "ip-id", "payload", "driver", "path", "resolve-neighbour", "create"}
+	"src-qpn", "dest-qpn", "qkey", "psn", "ip-id", "payload", "driver", "path", "resolve-neighbour", "create", "dmac"}
 
 func newAHCmd() *cobra.Command {
 	var src hostFlags
@@ -108,7 +108,7 @@ func newAHCmd() *cobra.Command {
 	var a ah.Attr
 	var d ah.Datagram
 	var create, probeNeigh bool
-	var fromWC, wcFlags string
+	var fromWC, wcFlags, dmac string
 	var behaviour string
 	c := &cobra.Command{
 		Use:   "ah --dev D [--port P] (--gid-index I | --gid-index auto) --dst ADDR|GID [--sl S] [--tclass T] [--flow-label F] [--hop-limit H] [--static-rate R]",
@@ -130,6 +130,9 @@ not in the neighbour table the output says so: ibv_create_ah would send ARP /
 neighbour discovery and fail with ETIMEDOUT if nobody answers.
 --resolve-neighbour makes the kernel try (one UDP datagram to the destination's
 discard port through the sgid's netdev; no privileges) and reports the answer.
+--dmac MAC gives the next hop's MAC instead (a peer that has not talked to this
+host yet, a snapshot taken before it did): the frame is predicted with it, and
+a warning says the kernel would still have to resolve it.
 
 --from FILE resolves against a snapshot written by 'roce-probe collect' (the
 host's GID tables, netdevs, routes, neighbours and DCB) instead of the live
@@ -138,7 +141,9 @@ host. On a host without RDMA devices the predicted Soft-RoCE tables are used
 
 --pcap FILE writes the predicted UD SEND frame (opcode 0x64, with --src-qpn,
 --dest-qpn, --qkey, --psn and --payload; valid ICRC) as a capture Wireshark
-opens. --create (binaries built with -tags ibverbs) also calls ibv_create_ah on
+opens. The analysis is printed whether or not the frame can be written; when
+it cannot (an unresolved next hop without --dmac, a driver whose PCP or UDP
+source port is not known), the output says why and the exit status is 1. --create (binaries built with -tags ibverbs) also calls ibv_create_ah on
 the device and reports its result next to the prediction.
 
 --from-wc HEX explains a received datagram instead: it takes the 40-byte GRH
@@ -149,6 +154,10 @@ docs/ah.md) and prints the AH that answers the sender under both rules.
 -o json prints one document (docs/json.md). Exit status 1 when the AH is invalid
 or cannot be resolved (the problems or the error say why), 2 on bad flags.
 Reading needs no privileges. See docs/ah.md.`,
+		Example: `  roce-probe ah --dev mlx5_0 --gid-index 3 --dst 10.0.100.2 --sl 3 --tclass 106
+  roce-probe ah --dev rxe0 --gid-index auto --dst 10.0.100.2 --pcap ah.pcap
+  roce-probe ah --dev mlx5_0 --gid-index 3 --dst 10.0.100.2 --path kernel-ah -o json
+  roce-probe ah --dev rxe0 --from-wc 00000000000000000000000000000000000000004568003c12344000401114130a0000020a000001 --wc grh`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := src.requireDev("rxe0, mlx5_0"); err != nil {
@@ -188,6 +197,12 @@ Reading needs no privileges. See docs/ah.md.`,
 					return err
 				}
 			}
+			var nextHop vlan.MAC
+			if dmac != "" {
+				if nextHop, err = parseMAC("--dmac", dmac); err != nil {
+					return err
+				}
+			}
 			v, err := src.view(collect.SectionDCB)
 			if err != nil {
 				return err
@@ -196,7 +211,7 @@ Reading needs no privileges. See docs/ah.md.`,
 				return err
 			}
 			notePredicted(cmd.ErrOrStderr(), v)
-			req := host.AHRequest{Device: src.dev, Attr: a, AutoIndex: auto, Driver: driver, Path: path, SrcQPN: d.SrcQPN}
+			req := host.AHRequest{Device: src.dev, Attr: a, AutoIndex: auto, Driver: driver, Path: path, SrcQPN: d.SrcQPN, NextHopMAC: nextHop}
 			res, rerr := v.ResolveAH(req)
 			switch {
 			case errors.Is(rerr, gid.ErrNoEntry):
@@ -228,18 +243,19 @@ Reading needs no privileges. See docs/ah.md.`,
 					doc.Warnings[i].Reason += ": give it with --src-qpn"
 				}
 			}
+			// The frame is written only when the AH resolved completely;
+			// the analysis is printed either way.
+			var pcapErr error
 			if pcapFile != "" {
-				if res.Resolution == nil || rerr != nil {
-					return findingError{fmt.Sprintf("--pcap %s not written: %v", pcapFile, firstErr(rerr, "the AH did not resolve"))}
+				frame, err := ahFrame(res, rerr, d)
+				if err == nil {
+					err = writePcap(pcapFile, frame)
 				}
-				frame, err := res.Frame(d)
-				if err != nil {
-					return findingError{fmt.Sprintf("--pcap %s not written: %v", pcapFile, err)}
+				if err == nil {
+					doc.Pcap = &ahPcapJSON{File: pcapFile, Bytes: len(frame)}
+				} else {
+					pcapErr = fmt.Errorf("--pcap %s not written: %w", pcapFile, err)
 				}
-				if err := writePcap(pcapFile, frame); err != nil {
-					return err
-				}
-				doc.Pcap = &ahPcapJSON{File: pcapFile, Bytes: len(frame)}
 			}
 			if create {
 				h, err := ah.Create(src.dev, a, ah.CreateOptions{})
@@ -257,13 +273,21 @@ Reading needs no privileges. See docs/ah.md.`,
 				}
 			} else {
 				writeAHTable(out, doc, src.dev)
+				if pcapErr != nil {
+					fmt.Fprintf(out, "\n%v\n", pcapErr)
+				}
 			}
 			var verr *ah.ValidationError
+			var ue usageError
 			switch {
 			case errors.As(rerr, &verr):
 				return findingError{fmt.Sprintf("ibv_create_ah would fail: %v", verr)}
 			case rerr != nil:
 				return findingError{rerr.Error()}
+			case errors.As(pcapErr, &ue):
+				return pcapErr // the file could not be written: exit 2
+			case pcapErr != nil:
+				return findingError{pcapErr.Error()}
 			case doc.Create != nil && !doc.Create.OK:
 				return findingError{"ibv_create_ah failed: " + *doc.Create.Error}
 			}
@@ -287,8 +311,9 @@ Reading needs no privileges. See docs/ah.md.`,
 	intVar(fl, &d.PSN, "psn", 0, 0, 0xFFFFFF, "the PSN (BTH) for --pcap")
 	intVar(fl, &d.IPID, "ip-id", 0, 0, 0xFFFF, "the IPv4 identification for --pcap (the kernel's is not predictable)")
 	fl.StringVar(&payload, "payload", "roce-probe", "the UD payload for --pcap")
-	driverVar(fl, &driver, "the RDMA driver's wire profile: rxe, mlx5, irdma, bnxt_re, hns or erdma (default: the driver detected from sysfs)")
+	driverVar(fl, &driver, "the RDMA driver's wire profile: rxe, mlx5, irdma, bnxt_re, hns, erdma, ionic or hiroce3 (default: the driver detected from sysfs)")
 	pathVar(fl, &path, "how the AH reaches the driver: user-ah (default), kernel-ah or connected-qp")
+	fl.StringVar(&dmac, "dmac", "", "the next hop's MAC, for a neighbour the table does not have (aa:bb:cc:dd:ee:ff): the frame is predicted with it")
 	fl.BoolVar(&probeNeigh, "resolve-neighbour", false, "when the next hop's MAC is not known, make the kernel resolve it (one UDP datagram to its discard port, as ibv_create_ah's ARP would) and wait up to 1 s; live own namespace only")
 	fl.BoolVar(&create, "create", false, "also call ibv_create_ah on the device (needs a binary built with -tags ibverbs; live only)")
 	fl.StringVar(&fromWC, "from-wc", "", "instead: derive the AH that answers a received datagram from its 40-byte GRH buffer (80 hex digits), as ibv_init_ah_from_wc does")
@@ -304,6 +329,7 @@ Reading needs no privileges. See docs/ah.md.`,
 	flagsExclusive(c, "from", "resolve-neighbour")
 	flagsExclusive(c, "netns", "resolve-neighbour")
 	flagsExclusive(c, "from", "create")
+	flagsExclusive(c, "dmac", "resolve-neighbour")
 	return c
 }
 
@@ -315,7 +341,7 @@ func ahDoc(a ah.Attr, res *host.AHResult, rerr error, v *host.View) ahJSON {
 	case errors.As(rerr, &verr):
 		doc.Problems = verr.Problems
 	case rerr != nil:
-		e, en := rerr.Error(), errnoOf(rerr)
+		e, en := rerr.Error(), ah.ErrnoOf(rerr)
 		doc.Error, doc.Errno = &e, null.String(en)
 	}
 	if r := res.Resolution; r != nil {
@@ -328,22 +354,31 @@ func ahDoc(a ah.Attr, res *host.AHResult, rerr error, v *host.View) ahJSON {
 	return doc
 }
 
-func firstErr(err error, s string) string {
-	if err != nil {
-		return err.Error()
+// ahFrame is the frame --pcap writes: the UD SEND d of the resolved AH,
+// or why there is none.
+func ahFrame(res *host.AHResult, rerr error, d ah.Datagram) ([]byte, error) {
+	var ne *ah.NeighborError
+	switch {
+	case errors.As(rerr, &ne):
+		return nil, fmt.Errorf("the MAC of next hop %s is not known: give it with --dmac", ne.Route.NextHop)
+	case rerr != nil || res == nil || res.Resolution == nil:
+		return nil, errors.New("the AH did not resolve")
 	}
-	return s
+	return res.Frame(d)
 }
 
-// errnoOf names the errno an error wraps (EINVAL, ETIMEDOUT, ...), or "".
-func errnoOf(err error) string {
-	for _, e := range []syscall.Errno{syscall.EINVAL, syscall.ENODATA, syscall.ETIMEDOUT, syscall.ENETUNREACH,
-		syscall.EHOSTUNREACH, syscall.EACCES, syscall.ENOENT, syscall.ENOSYS, syscall.EPERM} {
-		if errors.Is(err, e) {
-			return ah.ErrnoName(e)
-		}
+// parseMAC parses the value of flag name as an Ethernet unicast MAC
+// address (six bytes, colon-, dash- or dot-separated as net.ParseMAC
+// takes them).
+func parseMAC(name, s string) (vlan.MAC, error) {
+	hw, err := net.ParseMAC(strings.TrimSpace(s))
+	if err != nil || len(hw) != 6 {
+		return nil, usagef("%s %q is not a MAC address: want six hex bytes, e.g. 02:00:00:00:00:02", name, s)
 	}
-	return ""
+	if hw[0]&1 != 0 {
+		return nil, usagef("%s %s is a group (multicast or broadcast) address: want the next hop's unicast MAC", name, hw)
+	}
+	return vlan.MAC(hw), nil
 }
 
 // writePcap writes one Ethernet frame as a classic pcap file, replacing
@@ -603,7 +638,7 @@ func runFromWC(cmd *cobra.Command, src *hostFlags, format, hexBuf, wcFlags, beha
 		r, err := ah.FromWC(wc, grh, table, ah.FromWCOptions{Behaviour: b, Port: port.Port, Net: n})
 		d := ahFromWCJSON{Behaviour: b.String(), FromWCResult: r}
 		if err != nil {
-			d.Error, d.Errno = err.Error(), errnoOf(err)
+			d.Error, d.Errno = err.Error(), ah.ErrnoOf(err)
 			failed = true
 		}
 		docs = append(docs, d)

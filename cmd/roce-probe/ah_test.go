@@ -121,7 +121,7 @@ func TestAHBadFlags(t *testing.T) {
 		{[]string{"--gid-index", "1", "--dst", "10.0.0.2", "-o", "xml"}, `-o "xml" is not known: want table or json`},
 		// A misspelt driver used to be taken for a driver without a profile
 		// (every field "unknown", exit 1); it is bad input.
-		{[]string{"--gid-index", "1", "--dst", "10.0.0.2", "--driver", "mxl5"}, `--driver "mxl5" is not known: want rxe, mlx5, irdma, bnxt_re, hns or erdma`},
+		{[]string{"--gid-index", "1", "--dst", "10.0.0.2", "--driver", "mxl5"}, `--driver "mxl5" is not known: want rxe, mlx5, irdma, bnxt_re, hns, erdma, ionic or hiroce3`},
 		{[]string{"--gid-index", "1", "--dst", "10.0.0.2", "--driver", "mlx5", "--driver", "rxe"}, `--driver given twice ("mlx5", then "rxe")`},
 		{[]string{"--gid-index", "1", "--dst", "::1"}, `--dst "::1" is a loopback address`},
 	} {

@@ -45,6 +45,10 @@ vlan and pcp are the outermost tag's: the one the first switch classifies on.
 without RDMA devices the predicted Soft-RoCE tables are used (said so).
 
 Exit status: 0 lossless, 1 lossy or unknown, 2 bad input. Needs no privileges.`,
+		Example: `  roce-probe check --dev mlx5_0 --gid-index 3 --tclass 106 --sl 3
+  roce-probe check --dev mlx5_0 --gid-index 3 --rdma-cm --tos 106
+  roce-probe check --dev mlx5_0 --gid-index 3 --rdma-cm
+  roce-probe check --from node1.json.gz --dev mlx5_0 --gid-index 3 --tclass 106 --sl 3 -o json`,
 		Args: noArgs,
 		PreRunE: func(cmd *cobra.Command, _ []string) error {
 			// Before cobra's flag groups: --rdma-cm may come without
@@ -135,6 +139,18 @@ func printCheck(w io.Writer, r qos.Result, info qos.DriverInfo) {
 		pfc = map[bool]string{true: "on", false: "off"}[*r.PFC]
 	}
 	fmt.Fprintf(tw, "port:\ttrust %s, priority %s, tc %s, pfc %s\n", r.Trust, ptrOr(r.Priority, "-", u8Text), ptrOr(r.TC, "-", u8Text), pfc)
+	if b := r.Bond; b != nil {
+		for _, s := range b.Slaves {
+			pfc := "-"
+			if s.PFC != nil {
+				pfc = map[bool]string{true: "on", false: "off"}[*s.PFC]
+			}
+			fmt.Fprintf(tw, "slave %s:\ttrust %s, priority %s, tc %s, pfc %s: %s\n", s.Netdev, s.Trust, ptrOr(s.Priority, "-", u8Text), ptrOr(s.TC, "-", u8Text), pfc, s.Verdict)
+		}
+		if len(b.Backup) > 0 {
+			fmt.Fprintf(tw, "standby:\t%s (%s's active-backup standby slaves: they carry the flow after a failover)\n", strings.Join(b.Backup, ", "), b.Netdev)
+		}
+	}
 	fmt.Fprintf(tw, "verdict:\t%s\n", strings.ToUpper(string(r.Verdict)))
 	tw.Flush()
 	for _, x := range r.Reasons {

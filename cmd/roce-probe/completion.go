@@ -35,6 +35,18 @@ import (
 // missing (`ah --from<TAB>` would give --from-wc alone); their help says
 // "(required)".
 
+// The examples of the completion command and its shells: how to load
+// the script now, and for every new shell.
+var (
+	shellExamples = map[string]string{
+		"bash":       "source <(roce-probe completion bash)\nroce-probe completion bash > /etc/bash_completion.d/roce-probe",
+		"zsh":        "source <(roce-probe completion zsh)\nroce-probe completion zsh > \"${fpath[1]}/_roce-probe\"",
+		"fish":       "roce-probe completion fish | source\nroce-probe completion fish > ~/.config/fish/completions/roce-probe.fish",
+		"powershell": "roce-probe completion powershell | Out-String | Invoke-Expression",
+	}
+	completionExamples = "  " + strings.ReplaceAll(strings.Join([]string{shellExamples["bash"], shellExamples["zsh"], shellExamples["fish"]}, "\n"), "\n", "\n  ")
+)
+
 // completing says whether args ask for completions (cobra's __complete
 // and __completeNoDesc).
 func completing(args []string) bool {

@@ -35,11 +35,12 @@ type countersDoc struct {
 	} `json:"netdevs"`
 	Priorities     []map[string]json.RawMessage `json:"priorities"`
 	RoCEPriorities []struct {
-		Netns  *string  `json:"netns"`
-		PFC    *bool    `json:"pfc_enabled"`
-		Netdev string   `json:"netdev"`
-		Prio   int      `json:"prio"`
-		Why    []string `json:"why"`
+		Netns   *string  `json:"netns"`
+		PFC     *bool    `json:"pfc_enabled"`
+		Netdev  string   `json:"netdev"`
+		Prio    int      `json:"prio"`
+		Assumed bool     `json:"assumed"`
+		Why     []string `json:"why"`
 	} `json:"roce_priorities"`
 	Findings []struct {
 		Severity string `json:"severity"`

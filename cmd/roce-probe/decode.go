@@ -33,8 +33,9 @@ func newDecodeCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "decode FILE|-",
 		Short: "Decode the RoCE v1/v2 packets of a pcap or pcapng capture and check their ICRC",
-		Long: `decode reads a pcap or pcapng capture of an Ethernet interface (the format is
-detected from the file's magic number; - reads standard input) and prints one
+		Long: `decode reads a pcap or pcapng capture of an Ethernet interface, or of Linux's
+"any" (tcpdump -i any: Linux cooked, SLL or SLL2), (the format is detected
+from the file's magic number; - reads standard input) and prints one
 line per RoCE packet: VLAN tag and PCP, addresses, DSCP/ECN, TTL, UDP source
 port, BTH fields (opcode, P_Key, destination QP, PSN, AckReq, FECN, BECN),
 DETH (source QP, Q_Key), immediate data, payload and pad length, and whether
@@ -62,7 +63,8 @@ unreadable, truncated or damaged capture.`,
 		Example: `  tcpdump -i eth0 -w roce.pcap 'udp dst port 4791 or ether proto 0x8915'
   roce-probe decode roce.pcap
   roce-probe decode --summary -o json roce.pcapng
-  tcpdump -i eth0 -w - udp port 4791 | roce-probe decode -`,
+  tcpdump -i eth0 -w - udp port 4791 | roce-probe decode -
+  tcpdump -i any -y LINUX_SLL -w any.pcap udp port 4791 && roce-probe decode any.pcap`,
 		Args: func(c *cobra.Command, args []string) error {
 			switch len(args) {
 			case 0:
@@ -113,8 +115,6 @@ func runDecode(cmd *cobra.Command, path string, f decodeFlags) error {
 	if format == "json" {
 		arr = newJSONArray(out)
 	}
-	dec := roce.NewDecoder()
-	var st decodeStats
 	var p roce.Packet
 	var readErr error
 	for {
@@ -125,32 +125,19 @@ func runDecode(cmd *cobra.Command, path string, f decodeFlags) error {
 				return err
 			}
 		}
-		data, ci, err := cr.Next()
+		ci, err := cr.NextPacket(&p)
+		var fe capture.FrameError
+		if errors.As(err, &fe) {
+			bw.Flush() // keep stdout and stderr in frame order
+			fmt.Fprintf(stderr, "roce-probe: %v\n", fe)
+			continue
+		}
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
 			readErr = err
 			break
-		}
-		st.frames++
-		err = dec.DecodeCaptured(data, ci, &p)
-		if errors.Is(err, roce.ErrNotRoCE) {
-			st.nonRoCE++
-			continue
-		}
-		if err != nil {
-			st.malformed++
-			bw.Flush() // keep stdout and stderr in frame order
-			fmt.Fprintf(stderr, "roce-probe: frame %d: malformed RoCE packet: %v\n", cr.Frame(), err)
-			continue
-		}
-		st.roce++
-		switch p.ICRCStatus {
-		case roce.ICRCInvalid:
-			st.badICRC++
-		case roce.ICRCUnchecked:
-			st.unchecked++
 		}
 		switch format {
 		case "json":
@@ -173,7 +160,7 @@ func runDecode(cmd *cobra.Command, path string, f decodeFlags) error {
 		}
 		fmt.Fprintln(out)
 	}
-	return finishDecode(path, f, format, bw, stderr, st, readErr)
+	return finishDecode(path, f, format, bw, stderr, cr.Stats(), readErr)
 }
 
 // finishOnInterrupt makes the first Ctrl-C (SIGINT) not end decode of
@@ -206,7 +193,7 @@ func finishOnInterrupt(stderr io.Writer) (stop func()) {
 
 // finishDecode flushes the output and prints the frame counts and the
 // read error, if any.
-func finishDecode(path string, f decodeFlags, format string, bw *bufio.Writer, stderr io.Writer, st decodeStats, readErr error) error {
+func finishDecode(path string, f decodeFlags, format string, bw *bufio.Writer, stderr io.Writer, st capture.Stats, readErr error) error {
 	if err := bw.Flush(); err != nil {
 		return err
 	}
@@ -215,10 +202,10 @@ func finishDecode(path string, f decodeFlags, format string, bw *bufio.Writer, s
 	}
 	if !f.summary || format == "table" {
 		fmt.Fprintf(stderr, "%d frames: %d RoCE (%d invalid ICRC, %d unchecked), %d not RoCE, %d malformed\n",
-			st.frames, st.roce, st.badICRC, st.unchecked, st.nonRoCE, st.malformed)
+			st.Frames, st.RoCE, st.BadICRC, st.Unchecked, st.NonRoCE, st.Malformed)
 	}
-	if f.failOnBadICRC && st.badICRC > 0 {
-		return findingError{fmt.Sprintf("%d RoCE packets have an invalid ICRC", st.badICRC)}
+	if f.failOnBadICRC && st.BadICRC > 0 {
+		return findingError{fmt.Sprintf("%d RoCE packets have an invalid ICRC", st.BadICRC)}
 	}
 	return nil
 }
@@ -226,19 +213,13 @@ func finishDecode(path string, f decodeFlags, format string, bw *bufio.Writer, s
 // runDecodeSummary is decode --summary: capture.Reader.Summarize
 // decodes the frames on all cores.
 func runDecodeSummary(path string, cr *capture.Reader, f decodeFlags, format string, bw *bufio.Writer, stderr io.Writer) error {
-	sum, cs, readErr := cr.Summarize(func(e capture.FrameError) {
-		fmt.Fprintf(stderr, "roce-probe: frame %d: malformed RoCE packet: %v\n", e.Frame, e.Err)
+	sum, st, readErr := cr.Summarize(func(e capture.FrameError) {
+		fmt.Fprintf(stderr, "roce-probe: %v\n", e)
 	})
-	st := decodeStats{frames: cs.Frames, roce: cs.RoCE, nonRoCE: cs.NonRoCE, malformed: cs.Malformed,
-		badICRC: cs.BadICRC, unchecked: cs.Unchecked}
 	if err := printDecodeSummary(bw, format, sum.Flows(), st); err != nil {
 		return err
 	}
 	return finishDecode(path, f, format, bw, stderr, st, readErr)
-}
-
-type decodeStats struct {
-	frames, roce, nonRoCE, malformed, badICRC, unchecked int
 }
 
 // decodedPacket is the JSON form of one packet (keys in this order;
@@ -460,17 +441,12 @@ func packetLine(frame int, ts time.Time, p *roce.Packet) string {
 	case roce.ICRCValid:
 		b.WriteString(" icrc ok")
 	case roce.ICRCInvalid:
-		fmt.Fprintf(&b, " icrc BAD (wire %x, want %x)", p.ICRC[:], icrcWire(p.Computed))
+		want := p.WantICRC()
+		fmt.Fprintf(&b, " icrc BAD (wire %x, want %x)", p.ICRC[:], want[:])
 	default:
 		b.WriteString(" icrc unchecked (" + p.UncheckedReason() + ")")
 	}
 	return b.String()
-}
-
-func icrcWire(v uint32) []byte {
-	var b [4]byte
-	roce.PutICRC(b[:], v)
-	return b[:]
 }
 
 // decodeFlowJSON is the JSON form of one flow of --summary (docs/json.md,
@@ -550,10 +526,10 @@ type decodeSummaryJSON struct {
 	Flows     []decodeFlowJSON `json:"flows"`
 }
 
-func printDecodeSummary(w io.Writer, format string, flows []capture.FlowSummary, st decodeStats) error {
+func printDecodeSummary(w io.Writer, format string, flows []capture.FlowSummary, st capture.Stats) error {
 	if format == "json" || format == ndjson {
-		s := decodeSummaryJSON{Frames: st.frames, RoCE: st.roce, NonRoCE: st.nonRoCE, Malformed: st.malformed,
-			BadICRC: st.badICRC, Flows: []decodeFlowJSON{}}
+		s := decodeSummaryJSON{Frames: st.Frames, RoCE: st.RoCE, NonRoCE: st.NonRoCE, Malformed: st.Malformed,
+			BadICRC: st.BadICRC, Flows: []decodeFlowJSON{}}
 		for _, f := range flows {
 			j := decodeFlowJSON{RoCEVersion: f.Version, Src: f.Src.String(), Dst: f.Dst.String(),
 				DestQP: f.DestQP, Packets: f.Packets, Bytes: f.Bytes, FirstPSN: f.FirstPSN, LastPSN: f.LastPSN,

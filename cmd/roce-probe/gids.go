@@ -75,6 +75,10 @@ On a host without RDMA devices, gids says so and shows the table Soft-RoCE
 --from FILE reads a snapshot written by 'roce-probe collect' (on this or any
 other machine) instead of the live host. Reads need no privileges. See
 docs/gids.md.`,
+		Example: `  roce-probe gids
+  roce-probe gids --dev mlx5_0 --port 1 --all
+  roce-probe gids -o json
+  roce-probe gids --from node1.json.gz`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			v, err := src.view(0)

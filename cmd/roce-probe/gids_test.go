@@ -280,3 +280,24 @@ func keysOf(m map[string]any) []string {
 	}
 	return ks
 }
+
+// A port the collector could not read is left out of the snapshot and
+// named in its errors: gids shows the other port and says which one is
+// missing, and why.
+func TestGIDsPartialRead(t *testing.T) {
+	path := snapshotVariant(t, "mlx5", func(doc map[string]any) {
+		dev := doc["rdma"].(map[string]any)["devices"].([]any)[0].(map[string]any)
+		dev["ports"] = dev["ports"].([]any)[:1]
+		doc["errors"] = []any{map[string]any{"source": "rdma mlx5_0 port 2", "error": "listing GID table: open /sys/class/infiniband/mlx5_0/ports/2/gids: no such file or directory"}}
+	})
+	out, errOut, code := runCLI(t, "", "gids", "--from", path)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(out, "mlx5_0") || strings.Contains(out, "enp1s0f1") {
+		t.Errorf("gids shows:\n%s\nwant port 1 (enp1s0f0) only", out)
+	}
+	if !strings.Contains(errOut, "mlx5_0 port 2 could not be read (left out): listing GID table") {
+		t.Errorf("stderr = %q, want the port named as left out", errOut)
+	}
+}

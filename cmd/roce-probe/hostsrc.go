@@ -95,6 +95,7 @@ func (h *hostFlags) snapshot(sections collect.Section) (*host.Snapshot, error) {
 			// error names what is wrong and what is wanted.
 			return nil, usagef("--from %q: %v", h.from, err)
 		}
+		h.noteRDMAErrors(s)
 		return s, nil
 	}
 	opt := collect.Options{Sections: sections, Tool: version(), SysfsRoot: liveSysfs}
@@ -105,7 +106,22 @@ func (h *hostFlags) snapshot(sections collect.Section) (*host.Snapshot, error) {
 	if err != nil {
 		return nil, liveError(h.netns, err)
 	}
+	h.noteRDMAErrors(s)
 	return s, nil
+}
+
+// noteRDMAErrors tells, on stderr, which RDMA devices and ports could not
+// be read (the snapshot's "rdma ..." errors): every command that works on
+// GID tables shows the others and says what it is missing.
+func (h *hostFlags) noteRDMAErrors(s *host.Snapshot) {
+	if h.cmd == nil {
+		return
+	}
+	for _, e := range s.Errors {
+		if strings.HasPrefix(e.Source, "rdma ") {
+			fmt.Fprintf(h.cmd.ErrOrStderr(), "roce-probe: %s could not be read (left out): %s\n", strings.TrimPrefix(e.Source, "rdma "), e.Error)
+		}
+	}
 }
 
 // liveError turns a failed live read into a usage error that says what to

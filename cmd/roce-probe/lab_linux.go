@@ -47,6 +47,10 @@ single-host lab, if that is up): hosts h1..h4, each a network namespace with its
 own rxe device, behind the switch namespace "sw" with a VLAN-filtering bridge. It
 needs a kernel whose rxe works in any network namespace (Linux 7.x). lab down
 removes both.`,
+		Example: `  roce-probe lab up
+  roce-probe lab status
+  roce-probe gids --dev rxe0
+  roce-probe lab down`,
 	}
 	c.Args, c.RunE = subcommandArgs, needsSubcommand
 	c.AddCommand(newLabUpCmd(), newLabDownCmd(), newLabStatusCmd())
@@ -68,7 +72,10 @@ func newLabUpCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "up",
 		Short: "Build the lab: peer namespace, veth pair, VLANs, addresses, rxe0 (root); or the fabric (--fabric)",
-		Args:  noArgs,
+		Example: `  roce-probe lab up
+  roce-probe lab up --no-vlans -o json
+  roce-probe lab up --fabric`,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if fabric {
 				if noVLANs {
@@ -95,9 +102,10 @@ func newLabUpCmd() *cobra.Command {
 
 func newLabDownCmd() *cobra.Command {
 	return &cobra.Command{
-		Use:   "down",
-		Short: "Remove the lab and the fabric (root)",
-		Args:  noArgs,
+		Use:     "down",
+		Short:   "Remove the lab and the fabric (root)",
+		Example: `  roce-probe lab down`,
+		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			// Say what was removed: "lab removed" when nothing existed
 			// told the user something untrue.
@@ -136,7 +144,9 @@ func newLabStatusCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "status",
 		Short: "Show which parts of the lab exist; exits 1 when the lab is not (fully) up",
-		Args:  noArgs,
+		Example: `  roce-probe lab status
+  roce-probe lab status -o json`,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return printLabStatus(cmd.OutOrStdout(), format)
 		},

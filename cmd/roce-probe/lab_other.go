@@ -14,9 +14,10 @@ func init() { register(newLabCmd) }
 // Soft-RoCE in a Linux kernel.
 func newLabCmd() *cobra.Command {
 	return &cobra.Command{
-		Use:   "lab",
-		Short: "Create or remove a Soft-RoCE lab (Linux only)",
-		Args:  subcommandArgs,
+		Use:     "lab",
+		Short:   "Create or remove a Soft-RoCE lab (Linux only)",
+		Example: `  roce-probe lab up        # on Linux`,
+		Args:    subcommandArgs,
 		RunE: func(*cobra.Command, []string) error {
 			return usagef("lab needs Linux (this is %s): the lab is Soft-RoCE (rdma_rxe) in a Linux kernel", runtime.GOOS)
 		},

@@ -538,7 +538,7 @@ func TestMissingCapNetRaw(t *testing.T) {
 	for _, args := range [][]string{
 		{"send", "--netdev", "s0", "--dst", "10.78.0.2", "--count", "1", "--resolve-timeout", "300ms"},
 		{"listen", "--netdev", "s0", "--duration", "1s"},
-		{"agent", "--listen", "127.0.0.1:0"}, // it opens sockets on netdevs as they come: none named yet
+		{"agent", "--listen", "127.0.0.1:0", "--serve-only"}, // it opens sockets on netdevs as they come: none named yet
 	} {
 		// bounded: an agent that did not refuse would run until stopped
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

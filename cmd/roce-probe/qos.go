@@ -31,6 +31,10 @@ a netdev without DCB support (veth, rxe's netdev) shows "no DCB". On a host
 without RDMA devices, the ports are the predicted Soft-RoCE ones (said so).
 --from FILE analyses a snapshot written by 'roce-probe collect'. Needs no
 privileges.`,
+		Example: `  roce-probe qos
+  roce-probe qos --netdev enp1s0f0
+  roce-probe qos --dev mlx5_0 -o json
+  roce-probe qos --from node1.json.gz --dev mlx5_0`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			s, err := src.snapshot(collect.SectionRDMA | collect.SectionNet | collect.SectionDCB | collect.SectionSettings)
@@ -62,6 +66,24 @@ privileges.`,
 				r.Device, r.Port, r.Driver = device, port, info
 				r.DCQCN = s.Settings.DCQCNOf(desc.Real)
 				reports = append(reports, r)
+				if desc.Bond != nil {
+					// RoCE LAG: the bond has no DCB; each slave's applies
+					// to the traffic it carries.
+					for _, sl := range append(append([]string{}, desc.Bond.Slaves...), desc.Bond.Backup...) {
+						d, _ := s.DCBOf(ns.Netns, sl)
+						r, err := qos.NewReport(ns, sl, d)
+						if err != nil {
+							return usageError{err}
+						}
+						if d == nil {
+							e := dcbError(s, ns.Netns, sl)
+							r.DCBError = &e
+						}
+						r.Device, r.Port, r.Driver, r.SlaveOf = device, port, info, desc.Bond.Name
+						r.DCQCN = s.Settings.DCQCNOf(sl)
+						reports = append(reports, r)
+					}
+				}
 				return nil
 			}
 			if netdev != "" {
@@ -131,6 +153,9 @@ func printQoSReport(w io.Writer, r qos.Report) {
 	head := r.Netdev
 	if r.Real != r.Netdev {
 		head += " (real device " + r.Real + ")"
+	}
+	if r.SlaveOf != "" {
+		head += " (slave of " + r.SlaveOf + ")"
 	}
 	if r.Device != "" {
 		head = fmt.Sprintf("%s port %d: %s", r.Device, r.Port, head)

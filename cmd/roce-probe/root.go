@@ -70,14 +70,17 @@ produce. Read-only commands need no root.`,
 	for _, c := range root.Commands() {
 		if c.Name() == "completion" {
 			c.Args, c.RunE = subcommandArgs, needsSubcommand
+			c.Example = completionExamples
 			for _, shell := range c.Commands() {
 				shell.Args = noArgs
+				shell.Example = "  " + strings.ReplaceAll(shellExamples[shell.Name()], "\n", "\n  ")
 			}
 		}
 	}
 	setOnce(root)
 	checkGroupsFirst(root)
 	registerCompletions(root)
+	setVersionFlag(root)
 	root.SetHelpCommand(&cobra.Command{
 		Use:   "help [command]",
 		Short: "Help about any command",

@@ -66,6 +66,10 @@ UCX and perftest would pick by themselves. On a host without RDMA devices the
 tables Soft-RoCE would get are used (and said so). --from FILE analyses a
 snapshot written by 'roce-probe collect'. Exit status 1 when no port can reach
 the destination. See docs/gid-selection.md.`,
+		Example: `  roce-probe select --dst 10.0.100.2
+  roce-probe select --dst fd00:100::2 --roce v2 --vlan 100
+  eval "$(roce-probe select --dst 10.0.100.2 -o env)"
+  roce-probe select --from node1.json.gz --dst 10.0.100.2 -o json`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			d, err := parseDst(dst)

@@ -613,6 +613,8 @@ func TestVocabulary(t *testing.T) {
 		{"qos -o json", from("mlx5-counters", "qos", "--netdev", "enp1s0f0.100", "-o", "json"), exitOK},
 		{"qos -o json", from("rxe", "qos", "--dev", "rxe0", "-o", "json"), exitOK},
 		{"qos -o json", from("mlx5", "qos", "-o", "json"), exitOK},
+		{"qos -o json", from("mlx5-lag", "qos", "-o", "json"), exitOK},
+		{"check -o json", from("mlx5-lag-differ", "check", "--dev", "mlx5_bond_0", "--gid-index", "3", "--tclass", "106", "--sl", "3", "-o", "json"), exitFinding},
 		{"check -o json", from("mlx5-dscp", "check", "--dev", "mlx5_0", "--gid-index", "5", "--tclass", "106", "--sl", "3", "-o", "json"), exitOK},
 		{"check -o json", from("mlx5-pcp", "check", "--dev", "mlx5_0", "--gid-index", "3", "--tclass", "104", "--sl", "3", "-o", "json"), exitFinding},
 		{"check -o json", from("rxe", "check", "--dev", "rxe0", "--gid-index", "10", "--rdma-cm", "-o", "json"), exitFinding},
@@ -661,7 +663,7 @@ func TestVocabulary(t *testing.T) {
 	// describe (package host checks they re-encode to themselves), and
 	// two variants re-encoded as collect writes them: a traffic class
 	// override with an address rule, and a source that could not be read.
-	for _, name := range []string{"rxe", "rxe-churned", "mlx5", "mlx5-dscp", "mlx5-pcp", "mlx5-counters", "mlx5-tcoverride"} {
+	for _, name := range []string{"rxe", "rxe-churned", "mlx5", "mlx5-dscp", "mlx5-pcp", "mlx5-counters", "mlx5-tcoverride", "mlx5-lag", "mlx5-lag-differ"} {
 		b, err := os.ReadFile(fixture(name))
 		if err != nil {
 			t.Fatal(err)

@@ -22,7 +22,8 @@ const systemdAgentConfig = "systemd/agent.yaml"
 // TestManifestsFit), and every YAML or JSON file under deploy/ outside
 // kubernetes/ (manifests only: LoadDir refuses any other document),
 // prometheus/ (Prometheus's files: promtool and this module's tests read
-// them) and this module. A new file elsewhere is taken for an agent
+// them), this module and the web configurations (web-config.yml:
+// TestWebConfigs). A new file elsewhere is taken for an agent
 // configuration and must parse as one.
 func agentConfigs(t *testing.T) map[string][]byte {
 	t.Helper()
@@ -44,6 +45,9 @@ func agentConfigs(t *testing.T) map[string][]byte {
 				return filepath.SkipDir
 			}
 			return nil
+		}
+		if d.Name() == webConfigName {
+			return nil // a web configuration (TestWebConfigs), not the agent's
 		}
 		switch filepath.Ext(p) {
 		case ".yaml", ".yml", ".json":

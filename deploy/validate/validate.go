@@ -18,10 +18,12 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// Set is the manifests of deploy/kubernetes, one object of each kind.
+// Set is the manifests of deploy/kubernetes, one object of each kind but
+// Secrets (by name).
 type Set struct {
 	Namespace      *corev1.Namespace
 	ConfigMap      *corev1.ConfigMap
+	Secrets        map[string]*corev1.Secret
 	Service        *corev1.Service
 	DaemonSet      *appsv1.DaemonSet
 	ServiceMonitor *monitoringv1.ServiceMonitor
@@ -83,6 +85,19 @@ func (s *Set) Decode(name string, b []byte) error {
 			have = s.ConfigMap != nil
 			s.ConfigMap = &corev1.ConfigMap{}
 			target = s.ConfigMap
+		case "v1 Secret":
+			sec := &corev1.Secret{}
+			if err := yaml.UnmarshalStrict(doc, sec); err != nil {
+				return fmt.Errorf("%s: document %d (Secret): %w", name, n, err)
+			}
+			if s.Secrets[sec.Name] != nil {
+				return fmt.Errorf("%s: document %d: a second Secret %q", name, n, sec.Name)
+			}
+			if s.Secrets == nil {
+				s.Secrets = map[string]*corev1.Secret{}
+			}
+			s.Secrets[sec.Name] = sec
+			continue
 		case "v1 Service":
 			have = s.Service != nil
 			s.Service = &corev1.Service{}
@@ -100,7 +115,7 @@ func (s *Set) Decode(name string, b []byte) error {
 			s.PrometheusRule = &monitoringv1.PrometheusRule{}
 			target = s.PrometheusRule
 		default:
-			return fmt.Errorf("%s: document %d: apiVersion %q kind %q: not a kind roce-probe deploys (v1 Namespace, ConfigMap, Service; apps/v1 DaemonSet; monitoring.coreos.com/v1 ServiceMonitor, PrometheusRule)", name, n, tm.APIVersion, tm.Kind)
+			return fmt.Errorf("%s: document %d: apiVersion %q kind %q: not a kind roce-probe deploys (v1 Namespace, ConfigMap, Secret, Service; apps/v1 DaemonSet; monitoring.coreos.com/v1 ServiceMonitor, PrometheusRule)", name, n, tm.APIVersion, tm.Kind)
 		}
 		if have {
 			return fmt.Errorf("%s: document %d: a second %s", name, n, tm.Kind)

@@ -136,6 +136,9 @@ func New(cfg Config, d Deps) (*Agent, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if err := CheckWebConfig(cfg.WebConfigFile); err != nil {
+		return nil, err
+	}
 	if d.Log == nil {
 		d.Log = slog.New(slog.DiscardHandler)
 	}
@@ -283,7 +286,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		serveErr <- srv.Serve(limitListener(ln, a.d.HTTP.MaxConns))
+		serveErr <- a.serve(srv, ln)
 	}()
 	a.log.Info("agent started", "listen", ln.Addr().String(), "flows", len(a.cfg.Flows), "interval", a.cfg.Interval)
 

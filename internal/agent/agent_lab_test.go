@@ -31,7 +31,7 @@ func TestLabAgentRXEReadded(t *testing.T) {
 	host := runAgentProc(t, "", exec.Command(bin, "agent", "--listen", listen, "--log-level", "debug", "--interval", "2s",
 		"--probe-rate", "2", "--probe-timeout", "3s", "--peer", "peer="+n.PeerIPv4.Addr().String(),
 		"--flow", "name=rxe,device="+lab.RDMADevice+",netdev="+n.HostNetdev+",family=ipv4,tclass=106,sl=3"), (*exec.Cmd).Start)
-	runAgentProc(t, lab.PeerNetns, exec.Command(bin, "agent", "--listen", "127.0.0.1:9469", "--interval", "2s"),
+	runAgentProc(t, lab.PeerNetns, exec.Command(bin, "agent", "--listen", "127.0.0.1:9469", "--interval", "2s", "--serve-only"),
 		func(c *exec.Cmd) error { return lab.StartIn(lab.PeerNetns, c) })
 	host.addr, host.dialNS = listen, lab.PeerNetns
 	answered := func() float64 { return host.value(t, metricProbesAnswered, "peer", "peer", "flow", "rxe") }

@@ -31,7 +31,36 @@ type Config struct {
 	Probe           ProbeConfig    `yaml:"probe"`
 	Listener        ListenerConfig `yaml:"listener"`
 	Flows           []FlowConfig   `yaml:"flows"`
+	// WebConfigFile is the Prometheus exporters' web configuration file
+	// (prometheus/exporter-toolkit, node_exporter's --web.config.file):
+	// TLS (tls_server_config) and basic auth (basic_auth_users, bcrypt
+	// hashes) of the HTTP endpoint. "": plain HTTP, no authentication.
+	WebConfigFile string `yaml:"web_config_file"`
+	// Snapshot is what /snapshot serves: SnapshotFull, SnapshotRoCE or
+	// SnapshotOff (docs/agent.md, "Securing the endpoint").
+	Snapshot string `yaml:"snapshot"`
+	// ServeOnly lets the agent run with no flow: it then only serves the
+	// host's metrics and answers its peers' probes. Without it an agent
+	// with no flow is a configuration error (Purpose).
+	ServeOnly bool `yaml:"serve_only"`
 }
+
+// What /snapshot serves (Config.Snapshot).
+const (
+	// SnapshotFull serves the whole host snapshot, as `roce-probe
+	// collect` writes it: every namespace's links, addresses, routes,
+	// neighbours and sysctls included.
+	SnapshotFull = "full"
+	// SnapshotRoCE serves the RoCE-relevant sections only: the RDMA
+	// devices and GID tables, DCB, counters, settings and errors, and of
+	// the namespaces only the links that carry a GID or are an RDMA
+	// port's or DCB's netdev, with the devices below them and their
+	// bond; routes and neighbours are left out (empty lists), and of the
+	// IPv6 hop limits only those of the kept links.
+	SnapshotRoCE = "roce"
+	// SnapshotOff answers /snapshot with 404.
+	SnapshotOff = "off"
+)
 
 // PeersConfig says where the peers come from; the peers are the union of
 // the three sources, without this host's own addresses.
@@ -129,6 +158,7 @@ func Default() Config {
 		Peers:           PeersConfig{DNSInterval: 30 * time.Second, FileInterval: 5 * time.Second, Max: 1024},
 		Probe:           ProbeConfig{Rate: 1, Timeout: time.Second, Jitter: 0.2, MaxRate: 5000},
 		Listener:        ListenerConfig{Rate: 100, GlobalRate: 5000},
+		Snapshot:        SnapshotFull,
 	}
 }
 
@@ -234,6 +264,14 @@ func (c *Config) Validate() error {
 	if strings.ContainsRune(c.Peers.File, 0) {
 		return cfgErr("peers.file", "%q holds a NUL byte: want a path", c.Peers.File)
 	}
+	switch c.Snapshot {
+	case SnapshotFull, SnapshotRoCE, SnapshotOff:
+	default:
+		return cfgErr("snapshot", "%q: want %s (the whole snapshot), %s (the RoCE-relevant sections) or %s (no /snapshot)", c.Snapshot, SnapshotFull, SnapshotRoCE, SnapshotOff)
+	}
+	if strings.ContainsRune(c.WebConfigFile, 0) {
+		return cfgErr("web_config_file", "%q holds a NUL byte: want a path", c.WebConfigFile)
+	}
 	if len(c.Flows) > MaxFlows {
 		return cfgErr("flows", "%d flows: want at most %d", len(c.Flows), MaxFlows)
 	}
@@ -249,6 +287,24 @@ func (c *Config) Validate() error {
 		names[c.Flows[i].Name] = i
 	}
 	return nil
+}
+
+// Purpose returns a *ConfigError (field "flows") when the configuration
+// gives the agent nothing to probe and nothing to watch: no flow (probes
+// go out per flow and peer, and the flows are what is watched), unless
+// ServeOnly says that serving the host's metrics and answering the
+// peers' probes is all it should do. Validate does not check it: an
+// agent built without a flow still runs (tests, examples);
+// `roce-probe agent` and ReadConfig do.
+func (c *Config) Purpose() error {
+	if len(c.Flows) > 0 || c.ServeOnly {
+		return nil
+	}
+	msg := "none: the agent has nothing to probe and nothing to watch"
+	if len(c.Peers.Static) > 0 || c.Peers.DNS != "" || c.Peers.File != "" {
+		msg += " (peers are probed once per flow)"
+	}
+	return cfgErr("flows", "%s: want at least one flow, or serve_only: true to only serve the host's metrics and answer the peers' probes", msg)
 }
 
 func (f *FlowConfig) validate(field string) error {

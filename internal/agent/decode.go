@@ -39,7 +39,10 @@ func ReadConfig(data []byte, name string) (Config, error) {
 	if err := ParseConfig(data, name, &c); err != nil {
 		return c, err
 	}
-	return c, c.Validate()
+	if err := c.Validate(); err != nil {
+		return c, err
+	}
+	return c, c.Purpose()
 }
 
 func unwrapPath(err error) error {

@@ -218,7 +218,7 @@ var descs = sync.OnceValue(func() *metricDescs {
 			"Received frames of the priority dropped, by reason (discard: no receive buffer, port level; buffer: no buffer; congestion: WRED).",
 			[]string{"netdev", "prio", "reason"}, nil),
 		rocePriority: prometheus.NewDesc(metricRoCEPriority,
-			"A priority of the real netdev that carries RoCE by the host's configuration (1): PFC on, DSCP 26 or rdma_cm's default ToS or a traffic class override mapped to it under DSCP trust, an APP entry for RoCE, DCQCN enabled (counters RoCEPriorities; docs/counters.md).",
+			"A priority of the real netdev that carries RoCE by the host's configuration (1): PFC on, DSCP 26 or rdma_cm's default ToS or a traffic class override mapped to it under DSCP trust, an APP entry for RoCE, DCQCN enabled; with none of these, the priority RoCE uses by default (priority 0 under PCP trust) (counters RoCEPriorities; docs/counters.md).",
 			[]string{"netdev", "prio"}, nil),
 		peers:        prometheus.NewDesc(metricPeers, "Peers probed (the union of peers.static, peers.dns and peers.file, without this host's addresses, at most peers.max).", nil, nil),
 		peersLeftOut: prometheus.NewDesc(metricPeersLeftOut, "Peers left out because there are more than peers.max.", nil, nil),

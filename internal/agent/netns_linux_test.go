@@ -332,7 +332,7 @@ func TestAgentNetdevChurn(t *testing.T) {
 	mk()
 	pa := startAgentIn(t, a, "--interval", "30s", "--probe-rate", "5", "--probe-timeout", "500ms", "--peer", "10.79.0.2",
 		"--flow", "name=v4,netdev=a0,tclass=106,sl=3")
-	pb := startAgentIn(t, b, "--interval", "30s", "--peer", "10.79.0.1")
+	pb := startAgentIn(t, b, "--interval", "30s", "--peer", "10.79.0.1", "--serve-only")
 	answered := func() float64 { return pa.value(t, metricProbesAnswered, "peer", "10.79.0.2", "flow", "v4") }
 	eventually(t, 30*time.Second, "answers", func() bool { return answered() >= 3 })
 	fdA, fdB := pa.fds(t), pb.fds(t)

@@ -5,12 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/netip"
-	"os"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/roce-probe/roce-probe/internal/bound"
 )
 
 // Peer is one host the agent probes.
@@ -179,17 +179,12 @@ func (e *tooLargeError) Error() string { return fmt.Sprintf("larger than %d byte
 // peers.file); a larger file is a *tooLargeError, a file that cannot be
 // read the error without the path.
 func readLimited(path string, max int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, unwrapPath(err)
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err != nil {
-		return nil, unwrapPath(err)
-	}
-	if int64(len(b)) > max {
+	b, err := bound.ReadFile(path, max, "the file")
+	if errors.Is(err, bound.ErrTooLarge) {
 		return nil, &tooLargeError{max}
+	}
+	if err != nil {
+		return nil, unwrapPath(err)
 	}
 	return b, nil
 }

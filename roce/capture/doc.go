@@ -1,5 +1,6 @@
-// Package capture reads pcap and pcapng captures of Ethernet interfaces and
-// summarises the RoCE packets in them per flow, apart from the wire-format
+// Package capture reads pcap and pcapng captures of Ethernet interfaces (and
+// Linux cooked captures of tcpdump -i any, as the Ethernet frames they
+// stand for) and summarises the RoCE packets in them per flow, apart from the wire-format
 // layers of package roce (as gopacket's pcapgo is apart from its layers).
 //
 // NewReader tells pcap from pcapng by the magic number (a gzip-compressed

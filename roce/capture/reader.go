@@ -17,13 +17,19 @@ import (
 )
 
 // Reader reads the frames of a pcap or pcapng capture, telling the
-// two apart by their magic number. Only Ethernet captures (link type 1)
-// are accepted.
+// two apart by their magic number. Ethernet captures (link type 1) are
+// accepted, and Linux cooked captures (`tcpdump -i any`: LINUX_SLL, 113,
+// and LINUX_SLL2, 276), whose frames it returns as the Ethernet frames
+// they stand for (see cooked.go).
 type Reader struct {
 	src    gopacket.ZeroCopyPacketDataSource
 	br     *bufio.Reader // what src reads from
 	format string
 	frame  int
+
+	// for NextPacket
+	dec   *roce.Decoder
+	stats Stats
 
 	// for Summarize: the capture as random-access bytes from base to
 	// size, when it is an uncompressed file (or bytes.Reader)
@@ -114,13 +120,25 @@ func NewReader(r io.Reader) (*Reader, error) {
 		if err != nil {
 			return nil, fmt.Errorf("capture: pcap header: %w", err)
 		}
+		if pr.Snaplen() > MaxFrameBytes {
+			// pcapgo takes records up to the larger of the snap
+			// length and MaxFrameBytes, and refuses longer ones
+			// before reading them.
+			pr.SetSnaplen(MaxFrameBytes)
+		}
 		c.src, c.format, lt = pr, FormatPcap, pr.LinkType()
+		if cookedLinkType(lt) {
+			c.src = linkTypeSource{pr, []any{lt}}
+			// Summarize's chunks read pcap records as Ethernet frames
+			// (summarizePcapBytes): read in one sequence instead.
+			c.ra = nil
+		}
 	case 0x0a0d0d0a:
 		lt = layers.LinkTypeEthernet
 		if first, ok := ngFirstLinkType(br); ok {
 			lt = first
 		}
-		nr, err := pcapgo.NewNgReader(br, ngOptions)
+		nr, err := pcapgo.NewNgReader(&ngGuard{br: br}, ngOptions)
 		if err != nil {
 			return nil, fmt.Errorf("capture: pcapng header: %w", err)
 		}
@@ -128,8 +146,8 @@ func NewReader(r io.Reader) (*Reader, error) {
 	default:
 		return nil, fmt.Errorf("capture: magic number %#08x is neither pcap (0xa1b2c3d4, 0xa1b23c4d, either byte order) nor pcapng (0x0a0d0d0a)", m)
 	}
-	if lt != layers.LinkTypeEthernet {
-		return nil, fmt.Errorf("capture: link type %d (%s), want 1 (Ethernet); capture on an Ethernet interface rather than \"any\"", lt, lt)
+	if lt != layers.LinkTypeEthernet && !cookedLinkType(lt) {
+		return nil, fmt.Errorf("capture: link type %d (%s), want 1 (Ethernet), or 113 or 276 (Linux cooked, tcpdump -i any); capture on an Ethernet interface", lt, lt)
 	}
 	c.br = br
 	return c, nil
@@ -175,13 +193,21 @@ func ngFirstLinkType(br *bufio.Reader) (lt layers.LinkType, ok bool) {
 
 // readFrame reads the next frame from src, as ZeroCopyReadPacketData does
 // except that a pcap record whose header is there but whose data is
-// missing is io.ErrUnexpectedEOF (pcapgo reports io.EOF, the clean end).
+// missing is io.ErrUnexpectedEOF (pcapgo reports io.EOF, the clean end),
+// and that a Linux cooked frame is returned as an Ethernet frame (uncook).
 func readFrame(src gopacket.ZeroCopyPacketDataSource) ([]byte, gopacket.CaptureInfo, error) {
 	data, ci, err := src.ZeroCopyReadPacketData()
+	if err != nil && (ci.CaptureLength > MaxFrameBytes || ci.CaptureLength < 0) && !errors.Is(err, ErrTooLarge) {
+		return nil, ci, frameTooLarge(int64(uint32(ci.CaptureLength)))
+	}
 	if err == io.EOF && ci.CaptureLength > 0 {
 		err = fmt.Errorf("record header of a %d-byte frame, then the end: %w", ci.CaptureLength, io.ErrUnexpectedEOF)
 	}
-	return data, ci, err
+	if err != nil {
+		return data, ci, err
+	}
+	data, ci = uncook(data, ci)
+	return data, ci, nil
 }
 
 // Format returns FormatPcap or FormatPcapNG.
@@ -317,6 +343,9 @@ func (c *Reader) result(data []byte, ci gopacket.CaptureInfo, err error) ([]byte
 	if err != nil {
 		if errors.Is(err, io.EOF) {
 			return nil, ci, io.EOF
+		}
+		if errors.Is(err, ErrTooLarge) {
+			return nil, ci, fmt.Errorf("capture: frame %d: %w", c.frame+1, err)
 		}
 		return nil, ci, fmt.Errorf("capture: frame %d: %w (the file is truncated or damaged)", c.frame+1, err)
 	}

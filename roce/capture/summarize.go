@@ -2,6 +2,7 @@ package capture
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"runtime"
 	"sync"
@@ -187,29 +188,19 @@ func (c *Reader) readBatches(work chan<- *sumBatch, free <-chan *sumBatch) {
 // summarizeFrame decodes one frame into p and counts it in st and sum; a
 // malformed RoCE frame goes into bad as frame number n.
 func summarizeFrame(dec *roce.Decoder, p *roce.Packet, data []byte, capLen, length int, lt layers.LinkType, n int, st *Stats, sum *Summary, bad *[]FrameError) {
-	st.Frames++
-	if lt != layers.LinkTypeEthernet {
-		st.NonRoCE++
-		return
+	err := errNotEthernet
+	if lt == layers.LinkTypeEthernet {
+		err = dec.DecodeLengths(data, capLen, length, p)
 	}
-	if err := dec.DecodeLengths(data, capLen, length, p); err != nil {
-		if errors.Is(err, roce.ErrNotRoCE) {
-			st.NonRoCE++
-		} else {
-			st.Malformed++
-			*bad = append(*bad, FrameError{Frame: n, Err: err})
-		}
-		return
+	if st.count(p, err) {
+		sum.Add(p, length)
+	} else if !errors.Is(err, roce.ErrNotRoCE) {
+		*bad = append(*bad, FrameError{Frame: n, Err: err})
 	}
-	st.RoCE++
-	switch p.ICRCStatus {
-	case roce.ICRCInvalid:
-		st.BadICRC++
-	case roce.ICRCUnchecked:
-		st.Unchecked++
-	}
-	sum.Add(p, length)
 }
+
+// errNotEthernet counts a frame of an interface that is not Ethernet.
+var errNotEthernet = fmt.Errorf("%w: not an Ethernet frame", roce.ErrNotRoCE)
 
 // decodeBatches decodes batches from work into results, returning each
 // batch to free once decoded.

@@ -12,6 +12,8 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/gopacket/gopacket/layers"
+
 	"github.com/roce-probe/roce-probe/internal/rocegen"
 	"github.com/roce-probe/roce-probe/roce"
 	"github.com/roce-probe/roce-probe/roce/capture"
@@ -287,6 +289,11 @@ func addCaptureSeeds(f *testing.F) {
 		}
 		f.Add(pcap.Bytes())
 		f.Add(pcapng.Bytes())
+	}
+	// Linux cooked captures (tcpdump -i any), pcap and pcapng.
+	for _, lt := range []layers.LinkType{layers.LinkTypeLinuxSLL, layers.LinkTypeLinuxSLL2} {
+		f.Add(writeCooked(f, rocegen.Sample(), lt, 6, false))
+		f.Add(writeCooked(f, rocegen.Sample(), lt, 6, true))
 	}
 }
 
