@@ -103,6 +103,16 @@ func (b Behaviour) String() string {
 	return "kernel"
 }
 
+// Function names the function whose rule b is: "ib_init_ah_attr_from_wc"
+// (the kernel's, drivers/infiniband/core/verbs.c) or "ibv_init_ah_from_wc"
+// (rdma-core's, libibverbs/verbs.c).
+func (b Behaviour) Function() string {
+	if b == RDMACore {
+		return "ibv_init_ah_from_wc"
+	}
+	return "ib_init_ah_attr_from_wc"
+}
+
 // MarshalText implements encoding.TextMarshaler with String's form.
 func (b Behaviour) MarshalText() ([]byte, error) { return []byte(b.String()), nil }
 
@@ -459,6 +469,12 @@ func fromWCRDMACore(r FromWCResult, wc WC, grh [40]byte, fc uint32, table Table)
 // ErrNotInTable is wrapped by FromWC when the datagram's destination GID
 // is not in the port's GID table.
 var ErrNotInTable = errors.New("destination GID not in the GID table")
+
+// ErrUDPSportUnknown is wrapped by Resolution.Frame's error for a RoCE v2
+// frame whose UDP source port the resolution does not predict (mlx5's
+// random port without a flow label) and the Datagram does not give
+// (Datagram.UDPSport).
+var ErrUDPSportUnknown = errors.New("the UDP source port is not predictable")
 
 func notInTable(g gid.GID, t gid.Type, vlanID uint16, table Table, b Behaviour) error {
 	what := fmt.Sprintf("%s with type %s", g, t)

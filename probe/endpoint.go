@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"sort"
+	"syscall"
 	"time"
 
 	"github.com/roce-probe/roce-probe/roce"
@@ -133,6 +134,11 @@ func SendableStack(d vlan.Description) error {
 		"so a probe's tags and PCP cannot be set from here: send from the lower device's namespace", what)
 }
 
+// ErrNoNeighbor is wrapped by ResolveEndpoint's error when the next hop
+// did not answer ARP/ND within the wait: a fact about the network (the
+// peer is down or not on that link), not bad input.
+var ErrNoNeighbor = errors.New("the next hop did not answer ARP/ND")
+
 // ResolveEndpoint finds how a probe reaches dst from netdev in namespace
 // ns: the wire device and tags (WireDevice), the source address (src if
 // valid, otherwise netdev's first address of dst's family, a global one
@@ -189,8 +195,11 @@ func ResolveEndpoint(ns *vlan.Namespace, netdev string, src, dst netip.Addr, wai
 		return e, nil
 	}
 	nb, err := collect.ProbeNeighbor(e.Src, e.Dst, rr, wait)
+	if errors.Is(err, syscall.ETIMEDOUT) {
+		return e, fmt.Errorf("probe: %s on %s: %w within %v (neighbour state %s): is %s reachable on that netdev?", e.NextHop, netdev, ErrNoNeighbor, wait, nb.State, e.Dst)
+	}
 	if err != nil {
-		return e, fmt.Errorf("probe: no neighbour entry for %s on %s (ARP/ND got no answer within %v): is %s reachable on that netdev? (%w)", e.NextHop, netdev, wait, e.Dst, err)
+		return e, fmt.Errorf("probe: no neighbour entry for %s on %s: %w", e.NextHop, netdev, err)
 	}
 	e.DstMAC = net.HardwareAddr(nb.MAC)
 	return e, nil

@@ -110,8 +110,8 @@ func TestDecodeErrors(t *testing.T) {
 		`{"links":[{"name":"a","ifindex":1,"kind":"vlan","tag":{"id":4096,"tpid":33024}}]}`: "VLAN ID 4096: want 0..4095",
 		`{"links":[{"name":"a","ifindex":1,"bogus":1}]}`:                                    `unknown field "bogus"`,
 		`{"links":[{"name":"a","ifindex":1,"mac":"zz"}]}`:                                   "not a MAC address",
-		`{"links":[],"routes":[{"table":254,"type":"unicast"}]}`:                            "route 0: no destination prefix",
-		`{"links":[],"neighbors":[{"netdev":"eth0","state":"REACHABLE"}]}`:                  "neighbor 0: no IP address",
+		`{"links":[],"routes":[{"table":254,"type":"unicast"}]}`:                            `routes[0] (netdev "", table 254): no destination prefix`,
+		`{"links":[],"neighbors":[{"netdev":"eth0","state":"REACHABLE"}]}`:                  `neighbors[0] (netdev "eth0"): no IP address`,
 		`{"links":[],"neighbors":[{"ip":"10.0.0.1","netdev":"eth0","state":"SOMETIMES"}]}`:  "unknown neighbour state",
 		`{"links":[],"sysctls":{"ipv4_default_ttl":"64"}}`:                                  "cannot unmarshal string",
 	} {

@@ -74,7 +74,7 @@ Exit status: 0 lossless, 1 lossy or unknown, 2 bad input. Needs no privileges.`,
 			if err := src.checkDev(v); err != nil {
 				return err
 			}
-			notePredicted(cmd.ErrOrStderr(), v)
+			src.notePredicted(cmd.ErrOrStderr(), v)
 			s, err := v.Source(src.dev, src.port, index)
 			if err != nil {
 				return usagef("--gid-index %d: %v", index, err)
@@ -126,6 +126,9 @@ func printCheck(w io.Writer, r qos.Result, info qos.DriverInfo) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "flow:\t%s port %d GID index %d (%s) on %s, driver %s (%s)\n", r.Device, r.Port, r.Index, r.GIDType, r.Netdev, r.Driver, info.Evidence)
 	vlanS := "untagged"
+	if r.VLANChain == nil {
+		vlanS = "VLAN tags unknown"
+	}
 	if len(r.VLANChain) > 0 {
 		var parts []string
 		for _, t := range r.VLANChain {

@@ -5,6 +5,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -92,15 +93,23 @@ func TestCollectThenFromEqualsLive(t *testing.T) {
 		idx := mustJSON(doc.Ports[0].Entries[0]["index"])
 		cmds = append(cmds, []string{"check", "--dev", doc.Ports[0].Device, "--gid-index", idx, "--tclass", "106", "--sl", "3", "-o", "json"})
 	}
+	// The same output, but for who has no RDMA device: with --from, the
+	// snapshot's host, never the machine the command runs on.
+	fromErr := func(live, from string) string {
+		return strings.ReplaceAll(live, "this host has no RDMA device (/sys/class/infiniband is missing or empty)",
+			fmt.Sprintf("the host of snapshot %q has no RDMA device (its rdma.devices is empty)", from))
+	}
 	for _, args := range cmds {
-		wantOut, wantErr, wantCode := runCLI(t, "", args...)
+		wantOut, liveErr, wantCode := runCLI(t, "", args...)
 		for _, f := range []string{plain, gz} {
+			wantErr := fromErr(liveErr, f)
 			out, stderr, code := runCLI(t, "", append(append([]string{}, args...), "--from", f)...)
 			if out != wantOut || stderr != wantErr || code != wantCode {
 				t.Errorf("%v --from %s: exit %d (live %d), stderr %q (live %q), stdout equal %v:\n%s\nlive:\n%s",
 					args, filepath.Base(f), code, wantCode, stderr, wantErr, out == wantOut, out, wantOut)
 			}
 		}
+		wantErr := fromErr(liveErr, "-")
 		out, stderr, code := runCLI(t, stdoutSnap, append(append([]string{}, args...), "--from", "-")...)
 		if out != wantOut || stderr != wantErr || code != wantCode {
 			t.Errorf("%v --from - (collect's stdout): exit %d (live %d), stderr %q (live %q), stdout equal %v", args, code, wantCode, stderr, wantErr, out == wantOut)

@@ -115,7 +115,7 @@ takes one sample. Exit status: 0, 1 when a finding is an error (not with
 			}
 			out, errw := cmd.OutOrStdout(), cmd.ErrOrStderr()
 			if v.Predicted {
-				fmt.Fprintln(errw, "roce-probe: this host has no RDMA device: showing the Ethernet counters of the netdevs Soft-RoCE could run on.")
+				fmt.Fprintf(errw, "roce-probe: %s: showing the Ethernet counters of the netdevs Soft-RoCE could run on.\n", src.noRDMA())
 			}
 			noteErrors(errw, s.Errors)
 			// --watch -o json: one document, the array of the reports,

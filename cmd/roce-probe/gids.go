@@ -89,7 +89,7 @@ docs/gids.md.`,
 				return err
 			}
 			out, errw := cmd.OutOrStdout(), cmd.ErrOrStderr()
-			notePredicted(errw, v)
+			src.notePredicted(errw, v)
 			ports := src.ports(v)
 			doc := gidsJSON{Predicted: v.Predicted, Ports: make([]gidsPortJSON, 0, len(ports))}
 			for _, p := range ports {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -50,7 +51,7 @@ func TestGidsJSONKeys(t *testing.T) {
 		t.Fatalf("%d entries, want the 13 non-empty ones", len(rows))
 	}
 	keys := []string{"device", "port", "index", "gid", "type", "kind", "ip", "netdev", "ifindex", "vlan", "vlan_chain",
-		"real_netdev", "mac", "mtu", "operstate", "netns", "default", "empty"}
+		"real_netdev", "mac", "mtu", "operstate", "netns", "netns_boundary", "default", "empty"}
 	for _, r := range rows {
 		if !sameKeys(r, keys) {
 			t.Errorf("entry keys %v, want exactly %v", keysOf(r), keys)
@@ -191,8 +192,12 @@ func TestGidsNoDevice(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	if !strings.Contains(stderr, "this host has no RDMA device") || !strings.Contains(stderr, "Soft-RoCE") {
+	if !strings.Contains(stderr, fmt.Sprintf("the host of snapshot %q has no RDMA device (its rdma.devices is empty)", snap)) || !strings.Contains(stderr, "Soft-RoCE") {
 		t.Errorf("stderr %q does not say there is no RDMA device and which tables are shown", stderr)
+	}
+	// With --from, nothing is said of the machine roce-probe runs on.
+	if strings.Contains(stderr, "this host") || strings.Contains(stderr, "/sys/class") {
+		t.Errorf("stderr %q speaks of the local machine, not the snapshot", stderr)
 	}
 	// enp1s0f0 as rxe would see it: default GID, 192.168.1.10, then the
 	// VLAN and macvlan addresses (the kernel's order: netdevs in ifindex

@@ -264,14 +264,23 @@ func (h *hostFlags) noSuchNetdev(flag, name string, ns *vlan.Namespace) error {
 	return usagef("%s %q: no such network device in %s of the snapshot: want one of %s", flag, name, where, strings.Join(names, ", "))
 }
 
+// noRDMA says that the host read has no RDMA device: this host, or with
+// --from the snapshot's host (never the machine roce-probe runs on).
+func (h *hostFlags) noRDMA() string {
+	if h.from != "" {
+		return fmt.Sprintf("the host of snapshot %q has no RDMA device (its rdma.devices is empty)", h.from)
+	}
+	return "this host has no RDMA device (/sys/class/infiniband is missing or empty)"
+}
+
 // notePredicted tells, on stderr, that the host has no RDMA device and the
 // tables used are the predicted Soft-RoCE ones: every command that works
 // on GID tables says which data it used.
-func notePredicted(w io.Writer, v *host.View) {
+func (h *hostFlags) notePredicted(w io.Writer, v *host.View) {
 	if !v.Predicted {
 		return
 	}
-	fmt.Fprintln(w, "roce-probe: this host has no RDMA device (/sys/class/infiniband is missing or empty).")
+	fmt.Fprintf(w, "roce-probe: %s.\n", h.noRDMA())
 	if len(v.Ports) == 0 {
 		fmt.Fprintln(w, "roce-probe: and no Ethernet netdev to predict a Soft-RoCE table for.")
 		return
@@ -323,6 +332,9 @@ func orDash(s string) string {
 func vlanCol(e gid.Entry) string {
 	if e.VLAN != nil {
 		return fmt.Sprint(*e.VLAN)
+	}
+	if e.NetnsBoundary != "" {
+		return "unknown" // below another namespace's device
 	}
 	if e.VLANChain != nil {
 		return "untagged"

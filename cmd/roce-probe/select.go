@@ -98,7 +98,7 @@ the destination. See docs/gid-selection.md.`,
 					return src.noSuchNetdev("--netdev", netdev, v.NS)
 				}
 			}
-			notePredicted(cmd.ErrOrStderr(), v)
+			src.notePredicted(cmd.ErrOrStderr(), v)
 			var res []portSelection
 			found := false
 			for _, p := range src.ports(v) {

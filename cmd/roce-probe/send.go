@@ -157,6 +157,11 @@ func runSend(cmd *cobra.Command, f sendFlags) error {
 		}
 	}
 	ep, err := probe.ResolveEndpoint(ns, netdev, src, dst, f.resolveWait)
+	if errors.Is(err, probe.ErrNoNeighbor) {
+		// A result: nothing can be sent to a peer that does not
+		// answer ARP/ND (exit 1), not bad usage.
+		return findingError{err.Error()}
+	}
 	if err != nil {
 		return netdevError(netdevFlag, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -142,7 +143,7 @@ func TestPredictedTablesEverywhere(t *testing.T) {
 		if code == exitUsage {
 			t.Fatalf("%v: exit 2: %s", args, stderr)
 		}
-		if !strings.Contains(stderr, "this host has no RDMA device") || !strings.Contains(stderr, "Soft-RoCE would get") {
+		if !strings.Contains(stderr, fmt.Sprintf("the host of snapshot %q has no RDMA device (its rdma.devices is empty)", snap)) || !strings.Contains(stderr, "Soft-RoCE would get") {
 			t.Errorf("%v: stderr %q does not say the tables are predicted", args, stderr)
 		}
 		var doc any
