@@ -103,6 +103,16 @@ func (b Behaviour) String() string {
 	return "kernel"
 }
 
+// Function names the function whose rule b is: "ib_init_ah_attr_from_wc"
+// (the kernel's, drivers/infiniband/core/verbs.c) or "ibv_init_ah_from_wc"
+// (rdma-core's, libibverbs/verbs.c).
+func (b Behaviour) Function() string {
+	if b == RDMACore {
+		return "ibv_init_ah_from_wc"
+	}
+	return "ib_init_ah_attr_from_wc"
+}
+
 // MarshalText implements encoding.TextMarshaler with String's form.
 func (b Behaviour) MarshalText() ([]byte, error) { return []byte(b.String()), nil }
 

@@ -64,9 +64,13 @@ type Wire struct {
 	// VLANChain lists every tag, outermost first, each with its PCP and
 	// the VLAN device that adds it.
 	VLANChain []vlan.ChainTag `json:"vlan_chain"`
-	IPVersion int             `json:"ip_version"` // 4 or 6; 0 for RoCE v1 (a GRH, no IP header)
-	Src       netip.Addr      `json:"src"`        // source IP (RoCE v1: the SGID as IPv6)
-	Dst       netip.Addr      `json:"dst"`        // destination IP (RoCE v1: the DGID as IPv6)
+	// NetnsBoundary is, when the sgid's netdev sits on a device in
+	// another network namespace (a pod's macvlan), why VLAN, PCP and
+	// VLANChain are unknown (nil); "" otherwise.
+	NetnsBoundary string     `json:"netns_boundary"`
+	IPVersion     int        `json:"ip_version"` // 4 or 6; 0 for RoCE v1 (a GRH, no IP header)
+	Src           netip.Addr `json:"src"`        // source IP (RoCE v1: the SGID as IPv6)
+	Dst           netip.Addr `json:"dst"`        // destination IP (RoCE v1: the DGID as IPv6)
 	// TOS is the IPv4 TOS / IPv6 traffic class / GRH TClass byte; DSCP
 	// and ECN are its parts. nil when the driver's choice is unknown.
 	TOS  *uint8 `json:"tos"`
@@ -94,6 +98,7 @@ type wireJSON struct {
 	VLAN         *uint16         `json:"vlan"`
 	PCP          *uint8          `json:"pcp"`
 	VLANChain    []vlan.ChainTag `json:"vlan_chain"`
+	Boundary     *string         `json:"netns_boundary"`
 	IPVersion    *int            `json:"ip_version"`
 	Src          netip.Addr      `json:"src"`
 	Dst          netip.Addr      `json:"dst"`
@@ -114,7 +119,7 @@ type wireJSON struct {
 // RFC 3168 name of ecn.
 func (w Wire) MarshalJSON() ([]byte, error) {
 	j := wireJSON{RoCEVersion: w.RoCEVersion, Netdev: null.String(w.Netdev), SMAC: w.SMAC, DMAC: w.DMAC, DMACFrom: null.String(w.DMACFrom),
-		VLAN: w.VLAN, PCP: w.PCP, VLANChain: w.VLANChain, Src: w.Src, Dst: w.Dst, TOS: w.TOS, DSCP: w.DSCP, ECN: w.ECN,
+		VLAN: w.VLAN, PCP: w.PCP, VLANChain: w.VLANChain, Boundary: null.String(w.NetnsBoundary), Src: w.Src, Dst: w.Dst, TOS: w.TOS, DSCP: w.DSCP, ECN: w.ECN,
 		TTL: w.TTL, FlowLabel: w.FlowLabel, UDPSport: w.UDPSport, UDPSportFrom: null.String(w.UDPSportFrom), MTU: w.MTU}
 	if w.IPVersion != 0 {
 		j.IPVersion = &w.IPVersion
@@ -123,7 +128,7 @@ func (w Wire) MarshalJSON() ([]byte, error) {
 		n := qos.ECN(*w.ECN).String()
 		j.ECNName = &n
 	}
-	if j.VLANChain == nil {
+	if j.VLANChain == nil && w.NetnsBoundary == "" {
 		j.VLANChain = []vlan.ChainTag{}
 	}
 	return json.Marshal(j)
@@ -447,7 +452,12 @@ func (r *Resolver) Resolve(a Attr) (*Resolution, error) {
 	}
 	res.Steps = p.Steps
 	w.VLANChain = make([]vlan.ChainTag, 0, len(link.Tags))
-	if p.TagsKnown {
+	if link.Boundary != "" {
+		// A pod's netdev: what is added below the namespace boundary is
+		// unknown, not absent.
+		w.VLANChain, w.NetnsBoundary = nil, link.Boundary
+		warn("vlan", "", "unknown", "%s", link.Boundary)
+	} else if p.TagsKnown {
 		w.VLANChain = append(w.VLANChain, p.Tags...)
 	} else {
 		for _, t := range link.Tags {
@@ -466,7 +476,7 @@ func (r *Resolver) Resolve(a Attr) (*Resolution, error) {
 	if w.PCP != nil && !p.SLIgnored && *w.PCP != a.SL {
 		warn("sl", fmt.Sprint(a.SL), fmt.Sprintf("PCP %d", *w.PCP), "the %s driver maps sl to the PCP this way (see steps)", r.opts.Driver)
 	}
-	if len(w.VLANChain) == 0 && !p.SLIgnored && a.SL != 0 {
+	if len(w.VLANChain) == 0 && link.Boundary == "" && !p.SLIgnored && a.SL != 0 {
 		warn("sl", fmt.Sprint(a.SL), "no tag", "the sgid's netdev %s is untagged: the sl can reach the wire only in a VLAN tag, so switches classifying on PCP see none", e.Netdev)
 	}
 	if p.DSCP != nil && p.ECN != nil {

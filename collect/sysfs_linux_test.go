@@ -234,7 +234,7 @@ func TestEntryJSONKeys(t *testing.T) {
 	}
 	want := `{"device":"rxe0","port":1,"index":3,"gid":"::ffff:10.0.100.1","type":"RoCE v2","kind":"ipv4","ip":"10.0.100.1",` +
 		`"netdev":"veth0.100","ifindex":4,"vlan":100,"vlan_chain":[{"id":100,"tpid":33024,"pcp":null,"netdev":"veth0.100"}],"real_netdev":"veth0",` +
-		`"mac":"02:00:00:00:00:01","mtu":1500,"operstate":"up","netns":"current","default":false,"empty":false}`
+		`"mac":"02:00:00:00:00:01","mtu":1500,"operstate":"up","netns":"current","netns_boundary":null,"default":false,"empty":false}`
 	if string(b) != want {
 		t.Errorf("JSON =\n%s\nwant\n%s", b, want)
 	}
@@ -248,7 +248,7 @@ func TestEntryJSONKeys(t *testing.T) {
 	}
 	b, _ = p.Entries[15].MarshalJSON()
 	want = `{"device":"rxe0","port":1,"index":15,"gid":"::","type":null,"kind":null,"ip":null,"netdev":null,"ifindex":null,` +
-		`"vlan":null,"vlan_chain":null,"real_netdev":null,"mac":null,"mtu":null,"operstate":null,"netns":null,"default":false,"empty":true}`
+		`"vlan":null,"vlan_chain":null,"real_netdev":null,"mac":null,"mtu":null,"operstate":null,"netns":null,"netns_boundary":null,"default":false,"empty":true}`
 	if string(b) != want {
 		t.Errorf("empty JSON =\n%s\nwant\n%s", b, want)
 	}

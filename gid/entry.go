@@ -59,6 +59,10 @@ type Entry struct {
 	MAC        vlan.MAC // the netdev's MAC: the source MAC of frames sent with this entry
 	MTU        int      // the netdev's MTU
 	State      string   // the netdev's operstate ("up", "down", ...)
+	// NetnsBoundary is, for a netdev whose lower device is in another
+	// network namespace (a pod's macvlan), why VLAN, VLANChain and
+	// RealNetdev are unknown (vlan.Description.Boundary); "" otherwise.
+	NetnsBoundary string
 	// Netns is the network namespace the netdev was found in: a name
 	// given by the caller, NetnsCurrent, or NetnsOther; "" for an empty
 	// slot or an entry without a netdev (InfiniBand).
@@ -89,20 +93,21 @@ type entryJSON struct {
 	MTU        *int            `json:"mtu"`
 	State      *string         `json:"operstate"`
 	Netns      *string         `json:"netns"`
+	Boundary   *string         `json:"netns_boundary"`
 	Default    bool            `json:"default"`
 	Empty      bool            `json:"empty"`
 }
 
 // MarshalJSON writes the keys device, port, index, gid, type, kind, ip,
 // netdev, ifindex, vlan, vlan_chain, real_netdev, mac, mtu, operstate, netns,
-// default and empty; unknown values are null; type and kind are null for
+// netns_boundary, default and empty; unknown values are null; type and kind are null for
 // an empty slot.
 func (e Entry) MarshalJSON() ([]byte, error) {
 	w := entryJSON{
 		Device: e.Device, Port: e.Port, Index: e.Index, GID: e.GID,
 		Netdev: null.String(e.Netdev), Ifindex: null.Int(e.Ifindex), VLAN: e.VLAN,
 		VLANChain: e.VLANChain, RealNetdev: null.String(e.RealNetdev), MTU: null.Int(e.MTU),
-		State: null.String(e.State), Netns: null.String(e.Netns), Default: e.Default, Empty: e.Empty,
+		State: null.String(e.State), Netns: null.String(e.Netns), Boundary: null.String(e.NetnsBoundary), Default: e.Default, Empty: e.Empty,
 	}
 	if !e.Empty {
 		t, k := e.Type, e.Kind
@@ -147,6 +152,7 @@ func (e *Entry) UnmarshalJSON(b []byte) error {
 		return *p
 	}
 	n.Netdev, n.RealNetdev, n.State, n.Netns = deref(w.Netdev), deref(w.RealNetdev), deref(w.State), deref(w.Netns)
+	n.NetnsBoundary = deref(w.Boundary)
 	if w.Ifindex != nil {
 		n.Ifindex = *w.Ifindex
 	}

@@ -51,6 +51,11 @@ func MapEntry(e *Entry, linkLayer string, snap *vlan.Namespace) {
 	e.VLANChain = d.Chain
 	e.L2VLAN = d.L2VLANID
 	e.RealNetdev = d.Real
+	if e.NetnsBoundary = d.Boundary(); e.NetnsBoundary != "" {
+		// A pod's netdev: the tags below the namespace boundary and the
+		// real netdev are unknown, not absent.
+		e.VLAN, e.VLANChain, e.RealNetdev = nil, nil, ""
+	}
 	e.MAC = d.MAC
 	e.MTU = d.MTU
 	e.State = d.OperState

@@ -23,7 +23,7 @@ func fixture(t testing.TB, name string) *Snapshot {
 
 // Every fixture is a valid snapshot that re-encodes to itself.
 func TestFixturesRoundTrip(t *testing.T) {
-	for _, name := range []string{"rxe", "rxe-churned", "mlx5", "mlx5-dscp", "mlx5-pcp", "mlx5-counters", "mlx5-tcoverride", "mlx5-lag", "mlx5-lag-differ"} {
+	for _, name := range []string{"rxe", "rxe-churned", "mlx5", "mlx5-dscp", "mlx5-pcp", "mlx5-counters", "mlx5-tcoverride", "mlx5-lag", "mlx5-lag-differ", "mlx5-pod"} {
 		raw, err := os.ReadFile(filepath.Join("testdata", name+".json"))
 		if err != nil {
 			t.Fatal(err)

@@ -23,6 +23,12 @@ type Link struct {
 	// non-zero. RealNumTC < 0 means "not known".
 	RealNumTC  int
 	RealPrioTC [16]uint8
+
+	// Boundary is, when the stack continues into another network
+	// namespace (a pod's macvlan), why the tags below it, their PCP and
+	// the real device's DCB are unknown (vlan.Description.Boundary); ""
+	// when the whole stack is visible.
+	Boundary string
 }
 
 // Tagged reports whether frames sent through the link carry a VLAN tag.
@@ -38,7 +44,7 @@ func (l Link) IsVLAN() bool {
 // RealNumTC is -1 (not known): the real device's mqprio traffic classes
 // are not read.
 func LinkOf(d vlan.Description) Link {
-	return Link{Netdev: d.Name, Tags: d.Chain, Real: d.Real, RealNumTC: -1}
+	return Link{Netdev: d.Name, Tags: d.Chain, Real: d.Real, RealNumTC: -1, Boundary: d.Boundary()}
 }
 
 // LinkFromNamespace describes netdev name of a namespace as a Link.

@@ -108,6 +108,16 @@ func Predict(d Driver, in WireInput) Wire {
 		w.step("driver", name, "no profile for this driver: how it maps sl and traffic_class is unknown")
 		w.unknown("driver %s has no profile: PCP, DSCP and ECN are unknown", name)
 	}
+	if in.Link.Boundary != "" {
+		// The tags the driver adds are the visible part only: what the
+		// devices beyond the namespace boundary add is unknown.
+		w.TagsKnown, w.Tags = false, nil
+		for i := range w.Steps {
+			if w.Steps[i].Step == "vlan tag" || w.Steps[i].Step == "pcp" {
+				w.Steps[i].Value, w.Steps[i].Why = "unknown", in.Link.Boundary
+			}
+		}
+	}
 	return w
 }
 

@@ -49,7 +49,7 @@ type Report struct {
 	Port   int         // its port (0: null in JSON)
 	Driver *DriverInfo // the device's driver; nil when asked by netdev
 	Netdev string
-	Real   string // the real netdev below Netdev
+	Real   string // the real netdev below Netdev; "" (null) when it is in another namespace
 	DCB    *DCB
 	// DCBError says why DCB is null (the read failed, or was not made).
 	DCBError   *string
@@ -74,7 +74,7 @@ type reportJSON struct {
 	Port       *int            `json:"port"`
 	Driver     *DriverInfo     `json:"driver_info"`
 	Netdev     string          `json:"netdev"`
-	Real       string          `json:"real_netdev"`
+	Real       *string         `json:"real_netdev"`
 	DCB        *DCB            `json:"dcb"`
 	DCBError   *string         `json:"dcb_error"`
 	Trust      Trust           `json:"trust"`
@@ -93,7 +93,7 @@ type reportJSON struct {
 // without DCB; dcbx the DCBX mode bitmap (as in the dcb object) and
 // dcbx_name its name, both null when not reported.
 func (r Report) MarshalJSON() ([]byte, error) {
-	w := reportJSON{Device: null.String(r.Device), Driver: r.Driver, Netdev: r.Netdev, Real: r.Real, DCB: r.DCB, DCBError: r.DCBError,
+	w := reportJSON{Device: null.String(r.Device), Driver: r.Driver, Netdev: r.Netdev, Real: null.String(r.Real), DCB: r.DCB, DCBError: r.DCBError,
 		Trust: r.Trust, DSCPPrio: r.DSCPPrio, PrioTC: r.PrioTC, PFCEnabled: r.PFCEnabled, DCBXName: r.DCBX, VLANs: r.VLANs, DCQCN: r.DCQCN,
 		SlaveOf: null.String(r.SlaveOf)}
 	if r.Port != 0 {

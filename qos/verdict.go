@@ -187,7 +187,16 @@ func check(f Flow) (Result, error) {
 		}
 		chain = strings.Join(parts, " / ")
 	}
-	r.step("vlan devices", chain, "the VLAN devices between the GID's netdev %s and the real device %s, outermost tag first", f.Link.Netdev, f.Link.Real)
+	if f.Link.Boundary != "" {
+		r.VLANChain = nil
+		visible := "no VLAN device in this namespace"
+		if len(f.Link.Tags) > 0 {
+			visible = "in this namespace: " + chain
+		}
+		r.step("vlan devices", "unknown", "%s; %s", visible, f.Link.Boundary)
+	} else {
+		r.step("vlan devices", chain, "the VLAN devices between the GID's netdev %s and the real device %s, outermost tag first", f.Link.Netdev, f.Link.Real)
+	}
 
 	sl, tc := f.SL, f.TrafficClass
 	if f.RDMACM {
@@ -239,7 +248,9 @@ func check(f Flow) (Result, error) {
 			r.warn("sl %d is ignored by %s: it does not reach the wire", sl, f.Driver)
 		}
 	}
-	r.VLANChain = append(r.VLANChain, w.Tags...)
+	if f.Link.Boundary == "" {
+		r.VLANChain = append(r.VLANChain, w.Tags...)
+	}
 	if len(w.Tags) > 0 {
 		id := w.Tags[0].ID
 		r.VLAN = &id
@@ -262,6 +273,8 @@ func check(f Flow) (Result, error) {
 	// The port's DCB.
 	d := f.DCB
 	switch {
+	case d == nil && f.Link.Boundary != "":
+		r.step("dcb", "not visible", "%s", f.Link.Boundary)
 	case d == nil:
 		r.step("dcb", "not read", "DCB of %s was not read", f.dcbNetdev())
 	case !d.Supported:
@@ -276,7 +289,9 @@ func check(f Flow) (Result, error) {
 	r.Trust = d.Trust()
 	if r.Trust == TrustUnknown {
 		r.step("trust", "unknown", "no DCB information for %s: the trust mode, dscp→prio, prio→tc and PFC cannot be read", f.dcbNetdev())
-		if d == nil {
+		if d == nil && f.Link.Boundary != "" {
+			r.reason("%s", f.Link.Boundary)
+		} else if d == nil {
 			r.reason("the DCB state of %s was not read: trust mode and PFC are unknown", f.dcbNetdev())
 		} else {
 			r.reason("no DCB on %s: trust mode and PFC are unknown", f.dcbNetdev())

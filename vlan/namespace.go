@@ -282,6 +282,23 @@ func (d Description) RealTags() bool {
 	return d.LowerInOtherNetns && len(d.Chain) > 0 && d.Chain[0].Netdev == d.Real
 }
 
+// Boundary says, for a netdev whose stack continues into another network
+// namespace (LowerInOtherNetns: a pod's macvlan, ipvlan, VLAN device or VF
+// representor whose lower device is in the host's namespace), what cannot
+// be known from this one and why; "" when the whole stack is visible. The
+// VLAN tags added below the boundary, the PCP they carry and the DCB of the
+// real device are then unknown — never "untagged".
+func (d Description) Boundary() string {
+	if !d.LowerInOtherNetns {
+		return ""
+	}
+	where := "this network namespace"
+	if d.Netns != "" {
+		where = "network namespace " + d.Netns
+	}
+	return fmt.Sprintf("the lower device of %s is in another network namespace (IFLA_LINK_NETNSID), not in %s: the VLAN tags added below it, their PCP, the real netdev and its DCB cannot be seen from here", d.Name, where)
+}
+
 // Outermost returns the outermost tag, the one the first switch
 // classifies on, or false for an untagged link.
 func (d Description) Outermost() (ChainTag, bool) {

@@ -449,7 +449,10 @@ func writeAHTable(out io.Writer, doc ahJSON, dev string) {
 			from += fmt.Sprintf(" %s %s on %s", doc.Neighbor.IP, doc.Neighbor.State, doc.Neighbor.Dev)
 		}
 		fmt.Fprintf(tw, "  dmac\t%s\t%s\n", dmac, from)
-		if len(w.VLANChain) == 0 {
+		switch {
+		case w.NetnsBoundary != "":
+			fmt.Fprintf(tw, "  vlan\tunknown\t%s\n", w.NetnsBoundary)
+		case len(w.VLANChain) == 0:
 			fmt.Fprintf(tw, "  vlan\tnone (untagged)\n")
 		}
 		for i, t := range w.VLANChain {
@@ -512,7 +515,7 @@ func errnoSuffix(e string) string {
 // behaviour, ah.FromWCResult's keys, and error and errno (null when it
 // succeeds).
 type ahFromWCJSON struct {
-	Behaviour string
+	Behaviour ah.Behaviour
 	ah.FromWCResult
 	Error string
 	Errno string
@@ -523,7 +526,7 @@ type ahFromWCJSON struct {
 func (d ahFromWCJSON) MarshalJSON() ([]byte, error) {
 	head, err := json.Marshal(struct {
 		Behaviour string `json:"behaviour"`
-	}{d.Behaviour})
+	}{d.Behaviour.String()})
 	if err != nil {
 		return nil, err
 	}
@@ -636,7 +639,7 @@ func runFromWC(cmd *cobra.Command, src *hostFlags, format, hexBuf, wcFlags, beha
 	failed := false
 	for _, b := range bs {
 		r, err := ah.FromWC(wc, grh, table, ah.FromWCOptions{Behaviour: b, Port: port.Port, Net: n})
-		d := ahFromWCJSON{Behaviour: b.String(), FromWCResult: r}
+		d := ahFromWCJSON{Behaviour: b, FromWCResult: r}
 		if err != nil {
 			d.Error, d.Errno = err.Error(), ah.ErrnoOf(err)
 			failed = true
@@ -654,7 +657,7 @@ func runFromWC(cmd *cobra.Command, src *hostFlags, format, hexBuf, wcFlags, beha
 			if i > 0 {
 				fmt.Fprintln(tw)
 			}
-			fmt.Fprintf(tw, "%s (%s)\n", d.Behaviour, map[string]string{"kernel": "ib_init_ah_attr_from_wc", "rdma-core": "ibv_init_ah_from_wc"}[d.Behaviour])
+			fmt.Fprintf(tw, "%s (%s)\n", d.Behaviour, d.Behaviour.Function())
 			fmt.Fprintf(tw, "  detection\t%s\n", d.Detection)
 			if d.Error != "" {
 				fmt.Fprintf(tw, "  error\t%s\n", d.Error)

@@ -139,3 +139,17 @@ func TestAHFromWCErrno(t *testing.T) {
 		t.Errorf("errno %v, want EPROTOTYPE", e)
 	}
 }
+
+// TestAHFromWCTable: the table names each rule by its function, the
+// kernel's ib_init_ah_attr_from_wc and rdma-core's ibv_init_ah_from_wc
+// (docs/ah.md).
+func TestAHFromWCTable(t *testing.T) {
+	args := append([]string{"ah", "--dev", "rxe0"}, fromArgs("rxe")...)
+	args = append(args, "--from-wc", strings.Repeat("00", 40), "--wc", "")
+	out, _, _ := runCLI(t, "", args...)
+	for _, want := range []string{"kernel (ib_init_ah_attr_from_wc)\n", "rdma-core (ibv_init_ah_from_wc)\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+}

@@ -126,6 +126,9 @@ func printCheck(w io.Writer, r qos.Result, info qos.DriverInfo) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "flow:\t%s port %d GID index %d (%s) on %s, driver %s (%s)\n", r.Device, r.Port, r.Index, r.GIDType, r.Netdev, r.Driver, info.Evidence)
 	vlanS := "untagged"
+	if r.VLANChain == nil {
+		vlanS = "VLAN tags unknown"
+	}
 	if len(r.VLANChain) > 0 {
 		var parts []string
 		for _, t := range r.VLANChain {

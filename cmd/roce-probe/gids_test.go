@@ -51,7 +51,7 @@ func TestGidsJSONKeys(t *testing.T) {
 		t.Fatalf("%d entries, want the 13 non-empty ones", len(rows))
 	}
 	keys := []string{"device", "port", "index", "gid", "type", "kind", "ip", "netdev", "ifindex", "vlan", "vlan_chain",
-		"real_netdev", "mac", "mtu", "operstate", "netns", "default", "empty"}
+		"real_netdev", "mac", "mtu", "operstate", "netns", "netns_boundary", "default", "empty"}
 	for _, r := range rows {
 		if !sameKeys(r, keys) {
 			t.Errorf("entry keys %v, want exactly %v", keysOf(r), keys)

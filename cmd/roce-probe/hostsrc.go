@@ -333,6 +333,9 @@ func vlanCol(e gid.Entry) string {
 	if e.VLAN != nil {
 		return fmt.Sprint(*e.VLAN)
 	}
+	if e.NetnsBoundary != "" {
+		return "unknown" // below another namespace's device
+	}
 	if e.VLANChain != nil {
 		return "untagged"
 	}

@@ -59,7 +59,11 @@ privileges.`,
 				if err != nil {
 					return usageError{err}
 				}
-				if d == nil {
+				if b := desc.Boundary(); b != "" {
+					// A pod's netdev: the real netdev and its DCB are in
+					// another namespace, not unread.
+					r.Real, r.DCBError = "", &b
+				} else if d == nil {
 					e := dcbError(s, ns.Netns, desc.Real)
 					r.DCBError = &e
 				}
@@ -151,7 +155,9 @@ func dcbError(s *host.Snapshot, netns, netdev string) string {
 
 func printQoSReport(w io.Writer, r qos.Report) {
 	head := r.Netdev
-	if r.Real != r.Netdev {
+	if r.Real == "" {
+		head += " (real device not visible)"
+	} else if r.Real != r.Netdev {
 		head += " (real device " + r.Real + ")"
 	}
 	if r.SlaveOf != "" {
@@ -167,6 +173,8 @@ func printQoSReport(w io.Writer, r qos.Report) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	d := r.DCB
 	switch {
+	case d == nil && r.Real == "":
+		fmt.Fprintf(tw, "  DCB:\tnot visible: %s\n", ptrOr(r.DCBError, "", str))
 	case d == nil:
 		fmt.Fprintf(tw, "  DCB:\tnot read: %s\n", ptrOr(r.DCBError, "", str))
 	case !d.Supported:
@@ -232,7 +240,9 @@ func printQoSReport(w io.Writer, r qos.Report) {
 		}
 	}
 	printDCQCN(tw, r.DCQCN)
-	if len(r.VLANs) == 0 {
+	if r.Real == "" {
+		fmt.Fprintf(tw, "  VLAN devices:\tunknown below the namespace boundary\n")
+	} else if len(r.VLANs) == 0 {
 		fmt.Fprintf(tw, "  VLAN devices:\tnone above %s\n", r.Real)
 	} else {
 		fmt.Fprintf(tw, "  VLAN devices:\n")

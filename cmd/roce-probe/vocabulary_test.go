@@ -614,6 +614,9 @@ func TestVocabulary(t *testing.T) {
 		{"qos -o json", from("rxe", "qos", "--dev", "rxe0", "-o", "json"), exitOK},
 		{"qos -o json", from("mlx5", "qos", "-o", "json"), exitOK},
 		{"qos -o json", from("mlx5-lag", "qos", "-o", "json"), exitOK},
+		{"qos -o json", from("mlx5-pod", "qos", "--netdev", "net1", "-o", "json"), exitOK},
+		{"check -o json", from("mlx5-pod", "check", "--dev", "mlx5_0", "--gid-index", "5", "--tclass", "106", "--sl", "3", "-o", "json"), exitFinding},
+		{"gids -o json", from("mlx5-pod", "gids", "-o", "json"), exitOK},
 		{"check -o json", from("mlx5-lag-differ", "check", "--dev", "mlx5_bond_0", "--gid-index", "3", "--tclass", "106", "--sl", "3", "-o", "json"), exitFinding},
 		{"check -o json", from("mlx5-dscp", "check", "--dev", "mlx5_0", "--gid-index", "5", "--tclass", "106", "--sl", "3", "-o", "json"), exitOK},
 		{"check -o json", from("mlx5-pcp", "check", "--dev", "mlx5_0", "--gid-index", "3", "--tclass", "104", "--sl", "3", "-o", "json"), exitFinding},
@@ -625,6 +628,7 @@ func TestVocabulary(t *testing.T) {
 		// (mlx5), a predicted table, and --pcap.
 		{"ah -o json", []string{"ah", "--dev", "rxe0", "--from", neigh, "--gid-index", "3", "--dst", "10.0.100.2", "--sl", "5", "--tclass", "0x6a", "--src-qpn", "17", "-o", "json"}, exitOK},
 		{"ah -o json", from("rxe", "ah", "--dev", "rxe0", "--gid-index", "10", "--dst", "10.10.10.2", "-o", "json"), exitFinding},
+		{"ah -o json", from("mlx5-pod", "ah", "--dev", "mlx5_0", "--gid-index", "5", "--dst", "192.168.50.20", "--sl", "3", "--tclass", "106", "-o", "json"), exitFinding},
 		{"ah -o json", from("rxe", "ah", "--dev", "rxe0", "--gid-index", "14", "--dst", "10.0.0.2", "-o", "json"), exitFinding},
 		{"ah -o json", from("rxe", "ah", "--dev", "rxe0", "--gid-index", "0", "--dst", "10.0.0.2", "-o", "json"), exitFinding},
 		{"ah -o json", from("mlx5", "ah", "--dev", "mlx5_0", "--gid-index", "2", "--dst", "fe80::2", "--flow-label", "0x12345", "-o", "json"), exitFinding},
@@ -663,7 +667,7 @@ func TestVocabulary(t *testing.T) {
 	// describe (package host checks they re-encode to themselves), and
 	// two variants re-encoded as collect writes them: a traffic class
 	// override with an address rule, and a source that could not be read.
-	for _, name := range []string{"rxe", "rxe-churned", "mlx5", "mlx5-dscp", "mlx5-pcp", "mlx5-counters", "mlx5-tcoverride", "mlx5-lag", "mlx5-lag-differ"} {
+	for _, name := range []string{"rxe", "rxe-churned", "mlx5", "mlx5-dscp", "mlx5-pcp", "mlx5-counters", "mlx5-tcoverride", "mlx5-lag", "mlx5-lag-differ", "mlx5-pod"} {
 		b, err := os.ReadFile(fixture(name))
 		if err != nil {
 			t.Fatal(err)

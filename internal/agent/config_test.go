@@ -233,7 +233,8 @@ func TestParsePeer(t *testing.T) {
 // Decoders and parsers survive any input: an error or a configuration
 // that validates or says why not, never a panic.
 func FuzzParseConfig(f *testing.F) {
-	for _, s := range []string{yamlConfig, jsonConfig, "", "a: &x 1\nb: *x\n", "flows: [{name: a, select: {gid_index: 3}}]", "peers: {static: [1]}", "{\"probe\": {\"rate\": 1e308}}"} {
+	for _, s := range []string{yamlConfig, jsonConfig, "", "a: &x 1\nb: *x\n", "flows: [{name: a, select: {gid_index: 3}}]", "peers: {static: [1]}", "{\"probe\": {\"rate\": 1e308}}",
+		"serve_only: true\nsnapshot: roce\nweb_config_file: /etc/w.yml\n", "serve_only: yes\nsnapshot: [off]\n"} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -249,6 +250,13 @@ func FuzzParseConfig(f *testing.F) {
 			var ce *ConfigError
 			if !errors.As(err, &ce) || ce.Field == "" {
 				t.Fatalf("Validate: %T %v", err, err)
+			}
+			return
+		}
+		if err := c.Purpose(); err != nil {
+			var ce *ConfigError
+			if !errors.As(err, &ce) || ce.Field != "flows" || len(c.Flows) > 0 || c.ServeOnly {
+				t.Fatalf("Purpose: %T %v (flows %d, serve_only %v)", err, err, len(c.Flows), c.ServeOnly)
 			}
 		}
 	})

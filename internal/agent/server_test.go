@@ -354,3 +354,32 @@ func TestSnapshotRoCEKeepsFabric(t *testing.T) {
 		}
 	}
 }
+
+// Any web configuration file is accepted or refused with a *ConfigError of
+// web_config_file naming no Go type, never a panic (the parser is
+// exporter-toolkit's; the messages are ours).
+func FuzzCheckWebConfig(f *testing.F) {
+	for _, s := range []string{"", "basic_auth_users:\n  u: $2a$04$abcdefghijklmnopqrstuuabcdefghijklmnopqrstuvwxyz01234\n",
+		"tls_server_config:\n  cert_file: a\n", "tls_server_config: [1]\n", "rate_limit: {burst: x}\n", "http_server_config: {headers: {X-Frame-Options: no}}\n",
+		"basic_auth_users: {a: [b]}\n", "tls_server_config:\n  client_auth_type: bogus\n  min_version: TLS9\n"} {
+		f.Add([]byte(s))
+	}
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p := filepath.Join(dir, "web.yml")
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		err := CheckWebConfig(p)
+		if err == nil {
+			return
+		}
+		ce, ok := err.(*ConfigError)
+		if !ok || ce.Field != "web_config_file" {
+			t.Fatalf("%T %v: want a ConfigError of web_config_file", err, err)
+		}
+		if msg := err.Error(); strings.Contains(msg, "web.Config") || strings.Contains(msg, " in type ") {
+			t.Fatalf("a Go type in %q", msg)
+		}
+	})
+}
