@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/roce-probe/roce-probe/internal/testenv"
 )
 
 // TestMain lets the test binary run as roce-probe itself (for the shell
@@ -52,15 +54,10 @@ func TestCompletionLive(t *testing.T) {
 	}
 }
 
-// TestCompletionBash completes through bash and the script `completion
-// bash` writes, with the test binary as roce-probe. The script needs
-// bash-completion's _get_comp_words_by_ref; a minimal one stands in for
-// it (the words and the index of the one being completed).
-func TestCompletionBash(t *testing.T) {
-	bash, err := exec.LookPath("bash")
-	if err != nil {
-		t.Skip("no bash")
-	}
+// cliOnPath returns a directory holding a roce-probe that is this test
+// binary running as the CLI (TestMain), for shells to call.
+func cliOnPath(t *testing.T) string {
+	t.Helper()
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -70,6 +67,84 @@ func TestCompletionBash(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "roce-probe"), []byte(wrapper), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	return dir
+}
+
+// TestCompletionFish completes through fish (complete -C, what fish asks
+// on TAB) and the script `completion fish` writes.
+func TestCompletionFish(t *testing.T) {
+	fish := testenv.Tool(t, "fish")
+	dir := cliOnPath(t)
+	from, err := filepath.Abs(fixture("mlx5"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree := sysfsTestdata + "mlx5/sys"
+	for _, tc := range []struct {
+		line string
+		want []string
+		all  bool
+	}{
+		{"roce-probe check --from " + from + " --dev mlx5_0 --gid-index ", treeGIDIndexes(t, tree, "mlx5_0", "1"), true},
+		{"roce-probe check --from " + from + " --dev ", []string{"mlx5_0"}, true},
+		{"roce-probe check --dev mlx5_0 --", []string{"--gid-index", "--port", "--from", "--output"}, false},
+		{"roce-probe send --sweep ", []string{"dscp", "pcp"}, true},
+	} {
+		cmd := exec.Command(fish, "--no-config", "-c", "roce-probe completion fish | source; complete -C '"+tc.line+"'")
+		cmd.Env = append(os.Environ(), "PATH="+dir+":"+os.Getenv("PATH"))
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("fish %q: %v", tc.line, err)
+		}
+		var got []string
+		for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			w, _, _ := strings.Cut(l, "\t")
+			got = append(got, w)
+		}
+		if tc.all && !sameSet(got, tc.want) {
+			t.Errorf("fish %q: %q, want %q", tc.line, got, tc.want)
+		}
+		for _, w := range tc.want {
+			if !tc.all && !slices.Contains(got, w) {
+				t.Errorf("fish %q: %q, want %s among them", tc.line, got, w)
+			}
+		}
+	}
+}
+
+// TestCompletionZsh loads the script `completion zsh` writes as zsh's
+// completion system does (compinit, then the file on $fpath): it defines
+// _roce-probe and binds it to roce-probe. (What _roce-probe offers comes
+// from __complete, as for bash and fish.)
+func TestCompletionZsh(t *testing.T) {
+	zsh := testenv.Tool(t, "zsh")
+	dir := cliOnPath(t)
+	fpath := t.TempDir()
+	out, _, code := runCLI(t, "", "completion", "zsh")
+	if code != exitOK {
+		t.Fatal("completion zsh failed")
+	}
+	if err := os.WriteFile(filepath.Join(fpath, "_roce-probe"), []byte(out), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(zsh, "-f", "-c", `fpath=(`+fpath+` $fpath); autoload -U compinit; compinit -u -D; autoload -U +X _roce-probe; whence -w _roce-probe; print -r -- ${_comps[roce-probe]}`)
+	cmd.Env = append(os.Environ(), "PATH="+dir+":"+os.Getenv("PATH"))
+	b, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(b), "_roce-probe: function") || !strings.Contains(string(b), "\n_roce-probe") {
+		t.Errorf("zsh: %v:\n%s", err, b)
+	}
+}
+
+// TestCompletionBash completes through bash and the script `completion
+// bash` writes, with the test binary as roce-probe. The script needs
+// bash-completion's _get_comp_words_by_ref; a minimal one stands in for
+// it (the words and the index of the one being completed).
+func TestCompletionBash(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash")
+	}
+	dir := cliOnPath(t)
 	script := `_get_comp_words_by_ref() { cur=${COMP_WORDS[COMP_CWORD]}; prev=${COMP_WORDS[COMP_CWORD-1]}; words=("${COMP_WORDS[@]}"); cword=$COMP_CWORD; }
 source <(roce-probe completion bash)
 COMP_WORDS=("$@")

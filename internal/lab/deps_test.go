@@ -20,7 +20,7 @@ var labOnly = []string{"qemu-system-x86", "busybox-static", "cpio", "kmod", "xz-
 
 // nonLab are packages the suite without the lab runs programs of (see
 // scripts/apt-packages.txt): deps.sh must install them.
-var nonLab = []string{"tshark", "prometheus", "nftables", "iproute2", "ethtool", "systemd", "gcc", "libibverbs-dev"}
+var nonLab = []string{"tshark", "prometheus", "nftables", "iproute2", "ethtool", "systemd", "gcc", "libibverbs-dev", "fish", "zsh"}
 
 // TestDepsInstallNothingLabOnly runs scripts/deps.sh (what test.sh runs
 // first, with and without --no-lab) with apt-get, dpkg-query and go
