@@ -68,6 +68,7 @@ const (
 const (
 	srcMLX5Eth  = "drivers/net/ethernet/mellanox/mlx5/core/en_stats.c (pport_per_prio_traffic_stats_desc, pport_per_prio_pfc_stats_desc, pport_per_tc_prio_stats_desc, pport_per_tc_congest_prio_stats_desc, pport_pfc_stall_stats_desc, Linux 6.1.192); Documentation/networking/device_drivers/ethernet/mellanox/mlx5/counters.rst (mainline)"
 	srcBNXTEth  = "drivers/net/ethernet/broadcom/bnxt/bnxt_ethtool.c (bnxt_port_stats_arr, bnxt_port_stats_ext_arr, bnxt_tx_port_stats_ext_arr, bnxt_*_pri_arr, Linux 6.1.192)"
+	srcIONICEth = "drivers/net/ethernet/pensando/ionic/ionic_stats.c (ionic_port_stats_desc), ionic_if.h (struct ionic_port_stats), Linux 6.1.192"
 	srcICEEth   = "drivers/net/ethernet/intel/ice/ice_ethtool.c (ice_gstrings_pf_stats, ice_get_strings: tx/rx_priority_%u_xon/xoff.nic, Linux 6.1.192)"
 	templateDig = "%d"
 )
@@ -101,6 +102,15 @@ var prioTemplates = map[string]map[string]PrioCounter{
 		"pfc_pri%d_tx_duration_us": PrioTxPauseDuration,
 		"pfc_pri%d_rx_transitions": PrioRxPauseTransition,
 		"pfc_pri%d_tx_transitions": PrioTxPauseTransition,
+	},
+	// ionic (AMD Pensando): struct ionic_port_stats, named by
+	// ionic_port_stats_desc (ionic_stats.c, Linux 6.1.192); the pause
+	// times count 1 µs units (_1us_count).
+	"ionic": {
+		"frames_rx_pri_%d":         PrioRxPackets,
+		"frames_tx_pri_%d":         PrioTxPackets,
+		"rx_pripause_%d_1us_count": PrioRxPauseDuration,
+		"tx_pripause_%d_1us_count": PrioTxPauseDuration,
 	},
 	"ice": {
 		"rx_priority_%d_xoff.nic": PrioRxPause,
@@ -144,6 +154,16 @@ var portNames = map[string]map[string]PortCounter{
 		"continuous_roce_pause_events": PortStorm,
 		"resume_roce_pause_events":     PortStormResume,
 		"rx_buffer_passed_threshold":   PortRxBufferAlmostFul,
+	},
+	// ionic counts link-level pause frames apart from PFC frames (the
+	// port runs one or the other: ionic_if.h enum ionic_port_pause_type,
+	// LINK or PFC).
+	"ionic": {
+		"frames_rx_pause":    PortRxGlobalPause,
+		"frames_tx_pause":    PortTxGlobalPause,
+		"frames_rx_pripause": PortRxPFCFrames,
+		"frames_tx_pripause": PortTxPFCFrames,
+		"rx_pause_1us_count": PortRxGlobalPauseDuration,
 	},
 	// ice's link_xon/xoff_rx/tx.nic are the port's link (802.3x) flow
 	// control frames (ice_gstrings_pf_stats: stats.link_xoff_rx, ...);
@@ -214,7 +234,7 @@ func (n *Normalized) HasPrio() bool {
 var sameTables = map[string]string{"bng_en": "bnxt_en"}
 
 // Normalize arranges an ethtool set by meaning, with the tables of the
-// netdev's driver (mlx5_core, bnxt_en and bng_en, ice); another driver's
+// netdev's driver (mlx5_core, bnxt_en and bng_en, ice, ionic); another driver's
 // set has no per-priority or port-level counters this package knows.
 func Normalize(driver string, stats map[string]uint64) Normalized {
 	var n Normalized
