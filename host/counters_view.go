@@ -1,6 +1,8 @@
 package host
 
 import (
+	"strings"
+
 	"github.com/roce-probe/roce-probe/counters"
 	"github.com/roce-probe/roce-probe/qos"
 )
@@ -63,4 +65,18 @@ func (v *View) CountersInput(prev, cur *counters.Sample) counters.Input {
 func (v *View) dcbOf(netdev string) *qos.DCB {
 	d, _ := v.Snap.DCBOf(v.NS.Netns, netdev)
 	return d
+}
+
+// CountersErrors returns the errors of errs that are about counters: an
+// RDMA port's counters (source "counters DEV/PORT") or a netdev's ethtool
+// statistics (source "ethtool" or "ethtool NETDEV"), as the collector
+// names them.
+func CountersErrors(errs []SourceError) []SourceError {
+	var out []SourceError
+	for _, e := range errs {
+		if strings.HasPrefix(e.Source, "counters ") || e.Source == "ethtool" || strings.HasPrefix(e.Source, "ethtool ") {
+			out = append(out, e)
+		}
+	}
+	return out
 }

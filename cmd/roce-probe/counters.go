@@ -206,10 +206,8 @@ func errorFindings(r counters.Report) error {
 
 // noteErrors prints, once each, the counter sources that could not be read.
 func noteErrors(w io.Writer, errs []host.SourceError) {
-	for _, e := range errs {
-		if strings.HasPrefix(e.Source, "counters ") || strings.HasPrefix(e.Source, "ethtool") {
-			fmt.Fprintf(w, "roce-probe: %s: %s\n", e.Source, e.Error)
-		}
+	for _, e := range host.CountersErrors(errs) {
+		fmt.Fprintf(w, "roce-probe: %s: %s\n", e.Source, e.Error)
 	}
 }
 
