@@ -117,3 +117,34 @@ func TestFrameLimitPcapNG(t *testing.T) {
 		t.Errorf("allocated %d bytes, want at most 8 MiB", alloc)
 	}
 }
+
+// The reader survives any input, plain or gzip-compressed: an error or
+// frames, none longer than MaxFrameBytes.
+func FuzzReader(f *testing.F) {
+	f.Add(append(pcapHeader(0xffffffff), pcapRecord(70000)...))
+	f.Add(append(append(pcapHeader(65535), pcapRecord(4)...), 1, 2, 3, 4))
+	f.Add(gzipped(append(pcapHeader(0xffffffff), pcapRecord(MaxFrameBytes+1)...), 1000))
+	le := binary.LittleEndian
+	ng := le.AppendUint32(nil, 0x0a0d0d0a)
+	ng = le.AppendUint32(ng, 28)
+	ng = le.AppendUint32(ng, 0x1a2b3c4d)
+	ng = le.AppendUint16(le.AppendUint16(ng, 1), 0)
+	ng = le.AppendUint64(ng, 0xffffffffffffffff)
+	ng = le.AppendUint32(ng, 28)
+	f.Add(append(ng, le.AppendUint32(le.AppendUint32(nil, 6), 0x7ffffffc)...))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r, err := NewReader(bytes.NewReader(b))
+		if err != nil {
+			return
+		}
+		for i := 0; i < 1000; i++ {
+			data, _, err := r.Next()
+			if err != nil {
+				return
+			}
+			if len(data) > MaxFrameBytes {
+				t.Fatalf("frame %d: %d bytes, more than MaxFrameBytes", i+1, len(data))
+			}
+		}
+	})
+}
