@@ -42,7 +42,9 @@ type Handle struct {
 // address handle a. When ibv_create_ah fails, the error wraps the errno
 // (errors.Is(err, syscall.EINVAL), syscall.ETIMEDOUT, ...) and explains it.
 // Needs read/write access to /dev/infiniband/uverbs* (usually any user on
-// Debian). Without the build tag ibverbs it returns ErrNotBuilt.
+// Debian). Without the build tag ibverbs it returns ErrNotBuilt. When no
+// RDMA device is called dev the error wraps host.ErrNoDevice (the one
+// "no such RDMA device" condition of the snapshot and the live host).
 func Create(dev string, a Attr, opt CreateOptions) (*Handle, error) {
 	if a.PortNum == 0 {
 		return nil, fmt.Errorf("ah: port_num 0 is out of range: want 1..255")

@@ -3,7 +3,6 @@ package collect
 import (
 	"errors"
 	"github.com/roce-probe/roce-probe/host"
-	"runtime"
 
 	"github.com/roce-probe/roce-probe/counters"
 )
@@ -47,9 +46,13 @@ type Options struct {
 
 // Errors of Collect, for errors.Is.
 var (
-	// ErrNotLinux is returned by Collect on other systems: live reads
-	// need Linux; analyse a snapshot taken there instead.
-	ErrNotLinux = errors.New("reading the live host needs Linux (this is " + runtime.GOOS + "): take a snapshot on the host with 'roce-probe collect --out FILE' and analyse it here with --from FILE")
+	// ErrNotLinux is the one "needs Linux" condition: it is wrapped by
+	// every live operation on another system — collect's reads (Collect,
+	// NewSampler, Watch, ProbeNeighbor, SolicitNeighbor), probe's raw
+	// sockets (Open, Listen, Send, CheckRawSocket) and the agent's
+	// DefaultDeps —, each error saying what needed Linux and what to do
+	// instead: analyse a snapshot taken there (--from FILE).
+	ErrNotLinux = errors.New("needs Linux")
 	// ErrPermission is wrapped when a source needs privileges the process
 	// does not have (entering another network namespace needs
 	// CAP_SYS_ADMIN).

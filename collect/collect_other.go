@@ -2,8 +2,17 @@
 
 package collect
 
-import "github.com/roce-probe/roce-probe/host"
+import (
+	"fmt"
+	"runtime"
 
-func collect(Options) (*host.Snapshot, error) { return nil, ErrNotLinux }
+	"github.com/roce-probe/roce-probe/host"
+)
 
-func newSampler(*host.Snapshot, Options) (Sampler, error) { return nil, ErrNotLinux }
+// errNotLinux is the error of collect's live reads off Linux: it wraps
+// ErrNotLinux and says what to do instead.
+var errNotLinux = fmt.Errorf("reading the live host %w (this is %s): take a snapshot on the host with 'roce-probe collect --out FILE' and analyse it here with --from FILE", ErrNotLinux, runtime.GOOS)
+
+func collect(Options) (*host.Snapshot, error) { return nil, errNotLinux }
+
+func newSampler(*host.Snapshot, Options) (Sampler, error) { return nil, errNotLinux }

@@ -2,5 +2,5 @@
 
 package collect
 
-// Watch returns ErrNotLinux: rtnetlink is Linux's.
-func Watch(netnsName string, done <-chan struct{}) (*Watcher, error) { return nil, ErrNotLinux }
+// Watch returns an error wrapping ErrNotLinux: rtnetlink is Linux's.
+func Watch(netnsName string, done <-chan struct{}) (*Watcher, error) { return nil, errNotLinux }

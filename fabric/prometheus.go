@@ -18,7 +18,9 @@ import (
 	"github.com/roce-probe/roce-probe/internal/bound"
 )
 
-// The metrics the Prometheus source reads back (docs/metrics.md).
+// The metrics the Prometheus source reads back (docs/metrics.md): the
+// agent's series of GIDEntries and GIDIndexes, declared here once (the
+// agent writes them under these names).
 const (
 	MetricGIDIndex = "roce_probe_gid_index"
 	MetricGIDInfo  = "roce_probe_gid_info"

@@ -1,12 +1,12 @@
 package host
 
 import (
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
 
 	"github.com/roce-probe/roce-probe/gid"
+	"github.com/roce-probe/roce-probe/internal/verbs"
 	"github.com/roce-probe/roce-probe/qos"
 	"github.com/roce-probe/roce-probe/vlan"
 )
@@ -23,8 +23,9 @@ func (e *MissingError) Error() string {
 }
 
 // ErrNoDevice is wrapped when an RDMA device or port is not in the
-// snapshot.
-var ErrNoDevice = errors.New("no such RDMA device")
+// snapshot. It is the one "no such RDMA device" condition: ah.Create's
+// error wraps it too when the live host has no device of that name.
+var ErrNoDevice = verbs.ErrNoDevice
 
 // Namespace returns the namespace called netns ("" for the view: the first
 // one, which commands use unless told otherwise).

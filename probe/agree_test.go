@@ -8,9 +8,9 @@ import (
 	"github.com/roce-probe/roce-probe/roce"
 )
 
-// FuzzWalkersAgree: roce.Decoder, the ICRC functions (VerifyFrameICRC)
-// and ParseFrame walk a frame with the one roce.WalkFrame, so on every
-// input they agree: a frame the walk refuses is refused by all three with
+// FuzzWalkersAgree: roce.Decoder and the ICRC functions (VerifyFrameICRC)
+// walk a frame with the one roce.WalkFrame, and ParseFrame decodes it with
+// roce.Decoder, so on every input they agree: a frame the walk refuses is refused by all three with
 // the same verdict (not RoCE, or malformed); an ICRC Decoder checks is the
 // one VerifyFrameICRC computes; and ParseFrame accepts exactly the whole
 // RoCE v2 UD SEND_ONLY frames with a valid ICRC that Decoder decodes,

@@ -16,8 +16,9 @@
 //
 //   - Payload, Marshal and ParsePayload: the probe and reply payload format.
 //   - Frame.Build and ParseFrame: whole Ethernet frames around a payload,
-//     built with roce.FrameSpec and walked with roce.WalkFrame (the walk
-//     roce.Decoder and the ICRC functions use), ICRC checked.
+//     built with roce.FrameSpec and decoded with roce.Decoder (the one
+//     decoder of `roce-probe decode`, on roce.WalkFrame's walk), ICRC
+//     checked.
 //   - Responder: the listener's decision logic (validation, per-sender rate
 //     limiting with bounded memory in RateLimiter, counters), free of sockets:
 //     Handle returns the reply and an Event describing the probe (listen),
@@ -28,7 +29,7 @@
 //   - Linux only: Conn (AF_PACKET send and capture in Go's network poller,
 //     with a kernel filter that passes only RoCE v2 frames), Send and Listen
 //     (the commands' loops). On other systems the package builds, and these
-//     return an error wrapping ErrNeedsLinux. Where a probe goes (the
+//     return an error wrapping collect.ErrNotLinux. Where a probe goes (the
 //     Endpoint: wire device, tags, addresses, next hop and its MAC) is worked
 //     out from the host snapshot by this package (ResolveEndpoint,
 //     WireDevice): this package reads no netdev.

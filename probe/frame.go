@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"sync"
 
 	"github.com/gopacket/gopacket"
 	"github.com/roce-probe/roce-probe/roce"
@@ -137,74 +138,67 @@ var (
 	ErrBadICRC = errors.New("probe: ICRC mismatch")
 )
 
+// decoders are the frameParsers ParseFrame borrows.
+var decoders = sync.Pool{New: func() any { return new(frameParser) }}
+
+// frameParser is ParseFrame with its roce.Decoder, which decodes without
+// allocating but not concurrently: a Responder keeps one for its frames.
+type frameParser struct {
+	d *roce.Decoder
+	p roce.Packet
+}
+
 // ParseFrame decodes a RoCE v2 UD SEND_ONLY frame and checks its ICRC.
-// Errors wrap ErrNotRoCEv2 or ErrBadICRC. The Ethernet, VLAN, IP and UDP
-// headers are walked by roce.WalkFrame, as roce.Decoder and the ICRC
-// functions walk them (its doc has the decision for every edge case); a
-// probe must moreover be whole, with an ICRC that can be checked (no IPv4
-// options or IPv6 extension headers). Frame.Payload aliases data.
+// Errors wrap ErrNotRoCEv2 or ErrBadICRC. The frame is decoded by
+// roce.Decoder, the one decoder of the decode command, the capture
+// summaries and the ICRC checks (roce.WalkFrame's doc has the decision for
+// every edge case of its headers); a probe must moreover be RoCE v2 with
+// BTH opcode UD SEND_ONLY (0x64) and transport version 0, whole, with an
+// ICRC that can be checked (no IPv4 options or IPv6 extension headers)
+// and matches. Frame.Payload aliases data.
 func ParseFrame(data []byte) (Frame, error) {
+	dec := decoders.Get().(*frameParser)
+	defer decoders.Put(dec)
+	return dec.parse(data)
+}
+
+// parse is ParseFrame.
+func (dec *frameParser) parse(data []byte) (Frame, error) {
+	if dec.d == nil {
+		dec.d = roce.NewDecoder()
+	}
 	var f Frame
-	var w roce.Walk
-	if err := roce.WalkFrame(data, &w); err != nil {
+	p := &dec.p
+	if err := dec.d.Decode(data, p); err != nil {
 		return f, fmt.Errorf("%w: %v", ErrNotRoCEv2, err)
 	}
 	f.DstMAC = net.HardwareAddr(data[0:6])
 	f.SrcMAC = net.HardwareAddr(data[6:12])
-	if w.NumVLANs > 0 {
-		f.Tags = make([]roce.VLANTag, min(w.NumVLANs, roce.MaxVLANTags))
-		copy(f.Tags, w.VLANs[:])
+	if p.NumVLANs > 0 {
+		f.Tags = make([]roce.VLANTag, min(p.NumVLANs, roce.MaxVLANTags))
+		copy(f.Tags, p.VLANs[:])
 	}
-	if w.Version != 2 {
+	switch {
+	case p.Version != 2:
 		return f, fmt.Errorf("%w: RoCE v1 (EtherType 0x8915)", ErrNotRoCEv2)
+	case p.BTH.Opcode != roce.OpcodeUDSendOnly:
+		return f, fmt.Errorf("%w: BTH opcode 0x%02x", ErrNotRoCEv2, uint8(p.BTH.Opcode))
+	case p.BTH.TVer != 0:
+		return f, fmt.Errorf("%w: BTH transport version %d", ErrNotRoCEv2, p.BTH.TVer)
+	case p.ICRCStatus == roce.ICRCUnchecked:
+		why := p.UncheckedReason()
+		if why == "" {
+			why = "it cannot be computed"
+		}
+		return f, fmt.Errorf("%w: the ICRC cannot be checked (%s)", ErrNotRoCEv2, why)
 	}
-	if r := w.UncheckedReason(); r != "" {
-		return f, fmt.Errorf("%w: the ICRC cannot be checked (%s)", ErrNotRoCEv2, r)
+	f.Src, f.Dst = p.Src, p.Dst
+	f.DSCP, f.ECN, f.TTL, f.Sport = p.DSCP(), p.ECN(), p.TTL, p.SrcPort
+	f.PKey, f.DestQP, f.PSN = p.BTH.PKey, p.BTH.DestQP, p.BTH.PSN
+	f.QKey, f.SrcQP = p.QKey, p.SrcQP
+	if p.ICRCStatus != roce.ICRCValid {
+		return f, fmt.Errorf("%w: frame carries 0x%08x, computed 0x%08x", ErrBadICRC, binary.LittleEndian.Uint32(p.ICRC[:]), p.Computed)
 	}
-	ip := data[w.Net:]
-	if w.IPVersion == 4 {
-		f.DSCP, f.ECN, f.TTL = ip[1]>>2, ip[1]&3, ip[8]
-		f.Src = netip.AddrFrom4([4]byte(ip[12:16]))
-		f.Dst = netip.AddrFrom4([4]byte(ip[16:20]))
-	} else {
-		tc := uint8(binary.BigEndian.Uint16(ip[0:]) >> 4)
-		f.DSCP, f.ECN, f.TTL = tc>>2, tc&3, ip[7]
-		f.Src = netip.AddrFrom16([16]byte(ip[8:24]))
-		f.Dst = netip.AddrFrom16([16]byte(ip[24:40]))
-	}
-	f.Sport = binary.BigEndian.Uint16(data[w.UDP:])
-	t := data[w.Transport:w.End]
-	if len(t) < bthLen+dethLen+icrcLen {
-		return f, fmt.Errorf("%w: %d bytes after UDP is shorter than BTH, DETH and ICRC", ErrNotRoCEv2, len(t))
-	}
-	var bth roce.BTH
-	var deth roce.DETH
-	if err := bth.DecodeFromBytes(t[:bthLen], gopacket.NilDecodeFeedback); err != nil {
-		return f, fmt.Errorf("%w: %v", ErrNotRoCEv2, err)
-	}
-	if bth.Opcode != roce.OpcodeUDSendOnly {
-		return f, fmt.Errorf("%w: BTH opcode 0x%02x", ErrNotRoCEv2, uint8(bth.Opcode))
-	}
-	if bth.TVer != 0 {
-		return f, fmt.Errorf("%w: BTH transport version %d", ErrNotRoCEv2, bth.TVer)
-	}
-	if err := deth.DecodeFromBytes(t[bthLen:bthLen+dethLen], gopacket.NilDecodeFeedback); err != nil {
-		return f, fmt.Errorf("%w: %v", ErrNotRoCEv2, err)
-	}
-	f.PKey, f.DestQP, f.PSN = bth.PKey, bth.DestQP, bth.PSN
-	f.QKey, f.SrcQP = deth.QKey, deth.SrcQP
-	end := len(t) - icrcLen
-	pad := int(bth.PadCount)
-	if end-pad < bthLen+dethLen {
-		return f, fmt.Errorf("%w: pad count %d is longer than the payload", ErrNotRoCEv2, pad)
-	}
-	computed, ok, err := roce.VerifyICRC(data[w.Net:w.End])
-	if err != nil {
-		return f, fmt.Errorf("%w: %v", ErrNotRoCEv2, err)
-	}
-	if !ok {
-		return f, fmt.Errorf("%w: frame carries 0x%08x, computed 0x%08x", ErrBadICRC, binary.LittleEndian.Uint32(t[end:]), computed)
-	}
-	f.Payload = t[bthLen+dethLen : end-pad]
+	f.Payload = dec.d.Layers().Payload.Data
 	return f, nil
 }

@@ -13,12 +13,7 @@ import (
 // The types of the live probing machinery (raw sockets and netlink, Linux
 // only: conn_linux.go, endpoint_linux.go, send_linux.go, listen_linux.go).
 // Elsewhere the functions that need them return an error wrapping
-// ErrNeedsLinux (live_other.go).
-
-// ErrNeedsLinux is wrapped by every live operation (raw sockets, netlink)
-// on a system other than Linux: sending and listening for probes needs
-// Linux's AF_PACKET sockets.
-var ErrNeedsLinux = errors.New("live sending and listening need Linux (AF_PACKET raw sockets and netlink)")
+// collect.ErrNotLinux (live_other.go), the one "needs Linux" condition.
 
 // Direction selects which frames a Conn captures.
 type Direction int

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/roce-probe/roce-probe/collect"
 )
 
 // Off Linux every live operation says it needs Linux.
@@ -18,8 +20,8 @@ func TestLiveNeedsLinux(t *testing.T) {
 	_, err4 := Listen(context.Background(), ListenConfig{}, nil)
 	_, err5 := Send(context.Background(), SendConfig{}, nil)
 	for i, err := range []error{err1, err2, err3, err4, err5, CheckRawSocket("eth0")} {
-		if !errors.Is(err, ErrNeedsLinux) || !strings.Contains(err.Error(), "need Linux") {
-			t.Errorf("operation %d: %v, want an error wrapping ErrNeedsLinux", i+1, err)
+		if !errors.Is(err, collect.ErrNotLinux) || !strings.Contains(err.Error(), "needs Linux") {
+			t.Errorf("operation %d: %v, want an error wrapping collect.ErrNotLinux", i+1, err)
 		}
 	}
 }

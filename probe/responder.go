@@ -70,6 +70,7 @@ type ResponderConfig struct {
 type Responder struct {
 	cfg      ResponderConfig
 	limit    *RateLimiter
+	parser   frameParser // ParseFrame's, kept: calls do not overlap
 	Counters Counters
 }
 
@@ -155,7 +156,7 @@ func (r *Responder) HandleReply(frame []byte) []byte {
 // ActionRateLimited); everything else gets the Action "".
 func (r *Responder) answer(frame []byte) ([]byte, Frame, Payload, Action) {
 	r.Counters.Frames.Add(1)
-	f, err := ParseFrame(frame)
+	f, err := r.parser.parse(frame)
 	if err != nil {
 		if errors.Is(err, ErrBadICRC) {
 			r.Counters.BadICRC.Add(1)

@@ -3,7 +3,7 @@
 package agent
 
 import (
-	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"runtime"
@@ -13,19 +13,19 @@ import (
 	"github.com/roce-probe/roce-probe/probe"
 )
 
-// ErrNotLinux: the agent reads the live host and sends raw frames, which
+// errNotLinux: the agent reads the live host and sends raw frames, which
 // it does on Linux only.
-var ErrNotLinux = errors.New("the agent runs on Linux only (this is " + runtime.GOOS + "): it reads the live host and sends raw RoCE v2 frames")
+var errNotLinux = fmt.Errorf("the agent %w (this is %s): it reads the live host and sends raw RoCE v2 frames", collect.ErrNotLinux, runtime.GOOS)
 
-// DefaultDeps on other systems: every live read fails with
-// collect.ErrNotLinux, and CheckRaw with ErrNotLinux, so Run stops at once.
+// DefaultDeps on other systems: every live read, Open and CheckRaw fail
+// with an error wrapping collect.ErrNotLinux, so Run stops at once.
 func DefaultDeps(version string, log *slog.Logger) Deps {
 	return Deps{
 		Version:  version,
 		Log:      log,
 		Collect:  collect.Collect,
-		Open:     func(string, probe.Selection) (Port, error) { return nil, ErrNotLinux },
-		CheckRaw: func() error { return ErrNotLinux },
+		Open:     func(string, probe.Selection) (Port, error) { return nil, errNotLinux },
+		CheckRaw: func() error { return errNotLinux },
 		Resolver: net.DefaultResolver,
 		Now:      time.Now,
 	}

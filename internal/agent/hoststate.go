@@ -32,12 +32,8 @@ type gidKey struct {
 	Network string
 }
 
-func familyOf(a netip.Addr) string {
-	if a.Is4() {
-		return fabric.FamilyIPv4
-	}
-	return fabric.FamilyIPv6
-}
+// familyOf is the family label of an address: fabric.Family of its GID.
+func familyOf(a netip.Addr) string { return fabric.Family(gid.FromAddr(a)) }
 
 // gidRows lists the used entries of every port of the view.
 func gidRows(v *host.View) []gidRow { return fabric.GIDEntries(v) }

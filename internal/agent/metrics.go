@@ -7,13 +7,16 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/roce-probe/roce-probe/fabric"
 )
 
 // Metric names (docs/metrics.md describes each, its labels and meaning).
+// The two the fabric report reads back from Prometheus are fabric's.
 const (
 	metricBuildInfo         = "roce_probe_build_info"
-	metricGIDInfo           = "roce_probe_gid_info"
-	metricGIDIndex          = "roce_probe_gid_index"
+	metricGIDInfo           = fabric.MetricGIDInfo
+	metricGIDIndex          = fabric.MetricGIDIndex
 	metricGIDIndexChanges   = "roce_probe_gid_index_changes_total"
 	metricFlowVerdict       = "roce_probe_flow_verdict"
 	metricFlowWarnings      = "roce_probe_flow_warnings"

@@ -12,7 +12,8 @@ import (
 // ibverbs build tag or without cgo.
 var ErrNotBuilt = errors.New("built without ibverbs (rebuild with -tags ibverbs and libibverbs-dev)")
 
-// ErrNoDevice is wrapped by Open when no RDMA device has the given name.
+// ErrNoDevice is wrapped by Open when no RDMA device has the given name;
+// host.ErrNoDevice is this error (the snapshot's "no such device" too).
 var ErrNoDevice = errors.New("no such RDMA device")
 
 // ErrTimeout is wrapped by Send and Recv when no completion arrived in time.
