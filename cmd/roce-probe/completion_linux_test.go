@@ -113,9 +113,10 @@ func TestCompletionFish(t *testing.T) {
 }
 
 // TestCompletionZsh loads the script `completion zsh` writes as zsh's
-// completion system does (compinit, then the file on $fpath): it defines
-// _roce-probe and binds it to roce-probe. (What _roce-probe offers comes
-// from __complete, as for bash and fish.)
+// completion system does (compinit, then the file on $fpath), checks it
+// binds _roce-probe to roce-probe, and calls _roce-probe with the words
+// typed so far: zsh's _describe, which would show its completions, is
+// replaced by a function that prints them ("value:description").
 func TestCompletionZsh(t *testing.T) {
 	zsh := testenv.Tool(t, "zsh")
 	dir := cliOnPath(t)
@@ -127,11 +128,50 @@ func TestCompletionZsh(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(fpath, "_roce-probe"), []byte(out), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(zsh, "-f", "-c", `fpath=(`+fpath+` $fpath); autoload -U compinit; compinit -u -D; autoload -U +X _roce-probe; whence -w _roce-probe; print -r -- ${_comps[roce-probe]}`)
-	cmd.Env = append(os.Environ(), "PATH="+dir+":"+os.Getenv("PATH"))
-	b, err := cmd.CombinedOutput()
-	if err != nil || !strings.Contains(string(b), "_roce-probe: function") || !strings.Contains(string(b), "\n_roce-probe") {
-		t.Errorf("zsh: %v:\n%s", err, b)
+	from, err := filepath.Abs(fixture("mlx5"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree := sysfsTestdata + "mlx5/sys"
+	bind := exec.Command(zsh, "-f", "-c", `fpath=(`+fpath+` $fpath); autoload -U compinit; compinit -u -D; print -r -- "${_comps[roce-probe]}"`)
+	if b, err := bind.Output(); err != nil || strings.TrimSpace(string(b)) != "_roce-probe" {
+		t.Fatalf("zsh: compinit did not bind _roce-probe to roce-probe: %q, %v", b, err)
+	}
+	// The completions, without compinit again (slow): compdef as a no-op.
+	script := `fpath=(` + fpath + ` $fpath); compdef() { : }; autoload -U +X _roce-probe
+_describe() { print -l -- "${completions[@]}"; return 0 }
+compadd() { print -r -- "compadd $*" }
+words=("$@"); CURRENT=$#
+_roce-probe`
+	for _, tc := range []struct {
+		words []string
+		want  []string
+		all   bool
+	}{
+		{[]string{"roce-probe", "check", "--from", from, "--dev", "mlx5_0", "--gid-index", ""}, treeGIDIndexes(t, tree, "mlx5_0", "1"), true},
+		{[]string{"roce-probe", "check", "--from", from, "--dev", ""}, []string{"mlx5_0"}, true},
+		{[]string{"roce-probe", "check", "--dev", "mlx5_0", "--"}, []string{"--gid-index", "--port", "--from", "--output"}, false},
+		{[]string{"roce-probe", "select", "-o", ""}, []string{"table", "json", "env"}, true},
+	} {
+		cmd := exec.Command(zsh, append([]string{"-f", "-c", script, "zsh"}, tc.words...)...)
+		cmd.Env = append(os.Environ(), "PATH="+dir+":"+os.Getenv("PATH"))
+		b, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("zsh %q: %v\n%s", tc.words, err, b)
+		}
+		var got []string
+		for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			w, _, _ := strings.Cut(l, ":")
+			got = append(got, w)
+		}
+		if tc.all && !sameSet(got, tc.want) {
+			t.Errorf("zsh %q: %q, want %q", tc.words, got, tc.want)
+		}
+		for _, w := range tc.want {
+			if !tc.all && !slices.Contains(got, w) {
+				t.Errorf("zsh %q: %q, want %s among them", tc.words, got, w)
+			}
+		}
 	}
 }
 

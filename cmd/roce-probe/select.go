@@ -150,7 +150,7 @@ the destination. See docs/gid-selection.md.`,
 					// The indexes of a table the kernel has not built, for a
 					// device that does not exist: nothing to export, and
 					// nothing on standard output for eval to take.
-					return findingError{fmt.Sprintf("-o env: this host has no RDMA device: %s is the Soft-RoCE device 'rdma link add' would create (a prediction); nothing to export", res[0].port.Device)}
+					return findingError{fmt.Sprintf("-o env: the host has no RDMA device: %s is the Soft-RoCE device 'rdma link add' would create (a prediction); nothing to export", res[0].port.Device)}
 				}
 				writeSelectEnv(out, res, d)
 			default:

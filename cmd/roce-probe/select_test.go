@@ -125,7 +125,7 @@ func TestSelectEnvNothingToExport(t *testing.T) {
 		code     int
 		inStderr string
 	}{
-		{[]string{"--from", noRDMA}, exitFinding, "this host has no RDMA device: rxe_veth0 is the Soft-RoCE device 'rdma link add' would create"},
+		{[]string{"--from", noRDMA}, exitFinding, "the host has no RDMA device: rxe_veth0 is the Soft-RoCE device 'rdma link add' would create"},
 		{[]string{"--from", noRDMA, "--dev", "rxe_veth0"}, exitFinding, "nothing to export"},
 		{append([]string{"--dev", "mlx5_0"}, fromArgs("rxe")...), exitUsage, `--dev "mlx5_0": no such RDMA device`},
 	} {
