@@ -72,11 +72,7 @@ func collect(opt Options) (*host.Snapshot, error) {
 				}
 				d, err := h.readDCB(l.Name)
 				if err != nil {
-					src := "dcb " + l.Name
-					if name != "" {
-						src = "dcb " + name + "/" + l.Name
-					}
-					s.Errors = append(s.Errors, host.SourceError{Source: src, Error: err.Error()})
+					s.Errors = append(s.Errors, host.SourceError{Source: host.DCBSource(name, l.Name), Error: err.Error()})
 					continue
 				}
 				s.DCB = append(s.DCB, d)

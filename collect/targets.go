@@ -26,7 +26,7 @@ func counterNetdevs(devs []host.Device, ns *vlan.Namespace, extra []string) []st
 		if d.Bond != nil {
 			// RoCE LAG: a bond has no counters or DCB of its own; its
 			// slaves, the NIC ports, carry the frames.
-			for _, sl := range append(append([]string{}, d.Bond.Slaves...), d.Bond.Backup...) {
+			for _, sl := range d.Bond.Members() {
 				if !seen[sl] {
 					seen[sl] = true
 					out = append(out, sl)

@@ -33,7 +33,7 @@ func (v *View) CountersInput(prev, cur *counters.Sample) counters.Input {
 						pi.Real = desc.Real
 						if desc.Bond != nil {
 							// RoCE LAG: every slave's counters and DCB.
-							pi.Slaves = append(append([]string{}, desc.Bond.Slaves...), desc.Bond.Backup...)
+							pi.Slaves = desc.Bond.Members()
 						}
 					}
 				}

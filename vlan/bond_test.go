@@ -64,3 +64,25 @@ func TestBondOf(t *testing.T) {
 		}
 	}
 }
+
+// Members is every slave, carrying ones first: an active-backup bond's
+// standby slaves too (they carry the traffic after a failover), and a
+// fresh slice (appending to it leaves the Bond alone).
+func TestBondMembers(t *testing.T) {
+	d, err := bondNS("active-backup", 3).Describe("bond0.100")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := d.Bond.Members()
+	if want := []string{"eth1", "eth0"}; !reflect.DeepEqual(m, want) {
+		t.Errorf("Members() = %v, want %v", m, want)
+	}
+	m[0] = "changed"
+	if d.Bond.Slaves[0] != "eth1" {
+		t.Errorf("Members shares its slice with Slaves: %v", d.Bond.Slaves)
+	}
+	d, _ = bondNS("802.3ad", 0).Describe("bond0.100")
+	if m, want := d.Bond.Members(), []string{"eth0", "eth1"}; !reflect.DeepEqual(m, want) {
+		t.Errorf("802.3ad Members() = %v, want %v", m, want)
+	}
+}

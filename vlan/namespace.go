@@ -223,6 +223,13 @@ type Bond struct {
 	Backup []string
 }
 
+// Members lists every slave of the bond: those that carry its traffic
+// (Slaves), then the standby ones (Backup). Each is a NIC port with its
+// own DCB state and counters, which a RoCE LAG's traffic may cross.
+func (b *Bond) Members() []string {
+	return append(append([]string{}, b.Slaves...), b.Backup...)
+}
+
 // BondOf returns the bond name is a slave of: for an RDMA port whose
 // netdev the kernel or an older snapshot names as one slave of a RoCE LAG
 // bond, the netdev its traffic actually goes through.

@@ -49,54 +49,15 @@ privileges.`,
 				return src.snapshotError(&host.MissingError{Section: "dcb"})
 			}
 			var reports []qos.Report
-			add := func(nd, device string, port int, info *qos.DriverInfo) error {
-				desc, err := ns.Describe(nd)
-				if err != nil {
-					return usageError{err}
-				}
-				d, _ := s.DCBOf(ns.Netns, desc.Real)
-				r, err := qos.NewReport(ns, nd, d)
-				if err != nil {
-					return usageError{err}
-				}
-				if b := desc.Boundary(); b != "" {
-					// A pod's netdev: the real netdev and its DCB are in
-					// another namespace, not unread.
-					r.Real, r.DCBError = "", &b
-				} else if d == nil {
-					e := dcbError(s, ns.Netns, desc.Real)
-					r.DCBError = &e
-				}
-				r.Device, r.Port, r.Driver = device, port, info
-				r.DCQCN = s.Settings.DCQCNOf(desc.Real)
-				reports = append(reports, r)
-				if desc.Bond != nil {
-					// RoCE LAG: the bond has no DCB; each slave's applies
-					// to the traffic it carries.
-					for _, sl := range append(append([]string{}, desc.Bond.Slaves...), desc.Bond.Backup...) {
-						d, _ := s.DCBOf(ns.Netns, sl)
-						r, err := qos.NewReport(ns, sl, d)
-						if err != nil {
-							return usageError{err}
-						}
-						if d == nil {
-							e := dcbError(s, ns.Netns, sl)
-							r.DCBError = &e
-						}
-						r.Device, r.Port, r.Driver, r.SlaveOf = device, port, info, desc.Bond.Name
-						r.DCQCN = s.Settings.DCQCNOf(sl)
-						reports = append(reports, r)
-					}
-				}
-				return nil
-			}
 			if netdev != "" {
 				if _, ok := ns.ByName(netdev); !ok {
 					return src.noSuchNetdev("--netdev", netdev, ns)
 				}
-				if err := add(netdev, "", 0, nil); err != nil {
-					return err
+				rs, err := s.QoSReports(ns.Netns, netdev)
+				if err != nil {
+					return usageError{err}
 				}
+				reports = rs
 			} else {
 				v, err := src.viewOf(s)
 				if err != nil {
@@ -107,13 +68,11 @@ privileges.`,
 				}
 				src.notePredicted(cmd.ErrOrStderr(), v)
 				for _, p := range src.ports(v) {
-					if p.LinkLayer != "Ethernet" || p.Netdev == "" {
-						continue
+					rs, err := v.QoSReports(p.Device, p.Port)
+					if err != nil {
+						return usageError{err}
 					}
-					info := v.Driver(p.Device)
-					if err := add(p.Netdev, p.Device, p.Port, &info); err != nil {
-						return err
-					}
+					reports = append(reports, rs...)
 				}
 			}
 			if reports == nil {
@@ -137,20 +96,6 @@ privileges.`,
 	flagsExclusive(c, "netdev", "dev")
 	flagsExclusive(c, "netdev", "port")
 	return c
-}
-
-// dcbError says why the snapshot has no DCB state for netdev: the
-// collection error, or that nothing was read for it.
-func dcbError(s *host.Snapshot, netns, netdev string) string {
-	src := "dcb " + netdev
-	if netns != "" {
-		src = "dcb " + netns + "/" + netdev
-	}
-	for _, e := range s.ErrorsOf(src) {
-		return e.Error
-	}
-	// Printed after "not read: " (and as dcb_error): not "not read" again.
-	return "no DCB state was recorded for " + netdev
 }
 
 func printQoSReport(w io.Writer, r qos.Report) {
