@@ -33,6 +33,16 @@ type Options struct {
 	AllNetns bool
 	// SysfsRoot is where sysfs is mounted ("" is /sys).
 	SysfsRoot string
+	// SysfsCopy says SysfsRoot is a copy of /sys (a support bundle), not
+	// the live kernel: only what sysfs holds is read — RDMA devices and
+	// GID tables, the links of class/net (no addresses, routes or
+	// neighbours), the settings — and what only the live kernel answers
+	// (rtnetlink, RDMA netlink, DCB, ethtool) is recorded as not collected
+	// in Snapshot.Errors. Netns and AllNetns are ignored.
+	SysfsCopy bool
+	// ProcRoot is, with SysfsCopy, a copy of /proc holding net/vlan/ (the
+	// VLAN IDs and QoS maps, which sysfs lacks); "" for none.
+	ProcRoot string
 	// Sections selects what to read; 0 means SectionAll. A section not
 	// read is nil in the snapshot.
 	Sections Section

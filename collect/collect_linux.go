@@ -26,6 +26,11 @@ func collect(opt Options) (*host.Snapshot, error) {
 	if unix.Uname(&uts) == nil {
 		s.Kernel = unix.ByteSliceToString(uts.Release[:])
 	}
+	if opt.SysfsCopy {
+		// Not this machine's: a copy of /sys holds neither (collect
+		// --hostname names the host).
+		s.Hostname, s.Kernel = "", ""
+	}
 	sys := &sysfs{Root: opt.SysfsRoot}
 	if opt.has(SectionRDMA) {
 		devs, errs, err := sys.readAll()
@@ -33,13 +38,17 @@ func collect(opt Options) (*host.Snapshot, error) {
 			return nil, fmt.Errorf("reading RDMA devices from %s: %w", sys.ibDir(), err)
 		}
 		s.Errors = append(s.Errors, errs...)
-		if opt.SysfsRoot == "" || opt.SysfsRoot == "/sys" {
+		if !opt.SysfsCopy && (opt.SysfsRoot == "" || opt.SysfsRoot == "/sys") {
 			portNetdevsFromNetlink(devs)
 		}
 		if devs == nil {
 			devs = []host.Device{}
 		}
 		s.RDMA = &host.RDMA{Devices: devs}
+	}
+	if opt.SysfsCopy {
+		collectCopy(s, sys, opt)
+		return s, nil
 	}
 	if !opt.has(SectionNet) && !opt.has(SectionDCB) {
 		return s, nil
@@ -97,6 +106,42 @@ func collect(opt Options) (*host.Snapshot, error) {
 		h.Close()
 	}
 	return s, nil
+}
+
+// notLive is the reason of what a copy of /sys cannot give.
+const notLive = "not collected: read from a copy of /sys (collect --sysfs), and only the live kernel answers this (%s)"
+
+// collectCopy reads the sections opt asks for that a copy of /sys holds
+// (SysfsCopy) and records the others as not collected.
+func collectCopy(s *host.Snapshot, sys *sysfs, opt Options) {
+	var ns *vlan.Namespace
+	if opt.has(SectionNet) || opt.has(SectionDCB) || opt.has(SectionSettings) {
+		var errs []host.SourceError
+		ns, errs = sys.readNetSysfs(opt.ProcRoot)
+		s.Errors = append(s.Errors, errs...)
+		if ns != nil {
+			s.Namespaces = []*vlan.Namespace{ns}
+			s.Errors = append(s.Errors, host.SourceError{Source: "namespaces",
+				Error: fmt.Sprintf(notLive, "addresses, routes and neighbours: rtnetlink; links are from class/net")})
+		}
+	}
+	if s.RDMA != nil {
+		s.Errors = append(s.Errors, host.SourceError{Source: "netlink rdma", Error: fmt.Sprintf(notLive, "the ports' netdevs as RDMA netlink reports them: sysfs's parent and device/net are used")})
+	}
+	if opt.has(SectionDCB) && ns != nil {
+		s.DCB = []host.DCB{}
+		for _, l := range ns.Links {
+			if hasDCB(l) {
+				s.Errors = append(s.Errors, host.SourceError{Source: "dcb " + l.Name, Error: fmt.Sprintf(notLive, "RTM_GETDCB")})
+			}
+		}
+	}
+	if opt.has(SectionCounters) {
+		s.Errors = append(s.Errors, host.SourceError{Source: "counters", Error: fmt.Sprintf(notLive, "one sample of live counters: RDMA netlink, hw_counters and ethtool")})
+	}
+	if opt.has(SectionSettings) && s.RDMA != nil {
+		s.Settings = sys.readSettings(s.RDMA.Devices, counterNetdevs(s.RDMA.Devices, ns, opt.Netdevs))
+	}
 }
 
 // portNetdevsFromNetlink gives each port the netdev RDMA netlink reports

@@ -158,7 +158,7 @@ func checkName(what, v string) error {
 func (s *sysfs) read(path string) (string, error) {
 	if s.readFile != nil {
 		b, err := s.readFile(path)
-		return string(bytes.TrimRight(b, "\n")), err
+		return string(bytes.TrimRight(b, "\n\x00")), err
 	}
 	// One open/read/close with a stack buffer: sysfs attributes are
 	// small, and GID tables have thousands of them.
@@ -182,7 +182,7 @@ func (s *sysfs) read(path string) (string, error) {
 		}
 		n += m
 	}
-	return string(bytes.TrimRight(buf[:n], "\n")), nil
+	return string(bytes.TrimRight(buf[:n], "\n\x00")), nil
 }
 
 // readPort reads one port: state, link layer, netdev and every used GID
@@ -334,7 +334,7 @@ func (f *fdFiles) readAt(dir int, kind, name string) ([]byte, error) {
 	if err != nil {
 		return nil, &fs.PathError{Op: "read", Path: filepath.Join(f.pdir, kind, name), Err: err}
 	}
-	return bytes.TrimRight(f.buf[:n], "\n"), nil
+	return bytes.TrimRight(f.buf[:n], "\n\x00"), nil
 }
 
 func openat(dir int, name string) (int, error) {
@@ -373,7 +373,7 @@ func (f *fdFiles) readGID(i int, again bool) (gid.GID, error) {
 	if err != nil {
 		return gid.GID{}, &fs.PathError{Op: "read", Path: path(), Err: err}
 	}
-	g, ok := parseSysfsGID(bytes.TrimRight(f.buf[:n], "\n"))
+	g, ok := parseSysfsGID(bytes.TrimRight(f.buf[:n], "\n\x00"))
 	if !ok {
 		v, err := gid.Parse(string(bytes.TrimSpace(f.buf[:n])))
 		if err != nil {
@@ -524,6 +524,14 @@ func (s *sysfs) driver(dev string) qos.DriverInfo {
 	bound := ""
 	if link, err := os.Readlink(filepath.Join(base, "device", "driver")); err == nil {
 		bound = filepath.Base(link)
+	} else if ev, err := s.read(filepath.Join(base, "device", "uevent")); err == nil {
+		// A copy of /sys without the driver symlink: the device's
+		// uevent names its driver (DRIVER=mlx5_core).
+		for _, l := range strings.Split(ev, "\n") {
+			if v, ok := strings.CutPrefix(l, "DRIVER="); ok {
+				bound = v
+			}
+		}
 	}
 	parent, _ := s.read(filepath.Join(base, "parent"))
 	return qos.IdentifyDriver(dev, bound, strings.TrimSpace(parent))

@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -14,7 +16,7 @@ import (
 func init() { register(newCollectCmd) }
 
 func newCollectCmd() *cobra.Command {
-	var netns, out, output, hostname string
+	var netns, out, output, hostname, sysfsDir, procDir string
 	var allNetns bool
 	c := &cobra.Command{
 		Use:   "collect [--out FILE] [--hostname NAME] [--netns NAME | --all-netns]",
@@ -45,12 +47,20 @@ instead of this machine's: 'roce-probe fabric' tells hosts apart by it, so two
 snapshots taken on one machine (of two namespaces, before and after a change)
 need two names. --netns NAME reads that network namespace instead of this
 one; --all-netns reads this one and every named one (both need root). Reads
-need no privileges otherwise. The format is in docs/snapshot.md.`,
+need no privileges otherwise. The format is in docs/snapshot.md.
+
+--sysfs DIR reads a copy of /sys (from a support bundle) instead of the live
+kernel: RDMA devices, GID tables, the links of class/net and the settings;
+what only the live kernel answers (addresses, routes, DCB, counters, RDMA
+netlink) is listed under "errors" as not collected. --proc DIR adds a copy of
+/proc holding net/vlan/ (VLAN IDs and QoS maps). docs/snapshot.md says how to
+make a usable copy.`,
 		Example: `  roce-probe collect --out node1.json.gz
   roce-probe collect | gzip > node1.json.gz
   roce-probe gids --from node1.json.gz
   roce-probe check --from node1.json.gz --dev mlx5_0 --gid-index 3 --tclass 106 --sl 3
-  roce-probe collect --netns blue --hostname node1-blue --out node1-blue.json`,
+  roce-probe collect --netns blue --hostname node1-blue --out node1-blue.json
+  roce-probe collect --sysfs bundle/sys --proc bundle/proc --hostname node7 --out node7.json`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			flag := "--out"
@@ -79,6 +89,19 @@ need no privileges otherwise. The format is in docs/snapshot.md.`,
 			if netns != "" {
 				opt.Netns = []string{netns}
 			}
+			if sysfsDir != "" {
+				if fi, err := os.Stat(filepath.Join(sysfsDir, "class")); err != nil || !fi.IsDir() {
+					return usagef("--sysfs %q: no class/ directory in it: want a copy of /sys (docs/snapshot.md, \"Snapshots from a copy of /sys\")", sysfsDir)
+				}
+				if procDir != "" {
+					if fi, err := os.Stat(procDir); err != nil || !fi.IsDir() {
+						return usagef("--proc %q: not a directory: want a copy of /proc holding net/vlan/", procDir)
+					}
+				}
+				opt = collect.Options{Tool: version(), SysfsRoot: sysfsDir, SysfsCopy: true, ProcRoot: procDir}
+			} else if procDir != "" {
+				return usagef("--proc %q goes with --sysfs: the live /proc is read without it", procDir)
+			}
 			s, err := collect.Collect(opt)
 			if err != nil {
 				return liveError(netns, err)
@@ -104,7 +127,11 @@ need no privileges otherwise. The format is in docs/snapshot.md.`,
 	fl.StringVar(&hostname, "hostname", "", "record this as the host's name instead of this machine's (fabric tells hosts apart by it)")
 	fl.StringVar(&netns, "netns", "", "read this network namespace (a name from 'ip netns list'; needs root) instead of this one")
 	fl.BoolVar(&allNetns, "all-netns", false, "read this network namespace and every named one (needs root)")
+	fl.StringVar(&sysfsDir, "sysfs", "", "read this copy of /sys (a support bundle's) instead of the live kernel; what only the live kernel answers is recorded as not collected")
+	fl.StringVar(&procDir, "proc", "", "with --sysfs: a copy of /proc holding net/vlan/ (VLAN IDs and QoS maps)")
 	flagsExclusive(c, "netns", "all-netns")
+	flagsExclusive(c, "sysfs", "netns")
+	flagsExclusive(c, "sysfs", "all-netns")
 	_ = c.RegisterFlagCompletionFunc("output", func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		return []cobra.Completion{"json"}, cobra.ShellCompDirectiveNoFileComp
 	})
