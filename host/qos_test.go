@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/roce-probe/roce-probe/gid"
 	"github.com/roce-probe/roce-probe/vlan"
 )
 
@@ -83,5 +84,53 @@ func TestSnapshotQoSReportsDCBError(t *testing.T) {
 	var m *MissingError
 	if _, err := s.QoSReports("", "enp1s0f0"); !errors.As(err, &m) || m.Section != "dcb" {
 		t.Errorf("no dcb section: %v, want MissingError{dcb}", err)
+	}
+}
+
+// Diff compares a RoCE port's table with the kernel's rebuild (the
+// rxe-churned fixture: 10.0.0.5 at 14 is an address no netdev has any
+// more); it compares nothing for an InfiniBand port (no netdev explains
+// its GIDs), so Stale marks none of its entries, nor for a predicted view.
+func TestViewDiff(t *testing.T) {
+	v, err := fixture(t, "rxe-churned").View("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := v.Ports[0]
+	changes, ok, err := v.Diff(p)
+	if !ok || err != nil {
+		t.Fatalf("Diff: compared %v, err %v", ok, err)
+	}
+	stale := false
+	for _, c := range changes {
+		if c.Kind == gid.Stale && c.ActualIndex == 14 {
+			stale = true
+		}
+	}
+	if !stale {
+		t.Errorf("Diff lacks index 14 stale: %+v", changes)
+	}
+	if s := v.Stale(p); s[14] == "" {
+		t.Errorf("Stale: %v, want index 14", s)
+	}
+	p.LinkLayer = "InfiniBand"
+	if changes, ok, err := v.Diff(p); ok || err != nil || changes != nil {
+		t.Errorf("InfiniBand port: Diff %v %v %v, want nothing compared", changes, ok, err)
+	}
+	if s := v.Stale(p); s != nil {
+		t.Errorf("InfiniBand port: Stale %v, want nil", s)
+	}
+	pv, err := fixture(t, "rxe").View("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pv.Predicted = true
+	if _, ok, _ := pv.Diff(pv.Ports[0]); ok {
+		t.Error("a predicted view compares its own prediction")
+	}
+	// A match is an empty list, not nil (gids -o json: "diff": []).
+	fresh, _ := fixture(t, "rxe").View("")
+	if changes, ok, err := fresh.Diff(fresh.Ports[0]); !ok || err != nil || changes == nil || len(changes) != 0 {
+		t.Errorf("rxe (as the kernel built it): Diff %v %v %v, want [] compared", changes, ok, err)
 	}
 }

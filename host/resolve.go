@@ -111,19 +111,38 @@ func (v *View) DCB(netdev string) *qos.DCB {
 	return dcb
 }
 
-// Stale returns the entries of p whose address no netdev has any more
-// (gid.Diff against the table the kernel would build), with why: a source
-// GID that replies can never reach.
-func (v *View) Stale(p gid.Port) map[int]string {
-	if p.Netdev == "" || v.Predicted {
-		return nil
+// Diff compares port p's GID table with the one the kernel would build
+// from the view's netdevs (gid.Predict, then gid.Diff): the changes, none
+// (an empty, non-nil slice) when they match. compared is false, with no
+// changes and no error, when there is nothing to compare: a predicted
+// view (its tables are the prediction), or a port that is not RoCE's (an
+// InfiniBand port, whose GIDs no netdev explains) or has no netdev. err
+// says why the prediction failed.
+func (v *View) Diff(p gid.Port) (changes []gid.Change, compared bool, err error) {
+	if v.Predicted || p.LinkLayer != "Ethernet" || p.Netdev == "" {
+		return nil, false, nil
 	}
 	pred, err := gid.Predict(gid.SpecOf(p), v.NS)
 	if err != nil {
+		return nil, true, err
+	}
+	changes = gid.Diff(pred.Entries, p.Entries)
+	if changes == nil {
+		changes = []gid.Change{}
+	}
+	return changes, true, nil
+}
+
+// Stale returns the entries of p whose address no netdev has any more
+// (the Stale changes of Diff), with why: a source GID that replies can
+// never reach. It is nil when Diff compares nothing or fails.
+func (v *View) Stale(p gid.Port) map[int]string {
+	changes, ok, err := v.Diff(p)
+	if !ok || err != nil {
 		return nil
 	}
 	out := map[int]string{}
-	for _, c := range gid.Diff(pred.Entries, p.Entries) {
+	for _, c := range changes {
 		if c.Kind == gid.Stale {
 			out[c.ActualIndex] = fmt.Sprintf("stale: no netdev has the address %s any more (the peer's replies would go nowhere)", c.Entry.IP)
 		}

@@ -125,18 +125,15 @@ func gidsPort(p gid.Port, v *host.View, all bool) gidsPortJSON {
 			j.Entries = append(j.Entries, e)
 		}
 	}
-	if v.Predicted || p.LinkLayer != "Ethernet" || p.Netdev == "" {
+	diff, ok, err := v.Diff(p)
+	if !ok {
 		return j
 	}
-	pred, err := gid.Predict(gid.SpecOf(p), v.NS)
 	if err != nil {
 		j.DiffError = null.String(err.Error())
 		return j
 	}
-	j.Diff = gid.Diff(pred.Entries, p.Entries)
-	if j.Diff == nil {
-		j.Diff = []gid.Change{}
-	}
+	j.Diff = diff
 	m := len(j.Diff) == 0
 	j.Matches = &m
 	return j
