@@ -35,7 +35,7 @@ func FuzzWalkersAgree(f *testing.F) {
 			if derr == nil || ierr == nil || perr == nil {
 				t.Fatalf("the walk refuses (%v), Decoder %v, VerifyFrameICRC %v, ParseFrame %v", werr, derr, ierr, perr)
 			}
-			if errors.Is(derr, roce.ErrNotRoCE) != notRoCE || errors.Is(ierr, roce.ErrNotRoCE) != notRoCE || !errors.Is(perr, ErrNotRoCEv2) {
+			if errors.Is(derr, roce.ErrNotRoCE) != notRoCE || errors.Is(ierr, roce.ErrNotRoCE) != notRoCE || !errors.Is(perr, ErrNotRoCEv2) || errors.Is(perr, roce.ErrNotRoCE) != notRoCE {
 				t.Fatalf("verdicts differ: walk %v, Decoder %v, VerifyFrameICRC %v, ParseFrame %v", werr, derr, ierr, perr)
 			}
 			return

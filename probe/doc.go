@@ -26,6 +26,11 @@
 //   - Prober: the sender's logic (numbered probes, matching replies and the
 //     egress copies), free of sockets.
 //   - Compare and Sweep: findings and the DSCP/PCP map a path applies.
+//   - The markings a probe run asks for, one rule each for `send` and the
+//     agent: RandomSport (the run's UDP source port), BaseMarkings (sl and
+//     traffic class to PCP, DSCP, ECN), and AHResolver, which resolves an
+//     AHFlow's address handle on a host snapshot (host.View.NewAHResolver)
+//     to each destination's frame and markings (MarkingsFromAH).
 //   - Linux only: Conn (AF_PACKET send and capture in Go's network poller,
 //     with a kernel filter that passes only RoCE v2 frames), Send and Listen
 //     (the commands' loops). On other systems the package builds, and these

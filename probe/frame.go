@@ -149,7 +149,8 @@ type frameParser struct {
 }
 
 // ParseFrame decodes a RoCE v2 UD SEND_ONLY frame and checks its ICRC.
-// Errors wrap ErrNotRoCEv2 or ErrBadICRC. The frame is decoded by
+// Errors wrap ErrNotRoCEv2 or ErrBadICRC; one for a frame that is not
+// RoCE at all wraps roce.ErrNotRoCE too. The frame is decoded by
 // roce.Decoder, the one decoder of the decode command, the capture
 // summaries and the ICRC checks (roce.WalkFrame's doc has the decision for
 // every edge case of its headers); a probe must moreover be RoCE v2 with
@@ -170,7 +171,7 @@ func (dec *frameParser) parse(data []byte) (Frame, error) {
 	var f Frame
 	p := &dec.p
 	if err := dec.d.Decode(data, p); err != nil {
-		return f, fmt.Errorf("%w: %v", ErrNotRoCEv2, err)
+		return f, fmt.Errorf("%w: %w", ErrNotRoCEv2, err)
 	}
 	f.DstMAC = net.HardwareAddr(data[0:6])
 	f.SrcMAC = net.HardwareAddr(data[6:12])

@@ -60,7 +60,7 @@ detect_mode() {
 # Modules the VM loads, with their dependencies resolved by modprobe. A
 # module a kernel has built in (7.x: virtio_pci; crc32_generic is gone, the
 # crc32 library is built in) is skipped.
-vm_modules=(virtio_pci 9pnet_virtio 9p overlay veth 8021q macvlan crc32_generic rdma_rxe ib_uverbs rdma_ucm
+vm_modules=(virtio_pci 9pnet_virtio 9p overlay veth 8021q macvlan bonding crc32_generic rdma_rxe ib_uverbs rdma_ucm
   bridge sch_ingress sch_prio sch_netem cls_flower act_pedit act_csum act_vlan act_skbedit act_gact)
 
 # Kernels the lab knows (LAB_KERNELS, --kernel): the Debian suite whose
