@@ -343,6 +343,11 @@ func (v *View) NewAHResolver(req AHRequest) (*AHResolver, error) {
 	return out, nil
 }
 
+// Source is the request's source GID entry with its port, netdev stack,
+// driver and DCB; nil when the GID index names no entry (Resolve's
+// validation reports that).
+func (r *AHResolver) Source() *Source { return r.src }
+
 // Resolve resolves the request to dgid: what ResolveAH returns for the
 // request with that destination (Selection nil). The results share one
 // Source.

@@ -2,6 +2,7 @@ package probe
 
 import (
 	"errors"
+	"fmt"
 	"math/rand/v2"
 
 	"github.com/roce-probe/roce-probe/ah"
@@ -58,14 +59,37 @@ type AHResolver struct {
 	base Markings
 }
 
+// ErrSourceNotRoCEv2 is wrapped when a probe's source GID entry is not a RoCE
+// v2 one: probes are RoCE v2 frames (UDP port roce.UDPPort), which a RoCE
+// v1 or IB entry's QPs do not send.
+var ErrSourceNotRoCEv2 = errors.New("want RoCE v2 (probes are RoCE v2 frames)")
+
+// SourceEntry says why GID entry e cannot be a probe's source, or nil:
+// an error wrapping ErrSourceNotRoCEv2, "is a RoCE v1 GID: want RoCE v2 (...)",
+// for the caller to prefix with the entry's name. NewAHResolver, `send
+// --gid-index` and the agent's flows check their source with it.
+func SourceEntry(e gid.Entry) error {
+	if e.Type == gid.TypeRoCEv2 {
+		return nil
+	}
+	return fmt.Errorf("is a %s GID: %w", e.Type, ErrSourceNotRoCEv2)
+}
+
 // NewAHResolver prepares f's address handle on view v. It fails as
-// host.View.NewAHResolver fails: the device, port or entry is unusable.
+// host.View.NewAHResolver fails (the device, port or entry is unusable),
+// and, wrapping ErrSourceNotRoCEv2, when the entry is not a RoCE v2 one
+// (SourceEntry).
 func NewAHResolver(v *host.View, f AHFlow) (*AHResolver, error) {
 	req := host.AHRequest{Device: f.Device, Path: f.Path, Attr: ah.Attr{IsGlobal: true, PortNum: uint8(f.Port), SL: f.SL,
 		GRH: ah.GlobalRoute{SGIDIndex: uint8(f.GIDIndex), HopLimit: f.HopLimit, TrafficClass: f.TrafficClass}}}
 	r, err := v.NewAHResolver(req)
 	if err != nil {
 		return nil, err
+	}
+	if src := r.Source(); src != nil {
+		if err := SourceEntry(src.Entry); err != nil {
+			return nil, fmt.Errorf("probe: GID index %d of %s port %d %w", f.GIDIndex, f.Device, src.Port.Port, err)
+		}
 	}
 	return &AHResolver{r: r, base: f.Base()}, nil
 }

@@ -80,3 +80,19 @@ func TestAHResolverRXE(t *testing.T) {
 		t.Errorf("rxe9: %v, want host.ErrNoDevice", err)
 	}
 }
+
+// A probe's source must be a RoCE v2 entry: mlx5_0 port 1's index 0 is
+// its RoCE v1 default GID (the mlx5 fixture), index 1 the RoCE v2 one.
+func TestNewAHResolverRefusesNonV2(t *testing.T) {
+	v, err := fixture(t, "mlx5").View("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = probe.NewAHResolver(v, probe.AHFlow{Device: "mlx5_0", Port: 1, GIDIndex: 0})
+	if !errors.Is(err, probe.ErrSourceNotRoCEv2) || !strings.Contains(err.Error(), "GID index 0 of mlx5_0 port 1 is a RoCE v1 GID") {
+		t.Errorf("RoCE v1 index 0: %v, want ErrSourceNotRoCEv2 naming it", err)
+	}
+	if _, err := probe.NewAHResolver(v, probe.AHFlow{Device: "mlx5_0", Port: 1, GIDIndex: 1}); err != nil {
+		t.Errorf("RoCE v2 index 1: %v", err)
+	}
+}

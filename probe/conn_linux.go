@@ -407,14 +407,14 @@ func filterBlock(tags int, v6 bool, sel Selection) []bpf.Instruction {
 		cs = append(cs,
 			check{bpf.LoadAbsolute{Off: off, Size: 2}, []uint32{0x86dd}},
 			check{bpf.LoadAbsolute{Off: ip + 6, Size: 1}, []uint32{17}},
-			check{bpf.LoadAbsolute{Off: udp + 2, Size: 2}, []uint32{RoCEv2Port}})
+			check{bpf.LoadAbsolute{Off: udp + 2, Size: 2}, []uint32{uint32(roce.UDPPort)}})
 	} else {
 		udp = ip + 20
 		cs = append(cs,
 			check{bpf.LoadAbsolute{Off: off, Size: 2}, []uint32{0x0800}},
 			check{bpf.LoadAbsolute{Off: ip, Size: 1}, []uint32{0x45}},
 			check{bpf.LoadAbsolute{Off: ip + 9, Size: 1}, []uint32{17}},
-			check{bpf.LoadAbsolute{Off: udp + 2, Size: 2}, []uint32{RoCEv2Port}})
+			check{bpf.LoadAbsolute{Off: udp + 2, Size: 2}, []uint32{uint32(roce.UDPPort)}})
 	}
 	// The payload's kind byte, behind UDP, BTH and DETH.
 	kind := udp + 8 + bthLen + dethLen + payloadKindOff

@@ -69,7 +69,7 @@ func filterCases(t *testing.T) []filterCase {
 			// The same frame to another UDP port: not RoCE v2.
 			port := append([]byte(nil), b...)
 			udp := start - 8 - 12 - 8 // UDP header, BTH, DETH before the payload
-			if binary.BigEndian.Uint16(port[udp+2:]) != RoCEv2Port {
+			if binary.BigEndian.Uint16(port[udp+2:]) != uint16(roce.UDPPort) {
 				t.Fatalf("%s/%s: no UDP port 4791 where the UDP header should be", e.name, p.name)
 			}
 			binary.BigEndian.PutUint16(port[udp+2:], 4792)

@@ -12,9 +12,6 @@ import (
 	"github.com/roce-probe/roce-probe/roce"
 )
 
-// RoCEv2Port is the UDP destination port of RoCE v2.
-const RoCEv2Port = 4791
-
 // DefaultDestQP is the destination QP number probes are sent to. It is a
 // QP that an RDMA stack on the listener's host is unlikely to have: such a
 // stack drops the probe as addressed to an unknown QP (rxe counts it), while

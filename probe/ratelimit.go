@@ -46,12 +46,14 @@ type rlEntry struct {
 	inUse bool
 }
 
-// RateConfig configures a RateLimiter. Zero fields take the defaults.
+// RateConfig configures a RateLimiter. Zero fields take the defaults;
+// a burst's default follows its rate (`roce-probe listen --rate` and the
+// agent's listener set only the rates).
 type RateConfig struct {
 	Rate        float64 // replies per second per sender (default 100)
-	Burst       float64 // bucket size per sender (default 20)
+	Burst       float64 // bucket size per sender (default Rate/5, at least 5: 20 for the default rate)
 	GlobalRate  float64 // replies per second over all senders (default 1000)
-	GlobalBurst float64 // bucket size over all senders (default 100)
+	GlobalBurst float64 // bucket size over all senders (default GlobalRate/10, at least 100: 100 for the default rate)
 	Slots       int     // senders tracked at once (default 1024), rounded up to a multiple of 4
 }
 
@@ -67,14 +69,18 @@ func NewRateLimiter(c RateConfig) (*RateLimiter, error) {
 		}
 		return nil
 	}
-	for _, x := range []struct {
-		v    *float64
-		d    float64
-		name string
-	}{{&c.Rate, 100, "rate"}, {&c.Burst, 20, "burst"}, {&c.GlobalRate, 1000, "global rate"}, {&c.GlobalBurst, 100, "global burst"}} {
-		if err := def(x.v, x.d, x.name); err != nil {
-			return nil, err
-		}
+	if err := def(&c.Rate, 100, "rate"); err != nil {
+		return nil, err
+	}
+	if err := def(&c.GlobalRate, 1000, "global rate"); err != nil {
+		return nil, err
+	}
+	// The bursts' defaults are made of the rates, checked above.
+	if err := def(&c.Burst, max(c.Rate/5, 5), "burst"); err != nil {
+		return nil, err
+	}
+	if err := def(&c.GlobalBurst, max(c.GlobalRate/10, 100), "global burst"); err != nil {
+		return nil, err
 	}
 	if c.Slots == 0 {
 		c.Slots = 1024

@@ -219,9 +219,7 @@ func unicastSource(f Frame) bool {
 	if f.SrcMAC[0]&1 != 0 || string(f.SrcMAC) == "\x00\x00\x00\x00\x00\x00" || f.DstMAC[0]&1 != 0 {
 		return false
 	}
-	a := f.Src.Unmap()
-	return a.IsValid() && !a.IsUnspecified() && !a.IsMulticast() && !a.IsLoopback() &&
-		a != netip.AddrFrom4([4]byte{255, 255, 255, 255})
+	return CheckDestination(f.Src) == nil
 }
 
 // buildReply mirrors the probe: back to its source MAC and IP, from the

@@ -409,3 +409,53 @@ func TestResponderSetLocal(t *testing.T) {
 		t.Errorf("counters %+v, want 2 answered and 1 not for us", c)
 	}
 }
+
+// A burst left 0 follows its rate: Rate/5 (at least 5) per sender and
+// GlobalRate/10 (at least 100) over all, as docs/probe.md says of
+// `listen --rate`: a sender at one instant gets exactly its burst.
+func TestRateLimiterDerivedBurst(t *testing.T) {
+	for _, c := range []struct {
+		cfg       RateConfig
+		perSender int
+	}{
+		{RateConfig{}, 20}, // default rate 100
+		{RateConfig{Rate: 500, GlobalRate: 1e6}, 100}, // 500/5
+		{RateConfig{Rate: 10}, 5},                     // at least 5
+	} {
+		clk := &fakeClock{t: time.Unix(1000, 0)}
+		rl, err := NewRateLimiter(c.cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rl.Now = clk.now
+		n := 0
+		for i := 0; i < 1000; i++ {
+			if rl.Allow(senderIP) {
+				n++
+			}
+		}
+		if n != c.perSender {
+			t.Errorf("%+v: one sender at one instant allowed %d, want %d", c.cfg, n, c.perSender)
+		}
+	}
+	for _, c := range []struct {
+		cfg    RateConfig
+		global int
+	}{{RateConfig{Rate: 1e6, Burst: 1e6}, 100}, {RateConfig{Rate: 1e6, Burst: 1e6, GlobalRate: 5000}, 500}} {
+		clk := &fakeClock{t: time.Unix(1000, 0)}
+		rl, err := NewRateLimiter(c.cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rl.Now = clk.now
+		n := 0
+		for i := 0; i < 2000; i++ {
+			if rl.Allow(netip.AddrFrom4([4]byte{10, 0, byte(i >> 8), byte(i)})) {
+				n++
+			}
+		}
+		if n != c.global {
+			t.Errorf("%+v: 2000 senders at one instant allowed %d, want the global burst %d", c.cfg, n, c.global)
+		}
+	}
+}

@@ -131,7 +131,7 @@ func runListen(cmd *cobra.Command, f listenFlags) error {
 			markingsText(&ev.Sent), markingsText(&ev.Received), ev.Action, fstr)
 	}
 	r, err := probe.Listen(ctx, probe.ListenConfig{Netdevs: netdevs,
-		Responder: probe.ResponderConfig{LocalAddrs: addrs, LocalMACs: macs, Rate: probe.RateConfig{Rate: f.rate, Burst: max(f.rate/5, 5)}}}, onEvent)
+		Responder: probe.ResponderConfig{LocalAddrs: addrs, LocalMACs: macs, Rate: probe.RateConfig{Rate: f.rate}}}, onEvent)
 	if err != nil {
 		return rawSocketError("listen", err)
 	}

@@ -107,8 +107,8 @@ func runSend(cmd *cobra.Command, f sendFlags) error {
 		return err
 	}
 	dst := g.Addr()
-	if dst.IsMulticast() || dst == netip.AddrFrom4([4]byte{255, 255, 255, 255}) {
-		return usagef("--dst %q is not a unicast address: want the address of the one host where 'roce-probe listen' runs", f.dst)
+	if err := probe.CheckDestination(dst); err != nil {
+		return usagef("--dst %q is %v: want the address of the one host where 'roce-probe listen' runs", f.dst, err)
 	}
 	// Which source (--netdev, or --dev with --gid-index) is checked by
 	// the command's flag groups.
@@ -523,8 +523,8 @@ func resolveAH(snap *host.Snapshot, f sendFlags, dst gid.GID, sport uint16) (*ho
 	}
 	if e, ok := (ah.Table{Entries: p.Entries}).Lookup(f.gidIndex); !ok || e.Empty {
 		return nil, none, nil, usagef("--gid-index %d: %s port %d has no GID there (see 'roce-probe gids --dev %s')", f.gidIndex, f.dev, p.Port, f.dev)
-	} else if e.Type != gid.TypeRoCEv2 {
-		return nil, none, nil, usagef("--gid-index %d of %s port %d is a %s GID: want RoCE v2 (probes are RoCE v2 frames)", f.gidIndex, f.dev, p.Port, e.Type)
+	} else if err := probe.SourceEntry(e); err != nil {
+		return nil, none, nil, usagef("--gid-index %d of %s port %d %v", f.gidIndex, f.dev, p.Port, err)
 	}
 	r, err := probe.NewAHResolver(v, probe.AHFlow{Device: f.dev, Port: f.port, GIDIndex: f.gidIndex,
 		SL: uint8(f.sl), TrafficClass: uint8(f.tclass), HopLimit: uint8(f.hop), Sport: sport})

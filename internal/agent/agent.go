@@ -160,7 +160,7 @@ func New(cfg Config, d Deps) (*Agent, error) {
 	}
 	var err error
 	a.resp, err = probe.NewResponder(probe.ResponderConfig{Now: d.Now,
-		Rate: probe.RateConfig{Rate: cfg.Listener.Rate, Burst: max(cfg.Listener.Rate/5, 5), GlobalRate: cfg.Listener.GlobalRate, GlobalBurst: max(cfg.Listener.GlobalRate/10, 100)}})
+		Rate: probe.RateConfig{Rate: cfg.Listener.Rate, GlobalRate: cfg.Listener.GlobalRate}})
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"errors"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -330,6 +331,21 @@ func TestValidName(t *testing.T) {
 	} {
 		if got := validName(tc.name); got != tc.ok {
 			t.Errorf("validName(%q) = %v, want %v", tc.name, got, tc.ok)
+		}
+	}
+}
+
+// A peer's address follows one rule whether it comes from the
+// configuration, the peers file or peers.dns (an answer naming the
+// limited broadcast or a link-local address was kept before).
+func TestValidPeerAddr(t *testing.T) {
+	for s, want := range map[string]bool{"10.0.0.2": true, "fd00::9a": true, "::ffff:10.0.0.4": true,
+		"255.255.255.255": false, "fe80::1": false, "169.254.0.9": false, "127.0.0.1": false, "::": false, "ff02::1": false} {
+		if got := validPeerAddr(netip.MustParseAddr(s)); got != want {
+			t.Errorf("%s: %v, want %v", s, got, want)
+		}
+		if _, err := ParsePeer(s); (err == nil) != want {
+			t.Errorf("ParsePeer(%s): %v, want accepted %v", s, err, want)
 		}
 	}
 }

@@ -123,8 +123,8 @@ func resolveFlow(v *host.View, f FlowConfig, rows []gidRow) *flowSource {
 		fs.err = err
 		return fs
 	}
-	if src.Entry.Type != gid.TypeRoCEv2 {
-		fs.err = fmt.Errorf("GID index %d of %s port %d is a %s GID: want RoCE v2 (probes are RoCE v2 frames)", index, dev, port, src.Entry.Type)
+	if err := probe.SourceEntry(src.Entry); err != nil {
+		fs.err = fmt.Errorf("GID index %d of %s port %d %w", index, dev, port, err)
 		return fs
 	}
 	if err := probe.SendableStack(src.Desc); err != nil {

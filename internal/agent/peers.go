@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/roce-probe/roce-probe/internal/bound"
+	"github.com/roce-probe/roce-probe/probe"
 )
 
 // Peer is one host the agent probes.
@@ -34,7 +35,7 @@ func ParsePeer(s string) (Peer, error) {
 		return Peer{}, fmt.Errorf("%q is not a peer: want an IP address or NAME=ADDRESS", s)
 	}
 	a = a.Unmap()
-	if !a.IsGlobalUnicast() {
+	if !validPeerAddr(a) {
 		return Peer{}, fmt.Errorf("%q: %s is not a unicast address another host can have: want a peer's address", s, a)
 	}
 	name = strings.TrimSpace(name)
@@ -45,6 +46,14 @@ func ParsePeer(s string) (Peer, error) {
 		name = a.String()
 	}
 	return Peer{Name: name, Addr: a}, nil
+}
+
+// validPeerAddr reports whether a can be a peer's address, from the peers
+// file, the configuration or peers.dns alike: an address a probe can be
+// sent to (probe.CheckDestination) that is not link-local (a peer is
+// named without the zone that would say which link).
+func validPeerAddr(a netip.Addr) bool {
+	return probe.CheckDestination(a) == nil && !a.Unmap().IsLinkLocalUnicast()
 }
 
 // parsePeerFile parses a peers file: one peer per line as ParsePeer takes
@@ -144,7 +153,7 @@ func (w *peerWatcher) resolve(ctx context.Context) {
 	var ps []Peer
 	for _, a := range addrs {
 		a = a.Unmap()
-		if a.IsValid() && !a.IsUnspecified() && !a.IsLoopback() && !a.IsMulticast() {
+		if validPeerAddr(a) {
 			ps = append(ps, Peer{Name: a.String(), Addr: a})
 		}
 	}
