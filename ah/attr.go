@@ -140,9 +140,11 @@ func ErrnoOf(err error) string {
 	return ""
 }
 
-// validRate reports whether r is a value of enum ibv_rate: 0 (the port's
-// current rate) or 2..MaxStaticRate (1 is not assigned).
-func validRate(r uint8) bool { return r == 0 || (r >= 2 && r <= MaxStaticRate) }
+// ValidStaticRate reports whether r is a value of enum ibv_rate, as
+// Attr.StaticRate must be: 0 (the port's current rate) or
+// 2..MaxStaticRate (1 is not assigned: rdma-core's libibverbs/verbs.h
+// goes from IBV_RATE_MAX 0 to IBV_RATE_2_5_GBPS 2).
+func ValidStaticRate(r uint8) bool { return r == 0 || (r >= 2 && r <= MaxStaticRate) }
 
 // Table is the GID table of one port: entry i is slot i. Entries may be
 // given sparsely (only valid ones); Len says how many slots the port has
@@ -239,7 +241,7 @@ func (a Attr) Validate(table Table) error {
 	if !a.IsGlobal {
 		add("is_global", "0", "1", "EINVAL", "a RoCE address handle needs the GRH: the IP addresses, traffic class and hop limit come from it (kernel rdma_check_ah_attr, mlx5_create_ah)")
 	}
-	if !validRate(a.StaticRate) {
+	if !ValidStaticRate(a.StaticRate) {
 		add("static_rate", fmt.Sprint(a.StaticRate), "0 (port rate) or 2..24 (enum ibv_rate)", "EINVAL",
 			"not an enum ibv_rate value; mlx5 rejects it (mlx5r_ib_rate), rxe ignores static_rate; an uninitialised ibv_ah_attr is the usual cause")
 	}

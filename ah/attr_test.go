@@ -134,3 +134,13 @@ func TestValidateNamesTheValidIndexes(t *testing.T) {
 		t.Errorf("errors.Is mismatch for %v", err)
 	}
 }
+
+// enum ibv_rate (rdma-core libibverbs/verbs.h): IBV_RATE_MAX 0, then
+// IBV_RATE_2_5_GBPS 2 .. IBV_RATE_1200_GBPS 24; 1 is not a value.
+func TestValidStaticRate(t *testing.T) {
+	for r, want := range map[uint8]bool{0: true, 1: false, 2: true, 3: true, 24: true, 25: false, 255: false} {
+		if got := ValidStaticRate(r); got != want {
+			t.Errorf("ValidStaticRate(%d) = %v, want %v", r, got, want)
+		}
+	}
+}

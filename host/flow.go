@@ -45,8 +45,11 @@ func (v *View) Flow(src *Source, p FlowParams) qos.Flow {
 		SL: p.SL, TrafficClass: p.TrafficClass, RDMACM: p.RDMACM,
 	}
 	var st *Settings
-	if v != nil && v.Snap != nil {
-		st = v.Snap.Settings
+	if v != nil {
+		f.Predicted = v.Predicted
+		if v.Snap != nil {
+			st = v.Snap.Settings
+		}
 	}
 	if p.RDMACM {
 		if p.TOS != nil {

@@ -138,6 +138,18 @@ func TestViewPredicted(t *testing.T) {
 	if _, err := v.Port("rxe0", 1); err == nil || !strings.Contains(err.Error(), "predicted Soft-RoCE devices are rxe_veth0") {
 		t.Errorf("Port(rxe0) on a predicted view = %v", err)
 	}
+	// A flow from it is checked as a predicted device's, for every
+	// caller of View.Flow (check, the agent, a library), not only the CLI.
+	if src != nil {
+		r, err := qos.Check(v.Flow(src, FlowParams{SL: 3, TrafficClass: 106}))
+		if err != nil || !r.Predicted {
+			t.Errorf("check of a predicted source: predicted %v, %v", r.Predicted, err)
+		}
+		rxe0, _ := view(t, "rxe").Source("rxe0", 1, 3)
+		if r, err := qos.Check(view(t, "rxe").Flow(rxe0, FlowParams{})); err != nil || r.Predicted {
+			t.Errorf("check of rxe0 (a real device): predicted %v, %v", r.Predicted, err)
+		}
+	}
 }
 
 // DCB of the real netdev below a VLAN device.

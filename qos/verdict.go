@@ -51,6 +51,11 @@ type Flow struct {
 	// is not used: a bond has none). Nil otherwise.
 	Bond *BondFlow
 
+	// Predicted is true when Device is a predicted Soft-RoCE device (the
+	// host has no RDMA device: host.View.Predicted); Result.Predicted
+	// says so.
+	Predicted bool
+
 	// slave is, for one slave of a bond flow (checkBond), the slave whose
 	// DCB is DCB; "" for a flow judged by Link.Real's DCB.
 	slave string
@@ -70,7 +75,7 @@ func (f Flow) dcbNetdev() string {
 type Result struct {
 	Device string `json:"device"`
 	// Predicted is true when the device is a predicted Soft-RoCE device
-	// (the host has none); set by the caller.
+	// (the host has none): the Flow's Predicted.
 	Predicted    bool            `json:"predicted"`
 	Port         int             `json:"port"`
 	Index        int             `json:"index"`
@@ -166,7 +171,7 @@ func check(f Flow) (Result, error) {
 	}
 	r := Result{
 		Device: f.Device, Port: f.Port, Index: f.GIDIndex, Netdev: f.Link.Netdev, RealNetdev: f.Link.Real,
-		Driver: f.Driver, GIDType: f.GIDType.String(), Path: path, RDMACM: f.RDMACM,
+		Driver: f.Driver, GIDType: f.GIDType.String(), Path: path, RDMACM: f.RDMACM, Predicted: f.Predicted,
 		Reasons: []string{}, Warnings: []string{}, Unknowns: []string{}, VLANChain: []vlan.ChainTag{},
 	}
 	if f.GIDIndex >= 0 {

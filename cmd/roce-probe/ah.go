@@ -180,8 +180,8 @@ Reading needs no privileges. See docs/ah.md.`,
 			a.IsGlobal = true
 			a.GRH.DGID = g
 			a.PortNum = uint8(src.port)
-			if a.StaticRate == 1 {
-				return usagef("--static-rate 1 is not an enum ibv_rate value: want 0 (port rate) or 2..%d", ah.MaxStaticRate)
+			if !ah.ValidStaticRate(a.StaticRate) {
+				return usagef("--static-rate %d is not an enum ibv_rate value: want 0 (port rate) or 2..%d", a.StaticRate, ah.MaxStaticRate)
 			}
 			d.Payload = []byte(payload)
 			auto := gidIndex == "auto"

@@ -88,7 +88,6 @@ Exit status: 0 lossless, 1 lossy or unknown, 2 bad input. Needs no privileges.`,
 			if err != nil {
 				return usageError{err}
 			}
-			r.Predicted = v.Predicted
 			if format == "json" {
 				if err := writeJSONIndent(cmd.OutOrStdout(), r); err != nil {
 					return err
