@@ -286,6 +286,16 @@ func entryVLAN(e gid.Entry) uint16 {
 	return 0xffff
 }
 
+// FromWC builds the address handle that answers the sender of a received
+// datagram from its completion wc, the 40 bytes the receive buffer starts
+// with (the GRH, or for RoCE v2 over IPv4 the IPv4 header in its last 20)
+// and the receiving port's GID table, as opt.Behaviour's
+// ibv_init_ah_from_wc does: how it told IPv4, IPv6 and RoCE v1 apart, the
+// local entry the datagram was addressed to, and notes on what differs
+// between the two implementations (docs/ah.md). It fails where that
+// implementation fails (no matching source entry, a multicast destination
+// for rdma-core, no GRH flag for the kernel), with the reason; and for a
+// completion whose status is not success, or a port out of range.
 func FromWC(wc WC, grh [40]byte, table Table, opt FromWCOptions) (FromWCResult, error) {
 	var r FromWCResult
 	if wc.Status != 0 {

@@ -22,8 +22,9 @@ import (
 // next hop's entry is usable or has FAILED, or until timeout (the kernel
 // gives an AH 1000 ms). A next hop that does not answer gives an error
 // wrapping syscall.ETIMEDOUT with the state seen. rr must come from a
-// route lookup in the caller's own namespace. It is the one live action of
-// `roce-probe ah --resolve-neighbour`.
+// route lookup in the caller's own namespace. `roce-probe ah
+// --resolve-neighbour` and probe.ResolveEndpoint (`roce-probe send`, the
+// agent's flows) call it.
 func ProbeNeighbor(src, dst netip.Addr, rr vlan.RouteResult, timeout time.Duration) (vlan.Neighbor, error) {
 	src, dst = src.Unmap(), dst.Unmap()
 	if rr.Local || rr.Ifindex == 0 {

@@ -3,8 +3,8 @@
 //
 // A host's facts (Host) are its RDMA ports' attachments to networks: the
 // network of a port is the prefix of the addresses of its usable GIDs
-// (Usable: not link-local, netdev up and in the collector's namespace, not
-// stale; Network), and its facts there come from the netdev of the lowest
+// (gid.Unusable and gid.Entry.Usable: not link-local, netdev up and in the
+// collector's namespace, not stale, host.View.Stale; Network), and its facts there come from the netdev of the lowest
 // usable entry: the usable GID index per GID type (GIDIndexes — what
 // NCCL_IB_GID_INDEX must be on that host, the roce_probe_gid_index
 // metric), the VLAN tags and egress maps, the MTU, the real netdev's DCB

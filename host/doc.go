@@ -19,7 +19,13 @@
 // Snapshot.View opens a snapshot in one namespace with every GID table
 // mapped (or, on a host without RDMA devices, the tables Soft-RoCE would
 // build); View.Source looks up a flow's source GID entry, its VLAN stack,
-// driver and DCB; View.ResolveAH resolves an address handle to the frame it
-// puts on the wire; View.CountersInput gives package counters what it
-// needs to judge a host's counters.
+// driver and DCB; View.Flow builds the qos.Flow of traffic from that
+// source with the sl and traffic class (or rdma_cm ToS) of FlowParams and
+// the settings the host applies behind the application's back, for
+// qos.Check; View.ResolveAH resolves an address handle to the frame it
+// puts on the wire; View.Diff compares a port's GID table with the one the
+// kernel would build; Snapshot.QoSReports and View.QoSReports give what
+// decides a netdev's or port's priority (`roce-probe qos`);
+// View.CountersInput gives package counters what it needs to judge a
+// host's counters.
 package host

@@ -11,7 +11,9 @@ import (
 )
 
 // The types of the live probing machinery (raw sockets and netlink, Linux
-// only: conn_linux.go, endpoint_linux.go, send_linux.go, listen_linux.go).
+// only: conn_linux.go, send_linux.go, listen_linux.go; ResolveEndpoint,
+// endpoint.go, has the kernel resolve a neighbour through
+// collect.ProbeNeighbor).
 // Elsewhere the functions that need them return an error wrapping
 // collect.ErrNotLinux (live_other.go), the one "needs Linux" condition.
 
