@@ -381,6 +381,8 @@ func (a *analysis) portFindings(pi PortInfo) {
 			a.addCounted(SeverityError, CodeLossOnLossless, "%s: RC traffic is losing packets%s (%s) although %s is meant to be lossless (PFC on priorities %v): look for drops on the path, a flow on a priority without PFC, or a peer without PFC", name, a.how(), strings.Join(loss, ", "), pi.Real, ni.DCB.PFC.EnabledPriorities())
 		case ni != nil && dcbKnown(ni.DCB):
 			a.addCounted(SeverityWarning, CodeLossWithoutPFC, "%s: RC traffic is losing packets%s (%s) and %s has PFC off on every priority: retransmissions are how a lossy class recovers, at a cost in throughput and latency", name, a.how(), strings.Join(loss, ", "), pi.Real)
+		case pi.Boundary != "":
+			a.addCounted(SeverityWarning, CodeLossWithoutPFC, "%s: RC traffic is losing packets%s (%s); whether its traffic is meant to be lossless is unknown: %s", name, a.how(), strings.Join(loss, ", "), pi.Boundary)
 		default:
 			a.addCounted(SeverityWarning, CodeLossWithoutPFC, "%s: RC traffic is losing packets%s (%s); whether %s is meant to be lossless is unknown (no DCB)", name, a.how(), strings.Join(loss, ", "), orWord(pi.Real, "its netdev"))
 		}

@@ -364,3 +364,26 @@ func TestRealMLX5PauseAndPriority0Discards(t *testing.T) {
 		})
 	}
 }
+
+// A pod's port (its real netdev behind a network namespace boundary,
+// PortInfo.Boundary) losing RC packets: whether it is lossless is unknown
+// because of the boundary, said as such — not "no DCB".
+func TestLossBehindNetnsBoundary(t *testing.T) {
+	t0 := time.Date(2026, 11, 24, 9, 0, 0, 0, time.UTC)
+	rdma := func(v uint64) *Sample {
+		return &Sample{Time: t0.Add(time.Duration(v) * time.Second),
+			RDMA: []RDMAPort{{Device: "mlx5_0", Port: 1, Source: SourceNetlink, HWCounters: map[string]uint64{"out_of_sequence": v}}}}
+	}
+	why := "the lower device of net1 is in another network namespace"
+	r := Analyze(Input{Prev: rdma(1), Cur: rdma(10),
+		Ports: []PortInfo{{Device: "mlx5_0", Port: 1, Driver: "mlx5", Netdev: "net1", Boundary: why}}})
+	var msg string
+	for _, f := range r.Findings {
+		if f.Code == CodeLossWithoutPFC {
+			msg = f.Message
+		}
+	}
+	if !strings.Contains(msg, why) || strings.Contains(msg, "no DCB") {
+		t.Errorf("loss finding %q: want the boundary as the reason, not \"no DCB\"", msg)
+	}
+}

@@ -25,7 +25,12 @@ type PortInfo struct {
 	// Slaves are, when Real is a bond (RoCE LAG), its slaves: the NIC
 	// ports whose ethtool sets and DCB count the port's frames.
 	Slaves []string
-	Netns  string
+	// Boundary says, when the port's frames leave through a device of
+	// another network namespace (a pod's macvlan, ipvlan or VLAN device on
+	// the host's NIC: vlan.Description.Boundary), why Real, its counters
+	// and its DCB cannot be known from here; "" otherwise.
+	Boundary string
+	Netns    string
 	// TCOverride is the port's mlx5 traffic class override (nil: not
 	// read).
 	TCOverride *qos.TCOverride

@@ -35,7 +35,11 @@ func (v *View) CountersInput(prev, cur *counters.Sample) counters.Input {
 							// RoCE LAG: every slave's counters and DCB.
 							pi.Slaves = desc.Bond.Members()
 						}
+					} else if err == nil {
+						pi.Boundary = desc.Boundary()
 					}
+				} else {
+					pi.Boundary = v.slotsBoundary(p)
 				}
 				in.Ports = append(in.Ports, pi)
 				addNetdev(pi.Real)
@@ -58,6 +62,22 @@ func (v *View) CountersInput(prev, cur *counters.Sample) counters.Input {
 		}
 	}
 	return in
+}
+
+// slotsBoundary is, for a port whose netdev is not in the view's
+// namespace (a pod: the PF stays in the host's), the namespace boundary
+// its GID entries' netdevs sit on (vlan.Description.Boundary of the first
+// entry whose stack continues into another namespace); "" when none does.
+func (v *View) slotsBoundary(p Port) string {
+	for _, sl := range p.GIDs {
+		if sl.Netdev == "" {
+			continue
+		}
+		if desc, err := v.NS.Describe(sl.Netdev); err == nil && desc.LowerInOtherNetns {
+			return desc.Boundary()
+		}
+	}
+	return ""
 }
 
 // dcbOf is the DCB of a real netdev of the view's namespace (nil when not
