@@ -60,7 +60,8 @@ type Report struct {
 	DCBX       *string         // DCBX mode's name (DCBXString); nil when not reported
 	VLANs      []VLANDevice
 	// DCQCN is the real netdev's DCQCN configuration per priority (set by
-	// the caller from the snapshot's settings); null when not read.
+	// the caller from the snapshot's settings: host.Snapshot.QoSReports);
+	// null when not read.
 	DCQCN *DCQCN
 	// SlaveOf is, for a slave of the bond a RoCE netdev sits on (RoCE
 	// LAG), that bond: the slave's DCB is the one that applies to the
