@@ -70,7 +70,8 @@ func RunStdin(t testing.TB, stdin string, args ...string) {
 	}
 }
 
-// Veth creates a veth pair with one end in each namespace, both up, with
+// Veth creates a veth pair with one end in each namespace, both up (it
+// returns once both report operstate up), with
 // the given MACs.
 func Veth(t testing.TB, ns1, dev1, mac1, ns2, dev2, mac2 string) {
 	t.Helper()
@@ -78,6 +79,12 @@ func Veth(t testing.TB, ns1, dev1, mac1, ns2, dev2, mac2 string) {
 		"peer", "name", dev2, "address", mac2, "netns", ns2)
 	Run(t, "ip", "-n", ns1, "link", "set", dev1, "up")
 	Run(t, "ip", "-n", ns2, "link", "set", dev2, "up")
+	// Until linkwatch has seen the carrier (up to a second later, longer
+	// on a loaded machine) the veth's qdisc is noop and drops every frame
+	// written to it: a test sending at once lost all its frames
+	// (TestWireDrainSelection drained nothing under load).
+	WaitOperState(t, ns1, dev1, "up")
+	WaitOperState(t, ns2, dev2, "up")
 }
 
 // WaitOperState waits, at most 5 s, until netdev in namespace ns reports
