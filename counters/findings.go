@@ -301,13 +301,55 @@ func prioList(m map[uint8][]string) string {
 	return "priorities " + strings.Join(s, ", ")
 }
 
-func (a *analysis) netdevInfo(pi PortInfo) *NetdevInfo {
+func (a *analysis) netdevInfo(pi PortInfo) *NetdevInfo { return a.netdevNamed(pi.Netns, pi.Real) }
+
+// netdevNamed is the analysis input of netdev in netns (nil when none).
+func (a *analysis) netdevNamed(netns, netdev string) *NetdevInfo {
 	for i := range a.in.Netdevs {
-		if a.in.Netdevs[i].Netdev == pi.Real && a.in.Netdevs[i].Netns == pi.Netns {
+		if a.in.Netdevs[i].Netdev == netdev && a.in.Netdevs[i].Netns == netns {
 			return &a.in.Netdevs[i]
 		}
 	}
 	return nil
+}
+
+// lossFinding judges RC loss (the counters in loss) on the port pi by the
+// PFC of every real netdev its frames leave through: the real netdev, or
+// with RoCE LAG every slave of the bond (PortInfo.Slaves; a bond has no
+// DCB of its own). Lossless only when PFC is on for all of them.
+func (a *analysis) lossFinding(pi PortInfo, name string, loss []string) {
+	carriers := []string{pi.Real}
+	if len(pi.Slaves) > 0 {
+		carriers = pi.Slaves
+	}
+	var on, off []string
+	var prios []uint8
+	for _, nd := range carriers {
+		ni := a.netdevNamed(pi.Netns, nd)
+		switch {
+		case nd == "" || ni == nil || !dcbKnown(ni.DCB):
+		case ni.DCB.PFC != nil && len(ni.DCB.PFC.EnabledPriorities()) > 0:
+			on = append(on, nd)
+			if prios == nil {
+				prios = ni.DCB.PFC.EnabledPriorities()
+			}
+		default:
+			off = append(off, nd)
+		}
+	}
+	lost := strings.Join(loss, ", ")
+	switch {
+	case len(on) == len(carriers):
+		a.addCounted(SeverityError, CodeLossOnLossless, "%s: RC traffic is losing packets%s (%s) although %s is meant to be lossless (PFC on priorities %v): look for drops on the path, a flow on a priority without PFC, or a peer without PFC", name, a.how(), lost, strings.Join(on, ", "), prios)
+	case len(off) == len(carriers):
+		a.addCounted(SeverityWarning, CodeLossWithoutPFC, "%s: RC traffic is losing packets%s (%s) and %s has PFC off on every priority: retransmissions are how a lossy class recovers, at a cost in throughput and latency", name, a.how(), lost, strings.Join(off, ", "))
+	case len(on) > 0 && len(off) > 0:
+		a.addCounted(SeverityWarning, CodeLossWithoutPFC, "%s: RC traffic is losing packets%s (%s); the bond's slaves differ: PFC on for %s, off on every priority for %s, so traffic through the latter is lossy", name, a.how(), lost, strings.Join(on, ", "), strings.Join(off, ", "))
+	case pi.Boundary != "":
+		a.addCounted(SeverityWarning, CodeLossWithoutPFC, "%s: RC traffic is losing packets%s (%s); whether its traffic is meant to be lossless is unknown: %s", name, a.how(), lost, pi.Boundary)
+	default:
+		a.addCounted(SeverityWarning, CodeLossWithoutPFC, "%s: RC traffic is losing packets%s (%s); whether %s is meant to be lossless is unknown (no DCB)", name, a.how(), lost, orWord(pi.Real, "its netdev"))
+	}
 }
 
 func (a *analysis) portReport(pi PortInfo) *PortReport {
@@ -376,16 +418,7 @@ func (a *analysis) portFindings(pi PortInfo) {
 		}
 	}
 	if len(loss) > 0 {
-		switch {
-		case ni != nil && dcbKnown(ni.DCB) && ni.DCB.PFC != nil && len(ni.DCB.PFC.EnabledPriorities()) > 0:
-			a.addCounted(SeverityError, CodeLossOnLossless, "%s: RC traffic is losing packets%s (%s) although %s is meant to be lossless (PFC on priorities %v): look for drops on the path, a flow on a priority without PFC, or a peer without PFC", name, a.how(), strings.Join(loss, ", "), pi.Real, ni.DCB.PFC.EnabledPriorities())
-		case ni != nil && dcbKnown(ni.DCB):
-			a.addCounted(SeverityWarning, CodeLossWithoutPFC, "%s: RC traffic is losing packets%s (%s) and %s has PFC off on every priority: retransmissions are how a lossy class recovers, at a cost in throughput and latency", name, a.how(), strings.Join(loss, ", "), pi.Real)
-		case pi.Boundary != "":
-			a.addCounted(SeverityWarning, CodeLossWithoutPFC, "%s: RC traffic is losing packets%s (%s); whether its traffic is meant to be lossless is unknown: %s", name, a.how(), strings.Join(loss, ", "), pi.Boundary)
-		default:
-			a.addCounted(SeverityWarning, CodeLossWithoutPFC, "%s: RC traffic is losing packets%s (%s); whether %s is meant to be lossless is unknown (no DCB)", name, a.how(), strings.Join(loss, ", "), orWord(pi.Real, "its netdev"))
-		}
+		a.lossFinding(pi, name, loss)
 	}
 	if _, parts, _ := a.byMeaning(pr, OutOfBuffer); len(parts) > 0 {
 		a.addCounted(SeverityWarning, CodeOutOfBuffer, "%s: %s%s: packets arrived for QPs with no receive WQE posted: the application does not refill its receive queues fast enough (on RC the responder answers with RNR NAKs and the sender waits and retries; on UD the packets are dropped)", name, strings.Join(parts, ", "), a.how())

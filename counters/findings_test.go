@@ -387,3 +387,51 @@ func TestLossBehindNetnsBoundary(t *testing.T) {
 		t.Errorf("loss finding %q: want the boundary as the reason, not \"no DCB\"", msg)
 	}
 }
+
+// RoCE LAG: the port's real netdev is a bond, which has no DCB (mlx5 keeps
+// PFC per physical port), and its frames leave through the slaves. RC
+// loss is judged by the slaves' PFC: on both → loss_on_lossless (an
+// error); on one only → a warning naming both sides; never "no DCB".
+func TestLossOnLAGJudgesSlaves(t *testing.T) {
+	t0 := time.Date(2026, 11, 24, 9, 0, 0, 0, time.UTC)
+	rdma := func(v uint64) *Sample {
+		return &Sample{Time: t0.Add(time.Duration(v) * time.Second),
+			RDMA: []RDMAPort{{Device: "mlx5_bond_0", Port: 1, Source: SourceNetlink, HWCounters: map[string]uint64{"out_of_sequence": v}}}}
+	}
+	slave := func(name string, pfcOn ...uint8) NetdevInfo {
+		d := dscpDCB(pfcOn...)
+		d.Netdev = name
+		return NetdevInfo{Netdev: name, DCB: d}
+	}
+	lag := PortInfo{Device: "mlx5_bond_0", Port: 1, Driver: "mlx5", Netdev: "bond0", Real: "bond0", Slaves: []string{"enp1s0f0", "enp1s0f1"}}
+	for _, c := range []struct {
+		name   string
+		slaves []NetdevInfo
+		code   string
+		msgHas []string
+	}{
+		{"PFC on both slaves", []NetdevInfo{slave("enp1s0f0", 3), slave("enp1s0f1", 3)}, CodeLossOnLossless, []string{"enp1s0f0, enp1s0f1 is meant to be lossless", "[3]"}},
+		{"PFC on one slave", []NetdevInfo{slave("enp1s0f0", 3), slave("enp1s0f1")}, CodeLossWithoutPFC, []string{"PFC on for enp1s0f0", "off on every priority for enp1s0f1"}},
+	} {
+		r := Analyze(Input{Prev: rdma(1), Cur: rdma(10), Ports: []PortInfo{lag},
+			Netdevs: append([]NetdevInfo{{Netdev: "bond0"}}, c.slaves...)})
+		var got *Finding
+		for i, f := range r.Findings {
+			if f.Code == CodeLossOnLossless || f.Code == CodeLossWithoutPFC {
+				got = &r.Findings[i]
+			}
+		}
+		if got == nil || got.Code != c.code {
+			t.Errorf("%s: findings %v, want %s", c.name, codes(r.Findings), c.code)
+			continue
+		}
+		for _, h := range c.msgHas {
+			if !strings.Contains(got.Message, h) {
+				t.Errorf("%s: %q lacks %q", c.name, got.Message, h)
+			}
+		}
+		if strings.Contains(got.Message, "no DCB") {
+			t.Errorf("%s: %q says no DCB", c.name, got.Message)
+		}
+	}
+}
