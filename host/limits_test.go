@@ -61,7 +61,11 @@ func TestDecodeBomb(t *testing.T) {
 	if max := int64(gz.Len()) * 30 / 100; in.n > max {
 		t.Errorf("read %d of the bomb's %d compressed bytes, want at most %d (30 %%)", in.n, gz.Len(), max)
 	}
-	if alloc := m1.TotalAlloc - m0.TotalAlloc; alloc > 3*MaxSnapshotBytes {
+	// The race detector's build reads the stream with other allocations
+	// (measured: 330 MB where the plain build stays under 3 × the limit),
+	// so the bound is checked in the plain build only; the bytes read
+	// above are checked in both.
+	if alloc := m1.TotalAlloc - m0.TotalAlloc; !raceBuild && alloc > 3*MaxSnapshotBytes {
 		t.Errorf("allocated %d bytes, want at most 3 × the limit", alloc)
 	}
 }

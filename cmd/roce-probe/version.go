@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -126,14 +127,21 @@ table. Unknown fields are "unknown" (null in JSON).`,
 	return c
 }
 
+// addVersionTemplate adds the versionTable template function once.
+var addVersionTemplate sync.Once
+
 // setVersionFlag gives the root command --version, which prints the
 // version table (read when asked: the template calls versionTable).
 func setVersionFlag(root *cobra.Command) {
 	root.Version = version()
-	cobra.AddTemplateFunc("versionTable", func() string {
-		var b strings.Builder
-		writeVersionTable(&b, buildVersion())
-		return b.String()
+	// cobra's template functions are one global map: added once, not per
+	// root command (tests build roots on several goroutines at once).
+	addVersionTemplate.Do(func() {
+		cobra.AddTemplateFunc("versionTable", func() string {
+			var b strings.Builder
+			writeVersionTable(&b, buildVersion())
+			return b.String()
+		})
 	})
 	root.SetVersionTemplate("{{versionTable}}")
 	// cobra prints the template when --version is given; defined here,
