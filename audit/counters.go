@@ -69,7 +69,7 @@ type Priority struct {
 	PFC      *bool  `json:"pfc_enabled"`
 	// TxPackets is the packets the priority sent over the interval; nil
 	// when the driver does not count them.
-	TxPackets *uint64 `json:"tx_packets"`
+	TxPackets *uint64 `json:"sent_packets"`
 	// OffPackets is the RDMA packets the counters place on this priority
 	// although it is not expected: the netdev's unaccounted packets when
 	// this priority is their one carrier; nil otherwise.

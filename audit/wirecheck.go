@@ -66,13 +66,13 @@ type WireQP struct {
 	// Priority is the priority the real netdev's DCB classifies the
 	// frames into (qos.DCB.Classify); nil when unknown, Why says how.
 	Priority *uint8 `json:"priority"`
-	Why      string `json:"why"`
+	Why      string `json:"classification"`
 	PFC      *bool  `json:"pfc_enabled"`
 	Packets  uint64 `json:"packets"`
 	Bytes    uint64 `json:"bytes"`
 	// Expected is what the flows' configuration gives the frames' source
 	// GID entry; nil without expectations (or when none applies).
-	Expected *WireExpected `json:"expected"`
+	Expected *WireExpected `json:"expected_markings"`
 	// Verdict: VerdictOK, VerdictOffPriority, VerdictMarkings or
 	// VerdictUnknown.
 	Verdict string `json:"verdict"`
@@ -246,23 +246,45 @@ func (a *auditor) wireQP(f *flows, k wireKey, e *wireEntry) WireQP {
 		r := exp.res
 		q.Expected = &WireExpected{Flow: exp.exp.What(), DSCP: r.DSCP, PCP: r.PCP, Priority: r.Priority, Verdict: r.Verdict}
 	}
-	a.judge(&q, real)
+	allowed := a.judge(&q, real)
 	if q.Priority != nil {
-		if row := a.prios[a.prioKey(real)]; row != nil && row[*q.Priority] != nil {
-			p := row[*q.Priority]
-			if p.WirePackets == nil {
-				p.WirePackets = new(uint64)
-			}
-			*p.WirePackets += q.Packets
+		p := a.row(real, dcb, allowed)[*q.Priority]
+		if p.WirePackets == nil {
+			p.WirePackets = new(uint64)
 		}
+		*p.WirePackets += q.Packets
 	}
 	return q
+}
+
+// row returns the per-priority row of netdev, made (with expected and
+// PFC from allowed and dcb) when the counters gave none.
+func (a *auditor) row(netdev string, dcb *qos.DCB, allowed map[uint8]bool) *[8]*Priority {
+	k := a.prioKey(netdev)
+	if r := a.prios[k]; r != nil {
+		return r
+	}
+	var row [8]*Priority
+	for p := uint8(0); p < 8; p++ {
+		pr := &Priority{Netns: a.in.View.NS.Netns, Netdev: netdev, Prio: p, Expected: allowed[p]}
+		if dcb != nil && dcb.Supported && dcb.PFC != nil {
+			on := dcb.PFC.On(p)
+			pr.PFC = &on
+		}
+		row[p] = pr
+	}
+	if a.prios == nil {
+		a.prios = map[string]*[8]*Priority{}
+	}
+	a.prios[k] = &row
+	a.prioOrder = append(a.prioOrder, k)
+	return &row
 }
 
 // judge sets q's verdict and adds its finding: the priority against the
 // expected one (the flows', else the RoCE priorities), and the markings
 // against the flows'.
-func (a *auditor) judge(q *WireQP, real string) {
+func (a *auditor) judge(q *WireQP, real string) (allowed map[uint8]bool) {
 	var differ []string
 	var want []string
 	if x := q.Expected; x != nil {
@@ -280,7 +302,8 @@ func (a *auditor) judge(q *WireQP, real string) {
 		}
 	}
 	// The priorities the frames should land on.
-	allowed, from := map[uint8]bool{}, ""
+	allowed = map[uint8]bool{}
+	from := ""
 	if x := q.Expected; x != nil && x.Priority != nil {
 		allowed[*x.Priority], from = true, "the flows' configuration puts them on priority "+fmt.Sprint(*x.Priority)
 	} else if roce := a.roceOf(real); len(roce) > 0 {
@@ -305,10 +328,10 @@ func (a *auditor) judge(q *WireQP, real string) {
 		// whatever the configuration's is.
 		q.Verdict = VerdictOK
 	default:
-		return
+		return allowed
 	}
 	if q.Verdict == VerdictOK {
-		return
+		return allowed
 	}
 	// pid 4242 (train.py) QP 0x1a on mlx5_0 port 1: DSCP 0, priority 0 —
 	// not lossless; the flows' configuration expects DSCP 26.
@@ -362,6 +385,7 @@ func (a *auditor) judge(q *WireQP, real string) {
 		f.Severity, f.Code = SeverityError, CodeQPOffPriority
 	}
 	a.report.Findings = append(a.report.Findings, f)
+	return allowed
 }
 
 // prioKey is the key of a netdev's row in the per-priority table.

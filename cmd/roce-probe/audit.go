@@ -276,8 +276,8 @@ func (f *auditFlags) auditSnapshots(expect []audit.Expectation) (audit.Report, e
 	if err != nil {
 		return audit.Report{}, err
 	}
-	if s.Counters == nil {
-		return audit.Report{}, usagef("--from %q: the snapshot has no counters section: take it with 'roce-probe collect' (which records one sample)", f.src.from)
+	if s.Counters == nil && (f.pcap == "" || f.then != "") {
+		return audit.Report{}, usagef("--from %q: the snapshot has no counters section: take it with 'roce-probe collect' (which records one sample), or give only a wire sample (--pcap FILE)", f.src.from)
 	}
 	v, err := f.src.viewOf(s)
 	if err != nil {
@@ -309,7 +309,11 @@ func (f *auditFlags) auditSnapshots(expect []audit.Expectation) (audit.Report, e
 			return audit.Report{}, err
 		}
 	}
-	return audit.Audit(in), nil
+	r := audit.Audit(in)
+	if in.Cur == nil {
+		r.Time = s.Time
+	}
+	return r, nil
 }
 
 // wireSample takes the live wire sample (or reads --pcap), or says why
