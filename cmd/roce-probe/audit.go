@@ -26,9 +26,11 @@ import (
 
 func init() { register(newAuditCmd) }
 
-// auditSections are what audit reads live: counters' sections (the
-// settings give rdma_cm defaults and traffic class overrides to the flows).
-const auditSections = countersSections
+// auditSections are what audit reads: counters' sections (the settings
+// give rdma_cm defaults and traffic class overrides to the flows) and,
+// from a snapshot, the QP census (live, it is read after each wire
+// sample).
+const auditSections = countersSections | collect.SectionCensus
 
 // auditFlags are audit's flags.
 type auditFlags struct {
@@ -203,7 +205,7 @@ func runAudit(cmd *cobra.Command, f *auditFlags) error {
 		emit(r)
 		return auditExit(r)
 	}
-	opt := collect.Options{Sections: auditSections, Tool: version(), SysfsRoot: liveSysfs}
+	opt := collect.Options{Sections: countersSections, Tool: version(), SysfsRoot: liveSysfs}
 	if f.src.netns != "" {
 		opt.Netns = []string{f.src.netns}
 	}
@@ -231,7 +233,7 @@ func runAudit(cmd *cobra.Command, f *auditFlags) error {
 	clear := f.format == "table" && f.watch && isTerminal(out)
 	warned := false
 	for n := 0; ; n++ {
-		in := audit.Input{View: v, Expect: expect, Owners: auditOwners(s)}
+		in := audit.Input{View: v, Expect: expect}
 		// The wire sample runs during the interval, bounded by it.
 		wireDone := make(chan struct{})
 		go func() {
@@ -245,6 +247,15 @@ func runAudit(cmd *cobra.Command, f *auditFlags) error {
 		case <-time.After(f.interval):
 		}
 		<-wireDone
+		if in.Wire != nil {
+			// The QPs as they are after the sample: the ones that sent it
+			// (a QP destroyed meanwhile is not named).
+			if c, err := collect.Census(collect.CensusOptions{}); err == nil {
+				in.Owners = audit.OwnersOf(c)
+			} else if !warned {
+				fmt.Fprintf(errw, "roce-probe: the QP census could not be read (%v): the wire sample's QPs are not named\n", err)
+			}
+		}
 		if in.Wire == nil && !warned && f.format == "table" {
 			fmt.Fprintf(errw, "roce-probe: no wire sample: %s\n", in.WireReason)
 			warned = true
@@ -368,8 +379,8 @@ func (f *auditFlags) pcapSample(v *host.View) (*audit.Wire, string, error) {
 }
 
 // auditOwners is the QP census of s as audit joins frames to it; nil
-// without a census.
-func auditOwners(s *host.Snapshot) audit.OwnerOf { return nil }
+// without a census (a snapshot taken before roce-probe recorded one).
+func auditOwners(s *host.Snapshot) audit.OwnerOf { return audit.OwnersOf(s.Census) }
 
 func auditExit(r audit.Report) error {
 	if r.HasFindings() {
