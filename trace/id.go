@@ -30,7 +30,7 @@ func IDOf(frame []byte, session uint64, seq uint32) (ProbeID, error) {
 	}
 	bth := frame[w.Transport:]
 	return ProbeID{Src: q.Src, Dst: q.Dst, Sport: binary.BigEndian.Uint16(l4), IPLen: q.IPLen, UDPLen: binary.BigEndian.Uint16(l4[4:]),
-		DestQP: uint32(bth[bthDestQPAt])<<16 | uint32(bth[bthDestQPAt+1])<<8 | uint32(bth[bthDestQPAt+2]),
-		PSN:    uint32(bth[bthPSNAt])<<16 | uint32(bth[bthPSNAt+1])<<8 | uint32(bth[bthPSNAt+2]),
+		DestQP:  uint32(bth[bthDestQPAt])<<16 | uint32(bth[bthDestQPAt+1])<<8 | uint32(bth[bthDestQPAt+2]),
+		PSN:     uint32(bth[bthPSNAt])<<16 | uint32(bth[bthPSNAt+1])<<8 | uint32(bth[bthPSNAt+2]),
 		Session: session, Seq: seq}, nil
 }

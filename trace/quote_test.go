@@ -91,7 +91,7 @@ func TestParseICMPWholeQuote(t *testing.T) {
 func TestParseICMPShortQuote(t *testing.T) {
 	pkt := probePacket(t, "10.1.0.1", "10.4.0.1", 1, 0xc123, 7, 64)
 	for _, c := range []struct {
-		n                                    int
+		n                                   int
 		tos, ttl, addrs, ports, udpLen, bth bool
 	}{
 		{0, false, false, false, false, false, false},

@@ -59,8 +59,12 @@ func newFabric(t *testing.T) *fabric {
 			netnstest.Run(t, "ip", "netns", "exec", r, "sysctl", "-qw", kv)
 		}
 	}
-	route := func(ns string, args ...string) { netnstest.Run(t, append([]string{"ip", "-n", ns, "route", "add"}, args...)...) }
-	route6 := func(ns string, args ...string) { netnstest.Run(t, append([]string{"ip", "-6", "-n", ns, "route", "add"}, args...)...) }
+	route := func(ns string, args ...string) {
+		netnstest.Run(t, append([]string{"ip", "-n", ns, "route", "add"}, args...)...)
+	}
+	route6 := func(ns string, args ...string) {
+		netnstest.Run(t, append([]string{"ip", "-6", "-n", ns, "route", "add"}, args...)...)
+	}
 	route(f.s, "default", "via", "10.1.0.254")
 	route6(f.s, "default", "via", "fd00:1::fe")
 	route(f.d, "default", "via", "10.4.0.254")
