@@ -208,6 +208,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	for _, s := range Ports(sports, n) {
 		r.ports = append(r.ports, &portState{sport: s})
 	}
+	r.res.Sent.TTL, r.res.Sent.Sport = uint8(cfg.MaxHops), r.ports[0].sport
 
 	ic, err := openICMP(ep.Wire, base.IPv6)
 	if err != nil {
@@ -504,6 +505,7 @@ func (r *run) complete(ps *portState) {
 	for t := 0; t < n; t++ {
 		hops = append(hops, ps.hops[t].hop)
 	}
+	r.res.Traces = append(r.res.Traces, Trace{Sport: ps.sport, Hops: hops})
 	r.res.Paths, _ = Group(r.res.Paths, ps.sport, hops)
 	r.decide()
 }

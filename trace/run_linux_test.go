@@ -15,93 +15,9 @@ import (
 	"github.com/roce-probe/roce-probe/trace"
 )
 
-// fabric is a small routed two-path fabric of network namespaces:
-//
-//	S ── L1 ─┬─ A ─┬─ L2 ── D
-//	         └─ B ─┘
-//
-// L1 and L2 spread flows over A and B by the 5-tuple
-// (fib_multipath_hash_policy 1); routers answer every expired probe
-// (ICMP rate limits off) from the address of the port it came in on.
-type fabric struct {
-	s, l1, a, b, l2, d string
-	macs               map[string]string
-}
+func newFabric(t *testing.T) *fabric { return &fabric{netnstest.NewTwoPaths(t)} }
 
-func mac(i int) string { return net.HardwareAddr{2, 0, 0, 0, 0, byte(i)}.String() }
-
-func newFabric(t *testing.T) *fabric {
-	t.Helper()
-	netnstest.RequireRoot(t, "nft")
-	f := &fabric{macs: map[string]string{}}
-	f.s, f.l1, f.a, f.b, f.l2, f.d = netnstest.New(t, "s"), netnstest.New(t, "l1"), netnstest.New(t, "a"),
-		netnstest.New(t, "b"), netnstest.New(t, "l2"), netnstest.New(t, "d")
-	links := []struct{ ns1, d1, ns2, d2, v4a, v4b, v6a, v6b string }{
-		{f.s, "s0", f.l1, "l1s", "10.1.0.1/24", "10.1.0.254/24", "fd00:1::1/64", "fd00:1::fe/64"},
-		{f.l1, "l1a", f.a, "a1", "10.2.0.1/30", "10.2.0.2/30", "fd00:21::1/64", "fd00:21::2/64"},
-		{f.l1, "l1b", f.b, "b1", "10.2.1.1/30", "10.2.1.2/30", "fd00:22::1/64", "fd00:22::2/64"},
-		{f.a, "a2", f.l2, "l2a", "10.3.0.1/30", "10.3.0.2/30", "fd00:31::1/64", "fd00:31::2/64"},
-		{f.b, "b2", f.l2, "l2b", "10.3.1.1/30", "10.3.1.2/30", "fd00:32::1/64", "fd00:32::2/64"},
-		{f.l2, "l2d", f.d, "d0", "10.4.0.254/24", "10.4.0.1/24", "fd00:4::fe/64", "fd00:4::1/64"},
-	}
-	for i, l := range links {
-		f.macs[l.d1], f.macs[l.d2] = mac(2*i+1), mac(2*i+2)
-		netnstest.Veth(t, l.ns1, l.d1, f.macs[l.d1], l.ns2, l.d2, f.macs[l.d2])
-		netnstest.Run(t, "ip", "-n", l.ns1, "addr", "add", l.v4a, "dev", l.d1)
-		netnstest.Run(t, "ip", "-n", l.ns2, "addr", "add", l.v4b, "dev", l.d2)
-		netnstest.Run(t, "ip", "-n", l.ns1, "addr", "add", l.v6a, "dev", l.d1, "nodad")
-		netnstest.Run(t, "ip", "-n", l.ns2, "addr", "add", l.v6b, "dev", l.d2, "nodad")
-	}
-	for _, r := range []string{f.l1, f.a, f.b, f.l2} {
-		for _, kv := range []string{"net.ipv4.ip_forward=1", "net.ipv6.conf.all.forwarding=1",
-			"net.ipv4.fib_multipath_hash_policy=1", "net.ipv6.fib_multipath_hash_policy=1",
-			"net.ipv4.icmp_ratelimit=0", "net.ipv6.icmp.ratelimit=0", "net.ipv4.icmp_errors_use_inbound_ifaddr=1"} {
-			netnstest.Run(t, "ip", "netns", "exec", r, "sysctl", "-qw", kv)
-		}
-	}
-	route := func(ns string, args ...string) {
-		netnstest.Run(t, append([]string{"ip", "-n", ns, "route", "add"}, args...)...)
-	}
-	route6 := func(ns string, args ...string) {
-		netnstest.Run(t, append([]string{"ip", "-6", "-n", ns, "route", "add"}, args...)...)
-	}
-	route(f.s, "default", "via", "10.1.0.254")
-	route6(f.s, "default", "via", "fd00:1::fe")
-	route(f.d, "default", "via", "10.4.0.254")
-	route6(f.d, "default", "via", "fd00:4::fe")
-	route(f.l1, "10.4.0.0/24", "nexthop", "via", "10.2.0.2", "nexthop", "via", "10.2.1.2")
-	route6(f.l1, "fd00:4::/64", "nexthop", "via", "fd00:21::2", "nexthop", "via", "fd00:22::2")
-	route(f.l2, "10.1.0.0/24", "nexthop", "via", "10.3.0.1", "nexthop", "via", "10.3.1.1")
-	route6(f.l2, "fd00:1::/64", "nexthop", "via", "fd00:31::1", "nexthop", "via", "fd00:32::1")
-	for _, x := range []struct{ ns, up, up6, down, down6 string }{
-		{f.a, "10.2.0.1", "fd00:21::1", "10.3.0.2", "fd00:31::2"}, {f.b, "10.2.1.1", "fd00:22::1", "10.3.1.2", "fd00:32::2"}} {
-		route(x.ns, "10.1.0.0/24", "via", x.up)
-		route6(x.ns, "fd00:1::/64", "via", x.up6)
-		route(x.ns, "10.4.0.0/24", "via", x.down)
-		route6(x.ns, "fd00:4::/64", "via", x.down6)
-	}
-	// S knows its gateway's MAC (the endpoint is built by hand here).
-	netnstest.Run(t, "ip", "-n", f.s, "neigh", "replace", "10.1.0.254", "lladdr", f.macs["l1s"], "dev", "s0", "nud", "permanent")
-	netnstest.Run(t, "ip", "-n", f.s, "neigh", "replace", "fd00:1::fe", "lladdr", f.macs["l1s"], "dev", "s0", "nud", "permanent")
-	return f
-}
-
-// remark makes router ns rewrite a field of the RoCE v2 packets it sends
-// out of dev (nftables, postrouting: after the routing decision, as a
-// switch port's egress remarking does): "dscp" to 0 or "ecn" to Not-ECT,
-// IPv4 and IPv6.
-func remark(t *testing.T, ns, dev, field string) {
-	t.Helper()
-	set := map[string]string{"dscp": "dscp set 0", "ecn": "ecn set not-ect"}[field]
-	netnstest.RunStdin(t, `table inet remark {
-	chain post {
-		type filter hook postrouting priority 0;
-		oifname "`+dev+`" udp dport 4791 ip `+set+`
-		oifname "`+dev+`" udp dport 4791 ip6 `+set+`
-	}
-}
-`, "ip", "netns", "exec", ns, "nft", "-f", "-")
-}
+type fabric struct{ *netnstest.TwoPaths }
 
 // listen runs a probe listener on D until the test ends.
 func (f *fabric) listen(t *testing.T) {
@@ -110,7 +26,7 @@ func (f *fabric) listen(t *testing.T) {
 	started := make(chan struct{})
 	go func() {
 		defer close(done)
-		netnstest.Do(f.d, func() error {
+		netnstest.Do(f.D, func() error {
 			close(started)
 			_, err := probe.Listen(ctx, probe.ListenConfig{Netdevs: []string{"d0"}}, nil)
 			return err
@@ -126,8 +42,8 @@ func (f *fabric) endpoint(v6 bool) probe.Endpoint {
 	if v6 {
 		src, dst, gw = "fd00:1::1", "fd00:4::1", "fd00:1::fe"
 	}
-	smac, _ := net.ParseMAC(f.macs["s0"])
-	dmac, _ := net.ParseMAC(f.macs["l1s"])
+	smac, _ := net.ParseMAC(f.MACs["s0"])
+	dmac, _ := net.ParseMAC(f.MACs["l1s"])
 	return probe.Endpoint{Netdev: "s0", Wire: "s0", SrcMAC: smac, DstMAC: dmac,
 		Src: netip.MustParseAddr(src), Dst: netip.MustParseAddr(dst), NextHop: netip.MustParseAddr(gw)}
 }
@@ -135,7 +51,7 @@ func (f *fabric) endpoint(v6 bool) probe.Endpoint {
 func (f *fabric) trace(t *testing.T, cfg trace.Config) trace.Result {
 	t.Helper()
 	var res trace.Result
-	err := netnstest.Do(f.s, func() error {
+	err := netnstest.Do(f.S, func() error {
 		var err error
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
@@ -154,8 +70,8 @@ func (f *fabric) trace(t *testing.T, cfg trace.Config) trace.Result {
 // through it only — IPv4 and IPv6.
 func TestRunLocatesRemarkingSpine(t *testing.T) {
 	f := newFabric(t)
-	remark(t, f.b, "b2", "dscp")
-	remark(t, f.a, "a2", "ecn")
+	netnstest.Remark(t, f.B, "b2", "dscp")
+	netnstest.Remark(t, f.A, "a2", "ecn")
 	f.listen(t)
 	for _, v6 := range []bool{false, true} {
 		name := map[bool]string{false: "IPv4", true: "IPv6"}[v6]
@@ -206,4 +122,110 @@ func TestRunLocatesRemarkingSpine(t *testing.T) {
 			}
 		})
 	}
+}
+
+// ICMP off on L2 (it answers no expired probe): hop 3 is silent on every
+// path, and the trace goes on past it to the destination. Without a
+// listener there, the destination answers Port Unreachable, whose quote
+// still shows what arrived. Every frame the trace sends goes to the
+// destination.
+func TestRunSilentHopAndNoListener(t *testing.T) {
+	f := newFabric(t)
+	netnstest.RunStdin(t, `table inet quiet {
+	chain out {
+		type filter hook output priority 0;
+		icmp type time-exceeded drop
+		icmpv6 type time-exceeded drop
+	}
+}
+`, "ip", "netns", "exec", f.L2, "nft", "-f", "-")
+	// Capture what leaves S while the trace runs.
+	var egress *probe.Conn
+	if err := netnstest.Do(f.S, func() (err error) { egress, err = probe.Open("s0", probe.Outgoing); return }); err != nil {
+		t.Fatal(err)
+	}
+	defer egress.Close()
+	var frames [][]byte
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			b, _, err := egress.Read()
+			if err != nil {
+				return
+			}
+			if b != nil {
+				frames = append(frames, b)
+			}
+		}
+	}()
+	ep := f.endpoint(false)
+	res := f.trace(t, trace.Config{Endpoint: ep, Sports: []uint16{0xc001}, Base: probe.Markings{DSCP: 26, ECN: probe.ECNECT0},
+		Timeout: 100 * time.Millisecond, Tries: 2})
+	egress.Close()
+	<-done
+	if len(res.Paths) != 1 {
+		t.Fatalf("%d paths, want 1 (one port)", len(res.Paths))
+	}
+	hops := res.Paths[0].Hops
+	if len(hops) != 4 {
+		t.Fatalf("%d hops, want 4: %+v", len(hops), hops)
+	}
+	if h := hops[2]; h.Status != trace.HopSilent || h.Tries != 2 || h.Address.IsValid() {
+		t.Errorf("hop 3 (L2, ICMP off): %+v, want silent after 2 tries", h)
+	}
+	d := hops[3]
+	if d.Status != trace.HopDestination || d.Address != ep.Dst || d.Arrived != nil || d.Quote == nil || d.Quote.Kind != trace.PortUnreachable {
+		t.Fatalf("hop 4: %+v, want the destination's Port Unreachable", d)
+	}
+	if dscp, ok := d.DSCP(); !ok || dscp != 26 {
+		t.Errorf("the destination's quote shows DSCP %d (%v), want 26", dscp, ok)
+	}
+	if ch := res.PathChanges(res.Paths[0]); len(ch) != 0 {
+		t.Errorf("changes %v on a fabric that changes nothing", ch)
+	}
+	if len(frames) != res.Probes {
+		t.Errorf("captured %d frames leaving S, the trace says it sent %d probes", len(frames), res.Probes)
+	}
+	for _, b := range frames {
+		pf, err := probe.ParseFrame(b)
+		if err != nil || pf.Dst != ep.Dst || pf.Src != ep.Src || pf.Sport != 0xc001 {
+			t.Errorf("a frame left S that is not a probe to %s from port 0xc001: %v %v → %v port %d", ep.Dst, err, pf.Src, pf.Dst, pf.Sport)
+		}
+	}
+}
+
+// L1 rate-limits its ICMP errors (Linux's default rule, 1 per
+// icmp_ratelimit after a burst of 6, here every 400 ms): hops it does not
+// answer at once are tried again with longer waits, and every hop 1
+// answers in the end.
+func TestRunICMPRateLimit(t *testing.T) {
+	f := newFabric(t)
+	netnstest.Run(t, "ip", "netns", "exec", f.L1, "sysctl", "-qw", "net.ipv4.icmp_ratelimit=400")
+	f.listen(t)
+	res := f.trace(t, trace.Config{Endpoint: f.endpoint(false), Sports: trace.Ports(nil, 10), Parallel: 5,
+		Base: probe.Markings{DSCP: 26, ECN: probe.ECNECT0}, Timeout: 200 * time.Millisecond, Tries: 5})
+	retried := 0
+	n := 0
+	for _, p := range res.Traces {
+		for _, h := range p.Hops {
+			if h.TTL != 1 {
+				continue
+			}
+			n++
+			if h.Status != trace.HopTimeExceeded {
+				t.Errorf("port %d: hop 1 %s after %d tries, want answered", p.Sport, h.Status, h.Tries)
+			}
+			if h.Tries > 1 {
+				retried++
+			}
+		}
+	}
+	if retried == 0 {
+		t.Errorf("no hop 1 needed a second try: the rate limit was not met (%d ports)", n)
+	}
+	if n != 10 {
+		t.Errorf("%d ports traced, want 10", n)
+	}
+	t.Logf("%d probes, %d of 10 ports' hop 1 needed more than one try", res.Probes, retried)
 }

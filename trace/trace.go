@@ -106,8 +106,14 @@ func (c Config) withDefaults() (Config, error) {
 // Result is what Run found.
 type Result struct {
 	Src, Dst netip.Addr
-	Sent     probe.Markings // the markings every probe left with (TTL and Sport vary)
-	Paths    []Path         // distinct paths, in the order found
+	// Sent are the markings every probe left with; each has its own TTL
+	// and path's UDP source port: Sent.TTL is the highest TTL tried,
+	// Sent.Sport the first port.
+	Sent  probe.Markings
+	Paths []Path // distinct paths, in the order found
+	// Traces are every port's own trace, in the order they finished
+	// (Paths holds the first trace of each path).
+	Traces []Trace
 	// PortsTried is how many UDP source ports were traced; Stop says
 	// why the search ended.
 	PortsTried int
@@ -121,3 +127,9 @@ type Result struct {
 
 // PathChanges is Changes for path p of the result.
 func (r Result) PathChanges(p Path) []Change { return Changes(r.Sent, r.Src, p.Hops) }
+
+// Trace is the trace of one UDP source port.
+type Trace struct {
+	Sport uint16
+	Hops  []Hop
+}
