@@ -196,7 +196,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		return Result{}, err
 	}
 	sports := cfg.Sports
-	if len(sports) == 0 {
+	if len(sports) == 0 && cfg.Paths <= 1 {
 		sports = []uint16{probe.RandomSport()}
 	}
 	n := len(sports)

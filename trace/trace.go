@@ -17,7 +17,8 @@ type Config struct {
 	// and VLAN come from the endpoint; TTL and Sport are set per probe).
 	Base probe.Markings
 	// Sports are the UDP source ports to trace first, in order (none:
-	// one random port, probe.RandomSport).
+	// one random port, probe.RandomSport; for a path search, none: the
+	// ports of flow labels 1, 2, ...).
 	Sports []uint16
 	// Paths > 1 searches for up to that many distinct paths: after
 	// Sports, the ports of flow labels 1, 2, ... (Ports) are traced
