@@ -290,6 +290,8 @@ const Confidence = 0.95
 // (found/(found+1))^m; the smallest m that makes this ≤ 1-Confidence (5%)
 // is returned: 5 after 1 path, 8 after 2, 11 after 3, 14 after 4.
 // Uneven hashing (weights, polarisation) needs more: give more ports.
+// (fleet.SportCount answers the other question: how many ports reach
+// every one of a known number of paths.)
 func PortsWithoutNewPath(found int) int {
 	if found < 1 {
 		found = 1
