@@ -20,12 +20,34 @@ type Peer struct {
 	// (NAME=ADDRESS), else its address.
 	Name string
 	Addr netip.Addr
+	// ToR names the switch (leaf) the peer's NIC is attached to, "" when
+	// not known: from the peers file's or peers.static's tor= column.
+	ToR string
 }
+
+// torKey starts the ToR column of a peer: "NAME=ADDRESS tor=LEAF".
+const torKey = "tor="
 
 // ParsePeer parses a peer as given in peers.static and the peers file:
 // "ADDRESS" or "NAME=ADDRESS" (IPv4 or IPv6; NAME: 1..64 characters of
-// letters, digits, '_', '.', ':' and '-').
+// letters, digits, '_', '.', ':' and '-'), optionally followed by
+// "tor=LEAF": the ToR switch its NIC is attached to (the same characters).
 func ParsePeer(s string) (Peer, error) {
+	tor := ""
+	if f := strings.Fields(s); len(f) > 1 && strings.HasPrefix(f[len(f)-1], torKey) {
+		tor = strings.TrimPrefix(f[len(f)-1], torKey)
+		if !validName(tor) {
+			return Peer{}, fmt.Errorf("%q: tor %q: want 1..64 characters of letters, digits, '_', '.', ':' and '-'", s, tor)
+		}
+		s = strings.Join(f[:len(f)-1], " ")
+	}
+	p, err := parsePeerAddr(s)
+	p.ToR = tor
+	return p, err
+}
+
+// parsePeerAddr parses "ADDRESS" or "NAME=ADDRESS".
+func parsePeerAddr(s string) (Peer, error) {
 	name, addr, named := strings.Cut(strings.TrimSpace(s), "=")
 	if !named {
 		addr, name = name, ""
@@ -161,8 +183,12 @@ func (w *peerWatcher) resolve(ctx context.Context) {
 	w.onRead(sourceDNS)
 }
 
+// MaxPeersFileSize bounds the peers file: 100,000 lines of
+// "node-012345=10.1.2.3 tor=leaf-1234" are 3.6 MB.
+const MaxPeersFileSize = 16 << 20
+
 func (w *peerWatcher) readFile() {
-	b, err := readLimited(w.cfg.File, MaxConfigSize)
+	b, err := readLimited(w.cfg.File, MaxPeersFileSize)
 	if err == nil && w.fileRead && bytes.Equal(b, w.lastFile) {
 		w.onRead(sourcePeersFile)
 		return
