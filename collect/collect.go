@@ -2,9 +2,11 @@ package collect
 
 import (
 	"errors"
-	"github.com/roce-probe/roce-probe/host"
+	"time"
 
 	"github.com/roce-probe/roce-probe/counters"
+	"github.com/roce-probe/roce-probe/host"
+	"github.com/roce-probe/roce-probe/topology"
 )
 
 // Section is one part of a snapshot, for Options.Sections.
@@ -17,8 +19,9 @@ const (
 	SectionDCB                          // DCB of every real netdev of every namespace read
 	SectionCounters                     // RDMA port counters, ethtool and PFC counters of the real netdevs below RoCE netdevs
 	SectionSettings                     // rdma_cm configfs defaults, mlx5 traffic class overrides, DCQCN
+	SectionTopology                     // each RoCE netdev's switch and switch port: configuration, LLDP, lldpd
 
-	SectionAll = SectionRDMA | SectionNet | SectionDCB | SectionCounters | SectionSettings
+	SectionAll = SectionRDMA | SectionNet | SectionDCB | SectionCounters | SectionSettings | SectionTopology
 )
 
 // Options say what Collect reads.
@@ -52,6 +55,18 @@ type Options struct {
 	// ethtool and PFC counters are read besides those below the RDMA
 	// ports (SectionCounters).
 	Netdevs []string
+	// LLDPWait is how long SectionTopology listens for an LLDP frame on
+	// each RoCE netdev, all at once (a raw socket per netdev: it needs
+	// CAP_NET_RAW, and says so in the attachment's reason without it); 0
+	// does not listen. Switches send a frame every 30 s by default.
+	LLDPWait time.Duration
+	// LLDPHeard are LLDP frames heard before, by netdev (a long-running
+	// listener's: the agent's); the newer of these and of Collect's own
+	// counts.
+	LLDPHeard map[string]topology.Heard
+	// Switches names netdevs' switches by configuration (the key "" every
+	// netdev's); a configured name wins over LLDP and lldpd.
+	Switches map[string]string
 }
 
 // Errors of Collect, for errors.Is.
@@ -67,6 +82,9 @@ var (
 	// does not have (entering another network namespace needs
 	// CAP_SYS_ADMIN).
 	ErrPermission = errors.New("permission denied")
+	// ErrNoLLDP is LLDPListener.Next's error when no LLDP frame came
+	// before the deadline.
+	ErrNoLLDP = errors.New("no LLDP frame")
 )
 
 // Collect reads the live host: the sections opt selects, with the errors
@@ -75,9 +93,9 @@ var (
 // namespace asked for does not exist, rtnetlink cannot be opened). On
 // systems other than Linux it returns ErrNotLinux.
 func Collect(opt Options) (*host.Snapshot, error) {
-	if opt.Sections != 0 && opt.Sections&(SectionCounters|SectionSettings) != 0 {
-		// Counters and settings are read for the RDMA ports and the real
-		// netdevs below them: those sections come along.
+	if opt.Sections != 0 && opt.Sections&(SectionCounters|SectionSettings|SectionTopology) != 0 {
+		// Counters, settings and topology are read for the RDMA ports and
+		// the real netdevs below them: those sections come along.
 		opt.Sections |= SectionRDMA | SectionNet
 	}
 	return collect(opt)

@@ -5,8 +5,10 @@ package collect
 import (
 	"fmt"
 	"runtime"
+	"time"
 
 	"github.com/roce-probe/roce-probe/host"
+	"github.com/roce-probe/roce-probe/topology"
 )
 
 // errNotLinux is the error of collect's live reads off Linux: it wraps
@@ -16,3 +18,16 @@ var errNotLinux = fmt.Errorf("reading the live host %w (this is %s): take a snap
 func collect(Options) (*host.Snapshot, error) { return nil, errNotLinux }
 
 func newSampler(*host.Snapshot, Options) (Sampler, error) { return nil, errNotLinux }
+
+// LLDPListener receives LLDP frames on Linux; elsewhere ListenLLDP returns
+// ErrNotLinux.
+type LLDPListener struct{}
+
+// ListenLLDP returns ErrNotLinux off Linux.
+func ListenLLDP(string) (*LLDPListener, error) { return nil, errNotLinux }
+
+// Next returns ErrNotLinux off Linux.
+func (*LLDPListener) Next(time.Time) (topology.Heard, error) { return topology.Heard{}, errNotLinux }
+
+// Close does nothing off Linux.
+func (*LLDPListener) Close() error { return nil }

@@ -64,6 +64,10 @@ type Snapshot struct {
 	// rdma_cm's configfs defaults, mlx5 traffic class overrides, DCQCN;
 	// nil when not collected.
 	Settings *Settings
+	// Topology is each RoCE netdev's switch and switch port (LLDP, lldpd
+	// or configuration); nil when not collected, and in snapshots written
+	// before it was.
+	Topology *Topology
 	// Errors lists the sources that could not be read; the snapshot holds
 	// everything else.
 	Errors []SourceError
@@ -223,13 +227,14 @@ type snapshotJSON struct {
 	DCB        []DCB             `json:"dcb"`
 	Counters   *counters.Sample  `json:"counters"`
 	Settings   *Settings         `json:"settings"`
+	Topology   *Topology         `json:"topology"`
 	Errors     []SourceError     `json:"errors"`
 }
 
 // MarshalJSON writes the snapshot document (docs/json.md, "snapshot").
 func (s *Snapshot) MarshalJSON() ([]byte, error) {
 	w := snapshotJSON{Format: Format, Version: Version, Tool: s.Tool, Hostname: null.String(s.Hostname), Kernel: null.String(s.Kernel),
-		Time: s.Time, RDMA: s.RDMA, Namespaces: s.Namespaces, DCB: s.DCB, Counters: s.Counters, Settings: s.Settings, Errors: s.Errors}
+		Time: s.Time, RDMA: s.RDMA, Namespaces: s.Namespaces, DCB: s.DCB, Counters: s.Counters, Settings: s.Settings, Topology: s.Topology, Errors: s.Errors}
 	if w.Namespaces == nil {
 		w.Namespaces = []*vlan.Namespace{}
 	}
@@ -309,6 +314,7 @@ type (
 		Namespaces []*namespaceDecode `json:"namespaces"`
 		DCB        []dcbJSON          `json:"dcb"`
 		Settings   *Settings          `json:"settings"`
+		Topology   *Topology          `json:"topology"`
 		Errors     []SourceError      `json:"errors"`
 	}
 	decodeJSON struct {
@@ -359,7 +365,7 @@ func (*skipJSON) UnmarshalJSON([]byte) error { return nil }
 // parse is an error naming its device, port and index.
 func (w *decodeBase) snapshot() (*Snapshot, error) {
 	s := &Snapshot{Tool: w.Tool, Hostname: deref(w.Hostname), Kernel: deref(w.Kernel), Time: w.Time,
-		Settings: w.Settings, Errors: w.Errors}
+		Settings: w.Settings, Topology: w.Topology, Errors: w.Errors}
 	if w.Namespaces != nil {
 		s.Namespaces = make([]*vlan.Namespace, len(w.Namespaces))
 		for i, n := range w.Namespaces {
@@ -622,6 +628,9 @@ func (s *Snapshot) Validate() error {
 		}
 	}
 	if err := s.Settings.Validate(); err != nil {
+		return fmt.Errorf("snapshot: %w", err)
+	}
+	if err := s.Topology.Validate(); err != nil {
 		return fmt.Errorf("snapshot: %w", err)
 	}
 	return nil
