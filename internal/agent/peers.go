@@ -12,6 +12,7 @@ import (
 
 	"github.com/roce-probe/roce-probe/internal/bound"
 	"github.com/roce-probe/roce-probe/probe"
+	"github.com/roce-probe/roce-probe/topology"
 )
 
 // Peer is one host the agent probes.
@@ -20,13 +21,34 @@ type Peer struct {
 	// (NAME=ADDRESS), else its address.
 	Name string
 	Addr netip.Addr
+	// ToR is the switch the peer is plugged into: as configured (tor=
+	// in the peers file or peers.static), else as the peer's probe
+	// replies say (Agent.replan fills it in); "" when not known.
+	ToR string
 }
 
 // ParsePeer parses a peer as given in peers.static and the peers file:
 // "ADDRESS" or "NAME=ADDRESS" (IPv4 or IPv6; NAME: 1..64 characters of
-// letters, digits, '_', '.', ':' and '-').
+// letters, digits, '_', '.', ':' and '-'), optionally followed, after
+// white space, by "tor=SWITCH": the ToR the peer is plugged into
+// (topology.ValidSwitch).
 func ParsePeer(s string) (Peer, error) {
-	name, addr, named := strings.Cut(strings.TrimSpace(s), "=")
+	// The columns after the peer: tor=SWITCH (the peer itself may have
+	// spaces around its '=').
+	fields := strings.Fields(s)
+	var tor string
+	for len(fields) > 1 && strings.HasPrefix(fields[len(fields)-1], "tor=") {
+		if tor != "" {
+			return Peer{}, fmt.Errorf("%q: tor= given twice", s)
+		}
+		tor = strings.TrimPrefix(fields[len(fields)-1], "tor=")
+		if !topology.ValidSwitch(tor) {
+			return Peer{}, fmt.Errorf("%q: tor=%q: want 1..%d characters of letters, digits, '_', '.', ':' and '-' (a switch name)", s, tor, topology.MaxSwitchLen)
+		}
+		fields = fields[:len(fields)-1]
+	}
+	peer := strings.Join(fields, " ")
+	name, addr, named := strings.Cut(peer, "=")
 	if !named {
 		addr, name = name, ""
 	}
@@ -45,7 +67,7 @@ func ParsePeer(s string) (Peer, error) {
 	if name == "" {
 		name = a.String()
 	}
-	return Peer{Name: name, Addr: a}, nil
+	return Peer{Name: name, Addr: a, ToR: tor}, nil
 }
 
 // validPeerAddr reports whether a can be a peer's address, from the peers

@@ -73,8 +73,8 @@ func TestPlanTaggedTargets(t *testing.T) {
 			probe.Markings{Tagged: true, VLAN: 100, PCP: 3, DSCP: 26, ECN: 2, Sport: 0xc002}, 64, "10.0.100.1", "10.0.100.2", "02:00:00:01:00:02"),
 	}
 	prev := map[streamKey]target{{mustAddr("10.10.10.3"), "qinq"}: {frame: probe.Frame{DstMAC: mac(kept)}}}
-	peers := []Peer{{"a", mustAddr("10.10.10.200")}, {"b", mustAddr("10.10.10.2")}, {"c", mustAddr("10.10.10.3")},
-		{"d", mustAddr("10.10.10.4")}, {"e", mustAddr("10.0.100.2")}}
+	peers := []Peer{{Name: "a", Addr: mustAddr("10.10.10.200")}, {Name: "b", Addr: mustAddr("10.10.10.2")}, {Name: "c", Addr: mustAddr("10.10.10.3")},
+		{Name: "d", Addr: mustAddr("10.10.10.4")}, {Name: "e", Addr: mustAddr("10.0.100.2")}}
 	for _, order := range [][]Peer{peers, slices.Concat(peers[1:], peers[:1])} {
 		p := makePlan(v, flows, order, sports, prev)
 		if len(p.specs) != len(want) || len(p.errors) != 0 {
