@@ -32,11 +32,13 @@ routes, neighbours and TTL sysctls; and the DCB state (PFC, ETS, APP table,
 trust, DCBX) of every real netdev; one sample of the RDMA ports' counters and of
 the real netdevs' ethtool and PFC counters (what 'roce-probe counters --from'
 analyses); and the settings applied behind the application's back (rdma_cm's
-configfs default ToS, mlx5 traffic class overrides, DCQCN); and the switch and
-switch port each RoCE netdev is plugged into ("topology": from an LLDP frame
-heard on the netdev within --lldp-wait, default 2s, 0 to not listen; or from
-lldpd's table, 'lldpcli -f json show neighbors', when lldpd runs), or why it
-is not known. Sources that could not be read are listed under "errors".
+configfs default ToS, mlx5 traffic class overrides, DCQCN); the QP census
+(every QP and rdma_cm ID with the process that owns it, docs/qps.md); and the
+switch and switch port each RoCE netdev is plugged into ("topology": from an
+LLDP frame heard on the netdev within --lldp-wait, default 2s, 0 to not
+listen; or from lldpd's table, 'lldpcli -f json show neighbors', when lldpd
+runs), or why it is not known. Sources that could not be read are listed
+under "errors".
 
 Give the file to any command with --from FILE, on any machine (Linux, macOS,
 Windows): it reads nothing from the machine it runs on and answers as it

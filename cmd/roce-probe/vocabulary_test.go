@@ -721,6 +721,7 @@ func TestVocabulary(t *testing.T) {
 	vocabularyProbe(t)
 	vocabularyFabric(t)
 	vocabularyAgent(t)
+	vocabularyQPs(t)
 	// ah --create needs a binary built with -tags ibverbs and a device,
 	// --resolve-neighbour the live host: their objects as ah builds them.
 	checkValue(t, "ah_create", createJSON(0x11, nil))

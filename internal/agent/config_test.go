@@ -207,23 +207,26 @@ func TestLoadConfig(t *testing.T) {
 
 func TestParsePeer(t *testing.T) {
 	for s, want := range map[string]Peer{
-		"10.0.0.2":             {Name: "10.0.0.2", Addr: mustAddr("10.0.0.2")},
-		" node-3 = 10.0.0.3 ":  {Name: "node-3", Addr: mustAddr("10.0.0.3")},
-		"fd00::7":              {Name: "fd00::7", Addr: mustAddr("fd00::7")},
-		"h=::ffff:10.0.0.4":    {Name: "h", Addr: mustAddr("10.0.0.4")},
-		"gpu01.rack2=fd00::9a": {Name: "gpu01.rack2", Addr: mustAddr("fd00::9a")},
+		"10.0.0.2":                 {Name: "10.0.0.2", Addr: mustAddr("10.0.0.2")},
+		" node-3 = 10.0.0.3 ":      {Name: "node-3", Addr: mustAddr("10.0.0.3")},
+		"fd00::7":                  {Name: "fd00::7", Addr: mustAddr("fd00::7")},
+		"h=::ffff:10.0.0.4":        {Name: "h", Addr: mustAddr("10.0.0.4")},
+		"gpu01.rack2=fd00::9a":     {Name: "gpu01.rack2", Addr: mustAddr("fd00::9a")},
+		"n1=10.0.0.5 tor=leaf-3":   {Name: "n1", Addr: mustAddr("10.0.0.5"), ToR: "leaf-3"},
+		"10.0.0.6  tor=rack2.leaf": {Name: "10.0.0.6", Addr: mustAddr("10.0.0.6"), ToR: "rack2.leaf"},
 	} {
 		if p, err := ParsePeer(s); err != nil || p != want {
 			t.Errorf("%q: %+v %v, want %+v", s, p, err, want)
 		}
 	}
-	for _, s := range []string{"", "node", "127.0.0.1", "224.0.0.1", "0.0.0.0", "fe80::1%eth0", "a b=10.0.0.1", "=10.0.0.1", "10.0.0.1/24"} {
+	for _, s := range []string{"", "node", "127.0.0.1", "224.0.0.1", "0.0.0.0", "fe80::1%eth0", "a b=10.0.0.1", "=10.0.0.1", "10.0.0.1/24",
+		"10.0.0.1 tor=", "10.0.0.1 tor=a/b", "tor=leaf1", "10.0.0.1 rack=2"} {
 		if _, err := ParsePeer(s); err == nil {
 			t.Errorf("%q accepted", s)
 		}
 	}
-	ps, err := parsePeerFile([]byte("# peers\n10.0.0.2\n\nnode3=10.0.0.3 # rack 2\n"))
-	if err != nil || len(ps) != 2 || ps[1].Name != "node3" {
+	ps, err := parsePeerFile([]byte("# peers\n10.0.0.2\n\nnode3=10.0.0.3 tor=leaf2 # rack 2\n"))
+	if err != nil || len(ps) != 2 || ps[1].Name != "node3" || ps[1].ToR != "leaf2" || ps[0].ToR != "" {
 		t.Errorf("%+v %v", ps, err)
 	}
 	if _, err := parsePeerFile([]byte("10.0.0.2\nbad\n")); err == nil || !strings.Contains(err.Error(), "line 2") {
@@ -281,13 +284,14 @@ func FuzzParseFlow(f *testing.F) {
 func FuzzParsePeerFile(f *testing.F) {
 	f.Add([]byte("# peers\n10.0.0.2\nnode3=10.0.0.3 # rack 2\nfd00::1\n"))
 	f.Add([]byte("=\n==\n::ffff:1.2.3.4\n"))
+	f.Add([]byte("n=10.0.0.1 tor=leaf1\n10.0.0.2 tor=\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		ps, err := parsePeerFile(b)
 		if err != nil {
 			return
 		}
 		for _, p := range ps {
-			if !p.Addr.IsValid() || p.Name == "" || p.Addr.Is4In6() {
+			if !p.Addr.IsValid() || p.Name == "" || p.Addr.Is4In6() || (p.ToR != "" && !validName(p.ToR)) {
 				t.Fatalf("peer %+v from %q", p, b)
 			}
 		}

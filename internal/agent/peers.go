@@ -12,7 +12,6 @@ import (
 
 	"github.com/roce-probe/roce-probe/internal/bound"
 	"github.com/roce-probe/roce-probe/probe"
-	"github.com/roce-probe/roce-probe/topology"
 )
 
 // Peer is one host the agent probes.
@@ -21,34 +20,36 @@ type Peer struct {
 	// (NAME=ADDRESS), else its address.
 	Name string
 	Addr netip.Addr
-	// ToR is the switch the peer is plugged into: as configured (tor=
-	// in the peers file or peers.static), else as the peer's probe
-	// replies say (Agent.replan fills it in); "" when not known.
+	// ToR names the switch (leaf) the peer's NIC is attached to, "" when
+	// not known: from the peers file's or peers.static's tor= column,
+	// else as the peer's probe replies say (Agent.replan fills it in).
 	ToR string
 }
 
+// torKey starts the ToR column of a peer: "NAME=ADDRESS tor=LEAF".
+const torKey = "tor="
+
 // ParsePeer parses a peer as given in peers.static and the peers file:
 // "ADDRESS" or "NAME=ADDRESS" (IPv4 or IPv6; NAME: 1..64 characters of
-// letters, digits, '_', '.', ':' and '-'), optionally followed, after
-// white space, by "tor=SWITCH": the ToR the peer is plugged into
-// (topology.ValidSwitch).
+// letters, digits, '_', '.', ':' and '-'), optionally followed by
+// "tor=LEAF": the ToR switch its NIC is attached to (the same characters).
 func ParsePeer(s string) (Peer, error) {
-	// The columns after the peer: tor=SWITCH (the peer itself may have
-	// spaces around its '=').
-	fields := strings.Fields(s)
-	var tor string
-	for len(fields) > 1 && strings.HasPrefix(fields[len(fields)-1], "tor=") {
-		if tor != "" {
-			return Peer{}, fmt.Errorf("%q: tor= given twice", s)
+	tor := ""
+	if f := strings.Fields(s); len(f) > 1 && strings.HasPrefix(f[len(f)-1], torKey) {
+		tor = strings.TrimPrefix(f[len(f)-1], torKey)
+		if !validName(tor) {
+			return Peer{}, fmt.Errorf("%q: tor %q: want 1..64 characters of letters, digits, '_', '.', ':' and '-'", s, tor)
 		}
-		tor = strings.TrimPrefix(fields[len(fields)-1], "tor=")
-		if !topology.ValidSwitch(tor) {
-			return Peer{}, fmt.Errorf("%q: tor=%q: want 1..%d characters of letters, digits, '_', '.', ':' and '-' (a switch name)", s, tor, topology.MaxSwitchLen)
-		}
-		fields = fields[:len(fields)-1]
+		s = strings.Join(f[:len(f)-1], " ")
 	}
-	peer := strings.Join(fields, " ")
-	name, addr, named := strings.Cut(peer, "=")
+	p, err := parsePeerAddr(s)
+	p.ToR = tor
+	return p, err
+}
+
+// parsePeerAddr parses "ADDRESS" or "NAME=ADDRESS".
+func parsePeerAddr(s string) (Peer, error) {
+	name, addr, named := strings.Cut(strings.TrimSpace(s), "=")
 	if !named {
 		addr, name = name, ""
 	}
@@ -67,7 +68,7 @@ func ParsePeer(s string) (Peer, error) {
 	if name == "" {
 		name = a.String()
 	}
-	return Peer{Name: name, Addr: a, ToR: tor}, nil
+	return Peer{Name: name, Addr: a}, nil
 }
 
 // validPeerAddr reports whether a can be a peer's address, from the peers
@@ -183,8 +184,12 @@ func (w *peerWatcher) resolve(ctx context.Context) {
 	w.onRead(sourceDNS)
 }
 
+// MaxPeersFileSize bounds the peers file: 100,000 lines of
+// "node-012345=10.1.2.3 tor=leaf-1234" are 3.6 MB.
+const MaxPeersFileSize = 16 << 20
+
 func (w *peerWatcher) readFile() {
-	b, err := readLimited(w.cfg.File, MaxConfigSize)
+	b, err := readLimited(w.cfg.File, MaxPeersFileSize)
 	if err == nil && w.fileRead && bytes.Equal(b, w.lastFile) {
 		w.onRead(sourcePeersFile)
 		return

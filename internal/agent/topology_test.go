@@ -119,36 +119,6 @@ func TestAgentTopology(t *testing.T) {
 	}
 }
 
-// The peers file's tor= column: the peer's ToR, checked as a switch name.
-func TestParsePeerToR(t *testing.T) {
-	for in, want := range map[string]Peer{
-		"node-3=10.0.0.3 tor=leaf-2":      {Name: "node-3", Addr: mustAddr("10.0.0.3"), ToR: "leaf-2"},
-		" node-3 = 10.0.0.3  tor=leaf-2":  {Name: "node-3", Addr: mustAddr("10.0.0.3"), ToR: "leaf-2"},
-		"10.0.0.4\ttor=aa:bb:cc:dd:ee:ff": {Name: "10.0.0.4", Addr: mustAddr("10.0.0.4"), ToR: "aa:bb:cc:dd:ee:ff"},
-		"10.0.0.5":                        {Name: "10.0.0.5", Addr: mustAddr("10.0.0.5")},
-	} {
-		got, err := ParsePeer(in)
-		if err != nil || got != want {
-			t.Errorf("%q: %+v, %v; want %+v", in, got, err, want)
-		}
-	}
-	for in, msg := range map[string]string{
-		"10.0.0.3 tor=leaf/2":  `tor="leaf/2": want 1..64 characters`,
-		"10.0.0.3 tor=":        `tor="": want`,
-		"10.0.0.3 tor=a tor=b": "tor= given twice",
-		"10.0.0.3 rack=7":      "is not a peer",
-		"tor=leaf-1":           "is not a peer",
-	} {
-		if _, err := ParsePeer(in); err == nil || !strings.Contains(err.Error(), msg) {
-			t.Errorf("%q: %v, want %q", in, err, msg)
-		}
-	}
-	ps, err := parsePeerFile([]byte("# rack 7\nnode1=10.0.0.1 tor=leaf-7 # the first\n10.0.0.2\n"))
-	if err != nil || len(ps) != 2 || ps[0].ToR != "leaf-7" || ps[1].ToR != "" {
-		t.Errorf("peers file: %+v, %v", ps, err)
-	}
-}
-
 func TestTopologyConfig(t *testing.T) {
 	for _, tc := range []struct {
 		edit func(*TopologyConfig)

@@ -1,0 +1,25 @@
+package census_test
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/roce-probe/roce-probe/census"
+)
+
+// A census as `roce-probe qps -o json` prints it (and a snapshot holds
+// it): which process owns the QP a frame was sent from.
+func ExampleCensus_QP() {
+	doc := `{"qps":[{"device":"rxe0","port":1,"qpn":17,"dest_qp":18,"type":"RC","subtype":null,"state":"RTS",
+	"sq_psn":4711,"rq_psn":815,"path_mig_state":"MIGRATED","pdn":3,"owner":"process","pid":4242,"comm":"ib_write_bw",
+	"driver_attrs":[],"traffic_class":null,"sl":null,"dscp":null,"markings_reason":"not reported"}],
+	"cm_ids":[],"raw_qps":null,"sources":[]}`
+	var c census.Census
+	if err := json.Unmarshal([]byte(doc), &c); err != nil {
+		fmt.Println(err)
+		return
+	}
+	q := c.QP("rxe0", 17)
+	fmt.Printf("QP %d (%s, %s) → QP %d: pid %d (%s)\n", q.QPN, q.Type, q.State, *q.DestQP, q.PID, q.Comm)
+	// Output: QP 17 (RC, RTS) → QP 18: pid 4242 (ib_write_bw)
+}
