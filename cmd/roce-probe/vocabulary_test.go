@@ -719,6 +719,7 @@ func TestVocabulary(t *testing.T) {
 	}
 	vocabularyLab(t)
 	vocabularyProbe(t)
+	vocabularyTrace(t)
 	vocabularyFabric(t)
 	vocabularyAgent(t)
 	vocabularyQPs(t)
@@ -732,6 +733,7 @@ func TestVocabulary(t *testing.T) {
 	for _, cmd := range []string{"send -o json", "listen -o json", "send -o ndjson", "listen -o ndjson"} {
 		c.notRunnable["command:"+cmd] = "raw sockets in network namespaces: run by TestSendListenJSON and TestSendSweepJSON (root), which check their output against docs/json.md; their objects are checked above"
 	}
+	c.notRunnable["command:trace -o json"] = "raw sockets in a routed fabric of namespaces: run by TestTraceJSON (root), which checks its output against docs/json.md; its objects are checked above"
 
 	// Every command row was run, every type reached.
 	var missing []string
