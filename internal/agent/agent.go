@@ -14,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/roce-probe/roce-probe/audit"
 	"github.com/roce-probe/roce-probe/collect"
 	"github.com/roce-probe/roce-probe/counters"
 	"github.com/roce-probe/roce-probe/host"
@@ -115,12 +116,15 @@ type Agent struct {
 	kicking  atomic.Bool                // neighbour resolutions are running
 
 	// Control-loop state.
-	view      *host.View
-	flows     []*flowSource
-	peers     []Peer
-	peerNames map[string]bool
-	logged    map[string]logState
-	logMu     sync.Mutex
+	view  *host.View
+	flows []*flowSource
+	// prevCounters is the last read's counter sample: the audit's
+	// interval starts there.
+	prevCounters *counters.Sample
+	peers        []Peer
+	peerNames    map[string]bool
+	logged       map[string]logState
+	logMu        sync.Mutex
 }
 
 type agentState struct {
@@ -180,7 +184,7 @@ func New(cfg Config, d Deps) (*Agent, error) {
 	md := descs()
 	a.hostC = &constCollector{descs: []*prometheus.Desc{md.gidInfo, md.gidIndex, md.gidIndexChanges, md.flowVerdict,
 		md.flowWarnings, md.flowSource, md.rdmaCounter, md.prioPackets, md.prioBytes, md.prioPauseFrames,
-		md.prioPauseSeconds, md.prioDiscards, md.rocePriority, md.snapshotErrors, md.topologyInfo}}
+		md.prioPauseSeconds, md.prioDiscards, md.rocePriority, md.snapshotErrors, md.auditOff, md.auditRDMA, md.topologyInfo}}
 	a.readErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Name: metricReadErrors,
 		Help: "Reads that failed, by source (host: the whole host snapshot; dns; peers_file; netlink; capture; and the kinds of the snapshot's own errors: dcb, ethtool, ...)."}, []string{"source"})
 	a.lastRead = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: metricLastRead,
@@ -477,7 +481,20 @@ func (a *Agent) read() int {
 		r := counters.Analyze(v.CountersInput(nil, snap.Counters))
 		rep = &r
 	}
-	a.hostC.set(append(hostMetrics(rows, idx, a.gids, flows, rep, snap.Errors), topologyMetrics(snap.Topology)...))
+	// The audit's counters cross-check of the interval since the last
+	// read (no wire sample: the agent captures no application traffic).
+	var aud *audit.Report
+	if a.prevCounters != nil && snap.Counters != nil {
+		exp := make([]audit.Expectation, len(a.cfg.Flows))
+		for i, f := range a.cfg.Flows {
+			exp[i] = f.Expectation()
+		}
+		r := audit.Audit(audit.Input{View: v, Prev: a.prevCounters, Cur: snap.Counters, Expect: exp})
+		aud = &r
+	}
+	a.prevCounters = snap.Counters
+	ms := append(hostMetrics(rows, idx, a.gids, flows, rep, snap.Errors), auditMetrics(aud)...)
+	a.hostC.set(append(ms, topologyMetrics(snap.Topology)...))
 	a.cap.setLocal(v.NS)
 	a.cap.setToRs(newTorOf(snap.Topology))
 	a.lldp.sync(attachmentNetdevs(snap.Topology))
