@@ -70,8 +70,19 @@ type Suspect struct {
 // never reaches these.
 const (
 	// minNICPeers: a NIC is suspect when pairs with at least this many
-	// distinct peers lost probes, ToR-mates among them.
+	// distinct peers lost probes, ToR-mates among them, and at least
+	// minNICLost probes between it and its ToR-mates were lost. Random
+	// loss loses one probe of a pair in a window: a NIC with 63 mates
+	// probed both ways at 1/s loses 3 of them at random, at one in
+	// 100,000, about once in 10⁵ windows (10,000 NICs: every few
+	// minutes), 6 probes about once in 10¹¹.
 	minNICPeers = 3
+	minNICLost  = 6
+	// minToRLost: ToR-mesh loss is a ToR's when at least this many probes
+	// between its NICs were lost (a ToR of 64 NICs loses about 1.2 a
+	// 30 s window at random at one in 100,000; 10 or more about once in
+	// 10⁷ windows).
+	minToRLost = 10
 	// minLinkVotes: a ToR–spine link is suspect when at least this many
 	// lost (or remarked) source ports were traced through it, from at
 	// least minRemoteToRs other ToRs.
@@ -91,10 +102,11 @@ const (
 //     part of is set aside: its losses may be its own.
 //  2. A NIC (its host, or the ToR port facing it): its probes fail in
 //     every direction — pairs with at least 3 peers lost, ToR-mates among
-//     them (a link fault never loses a probe between ToR-mates) — while
-//     its ToR-mates lose nothing among themselves.
+//     them (a link fault never loses a probe between ToR-mates), at least
+//     6 probes with its ToR-mates (random loss loses one probe here and
+//     there) — while its ToR-mates lose nothing among themselves.
 //  3. A ToR: loss between ToR-mates spread over its NICs with no NIC to
-//     blame (ToR-mesh loss).
+//     blame (ToR-mesh loss), at least 10 probes.
 //  4. A ToR uplink: the remaining inter-ToR loss, by the spine the traces
 //     of the lost source ports went through: the link (ToR, spine) with
 //     the most such ports from at least two other ToRs, at least twice as
@@ -133,6 +145,7 @@ func Localize(in LocalizeInput) []Suspect {
 	// 2. NICs: distinct peers of lossy pairs, and of those the ToR-mates.
 	type nicLoss struct {
 		peers, mates map[string]bool
+		mateLost     uint64
 		tor          string
 	}
 	nics := map[string]*nicLoss{}
@@ -153,12 +166,14 @@ func Localize(in LocalizeInput) []Suspect {
 		a.peers[p.Dst], b.peers[p.Src] = true, true
 		if mate {
 			a.mates[p.Dst], b.mates[p.Src] = true, true
+			a.mateLost += p.Lost
+			b.mateLost += p.Lost
 		}
 	}
 	blamed := map[string]bool{} // NICs named
 	for _, n := range sortedKeys(nics) {
 		l := nics[n]
-		if len(l.peers) < minNICPeers || len(l.mates) < min(2, len(l.peers)) {
+		if len(l.peers) < minNICPeers || len(l.mates) < min(2, len(l.peers)) || (len(l.mates) > 0 && l.mateLost < minNICLost) {
 			continue
 		}
 		// Its mates' losses among themselves must be its: each mate that
@@ -194,6 +209,7 @@ func Localize(in LocalizeInput) []Suspect {
 	// 3. ToRs: mesh loss spread over the NICs of one ToR.
 	torNICs := map[string]map[string]bool{}
 	torPairs := map[string]int{}
+	torLost := map[string]uint64{}
 	for _, p := range rest {
 		if p.Lost > 0 && p.SrcToR != "" && p.SrcToR == p.DstToR {
 			if torNICs[p.SrcToR] == nil {
@@ -201,10 +217,11 @@ func Localize(in LocalizeInput) []Suspect {
 			}
 			torNICs[p.SrcToR][p.Src], torNICs[p.SrcToR][p.Dst] = true, true
 			torPairs[p.SrcToR]++
+			torLost[p.SrcToR] += p.Lost
 		}
 	}
 	for _, t := range sortedKeys(torNICs) {
-		if len(torNICs[t]) >= minNICPeers && torPairs[t] >= minNICPeers {
+		if len(torNICs[t]) >= minNICPeers && torPairs[t] >= minNICPeers && torLost[t] >= minToRLost {
 			out = append(out, Suspect{Kind: SuspectToR, ToR: t, Pairs: torPairs[t],
 				Evidence: fmt.Sprintf("ToR-mesh loss: %d pairs of %d of its NICs lost probes between ToR-mates, no NIC to blame", torPairs[t], len(torNICs[t]))})
 		}
