@@ -137,11 +137,11 @@ func TestTraceLeafSpine(t *testing.T) {
 
 	var labels map[string]uint32
 	t.Run("IPv4", func(t *testing.T) {
-		d := labTrace(t, h5.Name, exitFinding, "--dev", h5.RDMADevice, "--gid-index", "auto", "--dst", h7.IP4.Addr().String(), "--tclass", "106", "--paths", "4", "--timeout", "1s")
+		d := labTrace(t, h5.Name, exitFinding, "--dev", h5.RDMADevice, "--gid-index", "auto", "--dst", h7.IP4.Addr().String(), "--tclass", "106", "--paths", "4", "--min-ports", "16", "--timeout", "1s")
 		labels = check(t, d, "")
 	})
 	t.Run("IPv6", func(t *testing.T) {
-		check(t, labTrace(t, h6.Name, exitFinding, "--netdev", lab.HostNIC, "--dst", h8.IP6.Addr().String(), "--tclass", "106", "--paths", "4", "--timeout", "1s"), "")
+		check(t, labTrace(t, h6.Name, exitFinding, "--netdev", lab.HostNIC, "--dst", h8.IP6.Addr().String(), "--tclass", "106", "--paths", "4", "--min-ports", "16", "--timeout", "1s"), "")
 	})
 	t.Run("FlowLabel", func(t *testing.T) {
 		if len(labels) != 2 {
@@ -192,7 +192,7 @@ func TestTraceLeafSpine(t *testing.T) {
 	})
 	t.Run("NoICMP", func(t *testing.T) {
 		ls.Router(lab.Spine1).NoICMP()
-		d := labTrace(t, h5.Name, exitFinding, "--netdev", lab.HostNIC, "--dst", h7.IP4.Addr().String(), "--tclass", "106", "--paths", "4", "--timeout", "300ms", "--tries", "2")
+		d := labTrace(t, h5.Name, exitFinding, "--netdev", lab.HostNIC, "--dst", h7.IP4.Addr().String(), "--tclass", "106", "--paths", "4", "--min-ports", "16", "--timeout", "300ms", "--tries", "2")
 		silent := 0
 		for _, p := range d.Paths {
 			if len(p.Hops) > 1 && p.Hops[1].Status == "silent" {
