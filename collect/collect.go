@@ -2,9 +2,10 @@ package collect
 
 import (
 	"errors"
-	"github.com/roce-probe/roce-probe/host"
 
+	"github.com/roce-probe/roce-probe/census"
 	"github.com/roce-probe/roce-probe/counters"
+	"github.com/roce-probe/roce-probe/host"
 )
 
 // Section is one part of a snapshot, for Options.Sections.
@@ -17,8 +18,9 @@ const (
 	SectionDCB                          // DCB of every real netdev of every namespace read
 	SectionCounters                     // RDMA port counters, ethtool and PFC counters of the real netdevs below RoCE netdevs
 	SectionSettings                     // rdma_cm configfs defaults, mlx5 traffic class overrides, DCQCN
+	SectionCensus                       // the QP census: QPs and rdma_cm IDs with their processes (package census)
 
-	SectionAll = SectionRDMA | SectionNet | SectionDCB | SectionCounters | SectionSettings
+	SectionAll = SectionRDMA | SectionNet | SectionDCB | SectionCounters | SectionSettings | SectionCensus
 )
 
 // Options say what Collect reads.
@@ -97,5 +99,31 @@ type Sampler interface {
 // (opt as given to Collect: namespace, sysfs root, extra netdevs). On
 // systems other than Linux it returns ErrNotLinux.
 func NewSampler(s *host.Snapshot, opt Options) (Sampler, error) { return newSampler(s, opt) }
+
+// CensusOptions say what Census reads.
+type CensusOptions struct {
+	// Devices names the RDMA devices to read; nil reads every device
+	// RDMA netlink lists. A name it does not list is an error.
+	Devices []string
+	// Raw also reads the drivers' raw QP contexts
+	// (RDMA_NLDEV_CMD_RES_QP_GET_RAW): it needs CAP_NET_ADMIN, and mlx5
+	// runs a firmware command per QP for it.
+	Raw bool
+	// ProcRoot is where /proc is mounted ("" is /proc): the owners'
+	// commands are read from PROC/PID/comm.
+	ProcRoot string
+}
+
+// Census reads the QP census of the live host: every QP and rdma_cm ID of
+// the RDMA devices this network namespace sees, from RDMA netlink's
+// resource dumps (what `rdma resource show qp` and `rdma resource show
+// cm_id` print), with each owning process's command from /proc/PID/comm.
+// No privilege is needed except for opt.Raw (CAP_NET_ADMIN); what could
+// not be read is in the census's Sources with the reason, the rest is
+// complete. A PID is given in the reader's PID namespace: QPs of
+// processes it cannot see come without an owner (docs/qps.md). The
+// error is for opt naming a device RDMA netlink does not list; on systems
+// other than Linux it is ErrNotLinux.
+func Census(opt CensusOptions) (*census.Census, error) { return readCensus(opt) }
 
 func (o Options) has(s Section) bool { return o.Sections == 0 || o.Sections&s != 0 }

@@ -50,6 +50,11 @@ func collect(opt Options) (*host.Snapshot, error) {
 		collectCopy(s, sys, opt)
 		return s, nil
 	}
+	if opt.has(SectionCensus) {
+		// Never an error: without a device filter, what cannot be
+		// read is in the census's sources.
+		s.Census, _ = readCensus(CensusOptions{})
+	}
 	if !opt.has(SectionNet) && !opt.has(SectionDCB) {
 		return s, nil
 	}
@@ -138,6 +143,9 @@ func collectCopy(s *host.Snapshot, sys *sysfs, opt Options) {
 	}
 	if opt.has(SectionCounters) {
 		s.Errors = append(s.Errors, host.SourceError{Source: "counters", Error: fmt.Sprintf(notLive, "one sample of live counters: RDMA netlink, hw_counters and ethtool")})
+	}
+	if opt.has(SectionCensus) {
+		s.Errors = append(s.Errors, host.SourceError{Source: "census", Error: fmt.Sprintf(notLive, "the QP census: RDMA netlink's resource dumps")})
 	}
 	if opt.has(SectionSettings) && s.RDMA != nil {
 		s.Settings = sys.readSettings(s.RDMA.Devices, counterNetdevs(s.RDMA.Devices, ns, opt.Netdevs))

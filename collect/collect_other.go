@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime"
 
+	"github.com/roce-probe/roce-probe/census"
 	"github.com/roce-probe/roce-probe/host"
 )
 
@@ -14,5 +15,7 @@ import (
 var errNotLinux = fmt.Errorf("reading the live host %w (this is %s): take a snapshot on the host with 'roce-probe collect --out FILE' and analyse it here with --from FILE", ErrNotLinux, runtime.GOOS)
 
 func collect(Options) (*host.Snapshot, error) { return nil, errNotLinux }
+
+func readCensus(CensusOptions) (*census.Census, error) { return nil, errNotLinux }
 
 func newSampler(*host.Snapshot, Options) (Sampler, error) { return nil, errNotLinux }

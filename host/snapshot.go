@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/roce-probe/roce-probe/census"
 	"github.com/roce-probe/roce-probe/counters"
 	"github.com/roce-probe/roce-probe/gid"
 	"github.com/roce-probe/roce-probe/internal/bound"
@@ -64,6 +65,10 @@ type Snapshot struct {
 	// rdma_cm's configfs defaults, mlx5 traffic class overrides, DCQCN;
 	// nil when not collected.
 	Settings *Settings
+	// Census is the QP census: the QPs and rdma_cm IDs with the
+	// processes that own them (package census); nil when not collected
+	// (and in snapshots written before it was).
+	Census *census.Census
 	// Errors lists the sources that could not be read; the snapshot holds
 	// everything else.
 	Errors []SourceError
@@ -223,13 +228,14 @@ type snapshotJSON struct {
 	DCB        []DCB             `json:"dcb"`
 	Counters   *counters.Sample  `json:"counters"`
 	Settings   *Settings         `json:"settings"`
+	Census     *census.Census    `json:"census"`
 	Errors     []SourceError     `json:"errors"`
 }
 
 // MarshalJSON writes the snapshot document (docs/json.md, "snapshot").
 func (s *Snapshot) MarshalJSON() ([]byte, error) {
 	w := snapshotJSON{Format: Format, Version: Version, Tool: s.Tool, Hostname: null.String(s.Hostname), Kernel: null.String(s.Kernel),
-		Time: s.Time, RDMA: s.RDMA, Namespaces: s.Namespaces, DCB: s.DCB, Counters: s.Counters, Settings: s.Settings, Errors: s.Errors}
+		Time: s.Time, RDMA: s.RDMA, Namespaces: s.Namespaces, DCB: s.DCB, Counters: s.Counters, Settings: s.Settings, Census: s.Census, Errors: s.Errors}
 	if w.Namespaces == nil {
 		w.Namespaces = []*vlan.Namespace{}
 	}
@@ -309,6 +315,7 @@ type (
 		Namespaces []*namespaceDecode `json:"namespaces"`
 		DCB        []dcbJSON          `json:"dcb"`
 		Settings   *Settings          `json:"settings"`
+		Census     *census.Census     `json:"census"`
 		Errors     []SourceError      `json:"errors"`
 	}
 	decodeJSON struct {
@@ -359,7 +366,7 @@ func (*skipJSON) UnmarshalJSON([]byte) error { return nil }
 // parse is an error naming its device, port and index.
 func (w *decodeBase) snapshot() (*Snapshot, error) {
 	s := &Snapshot{Tool: w.Tool, Hostname: deref(w.Hostname), Kernel: deref(w.Kernel), Time: w.Time,
-		Settings: w.Settings, Errors: w.Errors}
+		Settings: w.Settings, Census: w.Census, Errors: w.Errors}
 	if w.Namespaces != nil {
 		s.Namespaces = make([]*vlan.Namespace, len(w.Namespaces))
 		for i, n := range w.Namespaces {
@@ -622,6 +629,9 @@ func (s *Snapshot) Validate() error {
 		}
 	}
 	if err := s.Settings.Validate(); err != nil {
+		return fmt.Errorf("snapshot: %w", err)
+	}
+	if err := s.Census.Validate(); err != nil {
 		return fmt.Errorf("snapshot: %w", err)
 	}
 	return nil

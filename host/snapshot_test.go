@@ -253,3 +253,26 @@ func TestDecodeOldOperStateNames(t *testing.T) {
 		t.Errorf("operstates %v: want one lowerlayerdown and one notpresent, none in netlink's spelling", got)
 	}
 }
+
+// A snapshot written before the QP census was collected has no "census"
+// key: it decodes, with Census nil; a census that contradicts itself is
+// refused, naming the QP.
+func TestSnapshotCensus(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("testdata", "rxe.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := bytes.Replace(raw, []byte("  \"census\": null,\n"), nil, 1)
+	if bytes.Equal(old, raw) {
+		t.Fatal("the fixture has no census key to remove")
+	}
+	s, err := Decode(bytes.NewReader(old))
+	if err != nil || s.Census != nil {
+		t.Fatalf("snapshot without census: %v, census %v", err, s.Census)
+	}
+	qp := `{"device":"rxe0","port":1,"qpn":17,"dest_qp":null,"type":"UD","subtype":null,"state":"RTS","sq_psn":0,"rq_psn":null,"path_mig_state":null,"pdn":null,"owner":"process","pid":7,"comm":"x","driver_attrs":[],"traffic_class":null,"sl":null,"dscp":null,"markings_reason":null}`
+	dup := bytes.Replace(raw, []byte(`"census": null`), []byte(`"census": {"qps":[`+qp+`,`+qp+`],"cm_ids":[],"raw_qps":null,"sources":[]}`), 1)
+	if _, err := Decode(bytes.NewReader(dup)); err == nil || !strings.Contains(err.Error(), "rxe0 QP 17 appears twice") {
+		t.Errorf("duplicate QP: got %v", err)
+	}
+}

@@ -30,7 +30,8 @@ routes, neighbours and TTL sysctls; and the DCB state (PFC, ETS, APP table,
 trust, DCBX) of every real netdev; one sample of the RDMA ports' counters and of
 the real netdevs' ethtool and PFC counters (what 'roce-probe counters --from'
 analyses); and the settings applied behind the application's back (rdma_cm's
-configfs default ToS, mlx5 traffic class overrides, DCQCN). Sources that could
+configfs default ToS, mlx5 traffic class overrides, DCQCN); and the QP census
+(every QP and rdma_cm ID with the process that owns it, docs/qps.md). Sources that could
 not be read are listed under "errors".
 
 Give the file to any command with --from FILE, on any machine (Linux, macOS,

@@ -32,6 +32,7 @@ type hostFlags struct {
 // hostFlagSet says which of the shared flags a command takes.
 type hostFlagSet struct {
 	dev, port bool
+	noNetns   bool // the command reads no netdevs: no --netns
 	devUsage  string
 	portDef   int // default --port (0: every port)
 }
@@ -40,7 +41,9 @@ func (h *hostFlags) add(c *cobra.Command, set hostFlagSet) {
 	h.cmd = c
 	fl := c.Flags()
 	fl.StringVar(&h.from, "from", "", "analyse this host snapshot (written by 'roce-probe collect', .gz too; - for standard input) instead of the live host: nothing is read from the live host")
-	fl.StringVar(&h.netns, "netns", "", "look netdevs, routes and neighbours up in this network namespace (a name from 'ip netns list'; live, needs root; with --from, a namespace the snapshot holds)")
+	if !set.noNetns {
+		fl.StringVar(&h.netns, "netns", "", "look netdevs, routes and neighbours up in this network namespace (a name from 'ip netns list'; live, needs root; with --from, a namespace the snapshot holds)")
+	}
 	if set.dev {
 		usage := set.devUsage
 		if usage == "" {

@@ -593,6 +593,7 @@ func TestVocabulary(t *testing.T) {
 		t.Fatal(err)
 	}
 	stale := "6b81234500201140fd00" + "00000000000000000000"
+	auditPcap := auditCapture(t, dir)
 	from := func(name string, args ...string) []string { return append(args, fromArgs(name)...) }
 	noRDMA := withoutRDMADevices(t, "rxe")
 	neigh := rxeWithNeighbours(t)
@@ -639,6 +640,10 @@ func TestVocabulary(t *testing.T) {
 		{"ah --from-wc HEX -o json", from("rxe", "ah", "--dev", "rxe0", "--from-wc", stale+"4568003c12344000401114130a0000020a000001", "--wc", "", "--behaviour", "rdma-core", "-o", "json"), exitOK},
 		{"counters -o json", []string{"counters", "--from", countersFixture, "-o", "json"}, exitOK},
 		{"counters -o json", []string{"counters", "--from", "../../host/testdata/mlx5-tcoverride.json", "-o", "json"}, exitOK},
+		{"audit -o json", []string{"audit", "--from", "../../audit/testdata/mlx5-prio0-before.json", "--then", "../../audit/testdata/mlx5-prio0-after.json", "-o", "json"}, exitFinding},
+		{"audit -o json", []string{"audit", "--from", "../../audit/testdata/bnxt-prio0-before.json", "-o", "json"}, exitOK},
+		{"audit -o json", from("rxe", "audit", "--tclass", "106", "--pcap", auditPcap, "-o", "json"), exitFinding},
+		{"audit -o json", from("mlx5-pcp", "audit", "--pcap", auditPcap, "-o", "json"), exitOK},
 		{"decode -o json", []string{"decode", "-o", "json", sampleCapture}, exitOK},
 		{"decode -o json", []string{"decode", "-o", "json", "../../roce/testdata/rxe-ud-send.pcapng"}, exitOK},
 		{"decode -o json", []string{"decode", "-o", "json", edges}, exitOK},
@@ -699,10 +704,21 @@ func TestVocabulary(t *testing.T) {
 			checkOutput(t, "counters --watch -o "+f, out)
 		}
 	}
+	// audit --watch, live: this host's counters, no wire sample.
+	for _, f := range []string{"json", "ndjson"} {
+		out, stderr, code := runCLI(t, "", "audit", "--watch", "--count", "2", "--interval", "100ms", "--no-wire", "-o", f)
+		if code != exitOK {
+			t.Errorf("audit --watch -o %s: exit %d: %s", f, code, stderr)
+		} else {
+			checkOutput(t, "audit --watch -o "+f, out)
+		}
+	}
 	vocabularyLab(t)
 	vocabularyProbe(t)
+	vocabularyTrace(t)
 	vocabularyFabric(t)
 	vocabularyAgent(t)
+	vocabularyQPs(t)
 	// ah --create needs a binary built with -tags ibverbs and a device,
 	// --resolve-neighbour the live host: their objects as ah builds them.
 	checkValue(t, "ah_create", createJSON(0x11, nil))
@@ -713,6 +729,7 @@ func TestVocabulary(t *testing.T) {
 	for _, cmd := range []string{"send -o json", "listen -o json", "send -o ndjson", "listen -o ndjson"} {
 		c.notRunnable["command:"+cmd] = "raw sockets in network namespaces: run by TestSendListenJSON and TestSendSweepJSON (root), which check their output against docs/json.md; their objects are checked above"
 	}
+	c.notRunnable["command:trace -o json"] = "raw sockets in a routed fabric of namespaces: run by TestTraceJSON (root), which checks its output against docs/json.md; its objects are checked above"
 
 	// Every command row was run, every type reached.
 	var missing []string

@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/roce-probe/roce-probe/audit"
 	"github.com/roce-probe/roce-probe/counters"
 	"github.com/roce-probe/roce-probe/fabric"
 	"github.com/roce-probe/roce-probe/gid"
@@ -136,6 +137,19 @@ func resolveFlow(v *host.View, f FlowConfig, rows []gidRow) *flowSource {
 	// ToS and the driver's traffic class override applied), checked as
 	// `roce-probe check` checks it; its probes carry the sl and traffic
 	// class the check ends with.
+	fp := f.Params()
+	fs.tclass, fs.sl = fp.TrafficClass, fp.SL
+	if r, err := qos.Check(v.Flow(src, fp)); err == nil {
+		fs.check = &r
+		fs.tclass, fs.sl, fs.path = r.TrafficClass, r.SL, r.Path
+	}
+	return fs
+}
+
+// Params are the markings the flow asks for: its tclass and sl (verbs),
+// or, with tos or rdma_cm, an rdma_cm flow with that ToS (none: the
+// port's configfs default_roce_tos).
+func (f FlowConfig) Params() host.FlowParams {
 	var fp host.FlowParams
 	if f.TOS != nil || f.RDMACM {
 		fp.RDMACM = true
@@ -143,20 +157,27 @@ func resolveFlow(v *host.View, f FlowConfig, rows []gidRow) *flowSource {
 			tos := uint8(*f.TOS)
 			fp.TOS = &tos
 		}
-	} else {
-		if f.TClass != nil {
-			fp.TrafficClass = uint8(*f.TClass)
-		}
-		if f.SL != nil {
-			fp.SL = uint8(*f.SL)
-		}
+		return fp
 	}
-	fs.tclass, fs.sl = fp.TrafficClass, fp.SL
-	if r, err := qos.Check(v.Flow(src, fp)); err == nil {
-		fs.check = &r
-		fs.tclass, fs.sl, fs.path = r.TrafficClass, r.SL, r.Path
+	if f.TClass != nil {
+		fp.TrafficClass = uint8(*f.TClass)
 	}
-	return fs
+	if f.SL != nil {
+		fp.SL = uint8(*f.SL)
+	}
+	return fp
+}
+
+// Expectation is the flow as `roce-probe audit` and the agent's audit
+// expect the host's traffic: its markings (Params), for the GID entries
+// its select names (netdev, device and port, gid_index, family).
+func (f FlowConfig) Expectation() audit.Expectation {
+	s := f.Select
+	e := audit.Expectation{Name: f.Name, Netdev: s.Netdev, Device: s.Device, Port: s.Port, GIDIndex: -1, Family: s.Family, Params: f.Params()}
+	if s.GIDIndex != nil {
+		e.GIDIndex = *s.GIDIndex
+	}
+	return e
 }
 
 func selectWhere(s SelectConfig) string {

@@ -81,6 +81,21 @@
 // switch namespace "sw". RDMA devices stay in the shared netns mode, in
 // which rdma_cm works (docs/lab.md says why not exclusive).
 //
+// # The routed leaf-spine (Linux 7.x)
+//
+//	LeafSpineUp(timeout) / LeafSpineDown()        // roce-probe lab up --fabric builds it after the bridged fabric
+//	RoutedHosts, Leaves, Spines, RouterPorts      // leafspine_topology.go: h5..h8 (rxe5..rxe8), leaf1, leaf2, spine1, spine2
+//	UseLeafSpine(t) *LeafSpine                    // in a test: faults and captures, removed when t ends
+//	(*LeafSpine).Host("h5") RoutedHost            // .Host for the Tools, .Leaf, .IP4, .IP6, .Addr(v6)
+//	(*LeafSpine).Router("spine1").Port("leaf2")   // a *Port: RemarkDSCP, MarkCE, BleachECN, DropRoCE, Netem, Loss, Capture
+//	(*Router).NoICMP(), ICMPRateLimit(d), Addrs() // router faults; the router's addresses
+//	(*LeafSpine).CaptureHost("h5"), ShieldRXE     // a host's NIC; keep plain UDP probes to 4791 from rxe
+//	SendUDP(ns, from, to, tos, ttl, payload)      // one UDP datagram with a TOS and TTL
+//
+// Leaves route the hosts' networks over both spines with multipath routes
+// that hash on the 5-tuple; routers answer every TTL-expired packet (ICMP
+// rate limit 0). docs/lab.md has the picture and the addresses.
+//
 // Reading GID tables is package gid's job; this package reads sysfs only to
 // know when the fabric is ready and to find a host's GID index.
 package lab

@@ -32,7 +32,8 @@ type Host struct {
 	// host's VLAN device there (skb priority → PCP); nil or a missing
 	// entry: no map.
 	EgressQoS map[string]map[uint32]uint32
-	index     int // 1..4
+	index     int        // 1..4 (5..8 for the leaf-spine's hosts)
+	oob       netip.Addr // a leaf-spine host's IPv4 address (RoutedHost.IP4); invalid for h1..h4
 }
 
 // FabricNet is one IP network of the fabric: untagged, a trunk VLAN, or the

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -14,6 +15,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Proc is a command running in a network namespace (a server or client of
@@ -252,10 +255,15 @@ type Tool struct {
 }
 
 // oobAddr is where the TCP exchanges of ibv_rc_pingpong and perftest go:
-// the server's untagged IPv4 address (perftest's takes only IPv4 there);
-// the GID indexes, not this address, choose the network of the RDMA
-// traffic.
-func oobAddr(s Host) netip.Addr { return s.IPv4(FabricNets[0]).Addr() }
+// the server's untagged IPv4 address (perftest's takes only IPv4 there),
+// a leaf-spine host's IPv4 address; the GID indexes, not this address,
+// choose the network of the RDMA traffic.
+func oobAddr(s Host) netip.Addr {
+	if s.oob.IsValid() {
+		return s.oob
+	}
+	return s.IPv4(FabricNets[0]).Addr()
+}
 
 // RCPingpong is ibv_rc_pingpong (libibverbs' example: RC SENDs both ways,
 // QP attributes exchanged over TCP) with the given GID indexes.
@@ -361,4 +369,52 @@ func GIDIndex(dev string, addr netip.Addr, netdev string) (int, error) {
 		}
 	}
 	return -1, fmt.Errorf("lab: %s port 1 has no GID %s on %s", dev, addr, netdev)
+}
+
+// SendUDP sends one UDP datagram of payload from from to to, from a socket
+// opened in the named network namespace ("" for the caller's), with the
+// IPv4 TOS or IPv6 traffic class tos and the TTL or hop limit ttl (0: the
+// route's default). from's port is the UDP source port (0: any).
+func SendUDP(namespace string, from, to netip.AddrPort, tos, ttl uint8, payload []byte) error {
+	if from.Addr().Is4() != to.Addr().Is4() {
+		return fmt.Errorf("lab: send UDP %s → %s: the addresses' families differ", from, to)
+	}
+	var conn *net.UDPConn
+	err := InNetns(namespace, func() error {
+		var err error
+		conn, err = net.ListenUDP("udp", net.UDPAddrFromAddrPort(from))
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("lab: UDP socket on %s in %s: %w", from, namespace, err)
+	}
+	defer conn.Close()
+	rc, err := conn.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	err = rc.Control(func(fd uintptr) {
+		if to.Addr().Is4() {
+			serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_IP, unix.IP_TOS, int(tos))
+			if serr == nil && ttl > 0 {
+				serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_IP, unix.IP_TTL, int(ttl))
+			}
+			return
+		}
+		serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_IPV6, unix.IPV6_TCLASS, int(tos))
+		if serr == nil && ttl > 0 {
+			serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_IPV6, unix.IPV6_UNICAST_HOPS, int(ttl))
+		}
+	})
+	if err == nil {
+		err = serr
+	}
+	if err != nil {
+		return fmt.Errorf("lab: UDP socket on %s: TOS %#x, TTL %d: %w", from, tos, ttl, err)
+	}
+	if _, err := conn.WriteToUDPAddrPort(payload, to); err != nil {
+		return fmt.Errorf("lab: send UDP %s → %s in %s: %w", from, to, namespace, err)
+	}
+	return nil
 }

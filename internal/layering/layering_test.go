@@ -159,10 +159,12 @@ func public(path string) bool {
 }
 
 // applications are the packages under internal/ that may import public
-// packages: the applications built on them and the test-frame generator
-// (which builds frames with roce.SerializeFrame).
+// packages: the applications built on them, the test-frame generator
+// (which builds frames with roce.SerializeFrame) and the fleet simulation
+// (which runs the fleet package's planning and aggregation).
 var applications = []string{
 	module + "/internal/agent",
+	module + "/internal/fleetsim",
 	module + "/internal/lab",
 	module + "/internal/cmd",
 	module + "/internal/rocegen",
