@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/roce-probe/roce-probe/audit"
 	"github.com/roce-probe/roce-probe/collect"
 	"github.com/roce-probe/roce-probe/counters"
 	"github.com/roce-probe/roce-probe/fleet"
@@ -114,17 +115,20 @@ type Agent struct {
 	kicking  atomic.Bool                // neighbour resolutions are running
 
 	// Control-loop state.
-	view      *host.View
-	flows     []*flowSource
-	peers     []Peer
-	plan      *planner
-	nextRound time.Time // when the plan's next round starts
-	gov       *fleet.Governor
-	govAt     time.Time
-	govCPU    time.Duration
-	pressure  *prometheus.CounterVec
-	logged    map[string]logState
-	logMu     sync.Mutex
+	view  *host.View
+	flows []*flowSource
+	// prevCounters is the last read's counter sample: the audit's
+	// interval starts there.
+	prevCounters *counters.Sample
+	peers        []Peer
+	plan         *planner
+	nextRound    time.Time // when the plan's next round starts
+	gov          *fleet.Governor
+	govAt        time.Time
+	govCPU       time.Duration
+	pressure     *prometheus.CounterVec
+	logged       map[string]logState
+	logMu        sync.Mutex
 }
 
 type agentState struct {
@@ -183,7 +187,7 @@ func New(cfg Config, d Deps) (*Agent, error) {
 	md := descs()
 	a.hostC = &constCollector{descs: []*prometheus.Desc{md.gidInfo, md.gidIndex, md.gidIndexChanges, md.flowVerdict,
 		md.flowWarnings, md.flowSource, md.rdmaStatistic, md.prioPackets, md.prioBytes, md.prioPauseFrames,
-		md.prioPauseSeconds, md.prioDiscards, md.rocePriority, md.snapshotErrors}}
+		md.prioPauseSeconds, md.prioDiscards, md.rocePriority, md.snapshotErrors, md.auditOff, md.auditRDMA}}
 	a.readErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Name: metricReadErrors,
 		Help: "Reads that failed, by source (host: the whole host snapshot; dns; peers_file; netlink; capture; and the kinds of the snapshot's own errors: dcb, ethtool, ...)."}, []string{"source"})
 	a.lastRead = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: metricLastRead,
@@ -507,7 +511,19 @@ func (a *Agent) read() int {
 		r := counters.Analyze(v.CountersInput(nil, snap.Counters))
 		rep = &r
 	}
-	a.hostC.set(hostMetrics(rows, idx, a.gids, flows, rep, snap.Errors))
+	// The audit's counters cross-check of the interval since the last
+	// read (no wire sample: the agent captures no application traffic).
+	var aud *audit.Report
+	if a.prevCounters != nil && snap.Counters != nil {
+		exp := make([]audit.Expectation, len(a.cfg.Flows))
+		for i, f := range a.cfg.Flows {
+			exp[i] = f.Expectation()
+		}
+		r := audit.Audit(audit.Input{View: v, Prev: a.prevCounters, Cur: snap.Counters, Expect: exp})
+		aud = &r
+	}
+	a.prevCounters = snap.Counters
+	a.hostC.set(append(hostMetrics(rows, idx, a.gids, flows, rep, snap.Errors), auditMetrics(aud)...))
 	a.cap.setLocal(v.NS)
 	kicks := a.replan()
 	a.log.Debug("host read", "gid_entries", len(rows), "errors", len(snap.Errors), "neighbours_to_resolve", len(kicks))

@@ -113,6 +113,7 @@ var hostMetric = map[string]bool{
 	metricFlowWarnings: true, metricFlowSource: true, metricRDMAStatistic: true, metricPrioPackets: true, metricPrioBytes: true,
 	metricPrioPauseFrames: true, metricPrioPauseSeconds: true, metricPrioDiscards: true, metricRoCEPriority: true,
 	metricSnapshotErrorsNow: true, metricReadErrors: true, metricLastRead: true, metricNetlinkChanges: true,
+	metricAuditOff: true, metricAuditRDMA: true,
 }
 
 // TestSeriesBounded runs the agent in a fleet of 10,000 and of 100,000

@@ -323,3 +323,41 @@ func counterMetrics(rep *counters.Report) []prometheus.Metric {
 	}
 	return ms
 }
+
+// auditPrios are the values of the prio label of the audit's metric: the
+// eight priorities and "unknown".
+var auditPrios = [9]string{"0", "1", "2", "3", "4", "5", "6", "7", "unknown"}
+
+// auditMetrics are the audit's per-priority results (nil: no audit yet,
+// the first read has no interval): for each real netdev the audit could
+// check, the RDMA packets it sent and, for every priority and "unknown",
+// those it found off the expected priorities (0 where none) — nine series
+// per netdev whatever the traffic.
+func auditMetrics(r *audit.Report) []prometheus.Metric {
+	if r == nil {
+		return nil
+	}
+	md := descs()
+	var ms []prometheus.Metric
+	for _, nd := range r.Netdevs {
+		if nd.Reason != nil || nd.RDMATx == nil {
+			continue
+		}
+		var off [9]uint64
+		for _, f := range r.Findings {
+			if f.Code != audit.CodeRDMAOffPriority || f.Netdev == nil || *f.Netdev != nd.Netdev || nd.Unaccounted == nil {
+				continue
+			}
+			i := 8
+			if f.Priority != nil && *f.Priority < 8 {
+				i = int(*f.Priority)
+			}
+			off[i] = *nd.Unaccounted
+		}
+		ms = append(ms, prometheus.MustNewConstMetric(md.auditRDMA, prometheus.GaugeValue, float64(*nd.RDMATx), nd.Netdev))
+		for i, p := range auditPrios {
+			ms = append(ms, prometheus.MustNewConstMetric(md.auditOff, prometheus.GaugeValue, float64(off[i]), nd.Netdev, p))
+		}
+	}
+	return ms
+}

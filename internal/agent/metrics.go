@@ -30,6 +30,8 @@ const (
 	metricPrioPauseSeconds  = "roce_probe_priority_pause_seconds_total"
 	metricPrioDiscards      = "roce_probe_priority_discards_total"
 	metricRoCEPriority      = "roce_probe_roce_priority"
+	metricAuditOff          = "roce_probe_audit_off_priority_packets"
+	metricAuditRDMA         = "roce_probe_audit_rdma_packets"
 	metricProbesSent        = "roce_probe_probes_sent_total"
 	metricProbesAnswered    = "roce_probe_probes_answered_total"
 	metricProbesLost        = "roce_probe_probes_lost_total"
@@ -239,6 +241,7 @@ type metricDescs struct {
 	flowVerdict, flowWarnings, flowSource                                    *prometheus.Desc
 	rdmaStatistic, prioPackets, prioBytes, prioPauseFrames, prioPauseSeconds *prometheus.Desc
 	prioDiscards, rocePriority, snapshotErrors                               *prometheus.Desc
+	auditOff, auditRDMA                                                      *prometheus.Desc
 	// the agent's own state
 	peers, flowPeers, streams, listener, listenerSenders, unmatched, capture *prometheus.Desc
 	planTargets, planRate, planToRs, planWindow, probeScale                  *prometheus.Desc
@@ -285,6 +288,12 @@ var descs = sync.OnceValue(func() *metricDescs {
 		rocePriority: prometheus.NewDesc(metricRoCEPriority,
 			"A priority of the real netdev that carries RoCE by the host's configuration (1): PFC on, DSCP 26 or rdma_cm's default ToS or a traffic class override mapped to it under DSCP trust, an APP entry for RoCE, DCQCN enabled; with none of these, the priority RoCE uses by default (priority 0 under PCP trust) (counters RoCEPriorities; docs/counters.md).",
 			[]string{"netdev", "prio"}, nil),
+		auditOff: prometheus.NewDesc(metricAuditOff,
+			"RDMA packets sent between the last two reads of the host that left the real netdev on a priority other than the expected ones (the flows', else the RoCE priorities), by the priority that carried them (prio \"unknown\" when the counters do not tell); 0 when the audit found none (roce-probe audit's counters cross-check; docs/audit.md).",
+			[]string{"netdev", "prio"}, nil),
+		auditRDMA: prometheus.NewDesc(metricAuditRDMA,
+			"RDMA packets the real netdev sent between the last two reads of the host (mlx5 vport RDMA counters, the TX packets of rxe's and bnxt_re's hw_counters), as the audit counted them.",
+			[]string{"netdev"}, nil),
 		peers:       prometheus.NewDesc(metricPeers, "Peers known: the union of peers.static, peers.dns and peers.file, without this host's addresses (the plan probes some of them each round).", nil, nil),
 		flowPeers:   prometheus.NewDesc(metricFlowPeers, "Peers the flow probes this round: the plan's targets of its address family whose route leaves through the flow's netdev.", []string{"flow"}, nil),
 		streams:     prometheus.NewDesc(metricProbeScheduled, "(peer, flow) pairs probed.", nil, nil),
