@@ -291,3 +291,17 @@ func TestWireLimits(t *testing.T) {
 		t.Errorf("garbage: undecodable %d, frames %d", w.Undecodable, w.Frames)
 	}
 }
+
+// Live captures go on the wire device of Soft-RoCE ports (rxe.json: rxe0
+// on veth0, its VLAN and QinQ devices on top); an mlx5 device offloads its
+// traffic and is named instead.
+func TestCaptureNetdevs(t *testing.T) {
+	_, v := load(t, "../host/testdata/rxe.json")
+	if nds, off := CaptureNetdevs(v); len(nds) != 1 || nds[0] != "veth0" || len(off) != 0 {
+		t.Errorf("rxe: %v, offloaded %v; want [veth0], none", nds, off)
+	}
+	_, v = load(t, "../host/testdata/mlx5-dscp.json")
+	if nds, off := CaptureNetdevs(v); len(nds) != 0 || len(off) != 1 || off[0] != "mlx5_0" {
+		t.Errorf("mlx5: %v, offloaded %v; want none, [mlx5_0]", nds, off)
+	}
+}

@@ -340,9 +340,15 @@ func (f *auditFlags) wireSample(ctx context.Context, v *host.View) (*audit.Wire,
 		}
 		return w, why
 	}
-	nds := audit.CaptureNetdevs(v)
+	nds, offloaded := audit.CaptureNetdevs(v)
 	if len(nds) == 0 {
-		return nil, "no RDMA port has a netdev in this namespace to capture on"
+		switch {
+		case v.Predicted:
+			return nil, "the host has no RDMA device: no RDMA traffic to sample"
+		case len(offloaded) > 0:
+			return nil, fmt.Sprintf("%s offload their RDMA traffic: the kernel sees none of it; on mlx5 capture it with the offloaded-traffic sniffer (tcpdump -i %s -w FILE) and give the file with --pcap FILE (docs/audit.md, \"The wire\")", strings.Join(offloaded, ", "), offloaded[0])
+		}
+		return nil, "no Soft-RoCE port has a netdev in this namespace to capture on"
 	}
 	local, _ := probe.LocalAddresses(v.NS)
 	lim := audit.DefaultLimits

@@ -599,7 +599,7 @@ func TestVocabulary(t *testing.T) {
 	neigh := rxeWithNeighbours(t)
 	runs := []vocabRun{
 		{"collect", []string{"collect"}, exitOK},
-		{"collect", []string{"collect", "-o", "json"}, exitOK},
+		{"collect", []string{"collect", "-o", "json", "--lldp-wait", "0"}, exitOK},
 		{"version -o json", []string{"version", "-o", "json"}, exitOK},
 		{"gids -o json", from("rxe", "gids", "-o", "json"), exitOK},
 		{"gids -o json", from("rxe-churned", "gids", "--all", "-o", "json"), exitOK},
@@ -661,7 +661,7 @@ func TestVocabulary(t *testing.T) {
 	}
 	// collect --out FILE writes the same document.
 	snap := filepath.Join(dir, "snap.json")
-	if _, stderr, code := runCLI(t, "", "collect", "--out", snap); code != exitOK {
+	if _, stderr, code := runCLI(t, "", "collect", "--lldp-wait", "0", "--out", snap); code != exitOK {
 		t.Errorf("collect --out: exit %d: %s", code, stderr)
 	} else if b, err := os.ReadFile(snap); err != nil {
 		t.Error(err)
@@ -687,6 +687,24 @@ func TestVocabulary(t *testing.T) {
 	})
 	s, err := host.Load(variant)
 	if err != nil {
+		t.Fatal(err)
+	}
+	buf.Reset()
+	if err := s.Encode(&buf); err != nil {
+		t.Fatal(err)
+	}
+	checkOutput(t, "collect", buf.String())
+	// A topology section: heard by LLDP, configured, and unknown.
+	variant = snapshotVariant(t, "mlx5", func(doc map[string]any) {
+		doc["topology"] = map[string]any{"attachments": []any{
+			map[string]any{"netdev": "enp1s0f0", "switch": "leaf-07", "switch_port": "Ethernet12", "source": "lldp", "age_s": 3.5, "reason": nil,
+				"lldp": map[string]any{"chassis_id": "d2:31:68:05:c7:9b", "chassis_id_type": "mac", "port_id": "Ethernet12", "port_id_type": "ifname",
+					"system_name": "leaf-07", "port_description": nil, "management_address": "10.0.0.7", "ttl_s": 120}},
+			map[string]any{"netdev": "enp1s0f1", "switch": "leaf-08", "switch_port": nil, "source": "config", "age_s": nil, "lldp": nil, "reason": nil},
+			map[string]any{"netdev": "enp1s0f2", "switch": nil, "switch_port": nil, "source": nil, "age_s": nil, "lldp": nil, "reason": "LLDP: no frame heard"},
+		}}
+	})
+	if s, err = host.Load(variant); err != nil {
 		t.Fatal(err)
 	}
 	buf.Reset()

@@ -51,6 +51,9 @@ type Deps struct {
 	// (getrusage RUSAGE_SELF on Linux); nil: the agent's self-protection
 	// judges by its late wake-ups alone.
 	CPU func() time.Duration
+	// ListenLLDP opens a netdev's LLDP listener (collect.ListenLLDP);
+	// nil: the agent does not listen for LLDP (topology.lldp false too).
+	ListenLLDP func(netdev string) (LLDPReader, error)
 	// Listener, when set, is the HTTP socket to serve on instead of
 	// listening on Config.Listen.
 	Listener net.Listener
@@ -101,6 +104,8 @@ type Agent struct {
 	mesh *mesh
 	cap  *capture
 	resp *probe.Responder
+	lldp *lldpWatch  // nil: not listening for LLDP
+	tors learnedToRs // the peers' ToRs, from their replies
 
 	hostC      *constCollector
 	readErrors *prometheus.CounterVec
@@ -122,6 +127,7 @@ type Agent struct {
 	prevCounters *counters.Sample
 	peers        []Peer
 	plan         *planner
+	ownToRs      torOf     // this host's ToR by netdev, from the last read
 	nextRound    time.Time // when the plan's next round starts
 	gov          *fleet.Governor
 	govAt        time.Time
@@ -183,11 +189,15 @@ func New(cfg Config, d Deps) (*Agent, error) {
 	if a.mesh, err = newMesh(cfg.Probe, cfg.Metrics.ToRs, a.mm, a.log, d.Now); err != nil {
 		return nil, err
 	}
+	a.mesh.learned = &a.tors
 	a.cap = newCapture(d.Open, a.mesh, a.resp, a.log, a.readError)
+	if cfg.Topology.LLDP && d.ListenLLDP != nil {
+		a.lldp = newLLDPWatch(d.ListenLLDP, a.readError)
+	}
 	md := descs()
 	a.hostC = &constCollector{descs: []*prometheus.Desc{md.gidInfo, md.gidIndex, md.gidIndexChanges, md.flowVerdict,
 		md.flowWarnings, md.flowSource, md.rdmaStatistic, md.prioPackets, md.prioBytes, md.prioPauseFrames,
-		md.prioPauseSeconds, md.prioDiscards, md.rocePriority, md.snapshotErrors, md.auditOff, md.auditRDMA}}
+		md.prioPauseSeconds, md.prioDiscards, md.rocePriority, md.snapshotErrors, md.auditOff, md.auditRDMA, md.topologyInfo}}
 	a.readErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Name: metricReadErrors,
 		Help: "Reads that failed, by source (host: the whole host snapshot; dns; peers_file; netlink; capture; and the kinds of the snapshot's own errors: dcb, ethtool, ...)."}, []string{"source"})
 	a.lastRead = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: metricLastRead,
@@ -343,6 +353,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	cancelPeers()
 	close(stop)
 	a.cap.close()
+	a.lldp.close()
 	a.mesh.close()
 	sctx, cancel := context.WithTimeout(context.Background(), a.cfg.ShutdownTimeout)
 	defer cancel()
@@ -396,6 +407,10 @@ func (a *Agent) loop(ctx context.Context, peers <-chan []Peer) {
 		}
 	}()
 	pending := false
+	var lldpChanged <-chan struct{}
+	if a.lldp != nil {
+		lldpChanged = a.lldp.changed
+	}
 	var lastRead, lastFollowUp time.Time
 	// After asking the kernel to resolve next hops, read again soon to
 	// pick up the answers, at most once per followUpGap (a peer that
@@ -432,6 +447,13 @@ func (a *Agent) loop(ctx context.Context, peers <-chan []Peer) {
 			nextRound()
 		case <-governC:
 			a.govern()
+		case <-lldpChanged:
+			// A switch said something new: read the host (and decide
+			// the attachments) again soon.
+			if !pending {
+				pending = true
+				soon.Reset(max(debounce, minEventGap-a.d.Now().Sub(lastRead)))
+			}
 		case c, ok := <-changes:
 			if !ok {
 				err := watcher.Err()
@@ -475,7 +497,7 @@ func (a *Agent) loop(ctx context.Context, peers <-chan []Peer) {
 // read reads the host and updates everything that follows from it. It
 // returns how many next hops it asked the kernel to resolve.
 func (a *Agent) read() int {
-	snap, err := a.d.Collect(collect.Options{Tool: a.d.Version})
+	snap, err := a.d.Collect(collect.Options{Tool: a.d.Version, LLDPHeard: a.lldp.frames(), Switches: a.cfg.Topology.switches()})
 	var v *host.View
 	if err == nil {
 		v, err = snap.View("")
@@ -523,8 +545,12 @@ func (a *Agent) read() int {
 		aud = &r
 	}
 	a.prevCounters = snap.Counters
-	a.hostC.set(append(hostMetrics(rows, idx, a.gids, flows, rep, snap.Errors), auditMetrics(aud)...))
+	ms := append(hostMetrics(rows, idx, a.gids, flows, rep, snap.Errors), auditMetrics(aud)...)
+	a.hostC.set(append(ms, topologyMetrics(snap.Topology)...))
 	a.cap.setLocal(v.NS)
+	a.ownToRs = newTorOf(snap.Topology)
+	a.cap.setToRs(a.ownToRs)
+	a.lldp.sync(attachmentNetdevs(snap.Topology))
 	kicks := a.replan()
 	a.log.Debug("host read", "gid_entries", len(rows), "errors", len(snap.Errors), "neighbours_to_resolve", len(kicks))
 	st := *a.state.Load()

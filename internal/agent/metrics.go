@@ -61,6 +61,7 @@ const (
 	metricNetlinkChanges    = "roce_probe_netlink_changes_total"
 	metricProbeScheduled    = "roce_probe_probe_streams"
 	metricSnapshotErrorsNow = "roce_probe_snapshot_errors"
+	metricTopologyInfo      = "roce_probe_topology_info"
 )
 
 // RTTBuckets are the upper bounds of roce_probe_probe_rtt_seconds: 10 µs
@@ -75,6 +76,7 @@ const (
 	sourcePeersFile = "peers_file" // peers.file
 	sourceNetlink   = "netlink"    // the link/address change subscription
 	sourceCapture   = "capture"    // the AF_PACKET sockets of the listener and the prober
+	sourceLLDP      = "lldp"       // the LLDP listeners of the RoCE netdevs
 )
 
 // Reasons of roce_probe_probe_errors_total.
@@ -240,7 +242,7 @@ type metricDescs struct {
 	gidInfo, gidIndex, gidIndexChanges                                       *prometheus.Desc
 	flowVerdict, flowWarnings, flowSource                                    *prometheus.Desc
 	rdmaStatistic, prioPackets, prioBytes, prioPauseFrames, prioPauseSeconds *prometheus.Desc
-	prioDiscards, rocePriority, snapshotErrors                               *prometheus.Desc
+	prioDiscards, rocePriority, snapshotErrors, topologyInfo                 *prometheus.Desc
 	auditOff, auditRDMA                                                      *prometheus.Desc
 	// the agent's own state
 	peers, flowPeers, streams, listener, listenerSenders, unmatched, capture *prometheus.Desc
@@ -309,6 +311,9 @@ var descs = sync.OnceValue(func() *metricDescs {
 		unmatched:       prometheus.NewDesc(metricUnmatchedReplies, "Probe replies captured that match no probe in flight (late, duplicated or forged).", nil, nil),
 		capture:         prometheus.NewDesc(metricCaptureNetdevs, "Netdevs with an open capture socket (the listener's and the prober's).", nil, nil),
 		snapshotErrors:  prometheus.NewDesc(metricSnapshotErrorsNow, "Sources the last host read could not read (the snapshot's errors), by kind.", []string{"source"}, nil),
+		topologyInfo: prometheus.NewDesc(metricTopologyInfo,
+			"A RoCE netdev's place in the fabric (1): the switch (ToR) and switch port it is plugged into and where that was learned (source: config, lldp, lldpd); switch, switch_port and source \"\" when not known (the snapshot's topology says why).",
+			[]string{"netdev", "switch", "switch_port", "source"}, nil),
 	}
 })
 

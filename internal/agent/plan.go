@@ -27,14 +27,30 @@ const maxSports = 1024
 // planInput is what the planner was built from: when none of it changed,
 // a round's plan reuses the planner.
 type planInput struct {
-	peers []Peer // a.peers as received (the same slice: compared by identity)
-	own   []netip.Addr
-	flows int
+	peers   []Peer // a.peers as received (the same slice: compared by identity)
+	own     []netip.Addr
+	ownToR  string // this host's ToR by its topology ("": from the peer list)
+	learned uint64 // the changes of the ToRs learned from replies
+	flows   int
 }
 
 func (p planInput) same(q planInput) bool {
 	return len(p.peers) == len(q.peers) && (len(p.peers) == 0 || &p.peers[0] == &q.peers[0]) &&
-		slices.Equal(p.own, q.own) && p.flows == q.flows
+		slices.Equal(p.own, q.own) && p.ownToR == q.ownToR && p.learned == q.learned && p.flows == q.flows
+}
+
+// ownToR is this host's ToR as its topology says (configuration, LLDP,
+// lldpd: the last read's), for the netdev of the first flow that has one.
+func (a *Agent) ownToR() string {
+	for _, fs := range a.flows {
+		if fs.src == nil {
+			continue
+		}
+		if t := a.ownToRs.of(fs.netdev()); t != "" {
+			return t
+		}
+	}
+	return a.ownToRs.of("")
 }
 
 // planner is the control loop's fleet planner and the peers it indexes.
@@ -45,9 +61,10 @@ type planner struct {
 }
 
 // buildPlanner indexes the peers for planning: this host's own addresses
-// are left out, and the peer of the list that is one of them gives the
-// agent's own ToR (so that one peers file serves every host). O(n log n)
-// in the peers: 100,000 in about 20 ms (BenchmarkReplan).
+// are left out; this host's ToR is its topology's, else that of the peer
+// of the list that is one of its addresses (so that one peers file
+// serves every host); a peer without a ToR in the list takes the one its
+// replies told (learnedToRs). O(n log n) in the peers.
 func (a *Agent) buildPlanner(in planInput) *planner {
 	ownSet := make(map[netip.Addr]bool, len(in.own))
 	for _, o := range in.own {
@@ -67,6 +84,9 @@ func (a *Agent) buildPlanner(in planInput) *planner {
 			}
 			continue
 		}
+		if p.ToR == "" {
+			p.ToR = a.tors.get(p.Addr) // what its replies said
+		}
 		if names[p.Name] { // two addresses under one name: label by address
 			p.Name = p.Addr.String()
 		}
@@ -74,6 +94,10 @@ func (a *Agent) buildPlanner(in planInput) *planner {
 		probed = append(probed, p)
 		fp = append(fp, fleet.Peer{Addr: p.Addr, ToR: p.ToR})
 	}
+	if in.ownToR != "" {
+		self.ToR = in.ownToR
+	}
+	a.tors.keep(probed)
 	pl, err := fleet.New(self, fp, planSettings(a.cfg.Probe, in.flows), a.cfg.Probe.Seed)
 	if err != nil { // Validate checked every setting
 		a.logOnce("plan", slog.LevelError, "cannot plan the probes", "err", err)
@@ -96,7 +120,7 @@ func (a *Agent) replan() []neighborKick {
 		return nil
 	}
 	own, _ := probe.LocalAddresses(a.view.NS)
-	in := planInput{peers: a.peers, own: own, flows: len(a.cfg.Flows)}
+	in := planInput{peers: a.peers, own: own, ownToR: a.ownToR(), learned: a.tors.changes(), flows: len(a.cfg.Flows)}
 	if a.plan == nil || !a.plan.in.same(in) {
 		a.plan = a.buildPlanner(in)
 		if a.plan == nil {

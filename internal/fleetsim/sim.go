@@ -358,6 +358,10 @@ func Run(cfg Config) (*Result, error) {
 	return &s.res, nil
 }
 
+// governorPeriod is how often the agent's Governor judges its host
+// (internal/agent: every 10 s).
+const governorPeriod = 10 * time.Second
+
 // round0 is the first round's number: rounds are wall-clock multiples of
 // the rotation (fleet.Planner.Round), so the run starts at some time of
 // 2027.
@@ -371,6 +375,15 @@ func (s *sim) agent(sh *shard, a int32, rounds int) error {
 		return err
 	}
 	agg := fleet.NewAggregator(cfg.MaxToRs)
+	remarkedToRs := map[string]bool{} // peer ToR groups held with a marking-event series
+	add := func(b int32, k fleet.Kind, c fleet.Counts, remarked bool) {
+		if g, ok := agg.Add(flow, f.NICs[b], k, c); ok {
+			delete(remarkedToRs, g.ToR)
+		}
+		if remarked && k != fleet.Mate {
+			remarkedToRs[f.NICs[b].ToR] = true
+		}
+	}
 	rot := cfg.Settings.Rotation
 	perRound := int(rot / cfg.Tick)
 	var gov *fleet.Governor
@@ -390,25 +403,35 @@ func (s *sim) agent(sh *shard, a int32, rounds int) error {
 		}
 		sh.targets.add(float64(len(plan.Targets)))
 		// The Governor's scale per tick of the round (noisy hosts only).
+		// The Governor's scale per tick of the round (noisy hosts only):
+		// it judges each period (governorPeriod, as the agent) at its
+		// end, from the share of the period the host was noisy, and its
+		// scale holds for the next period; the period's results are
+		// marked when it saw pressure, the mark known at the period's
+		// end (its last tick).
 		scales := make([]float64, perRound)
+		perPeriod := max(1, int(governorPeriod/cfg.Tick))
 		for k := range scales {
 			scales[k] = scale
-			if gov != nil {
-				t := rs + time.Duration(k)*cfg.Tick
-				smp := fleet.Sample{Wall: cfg.Tick, Wakeups: 1000}
-				if noisy.active(t) {
-					if a%2 == 0 {
-						smp.Late = int(noisy.Late * 1000)
-					} else {
-						smp.CPU = time.Duration(2 * cfg.CPUBudget * float64(cfg.Tick))
-					}
+			if gov == nil || (k+1)%perPeriod != 0 {
+				continue
+			}
+			t1 := rs + time.Duration(k+1)*cfg.Tick
+			t0 := t1 - time.Duration(perPeriod)*cfg.Tick
+			share := (min(t1, noisy.End) - max(t0, noisy.Start)).Seconds() / (t1 - t0).Seconds()
+			smp := fleet.Sample{Wall: t1 - t0, Wakeups: 1000}
+			if share > 0 {
+				if a%2 == 0 {
+					smp.Late = int(share * noisy.Late * 1000)
+				} else {
+					smp.CPU = time.Duration(share * 2 * cfg.CPUBudget * float64(t1-t0))
 				}
-				var pressure string
-				scale, pressure, _ = gov.Observe(smp)
-				if pressure != fleet.PressureNone {
-					tick := r*perRound + k
-					sh.noisy[tick] = append(sh.noisy[tick], a)
-				}
+			}
+			var pressure string
+			scale, pressure, _ = gov.Observe(smp)
+			if pressure != fleet.PressureNone {
+				tick := r*perRound + k
+				sh.noisy[tick] = append(sh.noisy[tick], a)
 			}
 		}
 		send := 0.0
@@ -436,10 +459,11 @@ func (s *sim) agent(sh *shard, a int32, rounds int) error {
 					sh.add(r*perRound+k, rec{src: a, dst: b, kind: tg.Kind, sent: uint16(probes(base, rs+time.Duration(k)*cfg.Tick, rs+time.Duration(k+1)*cfg.Tick, tg.Rate)), lost: 1,
 						nsp: 1, sports: [maxSports]SportObs{{Sport: tg.Sport(uint32(i)), Lost: 1}}})
 				}
-				agg.Add(flow, f.NICs[b], tg.Kind, c)
+				add(b, tg.Kind, c, false)
 				continue
 			}
 			var c fleet.Counts
+			remarked := false
 			for k := range perRound {
 				t0 := rs + time.Duration(k)*cfg.Tick
 				t1 := t0 + cfg.Tick
@@ -464,27 +488,31 @@ func (s *sim) agent(sh *shard, a int32, rounds int) error {
 				c.Sent += n
 				c.Lost += uint64(rc.lost)
 				c.Answered += n - uint64(rc.lost)
+				remarked = remarked || rc.remarked > 0
 				sh.add(r*perRound+k, rc)
 			}
-			agg.Add(flow, f.NICs[b], tg.Kind, c)
+			add(b, tg.Kind, c, remarked)
 		}
 	}
 	g := agg.Len()
 	sh.groups.add(float64(g))
-	ser := SeriesPerAgent(pl.Mates(), g-pl.Mates(), cfg.WorstPairs)
+	ser := SeriesPerAgent(pl.Mates(), g-pl.Mates(), len(remarkedToRs), cfg.WorstPairs)
 	sh.series.add(float64(ser))
 	sh.totalSeries += int64(ser)
 	return nil
 }
 
-// SeriesPerAgent is the number of probe series an agent exports with one
-// flow: three counters (sent, answered, lost) per ToR-mate and per peer
-// ToR group held, and one loss ratio per worst pair.
+// SeriesPerAgent is the number of probe series an agent of the
+// simulation exports at the end of the run, by the formula of
+// docs/metrics.md ("How many series") with one untagged flow (F = 1,
+// r = s = 3 marking fields received and sent), both scopes in use (S =
+// 2), no marking events of ToR-mates (the simulated remarking is on the
+// spine links), one (dscp, remarked) event series per peer-ToR group
+// that saw remarking, and K worst pairs at most:
 //
-// TODO(sim): the whole formula of docs/metrics.md once the agent's fleet
-// metrics land there.
-func SeriesPerAgent(mates, torGroups, worst int) int {
-	return 3*mates + 3*torGroups + worst
+//	M·(3 + 3 + 3) + T·3 + e' + 2·14 + K + 1 + 32
+func SeriesPerAgent(mates, torGroups, remarkedGroups, worst int) int {
+	return mates*(3+3+3) + torGroups*3 + remarkedGroups + 2*14 + worst + 1 + 32
 }
 
 // probes is the number of probes a target at rate sends in [t0, t1), its
@@ -682,7 +710,7 @@ func (s *sim) localise() {
 		if cfg.Localize == nil {
 			continue
 		}
-		epoch := int(at / cfg.Epoch)
+		epoch := int((at - 1) / cfg.Epoch) // a window ending at an epoch's end is of that epoch
 		for _, sus := range cfg.Localize(in) {
 			hit := false
 			for i := range res.Faults {

@@ -201,3 +201,71 @@ func TestScale10k(t *testing.T) {
 		}
 	}
 }
+
+// TestScoring checks the scoring with localisations whose answers are
+// known: one that names exactly the faults acting at the moment (from
+// the run's own fault list, reached through the first evidence) scores
+// recall 1 and precision 1; one that also names a NIC no fault touches
+// once per epoch scores precision TP/(TP+epochs); one that names nothing
+// scores recall 0.
+func TestScoring(t *testing.T) {
+	cfg := DefaultConfig(800)
+	cfg.Epochs, cfg.FaultsPerEpoch = 2, 5
+	f, err := NewFabric(cfg.NICs, cfg.MinPerToR, cfg.MaxPerToR, cfg.Spines, cfg.Seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	faults := drawFaults(f, cfg.Seed, cfg.Epochs, cfg.FaultsPerEpoch, cfg.Epoch, cfg.Onset, cfg.Duration)
+	truth := func(ft Fault) Suspect {
+		switch ft.Kind {
+		case LossyLink:
+			return Suspect{Kind: SuspectLink, NIC: -1, ToR: ft.ToR, Spine: ft.Spine}
+		case RemarkLink:
+			return Suspect{Kind: SuspectRemark, NIC: -1, ToR: ft.ToR, Spine: ft.Spine}
+		case NoisyHost:
+			return Suspect{Kind: SuspectNoise, NIC: ft.NIC, ToR: -1, Spine: -1}
+		}
+		return Suspect{Kind: SuspectNIC, NIC: ft.NIC, ToR: -1, Spine: -1}
+	}
+	oracle := func(in Input) (out []Suspect) {
+		for _, ft := range faults {
+			if ft.Start+10*time.Second < in.At && in.At <= ft.End {
+				out = append(out, truth(ft))
+			}
+		}
+		return out
+	}
+	touched := map[int32]bool{}
+	for _, ft := range faults {
+		touched[ft.NIC] = true
+	}
+	innocent := int32(0)
+	for touched[innocent] {
+		innocent++
+	}
+	for _, c := range []struct {
+		name              string
+		loc               Localizer
+		recall, precision float64
+	}{
+		{"oracle", oracle, 1, 1},
+		{"oracle and one innocent NIC", func(in Input) []Suspect {
+			return append(oracle(in), Suspect{Kind: SuspectNIC, NIC: innocent, ToR: -1, Spine: -1})
+		}, 1, 10.0 / 12},
+		{"silent", func(Input) []Suspect { return nil }, 0, math.NaN()},
+	} {
+		cfg.Localize = c.loc
+		res, err := Run(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Recall != c.recall || !(res.Precision == c.precision || math.IsNaN(res.Precision) && math.IsNaN(c.precision)) {
+			t.Errorf("%s: recall %v precision %v (%d right, %d wrong), want %v and %v", c.name, res.Recall, res.Precision, res.TruePositives, res.FalsePositives, c.recall, c.precision)
+		}
+		for _, fr := range res.Faults {
+			if c.name == "oracle" && (fr.Detected <= 10*time.Second || fr.Detected > 15*time.Second) {
+				t.Errorf("oracle: %v named after %v, want at the first 5 s tick after 10 s", fr.Fault, fr.Detected)
+			}
+		}
+	}
+}

@@ -275,7 +275,7 @@ func TestHostIsPure(t *testing.T) {
 
 // analysis are the packages that analyse a snapshot or a capture; they
 // build wherever a snapshot is analysed.
-var analysis = []string{"roce/...", "gid", "vlan", "qos", "ah", "counters", "fabric/...", "host", "census"}
+var analysis = []string{"roce/...", "gid", "vlan", "qos", "ah", "counters", "fabric/...", "host", "census", "topology"}
 
 // TestAnalysisBuildsEverywhere builds the analysis packages for darwin and
 // windows without cgo (a type error in a file only those systems compile
