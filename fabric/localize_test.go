@@ -12,6 +12,9 @@ import (
 // sport) hashes to. fault decides each probe's fate.
 type testFabric struct {
 	tors, perToR, spines int
+	// mixed hashes (src, dst, sport) as a switch does, so that a reply
+	// (dst, src, sport) takes a spine independent of its probe's.
+	mixed bool
 }
 
 func (f testFabric) nic(i int) string   { return fmt.Sprintf("nic%02d", i) }
@@ -21,6 +24,14 @@ func (f testFabric) spine(s int) string { return fmt.Sprintf("spine%d", s) }
 func (f testFabric) path(src, dst, sport int) int {
 	if src/f.perToR == dst/f.perToR {
 		return -1
+	}
+	if f.mixed {
+		h := uint32(2166136261) // FNV-1a over the three
+		for _, v := range [3]int{src, dst, sport} {
+			h = (h ^ uint32(v)) * 16777619
+			h ^= h >> 15
+		}
+		return int(h % uint32(f.spines))
 	}
 	return (src*7 + dst*13 + sport*31) % f.spines
 }
@@ -91,6 +102,15 @@ func TestLocalizeConstructedFabric(t *testing.T) {
 	}{
 		{"nothing", func(int, int, int, int, int) (bool, bool) { return false, false }, nil, ""},
 		{"one random loss", func(a, b, s, sp, k int) (bool, bool) { return a == 3 && b == 12 && s == 5 && k == 0, false }, nil, ""},
+		// Random loss (one probe in 100,000) loses one probe of a pair
+		// now and then: three in one ToR's mesh, or three around one NIC,
+		// in one window are chance, not a fault.
+		{"three random losses in leaf1's mesh", func(a, b, s, sp, k int) (bool, bool) {
+			return k == 0 && s == 2 && (a == 4 && b == 5 || a == 6 && b == 7 || a == 7 && b == 4), false
+		}, nil, ""},
+		{"three random losses around nic05, two with ToR-mates", func(a, b, s, sp, k int) (bool, bool) {
+			return k == 0 && s == 1 && (a == 5 && b == 4 || a == 6 && b == 5 || a == 5 && b == 14), false
+		}, nil, ""},
 		{"dead NIC", func(a, b, s, sp, k int) (bool, bool) { return involves(a, b, 6), false }, nil, "nic nic=nic06 tor=leaf1 spine="},
 		{"lossy NIC port (every 3rd probe)", func(a, b, s, sp, k int) (bool, bool) { return involves(a, b, 9) && (a+b+s+k)%3 == 0, false }, nil,
 			"nic nic=nic09 tor=leaf2 spine="},
@@ -141,5 +161,72 @@ func TestLocalizeUntraced(t *testing.T) {
 	}
 	if got := names(Localize(in)); got != "link nic= tor=leaf2 spine=" {
 		t.Errorf("suspects %q", got)
+	}
+}
+
+// Two lossy uplinks of two ToRs, each dropping every probe and every
+// reply that crosses it: a reply comes back on the spine its own hash
+// picks, which the probe's trace does not show, so each ToR's lost ports
+// spread over every spine besides the lossy one — and every other ToR's
+// link to the lossy spine gets the votes of the ports it shares with the
+// lossy ToR. The suspects are the two links, no spine, no far end.
+func TestLocalizeTwoLinksWithReplies(t *testing.T) {
+	f := testFabric{tors: 6, perToR: 4, spines: 4, mixed: true}
+	bad := map[[2]int]bool{{0, 1}: true, {3, 2}: true} // (ToR, spine), both ways
+	in := f.observe(func(a, b, s, sp, k int) (bool, bool) {
+		if sp < 0 {
+			return false, false
+		}
+		back := f.path(b, a, s)
+		return bad[[2]int{a / 4, sp}] || bad[[2]int{b / 4, sp}] || bad[[2]int{a / 4, back}] || bad[[2]int{b / 4, back}], false
+	})
+	if got, want := names(Localize(in)), "link nic= tor=leaf0 spine=spine1; link nic= tor=leaf3 spine=spine2"; got != want {
+		t.Errorf("suspects %q, want %q", got, want)
+	}
+}
+
+// One lossy uplink, leaf0–spine1, and a probe or two lost at random
+// through spine1 between other ToRs: every ToR's link to spine1 shares
+// ports with leaf0 and so gets votes, and the random losses give some of
+// them a second remote ToR. The ports leaf0's link explains are its: the
+// suspect is that link, not the far ends and not the spine.
+func TestLocalizeFarEnds(t *testing.T) {
+	f := testFabric{tors: 6, perToR: 4, spines: 4, mixed: true}
+	// One probe lost at random, on its first source port through spine1,
+	// of each of three pairs: leaf4→leaf5, leaf2→leaf3, leaf1→leaf5.
+	noise := map[[3]int]bool{}
+	for _, p := range [][2]int{{16, 20}, {9, 13}, {5, 22}} {
+		for s := 0; s < 8; s++ {
+			if f.path(p[0], p[1], s) == 1 {
+				noise[[3]int{p[0], p[1], s}] = true
+				break
+			}
+		}
+	}
+	if len(noise) != 3 {
+		t.Fatalf("the hash sends no port of a noise pair through spine1: %v", noise)
+	}
+	in := f.observe(func(a, b, s, sp, k int) (bool, bool) {
+		return sp == 1 && (a/4 == 0 || b/4 == 0) || noise[[3]int{a, b, s}] && k == 0, false
+	})
+	if got, want := names(Localize(in)), "link nic= tor=leaf0 spine=spine1"; got != want {
+		t.Errorf("suspects %q, want %q", got, want)
+		for _, s := range Localize(in) {
+			t.Logf("  %s: %s", s.Kind, s.Evidence)
+		}
+	}
+}
+
+// A lossy NIC port in a ToR of 16, and two probes lost at random between
+// three of its mates (1→2, 2→3): mate 2 lost with two mates besides the
+// NIC, which is chance, not ToR-mesh loss. The suspect is the NIC.
+func TestLocalizeNICWithRandomLoss(t *testing.T) {
+	f := testFabric{tors: 2, perToR: 16, spines: 2}
+	in := f.observe(func(a, b, s, sp, k int) (bool, bool) {
+		random := (a == 1 && b == 2 || a == 2 && b == 3) && s == 0 && k == 0
+		return (a == 5 || b == 5) && (a+b+s+k)%3 == 0 || random, false
+	})
+	if got, want := names(Localize(in)), "nic nic=nic05 tor=leaf0 spine="; got != want {
+		t.Errorf("suspects %q, want %q", got, want)
 	}
 }
