@@ -148,3 +148,16 @@ func TestSamePathMarkings(t *testing.T) {
 		t.Errorf("equal traces are not the same path")
 	}
 }
+
+// The hops an answer came back over, from its TTL and the usual initial
+// TTLs: Linux sends ICMP with 64 (ip_default_ttl), many routers with 255.
+func TestReturnHops(t *testing.T) {
+	for ttl, want := range map[uint8]int{64: 0, 62: 2, 128: 0, 120: 8, 253: 2, 255: 0} {
+		if got, ok := (trace.Hop{ReplyTTL: ttl}).ReturnHops(); !ok || got != want {
+			t.Errorf("reply TTL %d: %d hops (%v), want %d", ttl, got, ok, want)
+		}
+	}
+	if _, ok := (trace.Hop{}).ReturnHops(); ok {
+		t.Errorf("an unknown reply TTL gave a hop count")
+	}
+}

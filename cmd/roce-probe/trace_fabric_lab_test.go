@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -138,6 +139,14 @@ func TestTraceLeafSpine(t *testing.T) {
 
 	t.Run("IPv4", func(t *testing.T) {
 		check(t, labTrace(t, h5.Name, exitFinding, "--dev", h5.RDMADevice, "--gid-index", "auto", "--dst", h7.IP4.Addr().String(), "--tclass", "106", "--paths", "4", "--min-ports", "16", "--timeout", "1s"), "")
+	})
+	t.Run("Table", func(t *testing.T) {
+		// The table names the hop; docs/trace.md shows this output.
+		r := runIn(t, h5.Name, "trace", "--netdev", lab.HostNIC, "--dst", h7.IP4.Addr().String(), "--tclass", "106", "--paths", "4", "--min-ports", "16", "--timeout", "1s")
+		if r.code != exitFinding || !strings.Contains(r.stdout, "change: dscp 26→0 between hop 2 (10.31.11.2) and hop 3") || !strings.Contains(r.stdout, "change: ecn 2→0 between hop 2 (10.31.12.2) and hop 3") {
+			t.Errorf("exit %d, want %d and both changes located after their spine:\n%s%s", r.code, exitFinding, r.stdout, r.stderr)
+		}
+		t.Logf("roce-probe trace --netdev eth0 --dst %s --tclass 106 --paths 4 --min-ports 16\n%s", h7.IP4.Addr(), r.stdout)
 	})
 	t.Run("IPv6", func(t *testing.T) {
 		check(t, labTrace(t, h6.Name, exitFinding, "--netdev", lab.HostNIC, "--dst", h8.IP6.Addr().String(), "--tclass", "106", "--paths", "4", "--min-ports", "16", "--timeout", "1s"), "")
