@@ -98,8 +98,9 @@ const (
 // remarked, and no pair is blamed twice:
 //
 //  1. Host noise: an agent that marked its results (late wake-ups, CPU
-//     throttled) and has losses is named as such, and every pair it is
-//     part of is set aside: its losses may be its own.
+//     throttled) is named as such when pairs with at least 3 peers lost
+//     probes, and every pair it is part of is set aside: its losses may
+//     be its own.
 //  2. A NIC (its host, or the ToR port facing it): its probes fail in
 //     every direction — pairs with at least 3 peers lost, ToR-mates among
 //     them (a link fault never loses a probe between ToR-mates), at least
@@ -129,15 +130,20 @@ func Localize(in LocalizeInput) []Suspect {
 	for _, n := range in.Noisy {
 		noisy[n] = true
 	}
-	// 1. Host noise.
-	noiseOf := map[string]int{}
+	// 1. Host noise: named when it would otherwise pass for a NIC fault
+	// (lossy pairs with at least minNICPeers peers); its pairs are set
+	// aside either way.
+	noiseOf := map[string]map[string]bool{}
 	var pairs []PairObservation
 	for _, p := range in.Pairs {
 		if noisy[p.Src] || noisy[p.Dst] {
-			if p.Lost > 0 || p.Remarked > 0 {
-				for _, n := range []string{p.Src, p.Dst} {
-					if noisy[n] {
-						noiseOf[n]++
+			if p.Lost > 0 {
+				for _, e := range [][2]string{{p.Src, p.Dst}, {p.Dst, p.Src}} {
+					if noisy[e[0]] {
+						if noiseOf[e[0]] == nil {
+							noiseOf[e[0]] = map[string]bool{}
+						}
+						noiseOf[e[0]][e[1]] = true
 					}
 				}
 			}
@@ -145,9 +151,11 @@ func Localize(in LocalizeInput) []Suspect {
 		}
 		pairs = append(pairs, p)
 	}
-	for n, k := range noiseOf {
-		out = append(out, Suspect{Kind: SuspectHostNoise, NIC: n, Pairs: k,
-			Evidence: fmt.Sprintf("its agent marked its results (late wake-ups or CPU throttled): %d pairs with its NIC lost probes, not blamed on the network", k)})
+	for n, peers := range noiseOf {
+		if len(peers) >= minNICPeers {
+			out = append(out, Suspect{Kind: SuspectHostNoise, NIC: n, Pairs: len(peers),
+				Evidence: fmt.Sprintf("its agent marked its results (late wake-ups or CPU throttled): pairs with %d peers lost probes, not blamed on the network", len(peers))})
+		}
 	}
 	// 2. NICs: distinct peers of lossy pairs, and of those the ToR-mates
 	// with the probes lost with each. The NICs with the most peers are

@@ -3,6 +3,7 @@ module github.com/roce-probe/roce-probe/deploy/validate
 go 1.26.7
 
 require (
+	github.com/grafana/grafana-foundation-sdk/go v0.0.22
 	github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring v0.95.1
 	github.com/prometheus/prometheus v0.316.0
 	github.com/roce-probe/roce-probe v0.0.0-00010101000000-000000000000

@@ -10,6 +10,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/grafana/grafana-foundation-sdk/go/cog"
+	"github.com/grafana/grafana-foundation-sdk/go/cog/plugins"
+	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
@@ -105,6 +108,40 @@ func TestDashboards(t *testing.T) {
 	if len(uids) < 3 || targets < 30 {
 		t.Errorf("%d dashboards, %d queries: want the fabric, host and pair dashboards", len(uids), targets)
 	}
+}
+
+// Every dashboard decodes strictly into Grafana's dashboard schema, as
+// grafana-foundation-sdk generates it from Grafana's own schema with every
+// panel type's options and the Prometheus query: an unknown field (a
+// typo), a required one missing, a value of the wrong type is an error
+// naming its path.
+func TestDashboardsGrafanaSchema(t *testing.T) {
+	plugins.RegisterDefaultPlugins()
+	for _, f := range dashboards(t) {
+		var d dashboard.Dashboard
+		if err := strictGrafana(d.UnmarshalJSONStrict(f.raw)); err != nil {
+			t.Errorf("%s.json:\n%v", f.name, err)
+		}
+	}
+	// The check sees a misspelt panel option.
+	f := dashboards(t)[0]
+	var d dashboard.Dashboard
+	bad := bytes.Replace(f.raw, []byte(`"showHeader"`), []byte(`"showHeadr"`), 1)
+	if bytes.Equal(bad, f.raw) {
+		t.Fatalf("%s.json has no table panel: change the test", f.name)
+	}
+	if err := strictGrafana(d.UnmarshalJSONStrict(bad)); err == nil || !strings.Contains(err.Error(), "showHeadr") {
+		t.Errorf("a misspelt option: %v", err)
+	}
+}
+
+// strictGrafana is the SDK's error, nil when it holds none (the SDK returns
+// an empty list of build errors for success).
+func strictGrafana(err error) error {
+	if be, ok := err.(cog.BuildErrors); ok && len(be) == 0 {
+		return nil
+	}
+	return err
 }
 
 // A metric renamed or a label dropped in docs/metrics.md breaks the
