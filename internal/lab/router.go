@@ -59,7 +59,8 @@ func (l *LeafSpine) CaptureHost(name string) *Capture {
 // capture on the NIC has seen them, before the IP stack and rxe do. Tests
 // that send plain UDP probes to 4791 through the fabric use it to keep
 // them from rxe: on Linux 7.3.4 a datagram to 4791 that is not RoCE, sent
-// over IPv6 to a namespaced rxe, crashed the kernel in rxe_rcv.
+// over IPv6 to a namespaced rxe, crashed the kernel in rxe_rcv (valid
+// RoCE v2 frames did not).
 func (l *LeafSpine) ShieldRXE(name string, first, last uint16) {
 	l.t.Helper()
 	if first > last {
