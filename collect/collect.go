@@ -2,10 +2,12 @@ package collect
 
 import (
 	"errors"
+	"time"
 
 	"github.com/roce-probe/roce-probe/census"
 	"github.com/roce-probe/roce-probe/counters"
 	"github.com/roce-probe/roce-probe/host"
+	"github.com/roce-probe/roce-probe/topology"
 )
 
 // Section is one part of a snapshot, for Options.Sections.
@@ -19,8 +21,9 @@ const (
 	SectionCounters                     // RDMA port counters, ethtool and PFC counters of the real netdevs below RoCE netdevs
 	SectionSettings                     // rdma_cm configfs defaults, mlx5 traffic class overrides, DCQCN
 	SectionCensus                       // the QP census: QPs and rdma_cm IDs with their processes (package census)
+	SectionTopology                     // each RoCE netdev's switch and switch port: configuration, LLDP, lldpd
 
-	SectionAll = SectionRDMA | SectionNet | SectionDCB | SectionCounters | SectionSettings | SectionCensus
+	SectionAll = SectionRDMA | SectionNet | SectionDCB | SectionCounters | SectionSettings | SectionCensus | SectionTopology
 )
 
 // Options say what Collect reads.
@@ -54,6 +57,18 @@ type Options struct {
 	// ethtool and PFC counters are read besides those below the RDMA
 	// ports (SectionCounters).
 	Netdevs []string
+	// LLDPWait is how long SectionTopology listens for an LLDP frame on
+	// each RoCE netdev, all at once (a raw socket per netdev: it needs
+	// CAP_NET_RAW, and says so in the attachment's reason without it); 0
+	// does not listen. Switches send a frame every 30 s by default.
+	LLDPWait time.Duration
+	// LLDPHeard are LLDP frames heard before, by netdev (a long-running
+	// listener's: the agent's); the newer of these and of Collect's own
+	// counts.
+	LLDPHeard map[string]topology.Heard
+	// Switches names netdevs' switches by configuration (the key "" every
+	// netdev's); a configured name wins over LLDP and lldpd.
+	Switches map[string]string
 }
 
 // Errors of Collect, for errors.Is.
@@ -69,6 +84,9 @@ var (
 	// does not have (entering another network namespace needs
 	// CAP_SYS_ADMIN).
 	ErrPermission = errors.New("permission denied")
+	// ErrNoLLDP is LLDPListener.Next's error when no LLDP frame came
+	// before the deadline.
+	ErrNoLLDP = errors.New("no LLDP frame")
 )
 
 // Collect reads the live host: the sections opt selects, with the errors
@@ -77,9 +95,9 @@ var (
 // namespace asked for does not exist, rtnetlink cannot be opened). On
 // systems other than Linux it returns ErrNotLinux.
 func Collect(opt Options) (*host.Snapshot, error) {
-	if opt.Sections != 0 && opt.Sections&(SectionCounters|SectionSettings) != 0 {
-		// Counters and settings are read for the RDMA ports and the real
-		// netdevs below them: those sections come along.
+	if opt.Sections != 0 && opt.Sections&(SectionCounters|SectionSettings|SectionTopology) != 0 {
+		// Counters, settings and topology are read for the RDMA ports and
+		// the real netdevs below them: those sections come along.
 		opt.Sections |= SectionRDMA | SectionNet
 	}
 	return collect(opt)

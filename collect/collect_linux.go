@@ -92,6 +92,9 @@ func collect(opt Options) (*host.Snapshot, error) {
 				s.DCB = append(s.DCB, d)
 			}
 		}
+		if i == 0 && s.RDMA != nil && opt.has(SectionTopology) {
+			s.Topology = readTopology(h, counterNetdevs(s.RDMA.Devices, ns, opt.Netdevs), opt)
+		}
 		if i == 0 && s.RDMA != nil && (opt.has(SectionCounters) || opt.has(SectionSettings)) {
 			netdevs := counterNetdevs(s.RDMA.Devices, ns, opt.Netdevs)
 			if opt.has(SectionCounters) {
@@ -143,6 +146,9 @@ func collectCopy(s *host.Snapshot, sys *sysfs, opt Options) {
 	}
 	if opt.has(SectionCounters) {
 		s.Errors = append(s.Errors, host.SourceError{Source: "counters", Error: fmt.Sprintf(notLive, "one sample of live counters: RDMA netlink, hw_counters and ethtool")})
+	}
+	if opt.has(SectionTopology) {
+		s.Errors = append(s.Errors, host.SourceError{Source: "topology", Error: fmt.Sprintf(notLive, "the switches the netdevs are plugged into: LLDP frames and lldpd's table")})
 	}
 	if opt.has(SectionCensus) {
 		s.Errors = append(s.Errors, host.SourceError{Source: "census", Error: fmt.Sprintf(notLive, "the QP census: RDMA netlink's resource dumps")})

@@ -29,6 +29,7 @@ import (
 	"github.com/roce-probe/roce-probe/qos"
 	"github.com/roce-probe/roce-probe/roce"
 	"github.com/roce-probe/roce-probe/roce/capture"
+	"github.com/roce-probe/roce-probe/trace"
 )
 
 // libraryRoce is docs/library.md's Roce snippet.
@@ -172,6 +173,18 @@ func libraryProbe(ctx context.Context, v *host.View) error {
 		return err
 	}
 	fmt.Printf("%+v\n", sum)
+	return nil
+}
+
+// libraryTrace is docs/library.md's Trace snippet.
+func libraryTrace(ctx context.Context, ep probe.Endpoint) error {
+	res, err := trace.Run(ctx, trace.Config{Endpoint: ep, Paths: 4, Base: probe.Markings{DSCP: 26, ECN: probe.ECNECT0}})
+	if err != nil {
+		return err
+	}
+	for _, p := range res.Paths {
+		fmt.Println(p.Sports, trace.Reached(p.Hops), res.PathChanges(p))
+	}
 	return nil
 }
 

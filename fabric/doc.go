@@ -18,6 +18,8 @@
 // roce-probe collect), ReadAgents (the agents' /snapshot, the same
 // document) and ReadPrometheus (the agents' GID metrics queried back from
 // Prometheus, which carry only the GID index, RoCE version and VLAN
-// facts). The package is pure: it reads no kernel state and builds on
-// every system.
+// facts). Localize names the suspects of a window of probe results (a
+// NIC, a ToR, a ToR uplink or spine, a remarking hop, or host noise) with
+// the evidence. The package is pure: it reads no kernel state and builds
+// on every system.
 package fabric

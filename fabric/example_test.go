@@ -30,3 +30,23 @@ func ExampleAnalyze() {
 	//   1 fixture-rxe
 	//   13 fixture-rxe-churned
 }
+
+// One window of probe results: nic4's probes fail with every peer, its
+// ToR-mates nic5 and nic6 among them, while nic5 and nic6 lose nothing
+// between themselves: the NIC is the suspect, not its ToR or a link.
+func ExampleLocalize() {
+	lost := func(src, dst, srcToR, dstToR string) fabric.PairObservation {
+		return fabric.PairObservation{Src: src, Dst: dst, SrcToR: srcToR, DstToR: dstToR, Sent: 30, Lost: 30}
+	}
+	in := fabric.LocalizeInput{Pairs: []fabric.PairObservation{
+		lost("nic4", "nic5", "leaf1", "leaf1"), lost("nic6", "nic4", "leaf1", "leaf1"),
+		lost("nic4", "nic1", "leaf1", "leaf0"), lost("nic9", "nic4", "leaf2", "leaf1"),
+	}}
+	for _, s := range fabric.Localize(in) {
+		fmt.Println(s.Kind, s.NIC, s.ToR)
+		fmt.Println(s.Evidence)
+	}
+	// Output:
+	// nic nic4 leaf1
+	// its probes failed in every direction: with 4 peers, 2 of them ToR-mates, while its ToR-mates lost nothing among themselves
+}

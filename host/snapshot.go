@@ -69,6 +69,10 @@ type Snapshot struct {
 	// processes that own them (package census); nil when not collected
 	// (and in snapshots written before it was).
 	Census *census.Census
+	// Topology is each RoCE netdev's switch and switch port (LLDP, lldpd
+	// or configuration); nil when not collected, and in snapshots written
+	// before it was.
+	Topology *Topology
 	// Errors lists the sources that could not be read; the snapshot holds
 	// everything else.
 	Errors []SourceError
@@ -229,13 +233,15 @@ type snapshotJSON struct {
 	Counters   *counters.Sample  `json:"counters"`
 	Settings   *Settings         `json:"settings"`
 	Census     *census.Census    `json:"census"`
+	Topology   *Topology         `json:"topology"`
 	Errors     []SourceError     `json:"errors"`
 }
 
 // MarshalJSON writes the snapshot document (docs/json.md, "snapshot").
 func (s *Snapshot) MarshalJSON() ([]byte, error) {
 	w := snapshotJSON{Format: Format, Version: Version, Tool: s.Tool, Hostname: null.String(s.Hostname), Kernel: null.String(s.Kernel),
-		Time: s.Time, RDMA: s.RDMA, Namespaces: s.Namespaces, DCB: s.DCB, Counters: s.Counters, Settings: s.Settings, Census: s.Census, Errors: s.Errors}
+		Time: s.Time, RDMA: s.RDMA, Namespaces: s.Namespaces, DCB: s.DCB, Counters: s.Counters, Settings: s.Settings, Census: s.Census,
+		Topology: s.Topology, Errors: s.Errors}
 	if w.Namespaces == nil {
 		w.Namespaces = []*vlan.Namespace{}
 	}
@@ -316,6 +322,7 @@ type (
 		DCB        []dcbJSON          `json:"dcb"`
 		Settings   *Settings          `json:"settings"`
 		Census     *census.Census     `json:"census"`
+		Topology   *Topology          `json:"topology"`
 		Errors     []SourceError      `json:"errors"`
 	}
 	decodeJSON struct {
@@ -366,7 +373,7 @@ func (*skipJSON) UnmarshalJSON([]byte) error { return nil }
 // parse is an error naming its device, port and index.
 func (w *decodeBase) snapshot() (*Snapshot, error) {
 	s := &Snapshot{Tool: w.Tool, Hostname: deref(w.Hostname), Kernel: deref(w.Kernel), Time: w.Time,
-		Settings: w.Settings, Census: w.Census, Errors: w.Errors}
+		Settings: w.Settings, Census: w.Census, Topology: w.Topology, Errors: w.Errors}
 	if w.Namespaces != nil {
 		s.Namespaces = make([]*vlan.Namespace, len(w.Namespaces))
 		for i, n := range w.Namespaces {
@@ -632,6 +639,9 @@ func (s *Snapshot) Validate() error {
 		return fmt.Errorf("snapshot: %w", err)
 	}
 	if err := s.Census.Validate(); err != nil {
+		return fmt.Errorf("snapshot: %w", err)
+	}
+	if err := s.Topology.Validate(); err != nil {
 		return fmt.Errorf("snapshot: %w", err)
 	}
 	return nil

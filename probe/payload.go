@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/roce-probe/roce-probe/qos"
+	"github.com/roce-probe/roce-probe/topology"
 )
 
 // Signature opens every probe and reply payload. A frame whose payload does
@@ -46,8 +47,30 @@ func (k Kind) String() string {
 //	24  8  sender's timestamp, Unix nanoseconds
 //	32 12  markings sent (see Markings)
 //	44 12  markings received: zero in a probe, filled in by the listener
-//	56  …  padding, zero bytes
+//	56  …  padding, zero bytes (a reply to a probe of TopologyPayloadLen
+//	       bytes may carry the listener's ToR there: TopologyPayloadLen)
 const PayloadLen = 56
+
+// TopologyPayloadLen is the length of a probe that asks the listener for
+// its ToR, the switch its netdev is plugged into. A listener that knows
+// its ToR answers a probe of exactly this length (padding zero, as every
+// probe's) with a reply of the same length whose padding carries it:
+//
+//	56  1  extension type: 1, the ToR
+//	57  1  length N of the ToR, 1..64
+//	58  N  the ToR (topology.ValidSwitch: letters, digits, '_', '.', ':', '-')
+//	58+N … zero bytes
+//
+// Every other probe gets a plain reply of PayloadLen bytes, as does every
+// probe sent to a listener that does not know its ToR or predates the
+// extension: the asking sender then learns nothing, and loses nothing.
+// A sender that predates it and pads its probes to exactly this length
+// would take such a reply for a malformed one; roce-probe's own senders
+// (send, the agent before this extension) never padded.
+const TopologyPayloadLen = 124
+
+// extToR is the extension type of a reply's ToR.
+const extToR = 1
 
 // Offsets of the payload's kind and of the fields that differ from probe to
 // probe.
@@ -181,6 +204,9 @@ type Payload struct {
 	Sent     Markings
 	// Received holds what arrived at the listener; only in a reply.
 	Received Markings
+	// ToR is the listener's ToR, in a reply of TopologyPayloadLen bytes
+	// to a probe that asked for it; "" when none.
+	ToR string
 }
 
 // Marshal encodes p. Len 0 means PayloadLen. A probe must not carry
@@ -213,6 +239,17 @@ func (p Payload) Marshal() ([]byte, error) {
 			return nil, fmt.Errorf("received markings: %w", err)
 		}
 		p.Received.put(b[44:56])
+	}
+	if p.ToR != "" {
+		if p.Kind != KindReply || n != TopologyPayloadLen {
+			return nil, fmt.Errorf("probe: a ToR rides only in a reply of %d bytes: this is a %s of %d", TopologyPayloadLen, p.Kind, n)
+		}
+		if !topology.ValidSwitch(p.ToR) {
+			return nil, fmt.Errorf("probe: ToR %q: want 1..%d characters of letters, digits, '_', '.', ':' and '-'", p.ToR, topology.MaxSwitchLen)
+		}
+		b[PayloadLen] = extToR
+		b[PayloadLen+1] = byte(len(p.ToR))
+		copy(b[PayloadLen+2:], p.ToR)
 	}
 	return b, nil
 }
@@ -265,7 +302,19 @@ func ParsePayload(b []byte) (Payload, error) {
 	case p.Kind == KindReply && !ok:
 		return Payload{}, fmt.Errorf("probe: a reply carries no received markings")
 	}
-	for i := PayloadLen; i < len(b); i++ {
+	pad := PayloadLen
+	if p.Kind == KindReply && p.Len == TopologyPayloadLen && b[PayloadLen] == extToR {
+		n := int(b[PayloadLen+1])
+		if n < 1 || n > topology.MaxSwitchLen {
+			return Payload{}, fmt.Errorf("probe: a reply's ToR length %d is out of range: want 1..%d", n, topology.MaxSwitchLen)
+		}
+		p.ToR = string(b[PayloadLen+2 : PayloadLen+2+n])
+		if !topology.ValidSwitch(p.ToR) {
+			return Payload{}, fmt.Errorf("probe: a reply's ToR %q is not a switch name: want letters, digits, '_', '.', ':' and '-'", p.ToR)
+		}
+		pad = PayloadLen + 2 + n
+	}
+	for i := pad; i < len(b); i++ {
 		if b[i] != 0 {
 			return Payload{}, fmt.Errorf("probe: padding byte %d is 0x%02x: want 0", i, b[i])
 		}

@@ -135,6 +135,8 @@ func FuzzParsePayload(f *testing.F) {
 	f.Add(validProbe(f))
 	r, _ := Payload{Kind: KindReply, Len: 64, Sent: Markings{TTL: 1}, Received: Markings{Tagged: true, VLAN: 1}}.Marshal()
 	f.Add(r)
+	r, _ = Payload{Kind: KindReply, Len: TopologyPayloadLen, Sent: Markings{TTL: 1}, Received: Markings{TTL: 1}, ToR: "leaf-07"}.Marshal()
+	f.Add(r)
 	f.Add([]byte("roceprob"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		p, err := ParsePayload(b)

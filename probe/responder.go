@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/roce-probe/roce-probe/roce"
+	"github.com/roce-probe/roce-probe/topology"
 )
 
 // ReplyTTL is the TTL / hop limit of replies.
@@ -129,7 +130,7 @@ type Event struct {
 // send back out of the same netdev; the reply is never longer than frame.
 // Everything else is counted and gets (nil, nil).
 func (r *Responder) Handle(frame []byte) ([]byte, *Event) {
-	reply, f, p, act := r.answer(frame)
+	reply, f, p, act := r.answer(frame, "")
 	if act == "" {
 		return nil, nil
 	}
@@ -146,7 +147,15 @@ func (r *Responder) Handle(frame []byte) ([]byte, *Event) {
 // answers (the agent's): the same decision, the same counters and the
 // same reply, or nil.
 func (r *Responder) HandleReply(frame []byte) []byte {
-	reply, _, _, _ := r.answer(frame)
+	reply, _, _, _ := r.answer(frame, "")
+	return reply
+}
+
+// HandleReplyToR is HandleReply for a listener whose netdev is plugged
+// into the switch tor ("" when not known): a probe of TopologyPayloadLen
+// bytes, which asks for it, gets it in its reply.
+func (r *Responder) HandleReplyToR(frame []byte, tor string) []byte {
+	reply, _, _, _ := r.answer(frame, tor)
 	return reply
 }
 
@@ -154,7 +163,7 @@ func (r *Responder) HandleReply(frame []byte) []byte {
 // and, for a valid probe addressed to this listener, returns it parsed
 // with what was done (ActionAnswered with the reply, or
 // ActionRateLimited); everything else gets the Action "".
-func (r *Responder) answer(frame []byte) ([]byte, Frame, Payload, Action) {
+func (r *Responder) answer(frame []byte, tor string) ([]byte, Frame, Payload, Action) {
 	r.Counters.Frames.Add(1)
 	f, err := r.parser.parse(frame)
 	if err != nil {
@@ -189,7 +198,7 @@ func (r *Responder) answer(frame []byte) ([]byte, Frame, Payload, Action) {
 		r.Counters.RateLimited.Add(1)
 		return nil, f, p, ActionRateLimited
 	}
-	reply, err := buildReply(f, p)
+	reply, err := buildReply(f, p, tor)
 	if err != nil || len(reply) > len(frame) {
 		// Cannot happen for a frame that parsed (the reply payload is the
 		// minimum size and the headers mirror the probe's); count it as
@@ -224,9 +233,14 @@ func unicastSource(f Frame) bool {
 
 // buildReply mirrors the probe: back to its source MAC and IP, from the
 // MAC and IP it was sent to, with the tags it arrived with, the DSCP it
-// arrived with and the ECN it was sent with, to its source QP.
-func buildReply(f Frame, p Payload) ([]byte, error) {
+// arrived with and the ECN it was sent with, to its source QP; with tor
+// when the probe asked for it (TopologyPayloadLen) and tor is a valid
+// switch name.
+func buildReply(f Frame, p Payload, tor string) ([]byte, error) {
 	rp := Payload{Kind: KindReply, Session: p.Session, Seq: p.Seq, SentNano: p.SentNano, Sent: p.Sent, Received: f.Markings()}
+	if p.Len == TopologyPayloadLen && topology.ValidSwitch(tor) {
+		rp.Len, rp.ToR = TopologyPayloadLen, tor
+	}
 	b, err := rp.Marshal()
 	if err != nil {
 		return nil, err

@@ -312,48 +312,35 @@ func check(f Flow) (Result, error) {
 		r.step("trust", "pcp", "the APP table of %s has no DSCP entries: the port classifies by the VLAN PCP", d.Netdev)
 	}
 
-	// Classification.
-	switch r.Trust {
-	case TrustDSCP:
-		if r.DSCP == nil {
-			r.step("priority", "unknown", "DSCP trust but the DSCP on the wire is unknown or absent (RoCE v1)")
-			r.reason("DSCP trust and no known DSCP")
-			break
-		}
-		if p, ok := d.DSCPPriority(*r.DSCP); ok {
-			r.Priority = u8p(p)
-			r.step("priority", fmt.Sprint(p), "APP dscp-prio %d:%d", *r.DSCP, p)
-		} else {
-			r.warn("DSCP %d has no entry in the APP table of %s under DSCP trust: the NIC's default dscp→prio applies (firmware, not readable here); add `dcb app add dev %s dscp-prio %d:<prio>`", *r.DSCP, d.Netdev, d.Netdev, *r.DSCP)
-			r.step("priority", "unknown", "DSCP %d is not in the APP table", *r.DSCP)
-			r.reason("DSCP %d is not mapped to a priority", *r.DSCP)
-		}
-	case TrustPCP:
+	// Classification (DCB.Classify), with what the flow's chain adds: the
+	// warnings, and the cases where the markings are unknown.
+	var tagPCP *uint8
+	if len(w.Tags) > 0 {
+		tagPCP = w.Tags[0].PCP
+	}
+	switch {
+	case r.Trust == TrustDSCP && r.DSCP == nil:
+		r.step("priority", "unknown", "DSCP trust but the DSCP on the wire is unknown or absent (RoCE v1)")
+		r.reason("DSCP trust and no known DSCP")
+	case r.Trust == TrustPCP && !w.TagsKnown:
+		r.step("priority", "unknown", "PCP trust, and whether the frame is tagged is unknown")
+		r.reason("PCP trust and the VLAN tagging is unknown")
+	default:
+		p, why, ok := d.Classify(len(w.Tags) > 0, tagPCP, r.DSCP)
 		switch {
-		case !w.TagsKnown:
-			r.step("priority", "unknown", "PCP trust, and whether the frame is tagged is unknown")
-			r.reason("PCP trust and the VLAN tagging is unknown")
-		case len(w.Tags) == 0:
-			p, ok := d.DefaultPriority()
-			why := "untagged frame under PCP trust: the port's default priority (802.1Q default 0; no APP default-prio entry)"
-			if ok {
-				why = fmt.Sprintf("untagged frame under PCP trust: the APP default-prio entry gives %d", p)
-			}
+		case ok:
 			r.Priority = u8p(p)
 			r.step("priority", fmt.Sprint(p), "%s", why)
-			r.warn("untagged traffic under PCP trust: the frame carries no PCP, so every switch puts it on the default priority %d whatever the sl or traffic_class; use a VLAN netdev's GID or switch the port to DSCP trust", p)
-		case w.Tags[0].PCP == nil:
-			r.step("priority", "unknown", "PCP trust, and the driver's PCP is unknown")
-			r.reason("the PCP is unknown")
-		default:
-			pcp := *w.Tags[0].PCP
-			if p, ok := d.PCPPriority(pcp); ok {
-				r.Priority = u8p(p)
-				r.step("priority", fmt.Sprint(p), "APP pcp-prio %d:%d", pcp, p)
-			} else {
-				r.Priority = u8p(pcp)
-				r.step("priority", fmt.Sprint(pcp), "PCP trust: priority = the outermost tag's PCP")
+			if r.Trust == TrustPCP && len(w.Tags) == 0 {
+				r.warn("untagged traffic under PCP trust: the frame carries no PCP, so every switch puts it on the default priority %d whatever the sl or traffic_class; use a VLAN netdev's GID or switch the port to DSCP trust", p)
 			}
+		case r.Trust == TrustDSCP:
+			r.warn("DSCP %d has no entry in the APP table of %s under DSCP trust: the NIC's default dscp→prio applies (firmware, not readable here); add `dcb app add dev %s dscp-prio %d:<prio>`", *r.DSCP, d.Netdev, d.Netdev, *r.DSCP)
+			r.step("priority", "unknown", "%s", why)
+			r.reason("DSCP %d is not mapped to a priority", *r.DSCP)
+		default:
+			r.step("priority", "unknown", "%s", why)
+			r.reason("the PCP is unknown")
 		}
 	}
 	if r.Priority == nil {

@@ -35,10 +35,10 @@ elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN{printf "%.1f", b-a}'; }
 
 # --- packages -----------------------------------------------------------
 # prometheus: the real Prometheus (and promtool) of internal/agent's fabric
-# test.
+# test. lldpd: a switch's LLDP in collect's TestLabLLDP.
 vm_packages=(qemu-system-x86 busybox-static kmod cpio xz-utils rdma-core ibverbs-providers ibverbs-utils libibverbs-dev iproute2 tcpdump
-  perftest rdmacm-utils tshark prometheus)
-native_packages=(kmod rdma-core ibverbs-providers ibverbs-utils libibverbs-dev iproute2 tcpdump perftest rdmacm-utils tshark prometheus)
+  perftest rdmacm-utils tshark prometheus lldpd)
+native_packages=(kmod rdma-core ibverbs-providers ibverbs-utils libibverbs-dev iproute2 tcpdump perftest rdmacm-utils tshark prometheus lldpd)
 
 # ensure_packages, as_root
 # shellcheck source=lib/packages.sh

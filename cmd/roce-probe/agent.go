@@ -41,6 +41,7 @@ var agentFlagFields = map[string]string{
 	"probe.rate": "--probe-rate", "probe.timeout": "--probe-timeout", "probe.jitter": "--probe-jitter",
 	"probe.max_rate": "--probe-max-rate", "listener.rate": "--listener-rate", "listener.global_rate": "--listener-global-rate",
 	"web_config_file": "--web.config.file", "snapshot": "--snapshot", "serve_only": "--serve-only",
+	"topology.tor": "--tor",
 }
 
 func newAgentCmd() *cobra.Command {
@@ -118,6 +119,8 @@ need no other privilege.`,
 	floatVar(fl, &f.cfg.Probe.MaxRate, "probe-max-rate", d.Probe.MaxRate, 1, 100000, "most probes per second in all (1..100000)")
 	floatVar(fl, &f.cfg.Listener.Rate, "listener-rate", d.Listener.Rate, 0.1, 10000, "replies per second to one sender (0.1..10000)")
 	floatVar(fl, &f.cfg.Listener.GlobalRate, "listener-global-rate", d.Listener.GlobalRate, 1, 100000, "replies per second to all senders (1..100000)")
+	fl.StringVar(&f.cfg.Topology.ToR, "tor", "", "the switch (ToR) this host's RoCE netdevs are plugged into, as the fleet names it (wins over LLDP; \"\": none)")
+	allowEmpty(c, "tor")
 	fl.StringArrayVar(&f.flows, "flow", nil, "a flow: KEY=VALUE,... with name, netdev, family, roce, device, port, gid_index, tclass, sl, rdma_cm, tos, hop_limit (repeatable; replaces the file's flows)")
 	enumVar(fl, &f.logLevel, "log-level", slog.LevelInfo, "log level: debug, info, warn or error",
 		choice("debug", slog.LevelDebug), choice("info", slog.LevelInfo), choice("warn", slog.LevelWarn), choice("error", slog.LevelError))
@@ -157,6 +160,7 @@ func agentConfig(cmd *cobra.Command, f *agentFlags) (agent.Config, error) {
 	set("web.config.file", func() { cfg.WebConfigFile = f.cfg.WebConfigFile })
 	set("snapshot", func() { cfg.Snapshot = f.cfg.Snapshot })
 	set("serve-only", func() { cfg.ServeOnly = f.cfg.ServeOnly })
+	set("tor", func() { cfg.Topology.ToR = f.cfg.Topology.ToR })
 	if fl.Changed("flow") {
 		cfg.Flows = nil
 		for i, s := range f.flows {

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -18,8 +19,9 @@ func init() { register(newCollectCmd) }
 func newCollectCmd() *cobra.Command {
 	var netns, out, output, hostname, sysfsDir, procDir string
 	var allNetns bool
+	var lldpWait time.Duration
 	c := &cobra.Command{
-		Use:   "collect [--out FILE] [--hostname NAME] [--netns NAME | --all-netns]",
+		Use:   "collect [--out FILE] [--hostname NAME] [--netns NAME | --all-netns] [--lldp-wait DUR]",
 		Short: "Write the host snapshot: everything the read-only commands read, as one JSON document",
 		Long: `collect reads, once, everything roce-probe's read-only commands (gids, select,
 qos, check, ah) read from this host and writes it as one versioned JSON
@@ -30,9 +32,13 @@ routes, neighbours and TTL sysctls; and the DCB state (PFC, ETS, APP table,
 trust, DCBX) of every real netdev; one sample of the RDMA ports' counters and of
 the real netdevs' ethtool and PFC counters (what 'roce-probe counters --from'
 analyses); and the settings applied behind the application's back (rdma_cm's
-configfs default ToS, mlx5 traffic class overrides, DCQCN); and the QP census
-(every QP and rdma_cm ID with the process that owns it, docs/qps.md). Sources that could
-not be read are listed under "errors".
+configfs default ToS, mlx5 traffic class overrides, DCQCN); the QP census
+(every QP and rdma_cm ID with the process that owns it, docs/qps.md); and the
+switch and switch port each RoCE netdev is plugged into ("topology": from an
+LLDP frame heard on the netdev within --lldp-wait, default 2s, 0 to not
+listen; or from lldpd's table, 'lldpcli -f json show neighbors', when lldpd
+runs), or why it is not known. Sources that could not be read are listed
+under "errors".
 
 Give the file to any command with --from FILE, on any machine (Linux, macOS,
 Windows): it reads nothing from the machine it runs on and answers as it
@@ -46,7 +52,10 @@ file, still writes FILE when FILE has a '.' or '/' in it, with a note on
 standard error; use --out.) --hostname NAME records NAME as the host's name
 instead of this machine's: 'roce-probe fabric' tells hosts apart by it, so two
 snapshots taken on one machine (of two namespaces, before and after a change)
-need two names. --netns NAME reads that network namespace instead of this
+need two names. --lldp-wait DUR listens that long on every RoCE netdev at
+once (a raw socket: root or CAP_NET_RAW; without it the reason says so);
+switches send LLDP every 30 s by default, so --lldp-wait 31s hears every one
+that sends (docs/snapshot.md, "Topology"). --netns NAME reads that network namespace instead of this
 one; --all-netns reads this one and every named one (both need root). Reads
 need no privileges otherwise. The format is in docs/snapshot.md.
 
@@ -86,7 +95,10 @@ make a usable copy.`,
 					return err
 				}
 			}
-			opt := collect.Options{AllNetns: allNetns, Tool: version(), SysfsRoot: liveSysfs}
+			if lldpWait < 0 || lldpWait > maxLLDPWait {
+				return usagef("--lldp-wait %v is out of range: want 0 (do not listen) to %v", lldpWait, maxLLDPWait)
+			}
+			opt := collect.Options{AllNetns: allNetns, Tool: version(), SysfsRoot: liveSysfs, LLDPWait: lldpWait}
 			if netns != "" {
 				opt.Netns = []string{netns}
 			}
@@ -129,6 +141,7 @@ make a usable copy.`,
 	fl.StringVar(&netns, "netns", "", "read this network namespace (a name from 'ip netns list'; needs root) instead of this one")
 	fl.BoolVar(&allNetns, "all-netns", false, "read this network namespace and every named one (needs root)")
 	fl.StringVar(&sysfsDir, "sysfs", "", "read this copy of /sys (a support bundle's) instead of the live kernel; what only the live kernel answers is recorded as not collected")
+	fl.DurationVar(&lldpWait, "lldp-wait", 2*time.Second, "how long to listen for an LLDP frame on each RoCE netdev (0: do not listen; switches send one every 30s by default)")
 	fl.StringVar(&procDir, "proc", "", "with --sysfs: a copy of /proc holding net/vlan/ (VLAN IDs and QoS maps)")
 	flagsExclusive(c, "netns", "all-netns")
 	flagsExclusive(c, "sysfs", "netns")
@@ -138,6 +151,10 @@ make a usable copy.`,
 	})
 	return c
 }
+
+// maxLLDPWait bounds collect --lldp-wait: LLDP's longest default
+// transmit interval is 30 s, its TTL 120 s.
+const maxLLDPWait = 2 * time.Minute
 
 // checkHostname accepts a host name for the snapshot: 1..253 bytes of
 // UTF-8 without spaces or control characters (what fabric prints and

@@ -593,12 +593,13 @@ func TestVocabulary(t *testing.T) {
 		t.Fatal(err)
 	}
 	stale := "6b81234500201140fd00" + "00000000000000000000"
+	auditPcap := auditCapture(t, dir)
 	from := func(name string, args ...string) []string { return append(args, fromArgs(name)...) }
 	noRDMA := withoutRDMADevices(t, "rxe")
 	neigh := rxeWithNeighbours(t)
 	runs := []vocabRun{
 		{"collect", []string{"collect"}, exitOK},
-		{"collect", []string{"collect", "-o", "json"}, exitOK},
+		{"collect", []string{"collect", "-o", "json", "--lldp-wait", "0"}, exitOK},
 		{"version -o json", []string{"version", "-o", "json"}, exitOK},
 		{"gids -o json", from("rxe", "gids", "-o", "json"), exitOK},
 		{"gids -o json", from("rxe-churned", "gids", "--all", "-o", "json"), exitOK},
@@ -639,6 +640,10 @@ func TestVocabulary(t *testing.T) {
 		{"ah --from-wc HEX -o json", from("rxe", "ah", "--dev", "rxe0", "--from-wc", stale+"4568003c12344000401114130a0000020a000001", "--wc", "", "--behaviour", "rdma-core", "-o", "json"), exitOK},
 		{"counters -o json", []string{"counters", "--from", countersFixture, "-o", "json"}, exitOK},
 		{"counters -o json", []string{"counters", "--from", "../../host/testdata/mlx5-tcoverride.json", "-o", "json"}, exitOK},
+		{"audit -o json", []string{"audit", "--from", "../../audit/testdata/mlx5-prio0-before.json", "--then", "../../audit/testdata/mlx5-prio0-after.json", "-o", "json"}, exitFinding},
+		{"audit -o json", []string{"audit", "--from", "../../audit/testdata/bnxt-prio0-before.json", "-o", "json"}, exitOK},
+		{"audit -o json", from("rxe", "audit", "--tclass", "106", "--pcap", auditPcap, "-o", "json"), exitFinding},
+		{"audit -o json", from("mlx5-pcp", "audit", "--pcap", auditPcap, "-o", "json"), exitOK},
 		{"decode -o json", []string{"decode", "-o", "json", sampleCapture}, exitOK},
 		{"decode -o json", []string{"decode", "-o", "json", "../../roce/testdata/rxe-ud-send.pcapng"}, exitOK},
 		{"decode -o json", []string{"decode", "-o", "json", edges}, exitOK},
@@ -656,7 +661,7 @@ func TestVocabulary(t *testing.T) {
 	}
 	// collect --out FILE writes the same document.
 	snap := filepath.Join(dir, "snap.json")
-	if _, stderr, code := runCLI(t, "", "collect", "--out", snap); code != exitOK {
+	if _, stderr, code := runCLI(t, "", "collect", "--lldp-wait", "0", "--out", snap); code != exitOK {
 		t.Errorf("collect --out: exit %d: %s", code, stderr)
 	} else if b, err := os.ReadFile(snap); err != nil {
 		t.Error(err)
@@ -689,6 +694,24 @@ func TestVocabulary(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkOutput(t, "collect", buf.String())
+	// A topology section: heard by LLDP, configured, and unknown.
+	variant = snapshotVariant(t, "mlx5", func(doc map[string]any) {
+		doc["topology"] = map[string]any{"attachments": []any{
+			map[string]any{"netdev": "enp1s0f0", "switch": "leaf-07", "switch_port": "Ethernet12", "source": "lldp", "age_s": 3.5, "reason": nil,
+				"lldp": map[string]any{"chassis_id": "d2:31:68:05:c7:9b", "chassis_id_type": "mac", "port_id": "Ethernet12", "port_id_type": "ifname",
+					"system_name": "leaf-07", "port_description": nil, "management_address": "10.0.0.7", "ttl_s": 120}},
+			map[string]any{"netdev": "enp1s0f1", "switch": "leaf-08", "switch_port": nil, "source": "config", "age_s": nil, "lldp": nil, "reason": nil},
+			map[string]any{"netdev": "enp1s0f2", "switch": nil, "switch_port": nil, "source": nil, "age_s": nil, "lldp": nil, "reason": "LLDP: no frame heard"},
+		}}
+	})
+	if s, err = host.Load(variant); err != nil {
+		t.Fatal(err)
+	}
+	buf.Reset()
+	if err := s.Encode(&buf); err != nil {
+		t.Fatal(err)
+	}
+	checkOutput(t, "collect", buf.String())
 	// counters --watch, live: one report per line (this host's counters,
 	// whatever it has).
 	for _, f := range []string{"json", "ndjson"} {
@@ -699,8 +722,18 @@ func TestVocabulary(t *testing.T) {
 			checkOutput(t, "counters --watch -o "+f, out)
 		}
 	}
+	// audit --watch, live: this host's counters, no wire sample.
+	for _, f := range []string{"json", "ndjson"} {
+		out, stderr, code := runCLI(t, "", "audit", "--watch", "--count", "2", "--interval", "100ms", "--no-wire", "-o", f)
+		if code != exitOK {
+			t.Errorf("audit --watch -o %s: exit %d: %s", f, code, stderr)
+		} else {
+			checkOutput(t, "audit --watch -o "+f, out)
+		}
+	}
 	vocabularyLab(t)
 	vocabularyProbe(t)
+	vocabularyTrace(t)
 	vocabularyFabric(t)
 	vocabularyAgent(t)
 	vocabularyQPs(t)
@@ -714,6 +747,7 @@ func TestVocabulary(t *testing.T) {
 	for _, cmd := range []string{"send -o json", "listen -o json", "send -o ndjson", "listen -o ndjson"} {
 		c.notRunnable["command:"+cmd] = "raw sockets in network namespaces: run by TestSendListenJSON and TestSendSweepJSON (root), which check their output against docs/json.md; their objects are checked above"
 	}
+	c.notRunnable["command:trace -o json"] = "raw sockets in a routed fabric of namespaces: run by TestTraceJSON (root), which checks its output against docs/json.md; its objects are checked above"
 
 	// Every command row was run, every type reached.
 	var missing []string

@@ -22,7 +22,8 @@ const systemdAgentConfig = "systemd/agent.yaml"
 // TestManifestsFit), and every YAML or JSON file under deploy/ outside
 // kubernetes/ (manifests only: LoadDir refuses any other document),
 // prometheus/ (Prometheus's files: promtool and this module's tests read
-// them), this module and the web configurations (web-config.yml:
+// them), grafana/ (dashboards and their wrappers: grafana_test.go), this
+// module and the web configurations (web-config.yml:
 // TestWebConfigs). A new file elsewhere is taken for an agent
 // configuration and must parse as one.
 func agentConfigs(t *testing.T) map[string][]byte {
@@ -41,7 +42,7 @@ func agentConfigs(t *testing.T) map[string][]byte {
 		rel = filepath.ToSlash(rel)
 		if d.IsDir() {
 			switch rel {
-			case "kubernetes", "prometheus", "validate":
+			case "kubernetes", "prometheus", "grafana", "validate":
 				return filepath.SkipDir
 			}
 			return nil

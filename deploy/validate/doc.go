@@ -13,6 +13,11 @@
 // tests check the security settings the deployment promises (only
 // CAP_NET_RAW, /sys read-only, limits, hostNetwork), that the pieces fit
 // together, the systemd unit's sandbox and the Dockerfile's static build.
+// The Grafana dashboards (deploy/grafana) are checked against
+// docs/metrics.md: every query parsed by Prometheus's PromQL parser and
+// every metric and label in it one the document lists (MetricsDoc,
+// CheckDashboard); their Kubernetes wrappers are generated from them
+// (DashboardWrappers, go generate) and decoded.
 //
 // It is a module of its own, so that roce-probe's module never depends on
 // the Kubernetes and Prometheus types; it requires roce-probe's module
@@ -21,3 +26,5 @@
 // every import path below its parent, across modules). scripts/test.sh
 // runs its tests with `go test ./...` in deploy/validate.
 package validate
+
+//go:generate go run ./cmd/grafana-wrappers

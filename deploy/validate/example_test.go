@@ -34,3 +34,21 @@ spec:
 	fmt.Println(err)
 	// Output: service.yaml: document 1 (Service): error unmarshaling JSON: while decoding JSON: json: unknown field "selectr"
 }
+
+// Checking a query against the metrics docs/metrics.md lists: a label the
+// metric does not have is named, with the labels it has.
+func ExampleMetricsDoc_CheckExpr() {
+	doc, err := validate.ParseMetricsDoc([]byte("| metric | type | labels | meaning |\n|---|---|---|---|\n" +
+		"| `roce_probe_priority_discards_total` | counter | `netdev`, `prio`, `reason` | frames dropped |\n"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(doc.CheckExpr(`sum by (netdev, prio) (rate(roce_probe_priority_discards_total[5m]))`))
+	fmt.Println(doc.CheckExpr(`sum by (priority) (rate(roce_probe_priority_discards_total[5m]))`))
+	fmt.Println(doc.CheckExpr(`rate(roce_probe_priority_drops_total[5m])`))
+	// Output:
+	// <nil>
+	// sum by/without: label "priority" is not a label of the series there (docs/metrics.md lists netdev, prio, reason)
+	// metric roce_probe_priority_drops_total is not in docs/metrics.md
+}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/roce-probe/roce-probe/audit"
 	"github.com/roce-probe/roce-probe/collect"
 	"github.com/roce-probe/roce-probe/counters"
 	"github.com/roce-probe/roce-probe/host"
@@ -46,6 +47,9 @@ type Deps struct {
 	Resolver Resolver
 	// Now is the clock (time.Now).
 	Now func() time.Time
+	// ListenLLDP opens a netdev's LLDP listener (collect.ListenLLDP);
+	// nil: the agent does not listen for LLDP (topology.lldp false too).
+	ListenLLDP func(netdev string) (LLDPReader, error)
 	// Listener, when set, is the HTTP socket to serve on instead of
 	// listening on Config.Listen.
 	Listener net.Listener
@@ -96,6 +100,8 @@ type Agent struct {
 	mesh *mesh
 	cap  *capture
 	resp *probe.Responder
+	lldp *lldpWatch  // nil: not listening for LLDP
+	tors learnedToRs // the peers' ToRs, from their replies
 
 	hostC      *constCollector
 	readErrors *prometheus.CounterVec
@@ -110,12 +116,15 @@ type Agent struct {
 	kicking  atomic.Bool                // neighbour resolutions are running
 
 	// Control-loop state.
-	view      *host.View
-	flows     []*flowSource
-	peers     []Peer
-	peerNames map[string]bool
-	logged    map[string]logState
-	logMu     sync.Mutex
+	view  *host.View
+	flows []*flowSource
+	// prevCounters is the last read's counter sample: the audit's
+	// interval starts there.
+	prevCounters *counters.Sample
+	peers        []Peer
+	peerNames    map[string]bool
+	logged       map[string]logState
+	logMu        sync.Mutex
 }
 
 type agentState struct {
@@ -167,11 +176,15 @@ func New(cfg Config, d Deps) (*Agent, error) {
 	if a.mesh, err = newMesh(cfg.Probe, a.mm, a.log, d.Now); err != nil {
 		return nil, err
 	}
+	a.mesh.learned = &a.tors
 	a.cap = newCapture(d.Open, a.mesh, a.resp, a.log, a.readError)
+	if cfg.Topology.LLDP && d.ListenLLDP != nil {
+		a.lldp = newLLDPWatch(d.ListenLLDP, a.readError)
+	}
 	md := descs()
 	a.hostC = &constCollector{descs: []*prometheus.Desc{md.gidInfo, md.gidIndex, md.gidIndexChanges, md.flowVerdict,
 		md.flowWarnings, md.flowSource, md.rdmaCounter, md.prioPackets, md.prioBytes, md.prioPauseFrames,
-		md.prioPauseSeconds, md.prioDiscards, md.rocePriority, md.snapshotErrors}}
+		md.prioPauseSeconds, md.prioDiscards, md.rocePriority, md.snapshotErrors, md.auditOff, md.auditRDMA, md.topologyInfo}}
 	a.readErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Name: metricReadErrors,
 		Help: "Reads that failed, by source (host: the whole host snapshot; dns; peers_file; netlink; capture; and the kinds of the snapshot's own errors: dcb, ethtool, ...)."}, []string{"source"})
 	a.lastRead = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: metricLastRead,
@@ -312,6 +325,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	cancelPeers()
 	close(stop)
 	a.cap.close()
+	a.lldp.close()
 	a.mesh.close()
 	sctx, cancel := context.WithTimeout(context.Background(), a.cfg.ShutdownTimeout)
 	defer cancel()
@@ -348,6 +362,10 @@ func (a *Agent) loop(ctx context.Context, peers <-chan []Peer) {
 		}
 	}()
 	pending := false
+	var lldpChanged <-chan struct{}
+	if a.lldp != nil {
+		lldpChanged = a.lldp.changed
+	}
 	var lastRead, lastFollowUp time.Time
 	// After asking the kernel to resolve next hops, read again soon to
 	// pick up the answers, at most once per followUpGap (a peer that
@@ -377,6 +395,13 @@ func (a *Agent) loop(ctx context.Context, peers <-chan []Peer) {
 		case p := <-peers:
 			a.peers = p
 			followUp(a.startKicks(a.replan()))
+		case <-lldpChanged:
+			// A switch said something new: read the host (and decide
+			// the attachments) again soon.
+			if !pending {
+				pending = true
+				soon.Reset(max(debounce, minEventGap-a.d.Now().Sub(lastRead)))
+			}
 		case c, ok := <-changes:
 			if !ok {
 				err := watcher.Err()
@@ -420,7 +445,7 @@ func (a *Agent) loop(ctx context.Context, peers <-chan []Peer) {
 // read reads the host and updates everything that follows from it. It
 // returns how many next hops it asked the kernel to resolve.
 func (a *Agent) read() int {
-	snap, err := a.d.Collect(collect.Options{Tool: a.d.Version})
+	snap, err := a.d.Collect(collect.Options{Tool: a.d.Version, LLDPHeard: a.lldp.frames(), Switches: a.cfg.Topology.switches()})
 	var v *host.View
 	if err == nil {
 		v, err = snap.View("")
@@ -456,8 +481,23 @@ func (a *Agent) read() int {
 		r := counters.Analyze(v.CountersInput(nil, snap.Counters))
 		rep = &r
 	}
-	a.hostC.set(hostMetrics(rows, idx, a.gids, flows, rep, snap.Errors))
+	// The audit's counters cross-check of the interval since the last
+	// read (no wire sample: the agent captures no application traffic).
+	var aud *audit.Report
+	if a.prevCounters != nil && snap.Counters != nil {
+		exp := make([]audit.Expectation, len(a.cfg.Flows))
+		for i, f := range a.cfg.Flows {
+			exp[i] = f.Expectation()
+		}
+		r := audit.Audit(audit.Input{View: v, Prev: a.prevCounters, Cur: snap.Counters, Expect: exp})
+		aud = &r
+	}
+	a.prevCounters = snap.Counters
+	ms := append(hostMetrics(rows, idx, a.gids, flows, rep, snap.Errors), auditMetrics(aud)...)
+	a.hostC.set(append(ms, topologyMetrics(snap.Topology)...))
 	a.cap.setLocal(v.NS)
+	a.cap.setToRs(newTorOf(snap.Topology))
+	a.lldp.sync(attachmentNetdevs(snap.Topology))
 	kicks := a.replan()
 	a.log.Debug("host read", "gid_entries", len(rows), "errors", len(snap.Errors), "neighbours_to_resolve", len(kicks))
 	st := *a.state.Load()
@@ -529,8 +569,12 @@ func (a *Agent) replan() []neighborKick {
 			p.Name = p.Addr.String()
 		}
 		names[p.Name] = true
+		if p.ToR == "" {
+			p.ToR = a.tors.get(p.Addr) // what its replies said
+		}
 		probed = append(probed, p)
 	}
+	a.tors.keep(probed)
 	leftOut := 0
 	if len(probed) > a.cfg.Peers.Max {
 		leftOut = len(probed) - a.cfg.Peers.Max

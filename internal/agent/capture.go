@@ -30,6 +30,7 @@ type capture struct {
 
 	respMu sync.Mutex // serializes the responder (Handle and SetLocal)
 	resp   *probe.Responder
+	tors   atomic.Pointer[torOf] // the ToR a reply tells, by netdev
 
 	mu    sync.Mutex
 	ports map[string]*capPort
@@ -57,6 +58,10 @@ func (c *capture) setLocal(ns *vlan.Namespace) {
 	c.resp.SetLocal(macs, addrs)
 	c.respMu.Unlock()
 }
+
+// setToRs gives the listener the ToR of each netdev, for replies to
+// probes that ask (probe.TopologyPayloadLen).
+func (c *capture) setToRs(t torOf) { c.tors.Store(&t) }
 
 // sync captures on exactly the netdevs of want: new ones and those whose
 // socket failed are opened, the others closed.
@@ -164,8 +169,12 @@ func (c *capture) read(cp *capPort) {
 
 // handle gives one captured frame to the listener.
 func (c *capture) handle(cp *capPort, frame []byte) {
+	tor := ""
+	if t := c.tors.Load(); t != nil {
+		tor = t.of(cp.name)
+	}
 	c.respMu.Lock()
-	reply := c.resp.HandleReply(frame)
+	reply := c.resp.HandleReplyToR(frame, tor)
 	c.respMu.Unlock()
 	if reply != nil {
 		if err := cp.p.Write(reply); err != nil && !cp.closing.Load() {

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/roce-probe/roce-probe/topology"
 )
 
 // DefaultListen is the agent's default HTTP address (/metrics, /snapshot,
@@ -31,6 +33,7 @@ type Config struct {
 	Probe           ProbeConfig    `yaml:"probe"`
 	Listener        ListenerConfig `yaml:"listener"`
 	Flows           []FlowConfig   `yaml:"flows"`
+	Topology        TopologyConfig `yaml:"topology"`
 	// WebConfigFile is the Prometheus exporters' web configuration file
 	// (prometheus/exporter-toolkit, node_exporter's --web.config.file):
 	// TLS (tls_server_config) and basic auth (basic_auth_users, bcrypt
@@ -97,6 +100,38 @@ type ProbeConfig struct {
 	MaxRate float64 `yaml:"max_rate"`
 }
 
+// TopologyConfig says which switch (ToR) the host's RoCE netdevs are
+// plugged into, when the operator knows better than LLDP or LLDP cannot
+// reach the host (docs/agent.md, "Topology"). A configured name wins over
+// LLDP and lldpd.
+type TopologyConfig struct {
+	// ToR names the switch of every RoCE netdev (one ToR per node: a
+	// value set per node, e.g. from NVIDIA topograph's
+	// network.topology.nvidia.com/leaf node label); "" for none.
+	ToR string `yaml:"tor"`
+	// Netdevs names the switch per netdev (rail-optimised hosts, whose
+	// NICs go to different leaves); it wins over ToR for its netdevs.
+	Netdevs map[string]string `yaml:"netdevs"`
+	// LLDP listens for the switches' LLDP frames on the RoCE netdevs (a
+	// raw socket each); false leaves it to lldpd and the configuration.
+	LLDP bool `yaml:"lldp"`
+}
+
+// switches is the configuration as collect.Options.Switches takes it.
+func (t TopologyConfig) switches() map[string]string {
+	if t.ToR == "" && len(t.Netdevs) == 0 {
+		return nil
+	}
+	m := map[string]string{}
+	if t.ToR != "" {
+		m[""] = t.ToR
+	}
+	for nd, sw := range t.Netdevs {
+		m[nd] = sw
+	}
+	return m
+}
+
 // ListenerConfig sets the probe listener's reply rate limits (the
 // listener of `roce-probe listen`: docs/probe.md).
 type ListenerConfig struct {
@@ -144,6 +179,9 @@ const (
 	MaxFlows      = 16
 	MaxPeersLimit = 65536
 	maxProbeRate  = 10
+	// maxTopologyNetdevs bounds topology.netdevs (and the series of
+	// roce_probe_topology_info the configuration can make).
+	maxTopologyNetdevs = 64
 )
 
 // Default returns the default configuration: listen on DefaultListen,
@@ -158,6 +196,7 @@ func Default() Config {
 		Peers:           PeersConfig{DNSInterval: 30 * time.Second, FileInterval: 5 * time.Second, Max: 1024},
 		Probe:           ProbeConfig{Rate: 1, Timeout: time.Second, Jitter: 0.2, MaxRate: 5000},
 		Listener:        ListenerConfig{Rate: 100, GlobalRate: 5000},
+		Topology:        TopologyConfig{LLDP: true},
 		Snapshot:        SnapshotFull,
 	}
 }
@@ -259,6 +298,20 @@ func (c *Config) Validate() error {
 	if c.Peers.DNS != "" {
 		if err := checkDNSName(c.Peers.DNS); err != nil {
 			return cfgErr("peers.dns", "%q %v", c.Peers.DNS, err)
+		}
+	}
+	if c.Topology.ToR != "" && !topology.ValidSwitch(c.Topology.ToR) {
+		return cfgErr("topology.tor", "%q: want 1..%d characters of letters, digits, '_', '.', ':' and '-' (a switch name)", c.Topology.ToR, topology.MaxSwitchLen)
+	}
+	if len(c.Topology.Netdevs) > maxTopologyNetdevs {
+		return cfgErr("topology.netdevs", "%d netdevs: want at most %d", len(c.Topology.Netdevs), maxTopologyNetdevs)
+	}
+	for nd, sw := range c.Topology.Netdevs {
+		if nd == "" || len(nd) > 15 || strings.ContainsAny(nd, "/ \x00") {
+			return cfgErr("topology.netdevs", "%q is not a netdev name: want 1..15 characters without '/' or spaces", nd)
+		}
+		if !topology.ValidSwitch(sw) {
+			return cfgErr("topology.netdevs."+nd, "%q: want 1..%d characters of letters, digits, '_', '.', ':' and '-' (a switch name)", sw, topology.MaxSwitchLen)
 		}
 	}
 	if strings.ContainsRune(c.Peers.File, 0) {

@@ -34,6 +34,13 @@ func DefaultDeps(version string, log *slog.Logger) Deps {
 		Kick: func(src, dst netip.Addr, rr vlan.RouteResult) {
 			collect.SolicitNeighbor(src, dst, rr) // the next read sees the answer
 		},
+		ListenLLDP: func(netdev string) (LLDPReader, error) {
+			l, err := collect.ListenLLDP(netdev)
+			if err != nil {
+				return nil, err
+			}
+			return l, nil
+		},
 		Resolver: net.DefaultResolver,
 		Now:      time.Now,
 	}

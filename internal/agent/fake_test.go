@@ -112,6 +112,9 @@ type simPeer struct {
 	got  atomic.Int64  // probes it received
 	prob *probe.Prober // its own probes to the agent (probeAgent)
 	pmu  sync.Mutex
+	tor  string                 // its ToR, told to probes that ask ("": a listener without one)
+	ask  bool                   // its probes ask the agent for its ToR (set before probeAgent)
+	told atomic.Pointer[string] // the ToR the agent's last reply told it
 }
 
 // fakeNet is the fabric behind the agent's one netdev, eth0.
@@ -304,6 +307,8 @@ func (p *fakePort) Write(frame []byte) error {
 		return fmt.Errorf("fake wire: bad payload: %v", err)
 	}
 	if pl.Kind == probe.KindReply {
+		tor := pl.ToR
+		peer.told.Store(&tor)
 		peer.pmu.Lock()
 		if peer.prob != nil {
 			peer.prob.Match(frame, time.Now())
@@ -321,7 +326,7 @@ func (p *fakePort) Write(frame []byte) error {
 			return err
 		}
 	}
-	reply, _ := peer.resp.Handle(frame)
+	reply := peer.resp.HandleReplyToR(frame, peer.tor)
 	if reply != nil {
 		p.net.deliver(reply)
 	}
@@ -345,6 +350,9 @@ func (n *fakeNet) probeAgent(t testing.TB, peer *simPeer) {
 		pr, err := probe.NewProber(probe.Frame{SrcMAC: peer.mac, DstMAC: mac(agentMAC), Src: peer.addr, Dst: netip.MustParseAddr(agentIP)})
 		if err != nil {
 			t.Fatal(err)
+		}
+		if peer.ask {
+			pr.PayloadLen = probe.TopologyPayloadLen
 		}
 		peer.prob = pr
 	}

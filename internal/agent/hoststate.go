@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/roce-probe/roce-probe/audit"
 	"github.com/roce-probe/roce-probe/counters"
 	"github.com/roce-probe/roce-probe/fabric"
 	"github.com/roce-probe/roce-probe/gid"
@@ -136,6 +137,19 @@ func resolveFlow(v *host.View, f FlowConfig, rows []gidRow) *flowSource {
 	// ToS and the driver's traffic class override applied), checked as
 	// `roce-probe check` checks it; its probes carry the sl and traffic
 	// class the check ends with.
+	fp := f.Params()
+	fs.tclass, fs.sl = fp.TrafficClass, fp.SL
+	if r, err := qos.Check(v.Flow(src, fp)); err == nil {
+		fs.check = &r
+		fs.tclass, fs.sl, fs.path = r.TrafficClass, r.SL, r.Path
+	}
+	return fs
+}
+
+// Params are the markings the flow asks for: its tclass and sl (verbs),
+// or, with tos or rdma_cm, an rdma_cm flow with that ToS (none: the
+// port's configfs default_roce_tos).
+func (f FlowConfig) Params() host.FlowParams {
 	var fp host.FlowParams
 	if f.TOS != nil || f.RDMACM {
 		fp.RDMACM = true
@@ -143,20 +157,27 @@ func resolveFlow(v *host.View, f FlowConfig, rows []gidRow) *flowSource {
 			tos := uint8(*f.TOS)
 			fp.TOS = &tos
 		}
-	} else {
-		if f.TClass != nil {
-			fp.TrafficClass = uint8(*f.TClass)
-		}
-		if f.SL != nil {
-			fp.SL = uint8(*f.SL)
-		}
+		return fp
 	}
-	fs.tclass, fs.sl = fp.TrafficClass, fp.SL
-	if r, err := qos.Check(v.Flow(src, fp)); err == nil {
-		fs.check = &r
-		fs.tclass, fs.sl, fs.path = r.TrafficClass, r.SL, r.Path
+	if f.TClass != nil {
+		fp.TrafficClass = uint8(*f.TClass)
 	}
-	return fs
+	if f.SL != nil {
+		fp.SL = uint8(*f.SL)
+	}
+	return fp
+}
+
+// Expectation is the flow as `roce-probe audit` and the agent's audit
+// expect the host's traffic: its markings (Params), for the GID entries
+// its select names (netdev, device and port, gid_index, family).
+func (f FlowConfig) Expectation() audit.Expectation {
+	s := f.Select
+	e := audit.Expectation{Name: f.Name, Netdev: s.Netdev, Device: s.Device, Port: s.Port, GIDIndex: -1, Family: s.Family, Params: f.Params()}
+	if s.GIDIndex != nil {
+		e.GIDIndex = *s.GIDIndex
+	}
+	return e
 }
 
 func selectWhere(s SelectConfig) string {
@@ -298,6 +319,44 @@ func counterMetrics(rep *counters.Report) []prometheus.Metric {
 		}
 		if pr.Values[counters.PrioTxPause] == nil && pr.PFCRequests != nil {
 			add(md.prioPauseFrames, float64(pr.PFCRequests.Value), pr.Netdev, prio, "tx")
+		}
+	}
+	return ms
+}
+
+// auditPrios are the values of the prio label of the audit's metric: the
+// eight priorities and "unknown".
+var auditPrios = [9]string{"0", "1", "2", "3", "4", "5", "6", "7", "unknown"}
+
+// auditMetrics are the audit's per-priority results (nil: no audit yet,
+// the first read has no interval): for each real netdev the audit could
+// check, the RDMA packets it sent and, for every priority and "unknown",
+// those it found off the expected priorities (0 where none) — nine series
+// per netdev whatever the traffic.
+func auditMetrics(r *audit.Report) []prometheus.Metric {
+	if r == nil {
+		return nil
+	}
+	md := descs()
+	var ms []prometheus.Metric
+	for _, nd := range r.Netdevs {
+		if nd.Reason != nil || nd.RDMATx == nil {
+			continue
+		}
+		var off [9]uint64
+		for _, f := range r.Findings {
+			if f.Code != audit.CodeRDMAOffPriority || f.Netdev == nil || *f.Netdev != nd.Netdev || nd.Unaccounted == nil {
+				continue
+			}
+			i := 8
+			if f.Priority != nil && *f.Priority < 8 {
+				i = int(*f.Priority)
+			}
+			off[i] = *nd.Unaccounted
+		}
+		ms = append(ms, prometheus.MustNewConstMetric(md.auditRDMA, prometheus.GaugeValue, float64(*nd.RDMATx), nd.Netdev))
+		for i, p := range auditPrios {
+			ms = append(ms, prometheus.MustNewConstMetric(md.auditOff, prometheus.GaugeValue, float64(off[i]), nd.Netdev, p))
 		}
 	}
 	return ms

@@ -152,6 +152,7 @@ type mesh struct {
 	now     func() time.Time
 	limiter *probe.RateLimiter
 	wake    chan struct{}
+	learned *learnedToRs // where the ToRs peers' replies tell go; nil: dropped
 
 	mu       sync.Mutex
 	streams  map[streamKey]*stream
@@ -305,6 +306,7 @@ func (m *mesh) setTarget(s *stream, t target, now time.Time) {
 		m.log.Warn("cannot probe", "peer", s.peer.Name, "flow", s.flow, "err", err)
 		return
 	}
+	p.PayloadLen = probe.TopologyPayloadLen // ask the peer for its ToR
 	s.prober, s.next, s.failed = p, 0, nil
 	m.sessions[p.Session()] = s
 	vs, oks := fieldValues(t.marks)
@@ -470,6 +472,9 @@ func (m *mesh) replyFrame(frame []byte, at time.Time) {
 	if _, ok := s.prober.MatchParsed(f, pl, at); !ok {
 		m.unmatched.Add(1)
 		return
+	}
+	if pl.ToR != "" && m.learned != nil {
+		m.learned.set(s.peer.Addr, pl.ToR)
 	}
 	m.finalize(s, m.now())
 }

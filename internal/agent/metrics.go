@@ -29,6 +29,8 @@ const (
 	metricPrioPauseSeconds  = "roce_probe_priority_pause_seconds_total"
 	metricPrioDiscards      = "roce_probe_priority_discards_total"
 	metricRoCEPriority      = "roce_probe_roce_priority"
+	metricAuditOff          = "roce_probe_audit_off_priority_packets"
+	metricAuditRDMA         = "roce_probe_audit_rdma_packets"
 	metricProbesSent        = "roce_probe_probes_sent_total"
 	metricProbesAnswered    = "roce_probe_probes_answered_total"
 	metricProbesLost        = "roce_probe_probes_lost_total"
@@ -48,6 +50,7 @@ const (
 	metricPeersLeftOut      = "roce_probe_peers_left_out"
 	metricProbeScheduled    = "roce_probe_probe_streams"
 	metricSnapshotErrorsNow = "roce_probe_snapshot_errors"
+	metricTopologyInfo      = "roce_probe_topology_info"
 )
 
 // RTTBuckets are the upper bounds of roce_probe_probe_rtt_seconds: 10 µs
@@ -62,6 +65,7 @@ const (
 	sourcePeersFile = "peers_file" // peers.file
 	sourceNetlink   = "netlink"    // the link/address change subscription
 	sourceCapture   = "capture"    // the AF_PACKET sockets of the listener and the prober
+	sourceLLDP      = "lldp"       // the LLDP listeners of the RoCE netdevs
 )
 
 // Reasons of roce_probe_probe_errors_total.
@@ -174,7 +178,8 @@ type metricDescs struct {
 	gidInfo, gidIndex, gidIndexChanges                                     *prometheus.Desc
 	flowVerdict, flowWarnings, flowSource                                  *prometheus.Desc
 	rdmaCounter, prioPackets, prioBytes, prioPauseFrames, prioPauseSeconds *prometheus.Desc
-	prioDiscards, rocePriority, snapshotErrors                             *prometheus.Desc
+	prioDiscards, rocePriority, snapshotErrors, topologyInfo               *prometheus.Desc
+	auditOff, auditRDMA                                                    *prometheus.Desc
 	// the agent's own state
 	peers, peersLeftOut, flowPeers, streams, listener, listenerSenders, unmatched, capture *prometheus.Desc
 }
@@ -220,6 +225,12 @@ var descs = sync.OnceValue(func() *metricDescs {
 		rocePriority: prometheus.NewDesc(metricRoCEPriority,
 			"A priority of the real netdev that carries RoCE by the host's configuration (1): PFC on, DSCP 26 or rdma_cm's default ToS or a traffic class override mapped to it under DSCP trust, an APP entry for RoCE, DCQCN enabled; with none of these, the priority RoCE uses by default (priority 0 under PCP trust) (counters RoCEPriorities; docs/counters.md).",
 			[]string{"netdev", "prio"}, nil),
+		auditOff: prometheus.NewDesc(metricAuditOff,
+			"RDMA packets sent between the last two reads of the host that left the real netdev on a priority other than the expected ones (the flows', else the RoCE priorities), by the priority that carried them (prio \"unknown\" when the counters do not tell); 0 when the audit found none (roce-probe audit's counters cross-check; docs/audit.md).",
+			[]string{"netdev", "prio"}, nil),
+		auditRDMA: prometheus.NewDesc(metricAuditRDMA,
+			"RDMA packets the real netdev sent between the last two reads of the host (mlx5 vport RDMA counters, the TX packets of rxe's and bnxt_re's hw_counters), as the audit counted them.",
+			[]string{"netdev"}, nil),
 		peers:        prometheus.NewDesc(metricPeers, "Peers probed (the union of peers.static, peers.dns and peers.file, without this host's addresses, at most peers.max).", nil, nil),
 		peersLeftOut: prometheus.NewDesc(metricPeersLeftOut, "Peers left out because there are more than peers.max.", nil, nil),
 		flowPeers:    prometheus.NewDesc(metricFlowPeers, "Peers the flow probes: those of its address family whose route leaves through the flow's netdev.", []string{"flow"}, nil),
@@ -230,6 +241,9 @@ var descs = sync.OnceValue(func() *metricDescs {
 		unmatched:       prometheus.NewDesc(metricUnmatchedReplies, "Probe replies captured that match no probe in flight (late, duplicated or forged).", nil, nil),
 		capture:         prometheus.NewDesc(metricCaptureNetdevs, "Netdevs with an open capture socket (the listener's and the prober's).", nil, nil),
 		snapshotErrors:  prometheus.NewDesc(metricSnapshotErrorsNow, "Sources the last host read could not read (the snapshot's errors), by kind.", []string{"source"}, nil),
+		topologyInfo: prometheus.NewDesc(metricTopologyInfo,
+			"A RoCE netdev's place in the fabric (1): the switch (ToR) and switch port it is plugged into and where that was learned (source: config, lldp, lldpd); switch, switch_port and source \"\" when not known (the snapshot's topology says why).",
+			[]string{"netdev", "switch", "switch_port", "source"}, nil),
 	}
 })
 

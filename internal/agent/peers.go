@@ -21,7 +21,8 @@ type Peer struct {
 	Name string
 	Addr netip.Addr
 	// ToR names the switch (leaf) the peer's NIC is attached to, "" when
-	// not known: from the peers file's or peers.static's tor= column.
+	// not known: from the peers file's or peers.static's tor= column,
+	// else as the peer's probe replies say (Agent.replan fills it in).
 	ToR string
 }
 

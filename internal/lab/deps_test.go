@@ -14,9 +14,9 @@ import (
 // qemu-system-x86_64 boots its kernels, busybox and cpio make their
 // initramfs, kmod loads rdma_rxe and 8021q, rdma-core (rdma link add), the
 // verbs tools, perftest and rdmacm-utils run its traffic, tcpdump captures
-// it. `scripts/test.sh --no-lab` must install none of them.
+// it, lldpd plays a switch's LLDP. `scripts/test.sh --no-lab` must install none of them.
 var labOnly = []string{"qemu-system-x86", "busybox-static", "cpio", "kmod", "xz-utils", "rdma-core",
-	"ibverbs-providers", "ibverbs-utils", "perftest", "rdmacm-utils", "tcpdump"}
+	"ibverbs-providers", "ibverbs-utils", "perftest", "rdmacm-utils", "tcpdump", "lldpd"}
 
 // nonLab are packages the suite without the lab runs programs of (see
 // scripts/apt-packages.txt): deps.sh must install them.

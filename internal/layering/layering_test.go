@@ -159,10 +159,12 @@ func public(path string) bool {
 }
 
 // applications are the packages under internal/ that may import public
-// packages: the applications built on them and the test-frame generator
-// (which builds frames with roce.SerializeFrame).
+// packages: the applications built on them, the test-frame generator
+// (which builds frames with roce.SerializeFrame) and the fleet simulation
+// (which runs the fleet package's planning and aggregation).
 var applications = []string{
 	module + "/internal/agent",
+	module + "/internal/fleetsim",
 	module + "/internal/lab",
 	module + "/internal/cmd",
 	module + "/internal/rocegen",
@@ -273,7 +275,7 @@ func TestHostIsPure(t *testing.T) {
 
 // analysis are the packages that analyse a snapshot or a capture; they
 // build wherever a snapshot is analysed.
-var analysis = []string{"roce/...", "gid", "vlan", "qos", "ah", "counters", "fabric/...", "host", "census"}
+var analysis = []string{"roce/...", "gid", "vlan", "qos", "ah", "counters", "fabric/...", "host", "census", "topology"}
 
 // TestAnalysisBuildsEverywhere builds the analysis packages for darwin and
 // windows without cgo (a type error in a file only those systems compile

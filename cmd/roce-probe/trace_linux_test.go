@@ -1,0 +1,91 @@
+//go:build linux
+
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/roce-probe/roce-probe/internal/netnstest"
+)
+
+// `roce-probe trace` in a routed two-spine fabric of namespaces
+// (netnstest.TwoPaths) whose spine B rewrites DSCP to 0 on its port toward
+// L2, with `roce-probe listen` on the destination: -o json follows
+// docs/json.md, finds both spines, and locates the remark after B on the
+// paths through B only; exit 1. The table names the same hop.
+func TestTraceJSON(t *testing.T) {
+	f := netnstest.NewTwoPaths(t)
+	netnstest.Remark(t, f.B, "b2", "dscp")
+	wait := startListener(t, f.D, time.Minute, "--netdev", "d0")
+	for _, c := range []struct {
+		dst, spineA, spineB string
+	}{{"10.4.0.1", "10.2.0.2", "10.2.1.2"}, {"fd00:4::1", "fd00:21::2", "fd00:22::2"}} {
+		r := runIn(t, f.S, "trace", "--netdev", "s0", "--dst", c.dst, "--tclass", "106", "--paths", "4", "--timeout", "300ms", "-o", "json")
+		if r.code != exitFinding {
+			t.Fatalf("trace --dst %s: exit %d, want %d (a remark): %s%s", c.dst, r.code, exitFinding, r.stdout, r.stderr)
+		}
+		checkOutput(t, "trace -o json", r.stdout)
+		var doc struct {
+			Paths []struct {
+				UDPSports []int `json:"udp_sports"`
+				Reached   bool  `json:"reached"`
+				Hops      []struct {
+					Address *string `json:"address"`
+					DSCP    *int    `json:"dscp"`
+					Arrived *struct {
+						DSCP int `json:"dscp"`
+					} `json:"arrived"`
+				} `json:"hops"`
+				Changes []struct {
+					Field     string `json:"field"`
+					From      int    `json:"from_value"`
+					To        int    `json:"to_value"`
+					BeforeTTL int    `json:"before_ttl"`
+					AtTTL     int    `json:"at_ttl"`
+				} `json:"changes"`
+			} `json:"paths"`
+			PortsTried int `json:"ports_tried"`
+		}
+		if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
+			t.Fatal(err)
+		}
+		if len(doc.Paths) != 2 {
+			t.Fatalf("--dst %s: %d paths, want 2:\n%s", c.dst, len(doc.Paths), r.stdout)
+		}
+		ports := 0
+		for _, p := range doc.Paths {
+			ports += len(p.UDPSports)
+			if !p.Reached || len(p.Hops) != 4 || p.Hops[1].Address == nil || p.Hops[3].Arrived == nil {
+				t.Fatalf("--dst %s: path %+v: want 4 hops to the listener", c.dst, p)
+			}
+			switch *p.Hops[1].Address {
+			case c.spineB:
+				if len(p.Changes) != 1 || p.Changes[0].Field != "dscp" || p.Changes[0].From != 26 || p.Changes[0].To != 0 || p.Changes[0].BeforeTTL != 2 || p.Changes[0].AtTTL != 3 {
+					t.Errorf("--dst %s: path through B: changes %+v, want dscp 26→0 between hops 2 and 3", c.dst, p.Changes)
+				}
+				if p.Hops[3].Arrived.DSCP != 0 {
+					t.Errorf("--dst %s: the listener saw DSCP %d through B, want 0", c.dst, p.Hops[3].Arrived.DSCP)
+				}
+			case c.spineA:
+				if len(p.Changes) != 0 {
+					t.Errorf("--dst %s: path through A: changes %+v, want none", c.dst, p.Changes)
+				}
+			default:
+				t.Errorf("--dst %s: hop 2 is %s, want a spine", c.dst, *p.Hops[1].Address)
+			}
+		}
+		if ports != doc.PortsTried {
+			t.Errorf("--dst %s: the paths list %d ports, %d were tried", c.dst, ports, doc.PortsTried)
+		}
+	}
+	// The table, for one port: the change is named at hop 3.
+	r := runIn(t, f.S, "trace", "--netdev", "s0", "--dst", "10.4.0.1", "--tclass", "106", "--paths", "4", "--timeout", "300ms")
+	if r.code != exitFinding || !strings.Contains(r.stdout, "change: dscp 26→0 between hop 2 (10.2.1.2) and hop 3 (10.3.1.2)") {
+		t.Errorf("table: exit %d:\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	t.Logf("trace --paths 4:\n%s", r.stdout)
+	wait()
+}

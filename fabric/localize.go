@@ -1,0 +1,449 @@
+package fabric
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"sort"
+)
+
+// PairObservation is what the agents saw of one probed pair (Src's
+// agent probing Dst) over a window: the probes sent, lost and answered
+// with their DSCP remarked, and the UDP source ports that lost or were
+// remarked, with the spine a trace of each found.
+type PairObservation struct {
+	Src, Dst       string // the NICs (agents' names or addresses)
+	SrcToR, DstToR string // their ToRs; "" when not known
+	Sent           uint64
+	Lost           uint64
+	Remarked       uint64
+	Sports         []SportObservation
+}
+
+// SportObservation is one UDP source port of a pair that lost probes or
+// saw them remarked. Spine is the spine a trace of the probe's path with
+// that source port found between the two ToRs ("" when no trace ran or
+// the ToRs are one).
+type SportObservation struct {
+	Sport          uint16
+	Lost, Remarked uint64
+	Spine          string
+}
+
+// LocalizeInput is what Localize decides from: the pairs that lost
+// probes or saw them remarked over one window (every other pair probed in
+// it lost nothing), and the agents that marked their results as
+// unreliable (their wake-ups ran late or their CPU was throttled:
+// fleet.Governor).
+type LocalizeInput struct {
+	Pairs []PairObservation
+	Noisy []string
+}
+
+// SuspectKind is what a suspect is.
+type SuspectKind string
+
+// Suspect kinds.
+const (
+	SuspectNIC       SuspectKind = "nic"        // a NIC, its host or the ToR port facing it (NIC)
+	SuspectToR       SuspectKind = "tor"        // a ToR (ToR)
+	SuspectLink      SuspectKind = "link"       // the link between a ToR and a spine (ToR, Spine; Spine "" when no trace said which)
+	SuspectSpine     SuspectKind = "spine"      // a spine (Spine)
+	SuspectRemark    SuspectKind = "remark"     // a hop that remarks DSCP, on the link between ToR and Spine
+	SuspectHostNoise SuspectKind = "host_noise" // the host of NIC, not the network: its agent marked its results
+)
+
+// Suspect is one thing Localize blames, with the evidence.
+type Suspect struct {
+	Kind  SuspectKind `json:"kind"`
+	NIC   string      `json:"nic"`
+	ToR   string      `json:"tor"`
+	Spine string      `json:"spine"`
+	// Pairs is the number of pairs with loss or remarking it explains.
+	Pairs int `json:"pairs"`
+	// Evidence says, in words, why.
+	Evidence string `json:"evidence"`
+}
+
+// Thresholds of Localize: the least evidence a suspect needs. Random loss
+// (a probe in 100,000) touches one pair, two NICs, one remote ToR: it
+// never reaches these.
+const (
+	// minNICPeers: a NIC is suspect when pairs with at least this many
+	// distinct peers lost probes, ToR-mates among them, and at least
+	// minNICLost probes between it and its ToR-mates were lost. Random
+	// loss loses one probe of a pair in a window: a NIC with 63 mates
+	// probed both ways at 1/s loses 3 of them at random, at one in
+	// 100,000, about once in 10⁵ windows (10,000 NICs: every few
+	// minutes), 6 probes about once in 10¹¹.
+	minNICPeers = 3
+	minNICLost  = 6
+	// minToRLost: ToR-mesh loss is a ToR's when at least this many probes
+	// between its NICs were lost (a ToR of 64 NICs loses about 1.2 a
+	// 30 s window at random at one in 100,000; 10 or more about once in
+	// 10⁷ windows).
+	minToRLost = 10
+	// minLinkVotes: a ToR–spine link is suspect when at least this many
+	// lost (or remarked) source ports were traced through it, from at
+	// least minRemoteToRs other ToRs.
+	minLinkVotes  = 3
+	minRemoteToRs = 2
+	// minSpineToRs: links of this many ToRs to one spine make the spine
+	// the suspect.
+	minSpineToRs = 3
+)
+
+// Localize names the suspects of one window's observations, sorted by
+// kind and name; each explains a share of the pairs that lost or were
+// remarked, and no pair is blamed twice:
+//
+//  1. Host noise: an agent that marked its results (late wake-ups, CPU
+//     throttled) and has losses is named as such, and every pair it is
+//     part of is set aside: its losses may be its own.
+//  2. A NIC (its host, or the ToR port facing it): its probes fail in
+//     every direction — pairs with at least 3 peers lost, ToR-mates among
+//     them (a link fault never loses a probe between ToR-mates), at least
+//     6 probes with its ToR-mates (random loss loses one probe here and
+//     there) — while its ToR-mates lose nothing among themselves.
+//  3. A ToR: loss between ToR-mates spread over its NICs with no NIC to
+//     blame (ToR-mesh loss), at least 10 probes.
+//  4. A spine, then ToR uplinks: the remaining inter-ToR loss, by the
+//     spine the traces of the lost source ports went through, each port a
+//     vote for the links of both its ToRs to that spine. A spine is named
+//     when its lost ports are no one ToR's (without the ToR with the most,
+//     the links of at least two more ToRs still qualify, each its ToR's
+//     worst). Then links one at a time, the most voted first, the ports it
+//     explains going with it (the far ends' links got those votes only
+//     for being at the other end): named with ports from at least two
+//     other ToRs, at least 3, and at least twice the votes of any other
+//     spine of its ToR (a reply lost on another spine than its probe's
+//     path spreads thin); without traces the link's spine is "" (one of
+//     the ToR's uplinks). Links of three or more ToRs to one spine name
+//     the spine instead.
+//  5. A remarking hop: remarked probes, by the same rule on the ports
+//     that were remarked.
+func Localize(in LocalizeInput) []Suspect {
+	var out []Suspect
+	noisy := map[string]bool{}
+	for _, n := range in.Noisy {
+		noisy[n] = true
+	}
+	// 1. Host noise.
+	noiseOf := map[string]int{}
+	var pairs []PairObservation
+	for _, p := range in.Pairs {
+		if noisy[p.Src] || noisy[p.Dst] {
+			if p.Lost > 0 || p.Remarked > 0 {
+				for _, n := range []string{p.Src, p.Dst} {
+					if noisy[n] {
+						noiseOf[n]++
+					}
+				}
+			}
+			continue
+		}
+		pairs = append(pairs, p)
+	}
+	for n, k := range noiseOf {
+		out = append(out, Suspect{Kind: SuspectHostNoise, NIC: n, Pairs: k,
+			Evidence: fmt.Sprintf("its agent marked its results (late wake-ups or CPU throttled): %d pairs with its NIC lost probes, not blamed on the network", k)})
+	}
+	// 2. NICs: distinct peers of lossy pairs, and of those the ToR-mates.
+	type nicLoss struct {
+		peers, mates map[string]bool
+		mateLost     uint64
+		tor          string
+	}
+	nics := map[string]*nicLoss{}
+	at := func(n, tor string) *nicLoss {
+		l := nics[n]
+		if l == nil {
+			l = &nicLoss{peers: map[string]bool{}, mates: map[string]bool{}, tor: tor}
+			nics[n] = l
+		}
+		return l
+	}
+	for _, p := range pairs {
+		if p.Lost == 0 {
+			continue
+		}
+		mate := p.SrcToR != "" && p.SrcToR == p.DstToR
+		a, b := at(p.Src, p.SrcToR), at(p.Dst, p.DstToR)
+		a.peers[p.Dst], b.peers[p.Src] = true, true
+		if mate {
+			a.mates[p.Dst], b.mates[p.Src] = true, true
+			a.mateLost += p.Lost
+			b.mateLost += p.Lost
+		}
+	}
+	blamed := map[string]bool{} // NICs named
+	for _, n := range sortedKeys(nics) {
+		l := nics[n]
+		if len(l.peers) < minNICPeers || len(l.mates) < min(2, len(l.peers)) || (len(l.mates) > 0 && l.mateLost < minNICLost) {
+			continue
+		}
+		// Its mates' losses among themselves must be its: each mate that
+		// lost with it lost with at most one other mate.
+		ok := true
+		for m := range l.mates {
+			others := 0
+			for mm := range nics[m].mates {
+				if mm != n {
+					others++
+				}
+			}
+			if others > 1 {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			blamed[n] = true
+		}
+	}
+	for _, n := range sortedKeys(blamed) {
+		l := nics[n]
+		out = append(out, Suspect{Kind: SuspectNIC, NIC: n, ToR: l.tor, Pairs: len(l.peers),
+			Evidence: fmt.Sprintf("its probes failed in every direction: with %d peers, %d of them ToR-mates, while its ToR-mates lost nothing among themselves", len(l.peers), len(l.mates))})
+	}
+	var rest []PairObservation
+	for _, p := range pairs {
+		if !blamed[p.Src] && !blamed[p.Dst] {
+			rest = append(rest, p)
+		}
+	}
+	// 3. ToRs: mesh loss spread over the NICs of one ToR.
+	torNICs := map[string]map[string]bool{}
+	torPairs := map[string]int{}
+	torLost := map[string]uint64{}
+	for _, p := range rest {
+		if p.Lost > 0 && p.SrcToR != "" && p.SrcToR == p.DstToR {
+			if torNICs[p.SrcToR] == nil {
+				torNICs[p.SrcToR] = map[string]bool{}
+			}
+			torNICs[p.SrcToR][p.Src], torNICs[p.SrcToR][p.Dst] = true, true
+			torPairs[p.SrcToR]++
+			torLost[p.SrcToR] += p.Lost
+		}
+	}
+	for _, t := range sortedKeys(torNICs) {
+		if len(torNICs[t]) >= minNICPeers && torPairs[t] >= minNICPeers && torLost[t] >= minToRLost {
+			out = append(out, Suspect{Kind: SuspectToR, ToR: t, Pairs: torPairs[t],
+				Evidence: fmt.Sprintf("ToR-mesh loss: %d pairs of %d of its NICs lost probes between ToR-mates, no NIC to blame", torPairs[t], len(torNICs[t]))})
+		}
+	}
+	// 4 and 5. Links, spines and remarking hops by traced source ports.
+	out = append(out, links(rest, false)...)
+	out = append(out, links(rest, true)...)
+	slices.SortFunc(out, func(a, b Suspect) int {
+		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.ToR, b.ToR), cmp.Compare(a.Spine, b.Spine), cmp.Compare(a.NIC, b.NIC))
+	})
+	return out
+}
+
+// links names the ToR uplinks (or spines) that lost the inter-ToR
+// probes of pairs, or that remarked them. Each lost (remarked) source
+// port traced through a spine is a vote for the links of both its ToRs
+// to that spine; the link with the most votes is taken first and the
+// ports it explains go with it (the other ToRs' links to that spine got
+// those votes only for being at the other end), then the next, until no
+// link has minLinkVotes left. A link is named when its ports came from at
+// least minRemoteToRs other ToRs and it has at least twice the votes of
+// any other spine of its ToR; a second link of one ToR needs at least
+// half the votes of the first (the replies lost on a lossy link come back
+// through the spines their probes' traces do not show, spread thin over
+// the ToR's other links).
+func links(pairs []PairObservation, remark bool) []Suspect {
+	type link struct{ tor, spine string }
+	type port struct{ a, b, spine string } // a lost (remarked) port: its pair's ToRs and traced spine
+	var ports []port
+	pairsOf := map[link]int{}
+	for _, p := range pairs {
+		n := p.Lost
+		if remark {
+			n = p.Remarked
+		}
+		if n == 0 || p.SrcToR == "" || p.DstToR == "" || p.SrcToR == p.DstToR {
+			continue
+		}
+		traced := false
+		for _, sp := range p.Sports {
+			c := sp.Lost
+			if remark {
+				c = sp.Remarked
+			}
+			if c == 0 || sp.Spine == "" {
+				continue
+			}
+			traced = true
+			ports = append(ports, port{p.SrcToR, p.DstToR, sp.Spine})
+		}
+		if !traced {
+			ports = append(ports, port{p.SrcToR, p.DstToR, ""})
+		}
+		pairsOf[link{p.SrcToR, ""}]++
+		pairsOf[link{p.DstToR, ""}]++
+	}
+	tally := func(ports []port) (map[link]int, map[link]map[string]bool) {
+		votes := map[link]int{}
+		remote := map[link]map[string]bool{}
+		vote := func(l, other, spine string) {
+			k := link{l, spine}
+			votes[k]++
+			if remote[k] == nil {
+				remote[k] = map[string]bool{}
+			}
+			remote[k][other] = true
+		}
+		for _, pt := range ports {
+			vote(pt.a, pt.b, pt.spine)
+			vote(pt.b, pt.a, pt.spine)
+		}
+		return votes, remote
+	}
+	qualifies := func(l link, votes map[link]int, remote map[link]map[string]bool) bool {
+		return votes[l] >= minLinkVotes && len(remote[l]) >= minRemoteToRs
+	}
+	// A spine first: its ports are no one ToR's — without the ports of
+	// the ToR with the most, still minSpineToRs−1 ToRs' links to it
+	// qualify, each its ToR's worst (one lossy link leaves only noise
+	// behind).
+	var spines []Suspect
+	if !remark {
+		bySpine := map[string][]port{}
+		for _, pt := range ports {
+			if pt.spine != "" {
+				bySpine[pt.spine] = append(bySpine[pt.spine], pt)
+			}
+		}
+		// Each ToR's spine with the most lost ports: a dead spine is every
+		// ToR's worst, where the replies lost on one ToR's lossy link
+		// spread over all of them.
+		all, _ := tally(ports)
+		worst := map[string]int{}
+		for k, v := range all {
+			worst[k.tor] = max(worst[k.tor], v)
+		}
+		dead := map[string]bool{}
+		for _, sp := range sortedKeys(bySpine) {
+			at := bySpine[sp]
+			votes, _ := tally(at)
+			var top link
+			for k, v := range votes {
+				if v > votes[top] || (v == votes[top] && k.tor < top.tor) {
+					top = k
+				}
+			}
+			var without []port
+			for _, pt := range at {
+				if pt.a != top.tor && pt.b != top.tor {
+					without = append(without, pt)
+				}
+			}
+			votes2, remote2 := tally(without)
+			tors := 1
+			for k := range votes2 {
+				if qualifies(k, votes2, remote2) && all[k] == worst[k.tor] {
+					tors++
+				}
+			}
+			if tors >= minSpineToRs {
+				dead[sp] = true
+				spines = append(spines, Suspect{Kind: SuspectSpine, Spine: sp, Pairs: len(at),
+					Evidence: fmt.Sprintf("lost probes of %d ToRs' links were traced through it (%d source ports), not one ToR's", tors, len(at))})
+			}
+		}
+		rest := ports[:0]
+		for _, pt := range ports {
+			if !dead[pt.spine] {
+				rest = append(rest, pt)
+			}
+		}
+		ports = rest
+	}
+	var found []link
+	votesOf := map[link]int{}
+	remoteOf := map[link]int{}
+	orig, _ := tally(ports)
+	for len(ports) > 0 {
+		votes, remote := tally(ports)
+		var b link
+		for k, v := range votes {
+			if v > votes[b] || (v == votes[b] && (k.tor < b.tor || k.tor == b.tor && k.spine < b.spine)) {
+				b = k
+			}
+		}
+		if votes[b] < minLinkVotes {
+			break
+		}
+		// The other spines of its ToR by all their votes (not only those
+		// left), but for the links already named.
+		second, first := 0, 0
+		for k, v := range orig {
+			if k.tor == b.tor && k != b && votesOf[k] == 0 {
+				second = max(second, v)
+			}
+		}
+		for _, l := range found {
+			if l.tor == b.tor {
+				first = max(first, votesOf[l])
+			}
+		}
+		if qualifies(b, votes, remote) && votes[b] >= 2*second && 2*votes[b] >= first {
+			found = append(found, b)
+			votesOf[b], remoteOf[b] = votes[b], len(remote[b])
+		}
+		rest := ports[:0]
+		for _, pt := range ports {
+			if pt.spine != b.spine || (pt.a != b.tor && pt.b != b.tor) {
+				rest = append(rest, pt)
+			}
+		}
+		ports = rest
+	}
+	slices.SortFunc(found, func(x, y link) int { return cmp.Or(cmp.Compare(x.tor, y.tor), cmp.Compare(x.spine, y.spine)) })
+	bySpine := map[string][]link{}
+	for _, l := range found {
+		if l.spine != "" {
+			bySpine[l.spine] = append(bySpine[l.spine], l)
+		}
+	}
+	out := spines
+	what := "lost"
+	kind := SuspectLink
+	if remark {
+		what, kind = "were remarked", SuspectRemark
+	}
+	for _, l := range found {
+		if !remark && l.spine != "" && len(bySpine[l.spine]) >= minSpineToRs {
+			continue // the spine's, below
+		}
+		ev := fmt.Sprintf("probes between its ToR and %d other ToRs %s on %d source ports traced through %s; its ToR-mates lost nothing among themselves", remoteOf[l], what, votesOf[l], l.spine)
+		if l.spine == "" {
+			ev = fmt.Sprintf("probes between its ToR and %d other ToRs %s (no trace: one of its uplinks)", remoteOf[l], what)
+		}
+		out = append(out, Suspect{Kind: kind, ToR: l.tor, Spine: l.spine, Pairs: pairsOf[link{l.tor, ""}], Evidence: ev})
+	}
+	if !remark {
+		for _, s := range sortedKeys(bySpine) {
+			if ls := bySpine[s]; len(ls) >= minSpineToRs {
+				n := 0
+				for _, l := range ls {
+					n += votesOf[l]
+				}
+				out = append(out, Suspect{Kind: SuspectSpine, Spine: s, Pairs: n,
+					Evidence: fmt.Sprintf("the lost probes of %d ToRs' links were traced through it (%d source ports)", len(ls), n)})
+			}
+		}
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,10 @@
+// Command fleetsim runs the fleet simulation of internal/fleetsim at a
+// size too large for the unit tests (docs/performance.md, "fleet"): n
+// NICs in a leaf-spine fabric, each with an agent running the fleet
+// package's plan, aggregation and governor, and random faults; it prints
+// the probes per second per agent and per NIC, the series, the time to
+// the first evidence of each fault and, once a localisation is wired
+// in, its precision and recall.
+//
+//	go run ./internal/cmd/fleetsim -nics 32000 [-seed 1] [-epochs 7] [-faults 15] [-v] [-cpuprofile FILE]
+package main

@@ -1,0 +1,300 @@
+package trace
+
+import (
+	"fmt"
+	"math"
+	"net/netip"
+	"slices"
+	"time"
+
+	"github.com/roce-probe/roce-probe/probe"
+	"github.com/roce-probe/roce-probe/roce"
+)
+
+// HopStatus says how a hop answered.
+type HopStatus string
+
+// Hop statuses.
+const (
+	// HopTimeExceeded: a router answered with Time Exceeded; its quote
+	// shows the probe as it arrived there.
+	HopTimeExceeded HopStatus = "time-exceeded"
+	// HopDestination: the destination answered, with a probe reply (a
+	// `roce-probe listen` or agent there: every marking that arrived,
+	// VLAN and PCP included) or a Port Unreachable (its quote).
+	HopDestination HopStatus = "destination"
+	// HopUnreachable: a router answered Destination Unreachable: the
+	// probe went no further.
+	HopUnreachable HopStatus = "unreachable"
+	// HopSilent: nothing answered any try (ICMP off or rate-limited,
+	// or the probe lost).
+	HopSilent HopStatus = "silent"
+)
+
+// Hop is what one TTL of one path showed.
+type Hop struct {
+	TTL     int
+	Status  HopStatus
+	Address netip.Addr // who answered; invalid for a silent hop
+	RTT     time.Duration
+	Tries   int // probes sent for this TTL
+	// Quote is the ICMP message's quote of the probe (nil for a silent
+	// hop and for a destination that answered with a probe reply).
+	Quote *Quote
+	// Arrived are the markings the destination's listener saw arrive
+	// (nil unless it answered with a probe reply).
+	Arrived *probe.Markings
+	// ReplyTTL is the TTL / hop limit the answer arrived here with (0:
+	// not known): with the sender's initial value (usually 64 or 255)
+	// it tells how many hops the answer came back over.
+	ReplyTTL uint8
+}
+
+// DSCP returns the DSCP this hop saw arrive, and whether it is known.
+func (h Hop) DSCP() (uint8, bool) {
+	switch {
+	case h.Arrived != nil:
+		return h.Arrived.DSCP, true
+	case h.Quote != nil && h.Quote.HasTOS:
+		return h.Quote.DSCP, true
+	}
+	return 0, false
+}
+
+// ECN returns the ECN field this hop saw arrive, and whether it is known.
+func (h Hop) ECN() (uint8, bool) {
+	switch {
+	case h.Arrived != nil:
+		return h.Arrived.ECN, true
+	case h.Quote != nil && h.Quote.HasTOS:
+		return h.Quote.ECN, true
+	}
+	return 0, false
+}
+
+// QuotedTTL returns the TTL / hop limit the probe arrived at this hop
+// with (1 at a router that answered Time Exceeded, unless it does not
+// decrement first), and whether it is known.
+func (h Hop) QuotedTTL() (uint8, bool) {
+	switch {
+	case h.Arrived != nil:
+		return h.Arrived.TTL, true
+	case h.Quote != nil && h.Quote.HasTTL:
+		return h.Quote.TTL, true
+	}
+	return 0, false
+}
+
+// ReturnHops estimates how many routers the answer crossed on its way
+// back: the distance from the usual initial TTLs (64, 128, 255) to
+// ReplyTTL; false when ReplyTTL is not known. A router whose return path
+// differs from the forward path shows a number other than TTL-1.
+func (h Hop) ReturnHops() (int, bool) {
+	if h.ReplyTTL == 0 {
+		return 0, false
+	}
+	for _, initial := range []int{64, 128, 255} {
+		if int(h.ReplyTTL) <= initial {
+			return initial - int(h.ReplyTTL), true
+		}
+	}
+	return 0, false
+}
+
+// Change is one marking that differs between two hops: it changed after
+// Before (TTL 0: this host) and before At arrived, on the link between
+// them or in either router. Silent hops between them hide where exactly.
+type Change struct {
+	Field      string // "dscp", "ecn", "vlan", "pcp", "tagged"
+	From, To   int    // tagged: 1 tagged, 0 untagged
+	Before, At int    // TTLs of the hops (0: this host)
+	// BeforeAddress and AtAddress are the hops' addresses (Before 0: the
+	// source address).
+	BeforeAddress, AtAddress netip.Addr
+}
+
+// String says what changed where.
+func (c Change) String() string {
+	where := fmt.Sprintf("between hop %d (%s) and hop %d (%s)", c.Before, c.BeforeAddress, c.At, c.AtAddress)
+	if c.Before == 0 {
+		where = fmt.Sprintf("between this host (%s) and hop %d (%s)", c.BeforeAddress, c.At, c.AtAddress)
+	}
+	if c.At-c.Before > 1 {
+		where += fmt.Sprintf(", %d silent hop(s) between", c.At-c.Before-1)
+	}
+	return fmt.Sprintf("%s %d→%d %s", c.Field, c.From, c.To, where)
+}
+
+// Changes compares each hop's markings with the last hop before it that
+// showed them, starting from sent at this host (src): DSCP and ECN at
+// every hop whose quote shows them, and VLAN, PCP and tagging at a
+// destination that answered with a probe reply (routers' quotes hold no
+// Ethernet header). hops must be in TTL order.
+func Changes(sent probe.Markings, src netip.Addr, hops []Hop) []Change {
+	type last struct {
+		v    int
+		ttl  int
+		addr netip.Addr
+	}
+	dscp := last{int(sent.DSCP), 0, src}
+	ecn := last{int(sent.ECN), 0, src}
+	var out []Change
+	check := func(l *last, field string, v int, h Hop) {
+		if v != l.v {
+			out = append(out, Change{Field: field, From: l.v, To: v, Before: l.ttl, At: h.TTL, BeforeAddress: l.addr, AtAddress: h.Address})
+		}
+		*l = last{v, h.TTL, h.Address}
+	}
+	for _, h := range hops {
+		if v, ok := h.DSCP(); ok {
+			check(&dscp, "dscp", int(v), h)
+		}
+		if v, ok := h.ECN(); ok {
+			check(&ecn, "ecn", int(v), h)
+		}
+		if a := h.Arrived; a != nil {
+			at := func(field string, from, to int) {
+				if from != to {
+					out = append(out, Change{Field: field, From: from, To: to, Before: 0, At: h.TTL, BeforeAddress: src, AtAddress: h.Address})
+				}
+			}
+			at("tagged", b2i(sent.Tagged), b2i(a.Tagged))
+			if sent.Tagged && a.Tagged {
+				at("vlan", int(sent.VLAN), int(a.VLAN))
+				at("pcp", int(sent.PCP), int(a.PCP))
+			}
+		}
+	}
+	return out
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// Reached reports whether the last hop is the destination.
+func Reached(hops []Hop) bool {
+	return len(hops) > 0 && hops[len(hops)-1].Status == HopDestination
+}
+
+// SamePath reports whether two traces took the same path: they end at
+// the same TTL the same way, and every TTL where both answered was
+// answered by the same address (a silent hop matches any).
+func SamePath(a, b []Hop) bool {
+	if len(a) != len(b) || Reached(a) != Reached(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Address.IsValid() && b[i].Address.IsValid() && a[i].Address != b[i].Address {
+			return false
+		}
+	}
+	return true
+}
+
+// Path is one distinct path: the hops of its first port's trace and
+// every port that took it.
+type Path struct {
+	Sport  uint16   // the port whose trace Hops is
+	Sports []uint16 // every port traced that took this path, in the order tried
+	Hops   []Hop
+}
+
+// FlowLabels returns, for each of p.Sports, the smallest non-zero flow
+// label whose UDP source port it is (FlowLabelFor).
+func (p Path) FlowLabels() []uint32 {
+	out := make([]uint32, 0, len(p.Sports))
+	for _, s := range p.Sports {
+		if l, ok := FlowLabelFor(s); ok {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// Group adds the trace of port sport to the paths: to the first path it
+// is the same as (SamePath; silent hops of the path that the trace
+// answered are filled in), or as a new path. It returns the paths and
+// whether the trace found a new one.
+func Group(paths []Path, sport uint16, hops []Hop) ([]Path, bool) {
+	for i := range paths {
+		if SamePath(paths[i].Hops, hops) {
+			p := &paths[i]
+			p.Sports = append(p.Sports, sport)
+			for j := range p.Hops {
+				if p.Hops[j].Status == HopSilent && hops[j].Status != HopSilent {
+					p.Hops[j] = hops[j]
+				}
+			}
+			return paths, false
+		}
+	}
+	return append(paths, Path{Sport: sport, Sports: []uint16{sport}, Hops: slices.Clone(hops)}), true
+}
+
+// FlowLabelFor returns the smallest non-zero flow label that
+// roce.FlowLabelToUDPSourcePort (the kernel's rdma_flow_label_to_udp_sport,
+// rdma-core's ibv_flow_label_to_udp_sport) folds into port, and true;
+// false for a port outside 0xC000..0xFFFF, which no flow label gives.
+// Each such port has 64 labels: l, l ^ 1<<14 ^ 1, ...
+func FlowLabelFor(port uint16) (uint32, bool) {
+	if port < roce.MinUDPSourcePort {
+		return 0, false
+	}
+	lo := uint32(port & 0x3fff)
+	if lo != 0 {
+		return lo, true // high bits 0: lo ^ 0 = lo
+	}
+	// lo 0: label 0 means "no flow label"; the next is hi 1, lo 1.
+	return 1<<14 | 1, true
+}
+
+// Ports returns n UDP source ports to find paths with: first (the ports
+// asked for, in order), then those of flow labels 1, 2, 3, ... that are
+// not yet in the list, so that every port tried is one an application
+// can ask for with a flow label.
+func Ports(first []uint16, n int) []uint16 {
+	out := make([]uint16, 0, n)
+	seen := map[uint16]bool{}
+	for _, p := range first {
+		if len(out) == n {
+			return out
+		}
+		if !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	for l := uint32(1); len(out) < n && l <= 0xfffff; l++ {
+		p := roce.FlowLabelToUDPSourcePort(l)
+		if !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Confidence is the probability with which PortsWithoutNewPath's rule
+// stops only once every path is found, if ECMP spreads ports evenly.
+const Confidence = 0.95
+
+// PortsWithoutNewPath is how many ports in a row must find no new path,
+// after found distinct paths, before a path search stops: a coupon
+// collector's bound. Were there one more path, an even ECMP hash would
+// send each new port to an unseen path with probability at least
+// 1/(found+1), so m ports in a row all miss it with probability at most
+// (found/(found+1))^m; the smallest m that makes this ≤ 1-Confidence (5%)
+// is returned: 5 after 1 path, 8 after 2, 11 after 3, 14 after 4.
+// Uneven hashing (weights, polarisation) needs more: give more ports.
+// (fleet.SportCount answers the other question: how many ports reach
+// every one of a known number of paths.)
+func PortsWithoutNewPath(found int) int {
+	if found < 1 {
+		found = 1
+	}
+	return int(math.Ceil(math.Log(1-Confidence) / math.Log(float64(found)/float64(found+1))))
+}

@@ -1,0 +1,132 @@
+package trace_test
+
+import (
+	"math"
+	"net/netip"
+	"testing"
+
+	"github.com/roce-probe/roce-probe/probe"
+	"github.com/roce-probe/roce-probe/roce"
+	"github.com/roce-probe/roce-probe/trace"
+)
+
+func quoted(dscp, ecn uint8) *trace.Quote {
+	return &trace.Quote{Kind: trace.TimeExceeded, HasTOS: true, DSCP: dscp, ECN: ecn, HasTTL: true, TTL: 1}
+}
+
+func addr(s string) netip.Addr { return netip.MustParseAddr(s) }
+
+func TestChanges(t *testing.T) {
+	sent := probe.Markings{Tagged: true, VLAN: 100, PCP: 3, DSCP: 26, ECN: probe.ECNECT0}
+	src := addr("10.1.0.1")
+	arrived := probe.Markings{Tagged: true, VLAN: 200, PCP: 0, DSCP: 0, ECN: probe.ECNCE, TTL: 1}
+	hops := []trace.Hop{
+		{TTL: 1, Status: trace.HopTimeExceeded, Address: addr("10.1.0.254"), Quote: quoted(26, 2)},
+		{TTL: 2, Status: trace.HopSilent},
+		{TTL: 3, Status: trace.HopTimeExceeded, Address: addr("10.3.0.2"), Quote: quoted(0, 2)},
+		{TTL: 4, Status: trace.HopTimeExceeded, Address: addr("10.3.9.2"), Quote: &trace.Quote{Kind: trace.TimeExceeded}}, // too short
+		{TTL: 5, Status: trace.HopDestination, Address: addr("10.4.0.1"), Arrived: &arrived},
+	}
+	got := trace.Changes(sent, src, hops)
+	want := []trace.Change{
+		{Field: "dscp", From: 26, To: 0, Before: 1, At: 3, BeforeAddress: addr("10.1.0.254"), AtAddress: addr("10.3.0.2")},
+		{Field: "ecn", From: 2, To: 3, Before: 3, At: 5, BeforeAddress: addr("10.3.0.2"), AtAddress: addr("10.4.0.1")},
+		{Field: "vlan", From: 100, To: 200, Before: 0, At: 5, BeforeAddress: src, AtAddress: addr("10.4.0.1")},
+		{Field: "pcp", From: 3, To: 0, Before: 0, At: 5, BeforeAddress: src, AtAddress: addr("10.4.0.1")},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("changes %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("change %d: %v, want %v", i, got[i], want[i])
+		}
+	}
+	if s := got[0].String(); s != "dscp 26→0 between hop 1 (10.1.0.254) and hop 3 (10.3.0.2), 1 silent hop(s) between" {
+		t.Errorf("String: %q", s)
+	}
+	if len(trace.Changes(sent, src, hops[:1])) != 0 {
+		t.Errorf("a hop with the markings sent is a change")
+	}
+}
+
+func TestGroup(t *testing.T) {
+	a := []trace.Hop{{TTL: 1, Address: addr("10.0.0.1"), Status: trace.HopTimeExceeded}, {TTL: 2, Address: addr("10.0.1.1"), Status: trace.HopTimeExceeded}, {TTL: 3, Address: addr("10.4.0.1"), Status: trace.HopDestination}}
+	b := []trace.Hop{a[0], {TTL: 2, Address: addr("10.0.2.1"), Status: trace.HopTimeExceeded}, a[2]}
+	aSilent := []trace.Hop{a[0], {TTL: 2, Status: trace.HopSilent}, a[2]}
+	var paths []trace.Path
+	var isNew bool
+	for _, c := range []struct {
+		sport uint16
+		hops  []trace.Hop
+		isNew bool
+	}{{0xc001, aSilent, true}, {0xc003, a, false}, {0xc002, b, true}, {0xc004, aSilent, false}, {0xc005, a[:2], true}} {
+		paths, isNew = trace.Group(paths, c.sport, c.hops)
+		if isNew != c.isNew {
+			t.Errorf("port %#x: new path %v, want %v", c.sport, isNew, c.isNew)
+		}
+	}
+	// The silent hop of the first path is filled in by port 0xc003, so b
+	// (another hop 2) is a path of its own; a later trace with hop 2
+	// silent joins the first path it fits.
+	if len(paths) != 3 || len(paths[0].Sports) != 3 || paths[0].Sports[1] != 0xc003 || paths[0].Sports[2] != 0xc004 || len(paths[1].Sports) != 1 {
+		t.Fatalf("paths: %+v", paths)
+	}
+	if paths[0].Hops[1].Address != addr("10.0.1.1") {
+		t.Errorf("the silent hop of the first path was not filled in from port 0xc003: %+v", paths[0].Hops[1])
+	}
+	if fl := paths[0].FlowLabels(); len(fl) != 3 || fl[0] != 1 || fl[1] != 3 || fl[2] != 4 {
+		t.Errorf("flow labels %v, want [1 3 4]", fl)
+	}
+}
+
+// FlowLabelFor is the smallest non-zero label of each port, checked
+// against every label the fold takes.
+func TestFlowLabelFor(t *testing.T) {
+	first := map[uint16]uint32{}
+	for l := uint32(1); l <= 0xfffff; l++ {
+		p := roce.FlowLabelToUDPSourcePort(l)
+		if _, ok := first[p]; !ok {
+			first[p] = l
+		}
+	}
+	for p := 0; p <= 0xffff; p++ {
+		l, ok := trace.FlowLabelFor(uint16(p))
+		want, has := first[uint16(p)]
+		if ok != has || l != want {
+			t.Fatalf("port %#x: label %#x %v, want %#x %v", p, l, ok, want, has)
+		}
+	}
+	// Vectors of rdma_flow_label_to_udp_sport: 0x04000 → 0xC001, so
+	// 0xC001's smallest label is 1; 0xC000 has none below 0x4001.
+	if l, _ := trace.FlowLabelFor(0xc000); l != 0x4001 {
+		t.Errorf("0xc000: %#x", l)
+	}
+}
+
+func TestPorts(t *testing.T) {
+	got := trace.Ports([]uint16{0xc002, 0x1234, 0xc002}, 5)
+	want := []uint16{0xc002, 0x1234, 0xc001, 0xc003, 0xc004}
+	if len(got) != len(want) {
+		t.Fatalf("%#x, want %#x", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("%#x, want %#x", got, want)
+		}
+	}
+}
+
+func TestPortsWithoutNewPath(t *testing.T) {
+	for found, want := range map[int]int{1: 5, 2: 8, 3: 11, 4: 14, 8: 26} {
+		m := trace.PortsWithoutNewPath(found)
+		if m != want {
+			t.Errorf("after %d paths: %d ports, want %d", found, m, want)
+		}
+		// The defining property: m misses in a row are ≤ 5% likely, m-1 are not.
+		p := float64(found) / float64(found+1)
+		if math.Pow(p, float64(m)) > 0.05 || math.Pow(p, float64(m-1)) <= 0.05 {
+			t.Errorf("after %d paths: %d is not the smallest m with (%d/%d)^m ≤ 5%%", found, m, found, found+1)
+		}
+	}
+}
