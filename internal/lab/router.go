@@ -21,13 +21,13 @@ type LeafSpine struct {
 }
 
 // UseLeafSpine returns the leaf-spine for test t, failing t when it is
-// not up (roce-probe lab up --fabric builds it next to the bridged fabric
-// on Linux 7.x; scripts/lab.sh does so for the tests of
-// *_fabric_lab_test.go files).
+// not up (roce-probe lab up --leaf-spine builds it on Linux 7.x;
+// scripts/lab.sh builds it alone, after the other phases, for the tests of
+// *_leafspine_lab_test.go files).
 func UseLeafSpine(t TB) *LeafSpine {
 	t.Helper()
 	if !LeafSpineIsUp() {
-		t.Fatalf("the leaf-spine is not up (namespaces %v, rxe5..rxe8 ACTIVE): run its tests with scripts/lab.sh --kernel 7 (they live in *_fabric_lab_test.go) or roce-probe lab up --fabric", leafSpineNamespaces())
+		t.Fatalf("the leaf-spine is not up (namespaces %v, rxe5..rxe8 ACTIVE): run its tests with scripts/lab.sh --kernel 7 (they live in *_leafspine_lab_test.go files) or roce-probe lab up --leaf-spine", leafSpineNamespaces())
 	}
 	return &LeafSpine{newFaults(t)}
 }
