@@ -238,8 +238,10 @@ func (a *auditor) wireQP(f *flows, k wireKey, e *wireEntry) WireQP {
 		switch {
 		case dcb == nil:
 			q.Why = fmt.Sprintf("the DCB of %s was not read: its trust mode, and so the priority, is unknown", real)
+		case !dcb.Supported && dcb.Reason != "":
+			q.Why = dcb.Reason + ": no trust mode to classify by"
 		case !dcb.Supported:
-			q.Why = fmt.Sprintf("%s has no DCB (%s): no trust mode to classify by", real, dcb.Reason)
+			q.Why = fmt.Sprintf("%s has no DCB: no trust mode to classify by", real)
 		}
 	}
 	if exp != nil {

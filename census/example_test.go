@@ -3,6 +3,7 @@ package census_test
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 
 	"github.com/roce-probe/roce-probe/census"
 )
@@ -22,4 +23,29 @@ func ExampleCensus_QP() {
 	q := c.QP("rxe0", 17)
 	fmt.Printf("QP %d (%s, %s) → QP %d: pid %d (%s)\n", q.QPN, q.Type, q.State, *q.DestQP, q.PID, q.Comm)
 	// Output: QP 17 (RC, RTS) → QP 18: pid 4242 (ib_write_bw)
+}
+
+// Decode reads the reply to an RDMA netlink QP dump as read from the
+// socket: here rxe1's in the lab (testdata/make-lab-dumps.sh), with two
+// ib_send_lat processes and an rping connected to h2. A process's command
+// is /proc/PID/comm, which collect.Census fills; the kernel names its own.
+func ExampleDecode() {
+	b, err := os.ReadFile("testdata/rxe1-qp.nl")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	c, err := census.Decode(b)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, q := range c.QPs {
+		fmt.Printf("%s port %d QP %d %s %s owner %s pid %d comm %q\n", q.Device, q.Port, q.QPN, q.Type, q.State, q.Owner, q.PID, q.Comm)
+	}
+	// Output:
+	// rxe1 port 1 QP 17 RC RTS owner process pid 227 comm ""
+	// rxe1 port 1 QP 18 RC RTS owner process pid 239 comm ""
+	// rxe1 port 1 QP 19 RC RTS owner process pid 257 comm ""
+	// rxe1 port 1 QP 1 GSI RTS owner kernel pid 0 comm "ib_core"
 }

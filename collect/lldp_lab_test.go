@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gopacket/gopacket/pcapgo"
+
 	"github.com/roce-probe/roce-probe/internal/lab"
 	"github.com/roce-probe/roce-probe/topology"
 )
@@ -21,7 +23,16 @@ import (
 // it when the test ends; it returns the socket.
 func startLLDPD(t *testing.T, ns, netdev, conf string) string {
 	t.Helper()
-	dir := t.TempDir()
+	// Not under t.TempDir: lldpcli (setgid _lldpd) could not connect to a
+	// socket below its 0700 directories (EACCES, in the lab's VM).
+	dir, err := os.MkdirTemp("/run", "roce-probe-lldpd-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	sock, pid, cfg := filepath.Join(dir, "lldpd.sock"), filepath.Join(dir, "lldpd.pid"), filepath.Join(dir, "lldpd.conf")
 	if err := os.WriteFile(cfg, []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
@@ -55,32 +66,53 @@ func lldpcli(t *testing.T, sock string, args ...string) string {
 	return string(out)
 }
 
-// A switch on the other end of the lab's veth: lldpd in the peer
-// namespace, named leaf-lab, its port IDs interface names. collect hears
-// its LLDP frame on veth0 (the netdev below rxe0) and names the switch
-// and port; with an lldpd of its own on veth0 (receive only) and no
-// listening, collect reads lldpd's table through lldpcli instead.
+// lldpd1016Frame is an LLDP frame of lldpd 1.0.16 (package topology's
+// fixture: tshark reads system name "vm", port ID the MAC
+// d2:31:68:05:c7:9b, port description "tswp1", TTL 120).
+func lldpd1016Frame(t *testing.T) []byte {
+	t.Helper()
+	f, err := os.Open("../topology/testdata/lldpd-1.0.16.pcap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r, err := pcapgo.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _, err := r.ReadPacketData()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// A switch on the other end of the lab's veth sends LLDP (the peer
+// namespace sends lldpd's frame every 100 ms): collect hears it on veth0,
+// the netdev below rxe0, and names the switch and its port; lldpd on
+// veth0 (receive only) learns it too, and with no listening collect
+// reads lldpd's table through the real lldpcli.
 func TestLabLLDP(t *testing.T) {
 	for _, tool := range []string{"lldpd", "lldpcli"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Fatalf("%s is not installed (Debian package lldpd, in scripts/lab.sh's lists): %v", tool, err)
 		}
 	}
-	startLLDPD(t, lab.PeerNetns, lab.PeerNetdev, "configure system hostname leaf-lab\nconfigure lldp portidsubtype ifname\nconfigure lldp tx-interval 1\n")
+	sendFrames(t, lab.PeerNetns, lab.PeerNetdev, lldpd1016Frame(t))
 	hostSock := startLLDPD(t, "", lab.HostNetdev, "configure lldp status rx-only\n")
 
 	start := time.Now()
-	s, err := Collect(Options{Sections: SectionTopology, LLDPWait: 30 * time.Second})
+	s, err := Collect(Options{Sections: SectionTopology, LLDPWait: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	took := time.Since(start)
 	a := s.Topology.AttachmentOf(lab.HostNetdev)
-	if a == nil || a.Switch != "leaf-lab" || a.SwitchPort != lab.PeerNetdev || a.Source != topology.SourceLLDP || a.Neighbor == nil || a.Neighbor.PortIDType != "ifname" {
+	if a == nil || a.Switch != "vm" || a.SwitchPort != "tswp1" || a.Source != topology.SourceLLDP || a.Neighbor == nil || a.Neighbor.ChassisID != "d2:31:68:05:c7:9b" {
 		t.Fatalf("%s: %+v (took %v)", lab.HostNetdev, a, took)
 	}
-	if took > 10*time.Second {
-		t.Errorf("collect took %v: it returns once every RoCE netdev heard a frame (tx-interval 1s)", took)
+	if took > 5*time.Second {
+		t.Errorf("collect took %v: it returns once every RoCE netdev heard a frame (one every 100 ms)", took)
 	}
 
 	// lldpd's table, through the real lldpcli (a wrapper in PATH gives it
@@ -92,9 +124,9 @@ func TestLabLLDP(t *testing.T) {
 	}
 	t.Setenv("PATH", bin+":"+os.Getenv("PATH"))
 	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(lldpcli(t, hostSock, "show", "neighbors"), "leaf-lab") {
+	for !strings.Contains(lldpcli(t, hostSock, "show", "neighbors"), "d2:31:68:05:c7:9b") {
 		if time.Now().After(deadline) {
-			t.Fatalf("lldpd on %s never heard leaf-lab:\n%s", lab.HostNetdev, lldpcli(t, hostSock, "show", "neighbors"))
+			t.Fatalf("lldpd on %s never heard the frames:\n%s", lab.HostNetdev, lldpcli(t, hostSock, "show", "neighbors"))
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -102,7 +134,7 @@ func TestLabLLDP(t *testing.T) {
 		t.Fatal(err)
 	}
 	a = s.Topology.AttachmentOf(lab.HostNetdev)
-	if a == nil || a.Switch != "leaf-lab" || a.SwitchPort != lab.PeerNetdev || a.Source != topology.SourceLLDPD || a.Age < 0 {
+	if a == nil || a.Switch != "vm" || a.SwitchPort != "tswp1" || a.Source != topology.SourceLLDPD || a.Age < 0 {
 		t.Errorf("%s from lldpd: %+v", lab.HostNetdev, a)
 	}
 }

@@ -98,13 +98,15 @@ const (
 // remarked, and no pair is blamed twice:
 //
 //  1. Host noise: an agent that marked its results (late wake-ups, CPU
-//     throttled) and has losses is named as such, and every pair it is
-//     part of is set aside: its losses may be its own.
+//     throttled) is named as such when pairs with at least 3 peers lost
+//     probes, and every pair it is part of is set aside: its losses may
+//     be its own.
 //  2. A NIC (its host, or the ToR port facing it): its probes fail in
 //     every direction — pairs with at least 3 peers lost, ToR-mates among
 //     them (a link fault never loses a probe between ToR-mates), at least
 //     6 probes with its ToR-mates (random loss loses one probe here and
-//     there) — while its ToR-mates lose nothing among themselves.
+//     there) — while its ToR-mates lose nothing among themselves (but
+//     with one other faulty NIC, or at random: a tenth of them at most).
 //  3. A ToR: loss between ToR-mates spread over its NICs with no NIC to
 //     blame (ToR-mesh loss), at least 10 probes.
 //  4. A spine, then ToR uplinks: the remaining inter-ToR loss, by the
@@ -128,15 +130,20 @@ func Localize(in LocalizeInput) []Suspect {
 	for _, n := range in.Noisy {
 		noisy[n] = true
 	}
-	// 1. Host noise.
-	noiseOf := map[string]int{}
+	// 1. Host noise: named when it would otherwise pass for a NIC fault
+	// (lossy pairs with at least minNICPeers peers); its pairs are set
+	// aside either way.
+	noiseOf := map[string]map[string]bool{}
 	var pairs []PairObservation
 	for _, p := range in.Pairs {
 		if noisy[p.Src] || noisy[p.Dst] {
-			if p.Lost > 0 || p.Remarked > 0 {
-				for _, n := range []string{p.Src, p.Dst} {
-					if noisy[n] {
-						noiseOf[n]++
+			if p.Lost > 0 {
+				for _, e := range [][2]string{{p.Src, p.Dst}, {p.Dst, p.Src}} {
+					if noisy[e[0]] {
+						if noiseOf[e[0]] == nil {
+							noiseOf[e[0]] = map[string]bool{}
+						}
+						noiseOf[e[0]][e[1]] = true
 					}
 				}
 			}
@@ -144,21 +151,27 @@ func Localize(in LocalizeInput) []Suspect {
 		}
 		pairs = append(pairs, p)
 	}
-	for n, k := range noiseOf {
-		out = append(out, Suspect{Kind: SuspectHostNoise, NIC: n, Pairs: k,
-			Evidence: fmt.Sprintf("its agent marked its results (late wake-ups or CPU throttled): %d pairs with its NIC lost probes, not blamed on the network", k)})
+	for n, peers := range noiseOf {
+		if len(peers) >= minNICPeers {
+			out = append(out, Suspect{Kind: SuspectHostNoise, NIC: n, Pairs: len(peers),
+				Evidence: fmt.Sprintf("its agent marked its results (late wake-ups or CPU throttled): pairs with %d peers lost probes, not blamed on the network", len(peers))})
+		}
 	}
-	// 2. NICs: distinct peers of lossy pairs, and of those the ToR-mates.
+	// 2. NICs: distinct peers of lossy pairs, and of those the ToR-mates
+	// with the probes lost with each. The NICs with the most peers are
+	// judged first, and a NIC named takes its pairs with it: a mate of a
+	// lossy NIC that also lost a probe or two at random is not a second
+	// suspect.
 	type nicLoss struct {
-		peers, mates map[string]bool
-		mateLost     uint64
-		tor          string
+		peers map[string]bool
+		mates map[string]uint64
+		tor   string
 	}
 	nics := map[string]*nicLoss{}
 	at := func(n, tor string) *nicLoss {
 		l := nics[n]
 		if l == nil {
-			l = &nicLoss{peers: map[string]bool{}, mates: map[string]bool{}, tor: tor}
+			l = &nicLoss{peers: map[string]bool{}, mates: map[string]uint64{}, tor: tor}
 			nics[n] = l
 		}
 		return l
@@ -171,33 +184,50 @@ func Localize(in LocalizeInput) []Suspect {
 		a, b := at(p.Src, p.SrcToR), at(p.Dst, p.DstToR)
 		a.peers[p.Dst], b.peers[p.Src] = true, true
 		if mate {
-			a.mates[p.Dst], b.mates[p.Src] = true, true
-			a.mateLost += p.Lost
-			b.mateLost += p.Lost
+			a.mates[p.Dst] += p.Lost
+			b.mates[p.Src] += p.Lost
 		}
 	}
+	order := sortedKeys(nics)
+	slices.SortStableFunc(order, func(x, y string) int { return cmp.Compare(len(nics[y].peers), len(nics[x].peers)) })
 	blamed := map[string]bool{} // NICs named
-	for _, n := range sortedKeys(nics) {
+	for _, n := range order {
 		l := nics[n]
-		if len(l.peers) < minNICPeers || len(l.mates) < min(2, len(l.peers)) || (len(l.mates) > 0 && l.mateLost < minNICLost) {
+		peers, mates, mateLost := 0, 0, uint64(0)
+		for q := range l.peers {
+			if !blamed[q] {
+				peers++
+			}
+		}
+		for q, lost := range l.mates {
+			if !blamed[q] {
+				mates++
+				mateLost += lost
+			}
+		}
+		if peers < minNICPeers || mates < min(2, peers) || (mates > 0 && mateLost < minNICLost) {
 			continue
 		}
 		// Its mates' losses among themselves must be its: each mate that
-		// lost with it lost with at most one other mate.
-		ok := true
+		// lost with it lost with at most one other mate (a second faulty
+		// NIC) — but for a tenth of them at most (at least one), which
+		// random loss may have touched twice.
+		spread := 0
 		for m := range l.mates {
+			if blamed[m] {
+				continue
+			}
 			others := 0
 			for mm := range nics[m].mates {
-				if mm != n {
+				if mm != n && !blamed[mm] {
 					others++
 				}
 			}
 			if others > 1 {
-				ok = false
-				break
+				spread++
 			}
 		}
-		if ok {
+		if spread <= max(1, mates/10) {
 			blamed[n] = true
 		}
 	}

@@ -216,3 +216,17 @@ func TestLocalizeFarEnds(t *testing.T) {
 		}
 	}
 }
+
+// A lossy NIC port in a ToR of 16, and two probes lost at random between
+// three of its mates (1→2, 2→3): mate 2 lost with two mates besides the
+// NIC, which is chance, not ToR-mesh loss. The suspect is the NIC.
+func TestLocalizeNICWithRandomLoss(t *testing.T) {
+	f := testFabric{tors: 2, perToR: 16, spines: 2}
+	in := f.observe(func(a, b, s, sp, k int) (bool, bool) {
+		random := (a == 1 && b == 2 || a == 2 && b == 3) && s == 0 && k == 0
+		return (a == 5 || b == 5) && (a+b+s+k)%3 == 0 || random, false
+	})
+	if got, want := names(Localize(in)), "nic nic=nic05 tor=leaf0 spine="; got != want {
+		t.Errorf("suspects %q, want %q", got, want)
+	}
+}

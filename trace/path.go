@@ -181,14 +181,25 @@ func Reached(hops []Hop) bool {
 }
 
 // SamePath reports whether two traces took the same path: they end at
-// the same TTL the same way, and every TTL where both answered was
-// answered by the same address (a silent hop matches any).
+// the same TTL the same way, every TTL where both answered was answered
+// by the same address (a silent hop matches any), and showed the same
+// DSCP and ECN where both show them. The markings tell apart paths that
+// differ only at a silent hop (a spine with ICMP off) when one of them
+// changes a marking; a fabric that changes markings from packet to packet
+// (CE under congestion) can split one path in two.
 func SamePath(a, b []Hop) bool {
 	if len(a) != len(b) || Reached(a) != Reached(b) {
 		return false
 	}
 	for i := range a {
 		if a[i].Address.IsValid() && b[i].Address.IsValid() && a[i].Address != b[i].Address {
+			return false
+		}
+		d1, ok1 := a[i].DSCP()
+		d2, ok2 := b[i].DSCP()
+		e1, _ := a[i].ECN()
+		e2, _ := b[i].ECN()
+		if ok1 && ok2 && (d1 != d2 || e1 != e2) {
 			return false
 		}
 	}

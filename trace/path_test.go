@@ -130,3 +130,34 @@ func TestPortsWithoutNewPath(t *testing.T) {
 		}
 	}
 }
+
+// Two traces whose spine is silent differ only by what the next hop's
+// quote shows: different paths.
+func TestSamePathMarkings(t *testing.T) {
+	silent := trace.Hop{TTL: 2, Status: trace.HopSilent}
+	leaf := func(dscp uint8) trace.Hop {
+		return trace.Hop{TTL: 3, Status: trace.HopTimeExceeded, Address: addr("10.31.21.1"), Quote: quoted(dscp, 2)}
+	}
+	first := trace.Hop{TTL: 1, Status: trace.HopTimeExceeded, Address: addr("10.30.5.1"), Quote: quoted(26, 2)}
+	a := []trace.Hop{first, silent, leaf(0)}
+	b := []trace.Hop{first, {TTL: 2, Status: trace.HopTimeExceeded, Address: addr("10.31.12.2"), Quote: quoted(26, 2)}, leaf(26)}
+	if trace.SamePath(a, b) {
+		t.Errorf("traces whose hop 3 saw DSCP 0 and 26 are the same path")
+	}
+	if !trace.SamePath(a, []trace.Hop{first, silent, leaf(0)}) {
+		t.Errorf("equal traces are not the same path")
+	}
+}
+
+// The hops an answer came back over, from its TTL and the usual initial
+// TTLs: Linux sends ICMP with 64 (ip_default_ttl), many routers with 255.
+func TestReturnHops(t *testing.T) {
+	for ttl, want := range map[uint8]int{64: 0, 62: 2, 128: 0, 120: 8, 253: 2, 255: 0} {
+		if got, ok := (trace.Hop{ReplyTTL: ttl}).ReturnHops(); !ok || got != want {
+			t.Errorf("reply TTL %d: %d hops (%v), want %d", ttl, got, ok, want)
+		}
+	}
+	if _, ok := (trace.Hop{}).ReturnHops(); ok {
+		t.Errorf("an unknown reply TTL gave a hop count")
+	}
+}

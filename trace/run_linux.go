@@ -531,7 +531,7 @@ func (r *run) decide() {
 	case r.cfg.Paths > 1:
 		// The ports finished last, in the order they finished: how many
 		// in a row found no new path.
-		if m := r.sinceNew(); m >= PortsWithoutNewPath(found) {
+		if m := r.sinceNew(); m >= PortsWithoutNewPath(found) && len(done) >= r.cfg.MinPorts {
 			r.res.Stop = fmt.Sprintf("%d ports in a row found no new path (with %d paths, %.0f%% sure none is missed if ECMP spreads evenly)",
 				m, found, Confidence*100)
 		}

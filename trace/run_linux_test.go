@@ -80,9 +80,14 @@ func TestRunLocatesRemarkingSpine(t *testing.T) {
 			if v6 {
 				spineA, spineB = "fd00:21::2", "fd00:22::2"
 			}
-			res := f.trace(t, trace.Config{Endpoint: f.endpoint(v6), Paths: 4,
+			// IPv6 also asks for 16 ports at least before the stop rule.
+			minPorts := map[bool]int{false: 0, true: 16}[v6]
+			res := f.trace(t, trace.Config{Endpoint: f.endpoint(v6), Paths: 4, MinPorts: minPorts,
 				Base: probe.Markings{DSCP: 26, ECN: probe.ECNECT0}, Timeout: 300 * time.Millisecond})
 			t.Logf("%d ports tried, %d probes: %s", res.PortsTried, res.Probes, res.Stop)
+			if res.PortsTried < minPorts {
+				t.Errorf("%d ports tried, want at least MinPorts %d", res.PortsTried, minPorts)
+			}
 			if len(res.Paths) != 2 {
 				t.Fatalf("found %d paths, want 2 (through A and through B): %+v", len(res.Paths), res.Paths)
 			}

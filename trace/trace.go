@@ -26,8 +26,12 @@ type Config struct {
 	// found none, or MaxPorts were tried. 0 or 1: only Sports.
 	Paths int
 	// MaxPorts bounds the ports a path search tries (default 8 per path
-	// asked for, at most 256).
+	// asked for, at most 256, and at least MinPorts).
 	MaxPorts int
+	// MinPorts is how many ports a path search traces before it may stop
+	// for finding no new path (default 0): a floor for fabrics whose hash
+	// is uneven, and for tests that must see every path.
+	MinPorts int
 	// MaxHops is the highest TTL / hop limit tried (default 16).
 	MaxHops int
 	// Tries is how many probes a hop gets at most (default 3): a hop
@@ -68,7 +72,10 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Paths < 0 || c.Paths > MaxPaths {
 		return c, fmt.Errorf("trace: paths %d is out of range: want 0..%d", c.Paths, MaxPaths)
 	}
-	def(&c.MaxPorts, min(8*max(c.Paths, 1), 256))
+	if c.MinPorts < 0 || c.MinPorts > MaxMaxPorts {
+		return c, fmt.Errorf("trace: min ports %d is out of range: want 0..%d", c.MinPorts, MaxMaxPorts)
+	}
+	def(&c.MaxPorts, max(min(8*max(c.Paths, 1), 256), c.MinPorts))
 	def(&c.MaxHops, 16)
 	def(&c.Tries, 3)
 	def(&c.Window, 4)

@@ -526,7 +526,7 @@ func TestSendUsageErrors(t *testing.T) {
 	}
 }
 
-// Without CAP_NET_RAW, send, listen and agent print one line naming the
+// Without CAP_NET_RAW, send, listen, trace and agent print one line naming the
 // capability and exit 2. The binary runs as user nobody (setpriv).
 func TestMissingCapNetRaw(t *testing.T) {
 	netnstest.RequireRoot(t, "setpriv", "go")
@@ -538,6 +538,7 @@ func TestMissingCapNetRaw(t *testing.T) {
 	for _, args := range [][]string{
 		{"send", "--netdev", "s0", "--dst", "10.78.0.2", "--count", "1", "--resolve-timeout", "300ms"},
 		{"listen", "--netdev", "s0", "--duration", "1s"},
+		{"trace", "--netdev", "s0", "--dst", "10.78.0.2", "--resolve-timeout", "300ms"},
 		{"agent", "--listen", "127.0.0.1:0", "--serve-only"}, // it opens sockets on netdevs as they come: none named yet
 	} {
 		// bounded: an agent that did not refuse would run until stopped

@@ -33,6 +33,7 @@ type traceFlags struct {
 	tos         int
 	paths       int
 	maxPorts    int
+	minPorts    int
 	flowLabel   int
 	cmPorts     string
 	tries       int
@@ -55,7 +56,7 @@ and PCP included (routers' quotes have no Ethernet header).
 --paths N varies the UDP source port (the ports of flow labels 1, 2, 3, ...)
 to find up to N distinct ECMP paths; the search stops when enough ports in a
 row found no new path (5 after 1 path, 8 after 2: a coupon collector's bound,
-95% sure with even hashing) or after --max-ports. --flow-label L traces the
+95% sure with even hashing; not before --min-ports) or after --max-ports. --flow-label L traces the
 port an address handle with flow label L gets (the kernel's and rdma-core's
 rdma_flow_label_to_udp_sport), --sport P a port, --rdma-cm-ports C:S the port
 rdma_cm gives a connection from rdma_cm port C to S (flow label (C*31+S) &
@@ -91,6 +92,7 @@ a path that did not reach it, 2 bad usage or no raw socket.`,
 	intVar(fl, &f.hop, "hop-limit", 16, 1, trace.MaxMaxHops, fmt.Sprintf("the highest TTL / hop limit tried (1..%d)", trace.MaxMaxHops))
 	intVar(fl, &f.paths, "paths", 1, 1, trace.MaxPaths, fmt.Sprintf("find up to this many distinct ECMP paths by varying the UDP source port (1..%d)", trace.MaxPaths))
 	intVar(fl, &f.maxPorts, "max-ports", 0, 1, trace.MaxMaxPorts, fmt.Sprintf("the most UDP source ports a --paths search tries (1..%d; default 8 per path asked for)", trace.MaxMaxPorts))
+	intVar(fl, &f.minPorts, "min-ports", 0, 0, trace.MaxMaxPorts, fmt.Sprintf("the UDP source ports a --paths search traces before it may stop for finding no new path (0..%d; default 0)", trace.MaxMaxPorts))
 	intVar(fl, &f.flowLabel, "flow-label", 0, 1, ah.MaxFlowLabel, "trace the UDP source port of this flow label (1..0xfffff)")
 	intVar(fl, &f.sport, "sport", 0, 1, 65535, "trace this UDP source port (1..65535; default: one random port in 0xC000..0xFFFF)")
 	fl.StringVar(&f.cmPorts, "rdma-cm-ports", "", "trace the UDP source port rdma_cm gives a connection between these rdma_cm ports: CLIENT:SERVER")
@@ -105,6 +107,10 @@ a path that did not reach it, 2 bad usage or no raw socket.`,
 		flagsExclusive(c, "netdev", x)
 	}
 	flagsExclusive(c, "flow-label", "sport", "rdma-cm-ports", "paths")
+	for _, x := range []string{"flow-label", "sport", "rdma-cm-ports"} {
+		flagsExclusive(c, x, "max-ports")
+		flagsExclusive(c, x, "min-ports")
+	}
 	return c
 }
 
@@ -137,6 +143,9 @@ func runTrace(cmd *cobra.Command, f traceFlags, rdmaCM, maxPortsSet bool) error 
 	dst := g.Addr().Unmap()
 	if err := probe.CheckDestination(dst); err != nil {
 		return usagef("--dst %q is %v: want the address of the one host to trace to", f.dst, err)
+	}
+	if maxPortsSet && f.minPorts > f.maxPorts {
+		return usagef("--min-ports %d is more than --max-ports %d: want at most as many", f.minPorts, f.maxPorts)
 	}
 	byGID := f.dev != ""
 	var notes []string
@@ -257,6 +266,7 @@ func runTrace(cmd *cobra.Command, f traceFlags, rdmaCM, maxPortsSet bool) error 
 		if maxPortsSet {
 			cfg.MaxPorts = f.maxPorts
 		}
+		cfg.MinPorts = f.minPorts
 	}
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

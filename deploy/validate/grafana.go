@@ -110,12 +110,13 @@ var grafanaVar = regexp.MustCompile(`\$(?:\{([A-Za-z_][A-Za-z0-9_]*)(?::[a-z]+)?
 // ${name:format}, Grafana's own $__rate_interval, $__interval, $__range
 // ...) with a value of their kind: a custom or interval variable's first
 // option, a constant's query, any other variable (a data source, a query's
-// label value) "x". A variable the dashboard does not define and the
+// label values) ".*", the value of "All" (every variable of roce-probe's
+// dashboards is used in a regular expression matcher). A variable the dashboard does not define and the
 // deprecated [[name]] form are errors.
 func (d *Dashboard) Expand(q string) (string, error) {
 	vals := map[string]string{}
 	for _, v := range d.Templating.List {
-		val := "x"
+		val := ".*"
 		switch v.Type {
 		case "custom", "interval":
 			if len(v.Options) > 0 {

@@ -445,7 +445,11 @@ func (a *Agent) loop(ctx context.Context, peers <-chan []Peer) {
 // read reads the host and updates everything that follows from it. It
 // returns how many next hops it asked the kernel to resolve.
 func (a *Agent) read() int {
-	snap, err := a.d.Collect(collect.Options{Tool: a.d.Version, LLDPHeard: a.lldp.frames(), Switches: a.cfg.Topology.switches()})
+	// Not the QP census: the kernel queries every QP for it (a firmware
+	// command each on mlx5), and /snapshot would publish the host's
+	// processes (docs/qps.md).
+	snap, err := a.d.Collect(collect.Options{Tool: a.d.Version, Sections: collect.SectionAll &^ collect.SectionCensus,
+		LLDPHeard: a.lldp.frames(), Switches: a.cfg.Topology.switches()})
 	var v *host.View
 	if err == nil {
 		v, err = snap.View("")
