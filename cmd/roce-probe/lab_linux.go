@@ -24,12 +24,12 @@ var (
 	labFabricUp    = lab.FabricUp
 	labLeafSpineUp = lab.LeafSpineUp
 	labFabricDown  = func() error { return errors.Join(lab.LeafSpineDown(), lab.FabricDown()) }
-	// labFabricExists reports whether the fabric's switch namespace or a
-	// namespace of the leaf-spine exists.
+	// labFabricExists reports whether the fabric's switch namespace exists.
 	labFabricExists = func() bool {
 		_, err := os.Stat(filepath.Join("/run/netns", lab.SwitchNetns))
-		return err == nil || lab.LeafSpineExists()
+		return err == nil
 	}
+	labLeafSpineExists = lab.LeafSpineExists
 )
 
 func newLabCmd() *cobra.Command {
@@ -130,7 +130,7 @@ func newLabDownCmd() *cobra.Command {
 			for _, d := range before.Netdevs {
 				hadLab = hadLab || d.Exists
 			}
-			hadFabric := labFabricExists()
+			hadFabric, hadLeafSpine := labFabricExists(), labLeafSpineExists()
 			ferr := labFabricDown()
 			if err := labDown(); err != nil {
 				return labErr(err)
@@ -143,10 +143,13 @@ func newLabDownCmd() *cobra.Command {
 				removed = append(removed, "the lab ("+before.RDMADevice+", namespace "+before.PeerNetns+" and their netdevs)")
 			}
 			if hadFabric {
-				removed = append(removed, "the fabric (hosts "+fabricHostList()+", switch namespace "+lab.SwitchNetns+") and the leaf-spine (hosts "+leafSpineHostList()+", routers)")
+				removed = append(removed, "the fabric (hosts "+fabricHostList()+", switch namespace "+lab.SwitchNetns+")")
+			}
+			if hadLeafSpine {
+				removed = append(removed, "the leaf-spine (hosts "+leafSpineHostList()+", routers "+strings.Join(append(append([]string(nil), lab.Leaves...), lab.Spines...), ", ")+")")
 			}
 			if len(removed) == 0 {
-				fmt.Fprintln(cmd.OutOrStdout(), "nothing to remove: neither the lab nor the fabric was up")
+				fmt.Fprintln(cmd.OutOrStdout(), "nothing to remove: neither the lab nor a fabric was up")
 				return nil
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), "removed", strings.Join(removed, " and "))

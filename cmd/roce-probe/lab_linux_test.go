@@ -13,15 +13,16 @@ import (
 // fakeLab replaces the lab entry points for one test.
 func fakeLab(t *testing.T, up func(lab.Options) error, down func() error, st lab.Status) {
 	t.Helper()
-	oldUp, oldDown, oldStatus, oldFUp, oldFDown, oldFExists, oldLSUp := labUp, labDown, labStatus, labFabricUp, labFabricDown, labFabricExists, labLeafSpineUp
+	oldUp, oldDown, oldStatus, oldFUp, oldFDown, oldFExists, oldLSUp, oldLSExists := labUp, labDown, labStatus, labFabricUp, labFabricDown, labFabricExists, labLeafSpineUp, labLeafSpineExists
 	labUp, labDown = up, down
 	labStatus = func() (lab.Status, error) { return st, nil }
 	labFabricUp = func(time.Duration) error { t.Error("lab up --fabric called"); return nil }
 	labLeafSpineUp = func(time.Duration) error { t.Error("lab up --leaf-spine called"); return nil }
 	labFabricDown = func() error { return nil }
 	labFabricExists = func() bool { return false }
+	labLeafSpineExists = func() bool { return false }
 	t.Cleanup(func() {
-		labUp, labDown, labStatus, labFabricUp, labFabricDown, labFabricExists, labLeafSpineUp = oldUp, oldDown, oldStatus, oldFUp, oldFDown, oldFExists, oldLSUp
+		labUp, labDown, labStatus, labFabricUp, labFabricDown, labFabricExists, labLeafSpineUp, labLeafSpineExists = oldUp, oldDown, oldStatus, oldFUp, oldFDown, oldFExists, oldLSUp, oldLSExists
 	})
 }
 
@@ -113,8 +114,13 @@ func TestLabDownSaysWhatItRemoved(t *testing.T) {
 	}
 	labFabricExists = func() bool { return true }
 	out, _, _ = runCLI(t, "", "lab", "down")
-	if !strings.Contains(out, "and the fabric (hosts h1") {
+	if !strings.Contains(out, "and the fabric (hosts h1") || strings.Contains(out, "leaf-spine") {
 		t.Errorf("lab down with both up: %q", out)
+	}
+	labLeafSpineExists = func() bool { return true }
+	out, _, _ = runCLI(t, "", "lab", "down")
+	if !strings.Contains(out, "and the leaf-spine (hosts h5 (rxe5, leaf1)") || !strings.Contains(out, "routers leaf1, leaf2, spine1, spine2") {
+		t.Errorf("lab down with the leaf-spine up too: %q", out)
 	}
 }
 
