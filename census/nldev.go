@@ -253,8 +253,10 @@ func (c *Census) decodeMessage(d Dump, payload []byte) error {
 }
 
 // noMarkings is the reason a QP has no markings: nothing in the dump
-// carries them.
-const noMarkings = "not reported: the kernel's QP dump has no traffic class, SL or DSCP (drivers/infiniband/core/nldev.c fill_res_qp_entry_query) and the driver adds none"
+// carries them (drivers/infiniband/core/nldev.c fill_res_qp_entry_query
+// exports none; docs/qps.md lists what each driver adds). Short: every
+// QP carries it.
+const noMarkings = "not reported by the kernel or the driver (docs/qps.md)"
 
 func decodeQP(dev string, attrs []attr) (QP, error) {
 	q := QP{Device: dev}

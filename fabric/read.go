@@ -85,7 +85,7 @@ func ExpandPaths(paths []string) ([]string, error) {
 // snapshots, so memory stays bounded by workers × one snapshot.
 func ReadFiles(paths []string, workers int) ([]Host, error) {
 	return readAll(len(paths), workers, func(i int) (Host, error) {
-		s, err := host.LoadWith(paths[i], host.DecodeOptions{SkipCounters: true})
+		s, err := host.LoadWith(paths[i], host.DecodeOptions{SkipCounters: true, SkipCensus: true})
 		var pe *fs.PathError
 		switch {
 		case errors.As(err, &pe):
@@ -229,7 +229,7 @@ func fetchSnapshot(ctx context.Context, client *http.Client, u string, o AgentOp
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 200))
 		return nil, fmt.Errorf("HTTP %s: %s", resp.Status, firstLine(string(b)))
 	}
-	s, err := host.DecodeWith(resp.Body, host.DecodeOptions{SkipCounters: true, MaxBytes: o.MaxBytes})
+	s, err := host.DecodeWith(resp.Body, host.DecodeOptions{SkipCounters: true, SkipCensus: true, MaxBytes: o.MaxBytes})
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
 			return nil, fmt.Errorf("no complete answer within %s", o.Timeout)

@@ -102,7 +102,10 @@ func TestGovernor(t *testing.T) {
 	}
 	var steps []float64
 	for range 9 {
-		s, _, changed := g.Observe(calm)
+		s, why, changed := g.Observe(calm)
+		if why != PressureNone {
+			t.Fatalf("a calm period's pressure: %q", why)
+		}
 		if changed {
 			steps = append(steps, s)
 		}

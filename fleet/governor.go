@@ -49,12 +49,12 @@ func NewGovernor(budget float64) *Governor {
 }
 
 // Observe takes one period's sample and returns the scale to apply from
-// now on, the pressure seen in it (PressureNone, PressureCPU,
+// now on, the pressure seen in this period (PressureNone, PressureCPU,
 // PressureLate) and whether the scale changed. A sample of no wall time
 // changes nothing.
 func (g *Governor) Observe(s Sample) (scale float64, pressure string, changed bool) {
 	if s.Wall <= 0 {
-		return g.Scale(), g.reason, false
+		return g.Scale(), PressureNone, false
 	}
 	cpu := s.CPU.Seconds() / s.Wall.Seconds()
 	late := 0.0
@@ -64,10 +64,13 @@ func (g *Governor) Observe(s Sample) (scale float64, pressure string, changed bo
 	was := g.level
 	switch {
 	case cpu > g.Budget:
-		g.reason, g.calm = PressureCPU, 0
-		g.level = min(g.level+1, len(Levels)-1)
+		pressure = PressureCPU
 	case late > g.LateShare:
-		g.reason, g.calm = PressureLate, 0
+		pressure = PressureLate
+	}
+	switch {
+	case pressure != PressureNone:
+		g.reason, g.calm = pressure, 0
 		g.level = min(g.level+1, len(Levels)-1)
 	case cpu < g.Budget/2 && late < g.LateShare/2:
 		g.calm++
@@ -81,7 +84,7 @@ func (g *Governor) Observe(s Sample) (scale float64, pressure string, changed bo
 	default: // between: hold
 		g.calm = 0
 	}
-	return g.Scale(), g.reason, g.level != was
+	return g.Scale(), pressure, g.level != was
 }
 
 // Scale is the current factor (one of Levels).

@@ -22,7 +22,9 @@ type Kind uint8
 
 const (
 	// Mate is a peer under the agent's own ToR: every one is probed, all
-	// the time (the ToR mesh).
+	// the time (the ToR mesh). When no ToR is known and the peers are no
+	// more than Settings.SamplePeers, every peer is a Mate: the fleet is
+	// one mesh.
 	Mate Kind = iota
 	// InterToR is a NIC of another ToR, in this round's sample of ToRs.
 	InterToR
@@ -259,6 +261,11 @@ func New(self Peer, peers []Peer, s Settings, seed uint64) (*Planner, error) {
 		default:
 			groups[q.ToR] = append(groups[q.ToR], i)
 		}
+	}
+	if self.ToR == "" && len(p.pool) <= s.SamplePeers {
+		// No topology, and a fleet no larger than a sample: every
+		// peer is probed every round anyway, as one mesh.
+		p.mates, p.pool = p.pool, nil
 	}
 	slices.SortFunc(p.mates, byAddr)
 	slices.SortFunc(p.pool, byAddr)

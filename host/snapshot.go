@@ -272,6 +272,11 @@ type DecodeOptions struct {
 	// readers of many snapshots that do not analyse counters (roce-probe
 	// fabric): the sample is a fifth of a snapshot's decoding time.
 	SkipCounters bool
+	// SkipCensus leaves the QP census out (JSON, neither decoded nor
+	// validated; Census nil): for readers of many snapshots that do not
+	// look at processes (roce-probe fabric). A host with thousands of QPs
+	// has a census larger than the rest of its snapshot.
+	SkipCensus bool
 	// MaxBytes bounds the bytes read and, when compressed, the JSON they
 	// decompress to (0: MaxSnapshotBytes).
 	MaxBytes int64
@@ -321,7 +326,7 @@ type (
 		Namespaces []*namespaceDecode `json:"namespaces"`
 		DCB        []dcbJSON          `json:"dcb"`
 		Settings   *Settings          `json:"settings"`
-		Census     *census.Census     `json:"census"`
+		Census     json.RawMessage    `json:"census"` // decoded after the pass, unless skipped
 		Topology   *Topology          `json:"topology"`
 		Errors     []SourceError      `json:"errors"`
 	}
@@ -373,7 +378,7 @@ func (*skipJSON) UnmarshalJSON([]byte) error { return nil }
 // parse is an error naming its device, port and index.
 func (w *decodeBase) snapshot() (*Snapshot, error) {
 	s := &Snapshot{Tool: w.Tool, Hostname: deref(w.Hostname), Kernel: deref(w.Kernel), Time: w.Time,
-		Settings: w.Settings, Census: w.Census, Topology: w.Topology, Errors: w.Errors}
+		Settings: w.Settings, Topology: w.Topology, Errors: w.Errors}
 	if w.Namespaces != nil {
 		s.Namespaces = make([]*vlan.Namespace, len(w.Namespaces))
 		for i, n := range w.Namespaces {
@@ -469,6 +474,14 @@ func decodeBytes(b []byte, o DecodeOptions) (*Snapshot, error) {
 	}
 	if !o.SkipCounters {
 		s.Counters = full.Counters
+	}
+	if c := base.Census; !o.SkipCensus && len(c) > 0 && !bytes.Equal(c, []byte("null")) {
+		// The census's own strict decoder (its keys, and a QP or rdma_cm
+		// ID listed twice, are checked there).
+		s.Census = &census.Census{}
+		if err := json.Unmarshal(c, s.Census); err != nil {
+			return nil, fmt.Errorf("snapshot: census: %w", err)
+		}
 	}
 	if err := s.Validate(); err != nil {
 		return nil, err

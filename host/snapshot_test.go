@@ -275,4 +275,8 @@ func TestSnapshotCensus(t *testing.T) {
 	if _, err := Decode(bytes.NewReader(dup)); err == nil || !strings.Contains(err.Error(), "rxe0 QP 17 appears twice") {
 		t.Errorf("duplicate QP: got %v", err)
 	}
+	// fabric's readers skip it: not decoded, not checked.
+	if s, err := DecodeWith(bytes.NewReader(dup), DecodeOptions{SkipCensus: true}); err != nil || s.Census != nil {
+		t.Errorf("SkipCensus: %v, census %v", err, s.Census)
+	}
 }

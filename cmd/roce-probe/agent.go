@@ -40,7 +40,10 @@ var agentFlagFields = map[string]string{
 	"peers.file_interval": "--peers-file-interval", "peers.max": "--peers-max",
 	"probe.rate": "--probe-rate", "probe.timeout": "--probe-timeout", "probe.jitter": "--probe-jitter",
 	"probe.max_rate": "--probe-max-rate", "listener.rate": "--listener-rate", "listener.global_rate": "--listener-global-rate",
-	"web_config_file": "--web.config.file", "snapshot": "--snapshot", "serve_only": "--serve-only",
+	"probe.sample_tors": "--probe-sample-tors", "probe.sample_peers": "--probe-sample-peers", "probe.sample_rate": "--probe-sample-rate",
+	"probe.rotation": "--probe-rotation", "probe.send_rate": "--probe-send-rate", "probe.receive_rate": "--probe-receive-rate",
+	"probe.cpu_budget": "--probe-cpu-budget",
+	"web_config_file":  "--web.config.file", "snapshot": "--snapshot", "serve_only": "--serve-only",
 	"topology.tor": "--tor",
 }
 
@@ -57,13 +60,16 @@ func agentCommand() (*cobra.Command, *agentFlags) {
 		Short: "Run the per-host agent: probe the peers, watch the RoCE configuration, serve Prometheus metrics",
 		Long: `agent runs until stopped (SIGTERM or SIGINT): it reads this host's GID tables,
 QoS/DCB, counters and settings every --interval and when a link or address
-changes, probes every peer for every flow with real RoCE v2 frames at a bounded,
-jittered rate (as 'roce-probe send' does), answers its peers' probes (as
+changes, probes its peers for every flow with real RoCE v2 frames at a bounded,
+jittered rate (as 'roce-probe send' does) — the peers under its ToR as a mesh,
+other ToRs and peers of unknown ToR by a rotating sample, within
+--probe-send-rate whatever the fleet's size —, answers its peers' probes (as
 'roce-probe listen' does), and serves on --listen:
 
   /metrics   Prometheus text format (docs/metrics.md)
   /snapshot  the host snapshot of the last read, as 'roce-probe collect' writes it
              (--snapshot full), its RoCE sections only (roce) or 404 (off)
+  /pairs     the pairs probed this round, JSON
   /healthz   200 while the agent runs, JSON details
 
 --web.config.file FILE serves them over TLS and/or with basic auth: the
@@ -75,7 +81,8 @@ A flow is a source GID and the markings an application asks for:
   --flow name=idx3,device=mlx5_0,port=1,gid_index=3,tclass=106,sl=3
   --flow name=cm,netdev=eth0,tos=106          (an rdma_cm flow)
   --flow name=cm0,netdev=eth0,rdma_cm=true    (rdma_cm without a ToS: the port's default_roce_tos)
-Peers come from --peer (ADDRESS or NAME=ADDRESS), --peers-dns (a name whose
+Peers come from --peer (ADDRESS or NAME=ADDRESS, optionally followed by
+tor=LEAF: the ToR switch of its NIC), --peers-dns (a name whose
 A/AAAA records are the peers, e.g. a Kubernetes headless Service) and
 --peers-file (re-read when it changes); this host's own addresses are left out.
 An agent without a flow has nothing to probe and nothing to watch: it exits 2
@@ -112,8 +119,16 @@ need no other privilege.`,
 	durationVar(fl, &f.cfg.Peers.DNSInterval, "peers-dns-interval", d.Peers.DNSInterval, time.Second, time.Hour, false, "how often --peers-dns is resolved (1s..1h)")
 	fl.StringVar(&f.cfg.Peers.File, "peers-file", "", "a file of peers, one per line (ADDRESS or NAME=ADDRESS), re-read when it changes")
 	durationVar(fl, &f.cfg.Peers.FileInterval, "peers-file-interval", d.Peers.FileInterval, 100*time.Millisecond, time.Hour, false, "how often --peers-file is checked (100ms..1h)")
-	intVar(fl, &f.cfg.Peers.Max, "peers-max", d.Peers.Max, 1, agent.MaxPeersLimit, "most peers probed (1..65536)")
-	floatVar(fl, &f.cfg.Probe.Rate, "probe-rate", d.Probe.Rate, 0.001, 10, "probes per second to each peer for each flow (0.001..10)")
+	intVar(fl, &f.cfg.Peers.Max, "peers-max", d.Peers.Max, 1, agent.MaxPeersLimit, "no longer used: accepted and ignored (the probe plan bounds what is probed)")
+	fl.MarkDeprecated("peers-max", "the probe plan bounds what is probed (--probe-send-rate, --probe-sample-tors, --probe-sample-peers; docs/agent.md)")
+	floatVar(fl, &f.cfg.Probe.Rate, "probe-rate", d.Probe.Rate, 0.001, 10, "probes per second to each ToR-mate for each flow (0.001..10)")
+	intVar(fl, &f.cfg.Probe.SampleToRs, "probe-sample-tors", d.Probe.SampleToRs, 0, 4096, "other ToRs probed each round, one NIC each (0..4096)")
+	intVar(fl, &f.cfg.Probe.SamplePeers, "probe-sample-peers", d.Probe.SamplePeers, 0, 65536, "peers of unknown ToR probed each round (0..65536)")
+	floatVar(fl, &f.cfg.Probe.SampleRate, "probe-sample-rate", d.Probe.SampleRate, 0.001, 10, "probes per second to each sampled target for each flow (0.001..10)")
+	durationVar(fl, &f.cfg.Probe.Rotation, "probe-rotation", d.Probe.Rotation, time.Second, 24*time.Hour, false, "how long a round of the probe plan lasts (1s..24h)")
+	floatVar(fl, &f.cfg.Probe.SendRate, "probe-send-rate", d.Probe.SendRate, 1, 100000, "most probes per second the plan sends, all flows together (1..100000, at most --probe-max-rate)")
+	floatVar(fl, &f.cfg.Probe.ReceiveRate, "probe-receive-rate", d.Probe.ReceiveRate, 1, 100000, "most probes per second the plan expects any host to receive (1..100000)")
+	floatVar(fl, &f.cfg.Probe.CPUBudget, "probe-cpu-budget", d.Probe.CPUBudget, 0, 1, "share of one core over which the agent lowers its probe rate (0..1; 0: never)")
 	durationVar(fl, &f.cfg.Probe.Timeout, "probe-timeout", d.Probe.Timeout, time.Millisecond, time.Minute, false, "how long a probe waits for its reply (1ms..1m)")
 	floatVar(fl, &f.cfg.Probe.Jitter, "probe-jitter", d.Probe.Jitter, 0, 0.9, "spread of the interval between probes, as a fraction of it (0..0.9)")
 	floatVar(fl, &f.cfg.Probe.MaxRate, "probe-max-rate", d.Probe.MaxRate, 1, 100000, "most probes per second in all (1..100000)")
@@ -155,6 +170,13 @@ func agentConfig(cmd *cobra.Command, f *agentFlags) (agent.Config, error) {
 	set("probe-timeout", func() { cfg.Probe.Timeout = f.cfg.Probe.Timeout })
 	set("probe-jitter", func() { cfg.Probe.Jitter = f.cfg.Probe.Jitter })
 	set("probe-max-rate", func() { cfg.Probe.MaxRate = f.cfg.Probe.MaxRate })
+	set("probe-sample-tors", func() { cfg.Probe.SampleToRs = f.cfg.Probe.SampleToRs })
+	set("probe-sample-peers", func() { cfg.Probe.SamplePeers = f.cfg.Probe.SamplePeers })
+	set("probe-sample-rate", func() { cfg.Probe.SampleRate = f.cfg.Probe.SampleRate })
+	set("probe-rotation", func() { cfg.Probe.Rotation = f.cfg.Probe.Rotation })
+	set("probe-send-rate", func() { cfg.Probe.SendRate = f.cfg.Probe.SendRate })
+	set("probe-receive-rate", func() { cfg.Probe.ReceiveRate = f.cfg.Probe.ReceiveRate })
+	set("probe-cpu-budget", func() { cfg.Probe.CPUBudget = f.cfg.Probe.CPUBudget })
 	set("listener-rate", func() { cfg.Listener.Rate = f.cfg.Listener.Rate })
 	set("listener-global-rate", func() { cfg.Listener.GlobalRate = f.cfg.Listener.GlobalRate })
 	set("web.config.file", func() { cfg.WebConfigFile = f.cfg.WebConfigFile })

@@ -269,19 +269,8 @@ func wireDesc(ep probe.Endpoint) string {
 }
 
 // markingsJSON is the JSON shape of markings (docs/json.md, "markings"):
-// vlan and pcp are the outermost tag's, null for an untagged frame;
-// vlan_chain lists every tag, [] untagged, null when not known (markings a
-// probe payload reports carry only the outermost tag).
-type markingsJSON struct {
-	VLAN      *uint16         `json:"vlan"`
-	PCP       *uint8          `json:"pcp"`
-	VLANChain []vlan.ChainTag `json:"vlan_chain"`
-	DSCP      uint8           `json:"dscp"`
-	ECN       uint8           `json:"ecn"`
-	ECNName   string          `json:"ecn_name"`
-	TTL       uint8           `json:"ttl"`
-	UDPSport  uint16          `json:"udp_sport"`
-}
+// probe.MarkingsJSON, shared with the agent's /pairs.
+type markingsJSON = probe.MarkingsJSON
 
 // markingsOf is m in JSON (nil for nil) with the tags of the frame it was
 // read from; tags nil with m tagged means the tags are not known (m came
@@ -290,16 +279,11 @@ func markingsOf(m *probe.Markings, tags []roce.VLANTag) *markingsJSON {
 	if m == nil {
 		return nil
 	}
-	j := &markingsJSON{DSCP: m.DSCP, ECN: m.ECN, ECNName: qos.ECN(m.ECN).String(), TTL: m.TTL, UDPSport: m.Sport, VLANChain: []vlan.ChainTag{}}
-	if m.Tagged {
-		v, p := m.VLAN, m.PCP
-		j.VLAN, j.PCP = &v, &p
-		j.VLANChain = nil
-		if len(tags) > 0 {
-			j.VLANChain = frameChain(tags)
-		}
+	var chain []vlan.ChainTag
+	if len(tags) > 0 {
+		chain = frameChain(tags)
 	}
-	return j
+	return m.JSON(chain)
 }
 
 // findingJSON is one finding of a probe (docs/json.md, "probe_finding"):

@@ -95,6 +95,11 @@ func vocabularyAgent(t *testing.T) {
 	noSockets := func(string, probe.Selection) (agent.Port, error) { return nil, errors.New("no sockets in this test") }
 	cfg := agent.Default()
 	cfg.Interval = time.Second
+	cfg.Flows = []agent.FlowConfig{{Name: "rdma", Select: agent.SelectConfig{Netdev: "veth0", Family: "ipv4"}}}
+	cfg.Peers.Static = []string{"peer2=10.0.0.2 tor=leaf1"}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
 	// Not started: nothing read yet.
 	a, err := agent.New(cfg, agent.Deps{Collect: func(collect.Options) (*host.Snapshot, error) { return host.Load(hostFixtures + "rxe.json") }, Open: noSockets})
 	if err != nil {
@@ -140,6 +145,28 @@ func vocabularyAgent(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 		}
 		checkOutput(t, "agent GET /healthz", body)
+		if c.key == "last_read" {
+			// A peer the flow routes to, whose next hop the fixture has
+			// no neighbour for: one pair, with its error.
+			eventually := time.Now().Add(10 * time.Second)
+			for {
+				r, err := http.Get("http://" + ln.Addr().String() + "/pairs")
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, _ := io.ReadAll(r.Body)
+				r.Body.Close()
+				var m struct{ Pairs []any }
+				if json.Unmarshal(b, &m) == nil && len(m.Pairs) > 0 {
+					checkOutput(t, "agent GET /pairs", string(b))
+					break
+				}
+				if time.Now().After(eventually) {
+					t.Fatalf("/pairs has no pair within 10s: %s", b)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		}
 		cancel()
 		select {
 		case <-done:

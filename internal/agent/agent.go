@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"github.com/roce-probe/roce-probe/audit"
 	"github.com/roce-probe/roce-probe/collect"
 	"github.com/roce-probe/roce-probe/counters"
+	"github.com/roce-probe/roce-probe/fleet"
 	"github.com/roce-probe/roce-probe/host"
 	"github.com/roce-probe/roce-probe/probe"
 	"github.com/roce-probe/roce-probe/vlan"
@@ -47,6 +47,10 @@ type Deps struct {
 	Resolver Resolver
 	// Now is the clock (time.Now).
 	Now func() time.Time
+	// CPU is the CPU time (user + system) the process has used so far
+	// (getrusage RUSAGE_SELF on Linux); nil: the agent's self-protection
+	// judges by its late wake-ups alone.
+	CPU func() time.Duration
 	// ListenLLDP opens a netdev's LLDP listener (collect.ListenLLDP);
 	// nil: the agent does not listen for LLDP (topology.lldp false too).
 	ListenLLDP func(netdev string) (LLDPReader, error)
@@ -122,16 +126,25 @@ type Agent struct {
 	// interval starts there.
 	prevCounters *counters.Sample
 	peers        []Peer
-	peerNames    map[string]bool
+	plan         *planner
+	ownToRs      torOf     // this host's ToR by netdev, from the last read
+	nextRound    time.Time // when the plan's next round starts
+	gov          *fleet.Governor
+	govAt        time.Time
+	govCPU       time.Duration
+	pressure     *prometheus.CounterVec
 	logged       map[string]logState
 	logMu        sync.Mutex
 }
 
 type agentState struct {
-	peers, leftOut int
-	flowPeers      map[string]int
-	lastRead       time.Time
-	lastErr        string
+	peers     int
+	flowPeers map[string]int
+	lastRead  time.Time
+	lastErr   string
+	plan      planState
+	scale     float64 // the Governor's
+	pressure  string  // why the rate is lowered ("" at full rate)
 }
 
 type logState struct {
@@ -162,8 +175,8 @@ func New(cfg Config, d Deps) (*Agent, error) {
 	}
 	d.HTTP.defaults()
 	a := &Agent{cfg: cfg, d: d, log: d.Log, reg: prometheus.NewRegistry(), mm: newMeshMetrics(), gids: newGIDTracker(),
-		sports: map[string]uint16{}, peerNames: map[string]bool{}, logged: map[string]logState{}}
-	a.state.Store(&agentState{})
+		sports: map[string]uint16{}, logged: map[string]logState{}, gov: fleet.NewGovernor(cfg.Probe.CPUBudget)}
+	a.state.Store(&agentState{scale: 1})
 	for _, f := range cfg.Flows {
 		a.sports[f.Name] = probe.RandomSport() // one UDP source port per flow, as send picks one per run
 	}
@@ -173,7 +186,7 @@ func New(cfg Config, d Deps) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	if a.mesh, err = newMesh(cfg.Probe, a.mm, a.log, d.Now); err != nil {
+	if a.mesh, err = newMesh(cfg.Probe, cfg.Metrics.ToRs, a.mm, a.log, d.Now); err != nil {
 		return nil, err
 	}
 	a.mesh.learned = &a.tors
@@ -183,14 +196,17 @@ func New(cfg Config, d Deps) (*Agent, error) {
 	}
 	md := descs()
 	a.hostC = &constCollector{descs: []*prometheus.Desc{md.gidInfo, md.gidIndex, md.gidIndexChanges, md.flowVerdict,
-		md.flowWarnings, md.flowSource, md.rdmaCounter, md.prioPackets, md.prioBytes, md.prioPauseFrames,
+		md.flowWarnings, md.flowSource, md.rdmaStatistic, md.prioPackets, md.prioBytes, md.prioPauseFrames,
 		md.prioPauseSeconds, md.prioDiscards, md.rocePriority, md.snapshotErrors, md.auditOff, md.auditRDMA, md.topologyInfo}}
 	a.readErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Name: metricReadErrors,
 		Help: "Reads that failed, by source (host: the whole host snapshot; dns; peers_file; netlink; capture; and the kinds of the snapshot's own errors: dcb, ethtool, ...)."}, []string{"source"})
 	a.lastRead = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: metricLastRead,
 		Help: "When the source was last read successfully (host, dns, peers_file), Unix seconds."}, []string{"source"})
 	a.changes = prometheus.NewCounter(prometheus.CounterOpts{Name: metricNetlinkChanges, Help: "Link and address changes the kernel announced (each makes the agent read the host again, at most once a second)."})
-	cs := []prometheus.Collector{newBuildInfo(d.Version), a.hostC, a.readErrors, a.lastRead, a.changes, a.scrapeCollector()}
+	a.pressure = prometheus.NewCounterVec(prometheus.CounterOpts{Name: metricPressure,
+		Help: "Periods (10 s) in which the agent found its host under pressure, by reason (cpu: its CPU over probe.cpu_budget; late_wakeups: over 20 % of its sender's wake-ups 50 ms late or more)."}, []string{"reason"})
+	cs := []prometheus.Collector{newBuildInfo(d.Version), a.hostC, a.readErrors, a.lastRead, a.changes, a.pressure, a.scrapeCollector(),
+		newMeshCollector(a.mesh, cfg.Metrics.WorstPairs)}
 	cs = append(cs, a.mm.collectors()...)
 	cs = append(cs, standardCollectors()...)
 	for _, c := range cs {
@@ -205,11 +221,20 @@ func New(cfg Config, d Deps) (*Agent, error) {
 func (a *Agent) scrapeCollector() prometheus.Collector {
 	md := descs()
 	return &funcCollector{
-		descs: []*prometheus.Desc{md.peers, md.peersLeftOut, md.flowPeers, md.streams, md.listener, md.listenerSenders, md.unmatched, md.capture},
+		descs: []*prometheus.Desc{md.peers, md.flowPeers, md.streams, md.listener, md.listenerSenders, md.unmatched, md.capture,
+			md.planTargets, md.planRate, md.planToRs, md.planWindow, md.probeScale},
 		collect: func(ch chan<- prometheus.Metric) {
 			st := a.state.Load()
 			ch <- prometheus.MustNewConstMetric(md.peers, prometheus.GaugeValue, float64(st.peers))
-			ch <- prometheus.MustNewConstMetric(md.peersLeftOut, prometheus.GaugeValue, float64(st.leftOut))
+			for k, n := range st.plan.targets {
+				ch <- prometheus.MustNewConstMetric(md.planTargets, prometheus.GaugeValue, float64(n), fleet.Kind(k).String())
+			}
+			ch <- prometheus.MustNewConstMetric(md.planRate, prometheus.GaugeValue, st.plan.send, "send")
+			ch <- prometheus.MustNewConstMetric(md.planRate, prometheus.GaugeValue, st.plan.receive, "receive")
+			ch <- prometheus.MustNewConstMetric(md.planToRs, prometheus.GaugeValue, float64(st.plan.tors))
+			ch <- prometheus.MustNewConstMetric(md.planWindow, prometheus.GaugeValue, st.plan.torWindow.Seconds(), fleet.InterToR.String())
+			ch <- prometheus.MustNewConstMetric(md.planWindow, prometheus.GaugeValue, st.plan.peerWindow.Seconds(), fleet.Sampled.String())
+			ch <- prometheus.MustNewConstMetric(md.probeScale, prometheus.GaugeValue, st.scale)
 			for f, n := range st.flowPeers {
 				ch <- prometheus.MustNewConstMetric(md.flowPeers, prometheus.GaugeValue, float64(n), f)
 			}
@@ -302,6 +327,9 @@ func (a *Agent) Run(ctx context.Context) error {
 		serveErr <- a.serve(srv, ln)
 	}()
 	a.log.Info("agent started", "listen", ln.Addr().String(), "flows", len(a.cfg.Flows), "interval", a.cfg.Interval)
+	if a.cfg.Peers.Max != Default().Peers.Max {
+		a.log.Warn("peers.max is no longer used: the probe plan bounds what is probed (probe.send_rate, probe.sample_tors, probe.sample_peers; docs/agent.md, \"Probe plan\")", "peers_max", a.cfg.Peers.Max)
+	}
 
 	stop := make(chan struct{})
 	wg.Add(1)
@@ -350,6 +378,23 @@ func (a *Agent) loop(ctx context.Context, peers <-chan []Peer) {
 	defer soon.Stop()
 	resub := time.NewTimer(0) // (re)subscribe to changes
 	defer resub.Stop()
+	roundT := time.NewTimer(time.Hour) // the plan's next round
+	defer roundT.Stop()
+	nextRound := func() {
+		if d := a.nextRound.Sub(a.d.Now()); d > 0 { // none before the first plan
+			roundT.Reset(d)
+		}
+	}
+	var governC <-chan time.Time
+	if a.cfg.Probe.CPUBudget > 0 {
+		t := time.NewTicker(governPeriod)
+		defer t.Stop()
+		governC = t.C
+		a.govAt = a.d.Now()
+		if a.d.CPU != nil {
+			a.govCPU = a.d.CPU()
+		}
+	}
 	backoff := time.Second
 	var changes <-chan collect.Change
 	var watcher *collect.Watcher
@@ -381,6 +426,7 @@ func (a *Agent) loop(ctx context.Context, peers <-chan []Peer) {
 		n := a.read()
 		lastRead = a.d.Now()
 		followUp(n)
+		nextRound()
 	}
 	read()
 	for {
@@ -395,6 +441,12 @@ func (a *Agent) loop(ctx context.Context, peers <-chan []Peer) {
 		case p := <-peers:
 			a.peers = p
 			followUp(a.startKicks(a.replan()))
+			nextRound()
+		case <-roundT.C:
+			followUp(a.startKicks(a.replan()))
+			nextRound()
+		case <-governC:
+			a.govern()
 		case <-lldpChanged:
 			// A switch said something new: read the host (and decide
 			// the attachments) again soon.
@@ -500,7 +552,8 @@ func (a *Agent) read() int {
 	ms := append(hostMetrics(rows, idx, a.gids, flows, rep, snap.Errors), auditMetrics(aud)...)
 	a.hostC.set(append(ms, topologyMetrics(snap.Topology)...))
 	a.cap.setLocal(v.NS)
-	a.cap.setToRs(newTorOf(snap.Topology))
+	a.ownToRs = newTorOf(snap.Topology)
+	a.cap.setToRs(a.ownToRs)
 	a.lldp.sync(attachmentNetdevs(snap.Topology))
 	kicks := a.replan()
 	a.log.Debug("host read", "gid_entries", len(rows), "errors", len(snap.Errors), "neighbours_to_resolve", len(kicks))
@@ -549,77 +602,4 @@ func (a *Agent) logFlow(fs *flowSource) {
 	}
 	a.logOnce(key, slog.LevelInfo, "flow source", "flow", fs.cfg.Name, "device", fs.src.Port.Device, "port", fs.src.Port.Port,
 		"gid_index", fs.index, "netdev", fs.netdev(), "verdict", verdict)
-}
-
-// replan applies the peers to the last read of the host: the streams, the
-// sockets, the probe errors of peers no flow reaches. It returns the next
-// hops to resolve.
-func (a *Agent) replan() []neighborKick {
-	if a.view == nil {
-		return nil
-	}
-	own, _ := probe.LocalAddresses(a.view.NS)
-	ownSet := map[netip.Addr]bool{}
-	for _, o := range own {
-		ownSet[o] = true
-	}
-	var probed []Peer
-	names := map[string]bool{}
-	for _, p := range a.peers {
-		if ownSet[p.Addr] {
-			continue
-		}
-		if names[p.Name] { // two addresses under one name: label by address
-			p.Name = p.Addr.String()
-		}
-		names[p.Name] = true
-		if p.ToR == "" {
-			p.ToR = a.tors.get(p.Addr) // what its replies said
-		}
-		probed = append(probed, p)
-	}
-	a.tors.keep(probed)
-	leftOut := 0
-	if len(probed) > a.cfg.Peers.Max {
-		leftOut = len(probed) - a.cfg.Peers.Max
-		a.logOnce("peers.max", slog.LevelWarn, "more peers than peers.max: some are not probed", "peers", len(probed), "max", a.cfg.Peers.Max)
-		probed = probed[:a.cfg.Peers.Max]
-		names = map[string]bool{}
-		for _, p := range probed {
-			names[p.Name] = true
-		}
-	}
-	p := makePlan(a.view, a.flows, probed, a.sports, a.mesh.targets())
-	a.mesh.sync(p.specs)
-	for name := range a.peerNames {
-		if !names[name] {
-			a.mm.deletePeer(name)
-		}
-	}
-	if len(a.peerNames) != len(names) {
-		a.log.Info("peers", "probed", len(probed), "left_out", leftOut)
-	}
-	a.peerNames = names
-	for _, e := range p.errors {
-		a.mm.probeErrors.WithLabelValues(e.peer.Name, e.reason).Inc()
-	}
-	wires := map[string]bool{}
-	for _, w := range probe.WireDevices(a.view.NS) {
-		wires[w] = true
-	}
-	for _, s := range p.specs {
-		if s.tgt.wire != "" {
-			wires[s.tgt.wire] = true
-		}
-	}
-	list := make([]string, 0, len(wires))
-	for w := range wires {
-		list = append(list, w)
-	}
-	sort.Strings(list)
-	a.cap.sync(list)
-	st := *a.state.Load()
-	st.peers, st.leftOut, st.flowPeers = len(probed), leftOut, p.flowPeers
-	a.state.Store(&st)
-	return p.kicks
 }

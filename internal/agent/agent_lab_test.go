@@ -63,7 +63,7 @@ func TestLabAgentRXEReadded(t *testing.T) {
 	}
 	eventually(t, time.Minute, "no_source while rxe0 is gone", func() bool {
 		f := host.metrics(t)
-		errs, _ := value(f, metricProbeErrors, "peer", "peer", "reason", reasonNoSource)
+		errs, _ := value(f, metricProbeErrors, "reason", reasonNoSource)
 		unknown, _ := value(f, metricFlowVerdict, "flow", "rxe", "verdict", "unknown")
 		_, gids := value(f, metricGIDInfo, "device", lab.RDMADevice)
 		return errs > 0 && unknown == 1 && !gids

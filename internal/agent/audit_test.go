@@ -17,7 +17,7 @@ func TestAuditMetrics(t *testing.T) {
 	cfg.Flows = nil
 	cfg.Interval = time.Hour // the second read comes from a link change
 	ta, fc := startFixtureAgent(t, cfg, "../../audit/testdata/mlx5-prio0-before", "../../audit/testdata/mlx5-prio0-after")
-	eventually(t, 5*time.Second, "first read", func() bool { _, ok := value(gather(t, ta.Registry()), metricRDMACounter); return ok })
+	eventually(t, 5*time.Second, "first read", func() bool { _, ok := value(gather(t, ta.Registry()), metricRDMAStatistic); return ok })
 	if _, ok := value(gather(t, ta.Registry()), metricAuditOff); ok {
 		t.Fatal("an audit series after one read")
 	}

@@ -32,6 +32,7 @@ type Config struct {
 	Peers           PeersConfig    `yaml:"peers"`
 	Probe           ProbeConfig    `yaml:"probe"`
 	Listener        ListenerConfig `yaml:"listener"`
+	Metrics         MetricsConfig  `yaml:"metrics"`
 	Flows           []FlowConfig   `yaml:"flows"`
 	Topology        TopologyConfig `yaml:"topology"`
 	// WebConfigFile is the Prometheus exporters' web configuration file
@@ -80,8 +81,10 @@ type PeersConfig struct {
 	// content changed.
 	File         string        `yaml:"file"`
 	FileInterval time.Duration `yaml:"file_interval"`
-	// Max bounds the peers probed (and the peer label's values); the
-	// rest are left out, said so in the log and counted.
+	// Max is no longer used: it chose the lowest addresses as the peers
+	// probed. The probe plan (ProbeConfig) bounds what is probed now; the
+	// key and --peers-max are accepted, range-checked and ignored, and
+	// the agent logs so at its start (docs/agent.md, "Probe plan").
 	Max int `yaml:"max"`
 }
 
@@ -98,6 +101,39 @@ type ProbeConfig struct {
 	// MaxRate bounds the probes per second sent in all; probes over it
 	// are not sent and counted as errors (reason rate_limited).
 	MaxRate float64 `yaml:"max_rate"`
+
+	// The probe plan (package fleet; docs/agent.md, "Probe plan"). Rate
+	// is the rate to each ToR-mate (every peer, in a fleet of at most
+	// SamplePeers peers whose ToRs are not known).
+	//
+	// SampleToRs other ToRs are probed in each round of Rotation, one
+	// NIC each, and SamplePeers peers of unknown ToR, each at
+	// SampleRate; each target's probes cycle through the UDP source
+	// ports that reach ECMPPaths equal-cost paths with probability
+	// ECMPConfidence. SendRate bounds what the plan sends a second,
+	// ReceiveRate what it expects any host to receive, in all flows
+	// together. Seed seeds the plan: agents of one fleet must share it.
+	SampleToRs     int           `yaml:"sample_tors"`
+	SamplePeers    int           `yaml:"sample_peers"`
+	SampleRate     float64       `yaml:"sample_rate"`
+	Rotation       time.Duration `yaml:"rotation"`
+	ECMPPaths      int           `yaml:"ecmp_paths"`
+	ECMPConfidence float64       `yaml:"ecmp_confidence"`
+	SendRate       float64       `yaml:"send_rate"`
+	ReceiveRate    float64       `yaml:"receive_rate"`
+	Seed           uint64        `yaml:"seed"`
+	// CPUBudget is the share of one core the agent may use before it
+	// lowers its probe rate (fleet.Governor); 0 turns that off.
+	CPUBudget float64 `yaml:"cpu_budget"`
+}
+
+// MetricsConfig bounds the probe series (docs/metrics.md gives the count).
+type MetricsConfig struct {
+	// ToRs is the most peer ToRs with series per flow (the least recently
+	// probed goes first).
+	ToRs int `yaml:"tors"`
+	// WorstPairs is how many of the worst pairs have a loss-ratio series.
+	WorstPairs int `yaml:"worst_pairs"`
 }
 
 // TopologyConfig says which switch (ToR) the host's RoCE netdevs are
@@ -194,10 +230,13 @@ func Default() Config {
 		Interval:        15 * time.Second,
 		ShutdownTimeout: 5 * time.Second,
 		Peers:           PeersConfig{DNSInterval: 30 * time.Second, FileInterval: 5 * time.Second, Max: 1024},
-		Probe:           ProbeConfig{Rate: 1, Timeout: time.Second, Jitter: 0.2, MaxRate: 5000},
-		Listener:        ListenerConfig{Rate: 100, GlobalRate: 5000},
-		Topology:        TopologyConfig{LLDP: true},
-		Snapshot:        SnapshotFull,
+		Probe: ProbeConfig{Rate: 1, Timeout: time.Second, Jitter: 0.2, MaxRate: 5000,
+			SampleToRs: 5, SamplePeers: 64, SampleRate: 1, Rotation: 30 * time.Second, ECMPPaths: 16, ECMPConfidence: 0.99,
+			SendRate: 500, ReceiveRate: 500, CPUBudget: 0.03},
+		Metrics:  MetricsConfig{ToRs: 16, WorstPairs: 10},
+		Listener: ListenerConfig{Rate: 100, GlobalRate: 5000},
+		Topology: TopologyConfig{LLDP: true},
+		Snapshot: SnapshotFull,
 	}
 }
 
@@ -267,6 +306,7 @@ func (c *Config) Validate() error {
 		{"peers.dns_interval", c.Peers.DNSInterval, time.Second, time.Hour},
 		{"peers.file_interval", c.Peers.FileInterval, 100 * time.Millisecond, time.Hour},
 		{"probe.timeout", c.Probe.Timeout, time.Millisecond, time.Minute},
+		{"probe.rotation", c.Probe.Rotation, time.Second, 24 * time.Hour},
 	} {
 		if d.v < d.min || d.v > d.max {
 			return cfgErr(d.field, "%v is out of range: want %v..%v", d.v, d.min, d.max)
@@ -282,10 +322,33 @@ func (c *Config) Validate() error {
 		{"probe.max_rate", c.Probe.MaxRate, 1, 100000},
 		{"listener.rate", c.Listener.Rate, 0.1, 10000},
 		{"listener.global_rate", c.Listener.GlobalRate, 1, 100000},
+		{"probe.sample_rate", c.Probe.SampleRate, 0.001, maxProbeRate},
+		{"probe.ecmp_confidence", c.Probe.ECMPConfidence, 0.5, 0.999999},
+		{"probe.send_rate", c.Probe.SendRate, 1, 100000},
+		{"probe.receive_rate", c.Probe.ReceiveRate, 1, 100000},
+		{"probe.cpu_budget", c.Probe.CPUBudget, 0, 1},
 	} {
 		if math.IsNaN(f.v) || f.v > f.max || f.v < f.min {
 			return cfgErr(f.field, "%g is out of range: want %g..%g", f.v, f.min, f.max)
 		}
+	}
+	for _, f := range []struct {
+		field    string
+		v        int
+		min, max int
+	}{
+		{"probe.sample_tors", c.Probe.SampleToRs, 0, 4096},
+		{"probe.sample_peers", c.Probe.SamplePeers, 0, 65536},
+		{"probe.ecmp_paths", c.Probe.ECMPPaths, 1, 4096},
+		{"metrics.tors", c.Metrics.ToRs, 1, 1024},
+		{"metrics.worst_pairs", c.Metrics.WorstPairs, 0, 1000},
+	} {
+		if f.v < f.min || f.v > f.max {
+			return cfgErr(f.field, "%d is out of range: want %d..%d", f.v, f.min, f.max)
+		}
+	}
+	if c.Probe.SendRate > c.Probe.MaxRate {
+		return cfgErr("probe.send_rate", "%g is over probe.max_rate %g: want at most probe.max_rate (the plan's rate must fit under the hard limit)", c.Probe.SendRate, c.Probe.MaxRate)
 	}
 	if c.Peers.Max < 1 || c.Peers.Max > MaxPeersLimit {
 		return cfgErr("peers.max", "%d is out of range: want 1..%d", c.Peers.Max, MaxPeersLimit)

@@ -87,7 +87,7 @@ func TestParseConfigYAMLAndJSON(t *testing.T) {
 // the value and what is allowed.
 func TestParseConfigRejects(t *testing.T) {
 	for _, tc := range []struct{ doc, want string }{
-		{"listne: :9469\n", `f:1: unknown key "listne" in the configuration: want one of listen, interval, shutdown_timeout, peers, probe, listener, flows`},
+		{"listne: :9469\n", `f:1: unknown key "listne" in the configuration: want one of listen, interval, shutdown_timeout, peers, probe, listener, metrics, flows`},
 		{"peers:\n  dnss: x\n", `f:2: unknown key "dnss" in peers: want one of static, dns, dns_interval, file, file_interval, max`},
 		{"listen: :1\nlisten: :2\n", `f:2: listen: given twice: want each key once`},
 		{"interval: 15\n", `f:1: interval: "15" is not a duration: want a number with a unit, e.g. 15s, 500ms, 2m`},

@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"syscall"
 	"time"
 
 	"github.com/roce-probe/roce-probe/collect"
@@ -43,7 +44,18 @@ func DefaultDeps(version string, log *slog.Logger) Deps {
 		},
 		Resolver: net.DefaultResolver,
 		Now:      time.Now,
+		CPU:      processCPU,
 	}
+}
+
+// processCPU is the CPU time the process has used (getrusage(2)
+// RUSAGE_SELF: user + system, every thread).
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // livePort is a probe.Conn as a Port: Read is its ReadZeroCopy (the

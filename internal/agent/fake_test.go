@@ -61,6 +61,7 @@ type fakeHost struct {
 	failNext  int  // Collect fails this many more times
 	collects  atomic.Int64
 	prefix    int // the /prefix of eth0's address
+	extra     []vlan.Neighbor
 }
 
 func (h *fakeHost) collect(collect.Options) (*host.Snapshot, error) {
@@ -90,6 +91,7 @@ func (h *fakeHost) collect(collect.Options) (*host.Snapshot, error) {
 		for i := 1; i <= h.peers; i++ {
 			ns.Neighbors = append(ns.Neighbors, vlan.Neighbor{IP: peerAddr(i), Dev: "eth0", Ifindex: 2, MAC: vlan.MAC(peerMAC(i)), State: vlan.NUDReachable})
 		}
+		ns.Neighbors = append(ns.Neighbors, h.extra...)
 	}
 	ns.Freeze()
 	return &host.Snapshot{Tool: "test", Hostname: "agent-test", Kernel: "test", Time: time.Now().UTC(),
@@ -124,6 +126,9 @@ type fakeNet struct {
 	ports map[*fakePort]bool
 	opens atomic.Int64
 	fail  atomic.Bool // Open fails
+	// lazy, when set, makes the simulated peer of an address at its
+	// first probe (nil: nobody there).
+	lazy func(netip.Addr) *simPeer
 }
 
 func newFakeNet() *fakeNet {
@@ -298,6 +303,11 @@ func (p *fakePort) Write(frame []byte) error {
 	}
 	p.net.mu.Lock()
 	peer := p.net.peers[f.Dst]
+	if peer == nil && p.net.lazy != nil {
+		if peer = p.net.lazy(f.Dst); peer != nil {
+			p.net.peers[f.Dst] = peer
+		}
+	}
 	p.net.mu.Unlock()
 	if peer == nil {
 		return nil // nobody there

@@ -289,7 +289,7 @@ func counterMetrics(rep *counters.Report) []prometheus.Metric {
 			if v.Meaning != nil {
 				meaning = *v.Meaning
 			}
-			add(md.rdmaCounter, float64(v.Value), p.Device, port, name, meaning)
+			add(md.rdmaStatistic, float64(v.Value), p.Device, port, name, meaning)
 		}
 	}
 	type pc struct {

@@ -156,7 +156,7 @@ func TestCounterMetrics(t *testing.T) {
 	cfg := testConfig()
 	cfg.Flows = nil
 	ta, _ := startFixtureAgent(t, cfg, "mlx5-counters")
-	eventually(t, 5*time.Second, "first read", func() bool { _, ok := value(gather(t, ta.Registry()), metricRDMACounter); return ok })
+	eventually(t, 5*time.Second, "first read", func() bool { _, ok := value(gather(t, ta.Registry()), metricRDMAStatistic); return ok })
 	f := gather(t, ta.Registry())
 	var doc struct {
 		Counters struct {
@@ -185,7 +185,7 @@ func TestCounterMetrics(t *testing.T) {
 	n := 0
 	for _, p := range doc.Counters.RDMA {
 		for name, v := range p.HWCounters {
-			got, ok := value(f, metricRDMACounter, "device", p.Device, "port", strconv.Itoa(p.Port), "counter", name)
+			got, ok := value(f, metricRDMAStatistic, "device", p.Device, "port", strconv.Itoa(p.Port), "counter", name)
 			if !ok || got != float64(v) {
 				t.Errorf("%s port %d %s = %v (%v), want %d", p.Device, p.Port, name, got, ok, v)
 			}
@@ -197,7 +197,7 @@ func TestCounterMetrics(t *testing.T) {
 	}
 	// Meanings (docs/counters.md): mlx5's names.
 	for name, meaning := range map[string]string{"out_of_sequence": "out_of_sequence", "local_ack_timeout_err": "local_ack_timeout", "rx_write_requests": ""} {
-		if _, ok := value(f, metricRDMACounter, "device", "mlx5_0", "port", "1", "counter", name, "meaning", meaning); !ok {
+		if _, ok := value(f, metricRDMAStatistic, "device", "mlx5_0", "port", "1", "counter", name, "meaning", meaning); !ok {
 			t.Errorf("%s: no series with meaning %q", name, meaning)
 		}
 	}

@@ -1,8 +1,10 @@
 package agent
 
 import (
+	"cmp"
 	"container/heap"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"net"
 	"net/netip"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/roce-probe/roce-probe/fleet"
 	"github.com/roce-probe/roce-probe/probe"
 	"github.com/roce-probe/roce-probe/roce"
 )
@@ -59,29 +62,43 @@ func sameTarget(a, b target) bool {
 		a.frame.Src == b.frame.Src && a.frame.Dst == b.frame.Dst && slices.Equal(a.frame.Tags, b.frame.Tags)
 }
 
-// streamSpec is a (peer, flow) the agent should probe, and how.
+// streamSpec is a (peer, flow) the agent should probe, and how: the
+// target of the probes and the plan's (kind, rate, UDP source ports).
 type streamSpec struct {
 	peer Peer
 	flow string
 	tgt  target
+	plan fleet.Target
 }
 
 // stream is one (peer, flow) being probed.
 type stream struct {
 	key    streamKey
 	peer   Peer
+	fp     fleet.Peer // the peer as the plan and the aggregation know it
 	flow   string
 	tgt    target
+	plan   fleet.Target
 	prober *probe.Prober // nil while tgt cannot send
 	next   uint32        // sequence number of the prober's next probe
 	failed []uint32      // probes the socket refused: neither answered nor lost
 	due    time.Time
 	hi     int // index in the heap
 
-	sent, answered, lost prometheus.Counter
-	rtt                  prometheus.Observer
-	recv                 [5]prometheus.Gauge // by field index; nil when absent
+	win fleet.Window // the counts of the current and the last round (worst pairs, /pairs)
+	rtt prometheus.Observer
+	// A ToR-mate's own series (nil and false otherwise): the markings
+	// received and sent, by field index, and the marking events made.
+	recv   [5]prometheus.Gauge
+	sentOK [5]bool
+	events map[[2]string]bool
+	// For /pairs: the last answered probe's markings and round-trip time.
+	lastRecv *probe.Markings
+	lastRTT  time.Duration
 }
+
+// mate says whether s has per-peer series: a ToR-mate's.
+func (s *stream) mate() bool { return s.plan.Kind == fleet.Mate }
 
 // Fields of the marking metrics.
 var markingFields = [5]string{"vlan", "pcp", "dscp", "ecn", "ttl"}
@@ -141,10 +158,13 @@ func (h *streamHeap) Pop() any {
 	return s
 }
 
-// mesh probes every stream at the configured rate and accounts for the
+// mesh probes every stream at its planned rate and accounts for the
 // replies. One goroutine sends (run) and, each time it wakes, drains the
 // replies waiting on its sockets first (drain); the control loop sets the
-// streams (sync) and the sockets (setPort).
+// streams (sync) and the sockets (setPort). sync's work is in the
+// streams that change (a round's rotation changes the sampled ones only),
+// never in all the series: a stream's series are deleted by their exact
+// labels.
 type mesh struct {
 	cfg     ProbeConfig
 	m       *meshMetrics
@@ -154,7 +174,16 @@ type mesh struct {
 	wake    chan struct{}
 	learned *learnedToRs // where the ToRs peers' replies tell go; nil: dropped
 
+	// Held without m.mu: the number of streams (/healthz, /metrics), the
+	// sender's wake-ups and the late ones (the Governor's sample), the
+	// rate scale (the Governor's, as float64 bits).
+	nstreams      atomic.Int64
+	wakeups, late atomic.Int64
+	scaleBits     atomic.Uint64
+
 	mu       sync.Mutex
+	agg      *fleet.Aggregator // probe counts per mate and per peer ToR
+	round    int64
 	streams  map[streamKey]*stream
 	sessions map[uint64]*stream
 	h        streamHeap
@@ -192,7 +221,7 @@ func (m *mesh) batch() time.Duration { return min(max(m.period()/10, minBatch), 
 // sleep is how long the sender sleeps when the next stream is due at next.
 func (m *mesh) sleep(next time.Time) time.Duration { return max(next.Sub(m.now()), m.batch()) }
 
-func newMesh(cfg ProbeConfig, m *meshMetrics, log *slog.Logger, now func() time.Time) (*mesh, error) {
+func newMesh(cfg ProbeConfig, maxToRs int, m *meshMetrics, log *slog.Logger, now func() time.Time) (*mesh, error) {
 	burst := max(cfg.MaxRate/10, 10)
 	lim, err := probe.NewRateLimiter(probe.RateConfig{Rate: cfg.MaxRate, Burst: burst, GlobalRate: cfg.MaxRate, GlobalBurst: burst, Slots: 64})
 	if err != nil {
@@ -201,16 +230,34 @@ func newMesh(cfg ProbeConfig, m *meshMetrics, log *slog.Logger, now func() time.
 	lim.Now = now
 	ms := &mesh{cfg: cfg, m: m, log: log, now: now, limiter: lim, wake: make(chan struct{}, 1),
 		streams: map[streamKey]*stream{}, sessions: map[uint64]*stream{}, ports: map[string]Port{},
-		rng: rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))}
+		rng: rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())), agg: fleet.NewAggregator(maxToRs)}
+	ms.setScale(1)
 	return ms, nil
 }
 
+// period is the probe period at the configured rate (probe.rate): the
+// sender's batch window follows it.
 func (m *mesh) period() time.Duration { return time.Duration(float64(time.Second) / m.cfg.Rate) }
 
-// jittered is one interval between probes: the period ± jitter.
-func (m *mesh) jittered() time.Duration {
+// setScale sets the factor every stream's rate is multiplied by (the
+// Governor's).
+func (m *mesh) setScale(f float64) { m.scaleBits.Store(math.Float64bits(f)) }
+
+func (m *mesh) scale() float64 { return math.Float64frombits(m.scaleBits.Load()) }
+
+// streamPeriod is s's probe period: its planned rate times the scale.
+func (m *mesh) streamPeriod(s *stream) time.Duration {
+	r := s.plan.Rate * m.scale()
+	if r <= 0 {
+		r = m.cfg.Rate
+	}
+	return time.Duration(float64(time.Second) / r)
+}
+
+// jittered is one interval between s's probes: its period ± jitter.
+func (m *mesh) jittered(s *stream) time.Duration {
 	j := m.cfg.Jitter * (2*m.rng.Float64() - 1)
-	return time.Duration(float64(m.period()) * (1 + j))
+	return time.Duration(float64(m.streamPeriod(s)) * (1 + j))
 }
 
 func (m *mesh) poke() {
@@ -240,55 +287,89 @@ func (m *mesh) dropPort(netdev string, p Port) {
 	}
 }
 
-// sync makes the streams those of specs: new ones start at a random point
-// of their first period, gone ones are accounted for and their series
-// deleted, and a stream whose target changed gets a new prober (a new
-// session; its probes in flight are neither answered nor lost).
-func (m *mesh) sync(specs []streamSpec) {
+// sync makes the streams those of specs for the plan's round: new ones
+// start at a random point of their first period, gone ones are accounted
+// for and their own series deleted (by their labels: O(1) each), a
+// stream whose target changed gets a new prober (a new session; its
+// probes in flight are neither answered nor lost), one whose plan changed
+// takes the new rate and ports. A new round ends the worst pairs' window
+// period. O(streams), whatever the number of series.
+func (m *mesh) sync(specs []streamSpec, round int64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.now()
+	if round != m.round {
+		m.round = round
+		for _, s := range m.streams {
+			s.win.Roll()
+		}
+	}
 	want := make(map[streamKey]bool, len(specs))
 	for _, sp := range specs {
 		k := streamKey{sp.peer.Addr, sp.flow}
 		want[k] = true
 		s := m.streams[k]
+		if s != nil && (s.mate() != (sp.plan.Kind == fleet.Mate) || s.peer.Name != sp.peer.Name || s.fp.ToR != sp.peer.ToR) {
+			m.remove(s, now) // its series change: start again
+			s = nil
+		}
 		if s == nil {
-			s = &stream{key: k, peer: sp.peer, flow: sp.flow, hi: -1}
-			s.sent = m.m.sent.WithLabelValues(sp.peer.Name, sp.flow)
-			s.answered = m.m.answered.WithLabelValues(sp.peer.Name, sp.flow)
-			s.lost = m.m.lost.WithLabelValues(sp.peer.Name, sp.flow)
-			s.rtt = m.m.rtt.WithLabelValues(sp.peer.Name, sp.flow)
+			s = &stream{key: k, peer: sp.peer, fp: fleet.Peer{Addr: sp.peer.Addr, ToR: sp.peer.ToR}, flow: sp.flow, plan: sp.plan, hi: -1}
+			s.rtt = m.m.rtt.WithLabelValues(sp.flow, sp.plan.Kind.String())
 			m.streams[k] = s
-			s.due = now.Add(time.Duration(m.rng.Int64N(int64(m.period()) + 1)))
+			s.due = now.Add(time.Duration(m.rng.Int64N(int64(m.streamPeriod(s)) + 1)))
 			heap.Push(&m.h, s)
 			m.setTarget(s, sp.tgt, now)
 			continue
 		}
+		if s.plan.Kind != sp.plan.Kind {
+			s.rtt = m.m.rtt.WithLabelValues(sp.flow, sp.plan.Kind.String())
+		}
+		s.plan = sp.plan
 		if !sameTarget(s.tgt, sp.tgt) {
 			m.setTarget(s, sp.tgt, now)
 		}
 	}
 	for k, s := range m.streams {
-		if want[k] {
-			continue
+		if !want[k] {
+			m.remove(s, now)
 		}
-		m.flush(s, now)
-		if s.prober != nil {
-			delete(m.sessions, sessionOf(s))
-		}
-		heap.Remove(&m.h, s.hi)
-		delete(m.streams, k)
-		m.m.deleteStream(s.peer.Name, s.flow)
 	}
+	m.nstreams.Store(int64(len(m.streams)))
 	m.poke()
+}
+
+// remove ends stream s: its answered probes are accounted for, a mate's
+// own series deleted. m.mu is held.
+func (m *mesh) remove(s *stream, now time.Time) {
+	m.flush(s, now)
+	if s.prober != nil {
+		delete(m.sessions, sessionOf(s))
+	}
+	heap.Remove(&m.h, s.hi)
+	delete(m.streams, s.key)
+	if s.mate() {
+		m.agg.Forget(fleet.GroupOf(s.flow, s.fp, fleet.Mate))
+		m.m.deleteMate(s)
+	}
+}
+
+// add counts c for s: in its group (mate or peer ToR) and in its window.
+// A peer ToR's group evicted to make room takes its event series along.
+// m.mu is held.
+func (m *mesh) add(s *stream, c fleet.Counts) {
+	s.win.Add(c)
+	if g, ok := m.agg.Add(s.flow, s.fp, s.plan.Kind, c); ok {
+		m.m.torEvents.DeletePartialMatch(prometheus.Labels{"flow": g.Flow, "scope": g.Kind.String(), "peer_tor": g.ToR})
+	}
 }
 
 // sessionOf is the session ID of a stream's prober (as its probes carry it).
 func sessionOf(s *stream) uint64 { return s.prober.Session() }
 
 // setTarget gives s a new target: its probes in flight are accounted for
-// or abandoned, a new prober starts, the sent markings are published.
+// or abandoned, a new prober starts, a mate's sent markings are
+// published.
 func (m *mesh) setTarget(s *stream, t target, now time.Time) {
 	if s.prober != nil {
 		m.flush(s, now)
@@ -296,7 +377,22 @@ func (m *mesh) setTarget(s *stream, t target, now time.Time) {
 		s.prober = nil
 	}
 	s.tgt = t
-	m.m.sentMark.DeletePartialMatch(prometheus.Labels{"peer": s.peer.Name, "flow": s.flow})
+	var vs [5]float64
+	var oks [5]bool
+	if t.reason == "" {
+		vs, oks = fieldValues(t.marks)
+	}
+	if s.mate() {
+		for i := range vs {
+			switch {
+			case oks[i]:
+				m.m.sentMark.WithLabelValues(s.peer.Name, s.flow, markingFields[i]).Set(vs[i])
+			case s.sentOK[i]:
+				m.m.sentMark.DeleteLabelValues(s.peer.Name, s.flow, markingFields[i])
+			}
+			s.sentOK[i] = oks[i]
+		}
+	}
 	if t.reason != "" {
 		return
 	}
@@ -309,12 +405,6 @@ func (m *mesh) setTarget(s *stream, t target, now time.Time) {
 	p.PayloadLen = probe.TopologyPayloadLen // ask the peer for its ToR
 	s.prober, s.next, s.failed = p, 0, nil
 	m.sessions[p.Session()] = s
-	vs, oks := fieldValues(t.marks)
-	for i, v := range vs {
-		if oks[i] {
-			m.m.sentMark.WithLabelValues(s.peer.Name, s.flow, markingFields[i]).Set(v)
-		}
-	}
 }
 
 // finalize accounts, in order, for the probes of s that are answered or
@@ -334,7 +424,7 @@ func (m *mesh) finalize(s *stream, now time.Time) {
 		if r.Received != nil {
 			m.answeredOrLate(s, r)
 		} else if now.Sub(r.SentAt) >= m.cfg.Timeout {
-			s.lost.Inc()
+			m.add(s, fleet.Counts{Lost: 1})
 		} else {
 			break
 		}
@@ -347,7 +437,7 @@ func (m *mesh) finalize(s *stream, now time.Time) {
 // its reply unmatched — whenever the sender happened to read it.
 func (m *mesh) answeredOrLate(s *stream, r probe.Result) {
 	if r.RTT > m.cfg.Timeout {
-		s.lost.Inc()
+		m.add(s, fleet.Counts{Lost: 1})
 		m.unmatched.Add(1)
 		return
 	}
@@ -373,16 +463,32 @@ func (m *mesh) flush(s *stream, now time.Time) {
 	s.failed = nil
 }
 
-// account records one answered probe.
+// account records one answered probe: in its group, the RTT of its
+// scope, its marking events (a mate's own, or its peer ToR's), and a
+// mate's received markings.
 func (m *mesh) account(s *stream, r probe.Result) {
-	s.answered.Inc()
+	m.add(s, fleet.Counts{Answered: 1})
 	s.rtt.Observe(r.RTT.Seconds())
+	recv := *r.Received
+	s.lastRecv, s.lastRTT = &recv, r.RTT
 	for _, f := range probe.Compare(r.Sent, r.Received) {
-		if field, event, ok := markingEvent(f.Kind); ok {
+		field, event, ok := markingEvent(f.Kind)
+		switch {
+		case !ok:
+		case s.mate():
+			if s.events == nil {
+				s.events = map[[2]string]bool{}
+			}
+			s.events[[2]string{field, event}] = true
 			m.m.events.WithLabelValues(s.peer.Name, s.flow, field, event).Inc()
+		default:
+			m.m.torEvents.WithLabelValues(s.flow, s.plan.Kind.String(), s.fp.ToR, field, event).Inc()
 		}
 	}
-	vs, oks := fieldValues(*r.Received)
+	if !s.mate() {
+		return
+	}
+	vs, oks := fieldValues(recv)
 	for i, v := range vs {
 		switch {
 		case oks[i] && s.recv[i] == nil:
@@ -503,9 +609,9 @@ func (m *mesh) due(now time.Time) ([]write, time.Time) {
 		if w, ok := m.probeOne(s, now); ok {
 			out = append(out, w)
 		}
-		s.due = s.due.Add(m.jittered())
+		s.due = s.due.Add(m.jittered(s))
 		if s.due.Before(now) { // fell behind (a stalled process): no burst
-			s.due = now.Add(m.jittered())
+			s.due = now.Add(m.jittered(s))
 		}
 		heap.Fix(&m.h, 0)
 	}
@@ -520,7 +626,7 @@ func (m *mesh) due(now time.Time) ([]write, time.Time) {
 func (m *mesh) probeOne(s *stream, now time.Time) (write, bool) {
 	m.finalize(s, now)
 	fail := func(reason string) (write, bool) {
-		m.m.probeErrors.WithLabelValues(s.peer.Name, reason).Inc()
+		m.m.probeErrors.WithLabelValues(reason).Inc()
 		return write{}, false
 	}
 	if s.tgt.reason != "" {
@@ -533,7 +639,9 @@ func (m *mesh) probeOne(s *stream, now time.Time) (write, bool) {
 	if !m.limiter.Allow(s.peer.Addr) {
 		return fail(reasonRateLimited)
 	}
-	frame, seq, err := s.prober.Next(s.tgt.marks, now)
+	marks := s.tgt.marks
+	marks.Sport = s.plan.Sport(s.next) // each probe on the next of the target's ports: every ECMP path
+	frame, seq, err := s.prober.Next(marks, now)
 	if err != nil {
 		return fail(reasonBuildFailed)
 	}
@@ -555,7 +663,7 @@ func (m *mesh) sendFailed(w write) {
 	if m.inFlight(w) {
 		w.s.failed = append(w.s.failed, w.seq)
 	}
-	m.m.probeErrors.WithLabelValues(w.s.peer.Name, reasonSendFailed).Inc()
+	m.m.probeErrors.WithLabelValues(reasonSendFailed).Inc()
 }
 
 // wakeUp is what the sender does each time it wakes: it accounts for the
@@ -578,12 +686,15 @@ func (m *mesh) send(ws []write) {
 			continue
 		}
 		w.at = m.now()
-		w.s.sent.Inc()
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, w := range ws {
-		if !w.at.IsZero() && m.inFlight(w) {
+		if w.at.IsZero() || m.streams[w.s.key] != w.s {
+			continue // failed, or its stream went meanwhile (its group too)
+		}
+		m.add(w.s, fleet.Counts{Sent: 1})
+		if m.inFlight(w) {
 			w.s.prober.SetSentAt(w.seq, w.at)
 		}
 	}
@@ -596,11 +707,17 @@ func (m *mesh) run(stop <-chan struct{}) {
 	for {
 		ws, next := m.wakeUp()
 		m.send(ws)
-		timer.Reset(m.sleep(next))
+		d := m.sleep(next)
+		timer.Reset(d)
+		asked := m.now().Add(d)
 		select {
 		case <-stop:
 			return
 		case <-timer.C:
+			m.wakeups.Add(1)
+			if m.now().Sub(asked) > lateWakeup {
+				m.late.Add(1)
+			}
 		case <-m.wake:
 		}
 	}
@@ -617,12 +734,12 @@ func (m *mesh) targets() map[streamKey]target {
 	return out
 }
 
-// count returns the number of streams.
-func (m *mesh) count() int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return len(m.streams)
-}
+// count returns the number of streams, without waiting for the mesh.
+func (m *mesh) count() int { return int(m.nstreams.Load()) }
+
+// lateWakeup is how much later than asked a timer wake-up of the sender
+// may come before it counts as late (the Governor's Late).
+const lateWakeup = 50 * time.Millisecond
 
 // close accounts for every stream's answered probes.
 func (m *mesh) close() {
@@ -638,4 +755,84 @@ func (m *mesh) close() {
 // dst (MAC dmac).
 func targetFrame(smac, dmac net.HardwareAddr, tags []roce.VLANTag, src, dst netip.Addr) probe.Frame {
 	return probe.Frame{SrcMAC: smac, DstMAC: dmac, Tags: tags, Src: src, Dst: dst}
+}
+
+// counts returns, for a scrape, the aggregator's groups, the peer names of
+// the streams and the k worst pairs: O(groups + streams) under m.mu.
+func (m *mesh) counts(k int) ([]fleet.GroupCounts, map[streamKey]string, []fleet.PairStat) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	names := make(map[streamKey]string, len(m.streams))
+	pairs := make([]fleet.PairStat, 0, len(m.streams))
+	for key, s := range m.streams {
+		names[key] = s.peer.Name
+		pairs = append(pairs, fleet.PairStat{Flow: s.flow, Peer: s.fp, Kind: s.plan.Kind, Counts: s.win.Total()})
+	}
+	return m.agg.Groups(), names, fleet.Worst(pairs, k)
+}
+
+// pairJSON is one probed pair on /pairs (docs/json.md, "agent_pair").
+type pairJSON struct {
+	Peer      string              `json:"peer"`
+	Address   string              `json:"address"`
+	ToR       *string             `json:"tor"`
+	Flow      string              `json:"flow"`
+	Scope     string              `json:"scope"`
+	Rate      float64             `json:"rate"`
+	Sports    int                 `json:"sports"`
+	Probes    uint64              `json:"probes"`
+	Answered  uint64              `json:"answered"`
+	Lost      uint64              `json:"lost"`
+	LossRatio *float64            `json:"loss_ratio"`
+	RTT       *float64            `json:"rtt_us"`
+	SentMarks *probe.MarkingsJSON `json:"sent"`
+	Received  *probe.MarkingsJSON `json:"received"`
+	Error     *string             `json:"error"`
+}
+
+// pairs returns every stream as /pairs shows it, by peer address and
+// flow: the counts of the current and the last round (sent: as the
+// window holds them), the last answered probe's RTT and markings.
+func (m *mesh) pairs() []pairJSON {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	scale := m.scale()
+	out := make([]pairJSON, 0, len(m.streams))
+	for _, s := range m.streams {
+		t := s.win.Total()
+		p := pairJSON{Peer: s.peer.Name, Address: s.peer.Addr.String(), Flow: s.flow, Scope: s.plan.Kind.String(),
+			Rate: s.plan.Rate * scale, Sports: s.plan.Sports, Probes: t.Sent, Answered: t.Answered, Lost: t.Lost}
+		if s.fp.ToR != "" {
+			tor := s.fp.ToR
+			p.ToR = &tor
+		}
+		if t.Answered+t.Lost > 0 {
+			r := fleet.PairStat{Counts: t}.LossRatio()
+			p.LossRatio = &r
+		}
+		if s.lastRecv != nil {
+			rtt := float64(s.lastRTT.Nanoseconds()) / 1e3
+			p.RTT, p.Received = &rtt, s.lastRecv.JSON(nil)
+		}
+		if s.tgt.reason == "" {
+			m := s.tgt.marks
+			m.Sport = s.plan.Sport(max(s.next, 1) - 1) // the last probe's port
+			p.SentMarks = m.JSON(nil)
+		} else {
+			e := s.tgt.reason
+			p.Error = &e
+		}
+		out = append(out, p)
+	}
+	slices.SortFunc(out, func(a, b pairJSON) int {
+		return cmp.Or(netip.MustParseAddr(a.Address).Compare(netip.MustParseAddr(b.Address)), cmp.Compare(a.Flow, b.Flow))
+	})
+	return out
+}
+
+// currentRound is the plan's round of the last sync.
+func (m *mesh) currentRound() int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.round
 }

@@ -62,8 +62,10 @@ func TestMeshMarkingsAndLoss(t *testing.T) {
 	if v, _ := value(f, metricProbesLost, "peer", p1); v != 0 {
 		t.Errorf("peer 1: %v lost", v)
 	}
-	if v, _ := value(f, metricProbeRTT, "peer", p1, "flow", "rdma"); v < 3 {
-		t.Errorf("peer 1: %v RTT samples", v)
+	// The RTT is per flow and scope: the 3 peers are one mesh (no ToR
+	// known, fewer than probe.sample_peers), and peers 1 and 2 answered.
+	if v, _ := value(f, metricProbeRTT, "flow", "rdma", "scope", "tor"); v < 6 {
+		t.Errorf("%v RTT samples of the mesh, want ≥ 6", v)
 	}
 	// sent = answered + lost + in flight (at most a few at 10/s with a 300 ms timeout).
 	for _, p := range []string{p1, p2, p3} {

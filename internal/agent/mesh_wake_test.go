@@ -38,14 +38,15 @@ func (p *scriptPort) Drain(max int, fn func([]byte, time.Time)) (int, error) {
 // testMesh is a mesh on the fake clock *now with port on eth0, one stream
 // "rdma" (DSCP 26, TTL 64) to each of n peers p1, p2, ... at 192.0.2.2,
 // 192.0.2.3, ..., and a Responder that answers for all of them.
-func testMesh(t *testing.T, now *time.Time, port Port, n int) (*mesh, *meshMetrics, *probe.Responder, []Peer) {
+func testMesh(t *testing.T, now *time.Time, port Port, n int) (*mesh, *testMeshMetrics, *probe.Responder, []Peer) {
 	t.Helper()
 	cfg := ProbeConfig{Rate: 1, Timeout: 500 * time.Millisecond, MaxRate: 100}
-	mm := newMeshMetrics()
-	m, err := newMesh(cfg, mm, slog.New(slog.DiscardHandler), func() time.Time { return *now })
+	m, err := newMesh(cfg, 16, newMeshMetrics(), slog.New(slog.DiscardHandler), func() time.Time { return *now })
 	if err != nil {
 		t.Fatal(err)
 	}
+	mc := newMeshCollector(m, 10)
+	mm := &testMeshMetrics{meshMetrics: m.m, sent: mc, answered: mc, lost: mc}
 	m.setPort("eth0", port)
 	var peers []Peer
 	var specs []streamSpec
@@ -57,7 +58,7 @@ func testMesh(t *testing.T, now *time.Time, port Port, n int) (*mesh, *meshMetri
 			netip.MustParseAddr("192.0.2.1"), peer.Addr)
 		specs = append(specs, streamSpec{peer: peer, flow: "rdma", tgt: target{wire: "eth0", frame: tmpl, marks: probe.Markings{DSCP: 26, TTL: 64}}})
 	}
-	m.sync(specs)
+	m.sync(specs, 0)
 	resp, err := probe.NewResponder(probe.ResponderConfig{LocalMACs: []net.HardwareAddr{{2, 0, 0, 0, 0, 2}}, LocalAddrs: addrs})
 	if err != nil {
 		t.Fatal(err)
@@ -252,6 +253,13 @@ func TestMeshRTTFromEachWrite(t *testing.T) {
 	}
 }
 
+// testMeshMetrics are a test mesh's metrics: its meshMetrics, and its
+// probe counts (the mesh's collector) as sent, answered and lost.
+type testMeshMetrics struct {
+	*meshMetrics
+	sent, answered, lost prometheus.Collector
+}
+
 // gatherFrom gathers one collector by family name.
 func gatherFrom(t *testing.T, c prometheus.Collector) map[string]*dto.MetricFamily {
 	reg := prometheus.NewRegistry()
@@ -267,7 +275,7 @@ func gatherFrom(t *testing.T, c prometheus.Collector) map[string]*dto.MetricFami
 func TestMeshBatches(t *testing.T) {
 	now := time.Unix(1000, 0)
 	cfg := ProbeConfig{Rate: 1, Timeout: 500 * time.Millisecond, Jitter: 0.2, MaxRate: 2000}
-	m, err := newMesh(cfg, newMeshMetrics(), slog.New(slog.DiscardHandler), func() time.Time { return now })
+	m, err := newMesh(cfg, 16, newMeshMetrics(), slog.New(slog.DiscardHandler), func() time.Time { return now })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,7 +286,7 @@ func TestMeshBatches(t *testing.T) {
 		tmpl := targetFrame(net.HardwareAddr{2, 0, 0, 0, 0, 1}, peerMAC(i), nil, netip.MustParseAddr("192.0.2.1"), peer.Addr)
 		specs = append(specs, streamSpec{peer: peer, flow: "rdma", tgt: target{wire: "eth0", frame: tmpl, marks: probe.Markings{TTL: 64}}})
 	}
-	m.sync(specs)
+	m.sync(specs, 0)
 	const seconds = 20
 	end := now.Add(seconds * time.Second)
 	wakes, sent := 0, map[string]int{}

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/roce-probe/roce-probe/fabric"
+	"github.com/roce-probe/roce-probe/fleet"
 )
 
 // Metric names (docs/metrics.md describes each, its labels and meaning).
@@ -22,7 +23,7 @@ const (
 	metricFlowWarnings      = "roce_probe_flow_warnings"
 	metricFlowSource        = "roce_probe_flow_source_info"
 	metricFlowPeers         = "roce_probe_flow_peers"
-	metricRDMACounter       = "roce_probe_rdma_counter_total"
+	metricRDMAStatistic     = "roce_probe_rdma_statistic_total"
 	metricPrioPackets       = "roce_probe_priority_packets_total"
 	metricPrioBytes         = "roce_probe_priority_bytes_total"
 	metricPrioPauseFrames   = "roce_probe_priority_pause_frames_total"
@@ -34,6 +35,17 @@ const (
 	metricProbesSent        = "roce_probe_probes_sent_total"
 	metricProbesAnswered    = "roce_probe_probes_answered_total"
 	metricProbesLost        = "roce_probe_probes_lost_total"
+	metricToRProbesSent     = "roce_probe_tor_probes_sent_total"
+	metricToRProbesAnswered = "roce_probe_tor_probes_answered_total"
+	metricToRProbesLost     = "roce_probe_tor_probes_lost_total"
+	metricToRMarkingEvents  = "roce_probe_tor_marking_events_total"
+	metricWorstPairLoss     = "roce_probe_worst_pair_loss_ratio"
+	metricPlanTargets       = "roce_probe_plan_targets"
+	metricPlanRate          = "roce_probe_plan_probes_per_second"
+	metricPlanToRs          = "roce_probe_plan_tors"
+	metricPlanWindow        = "roce_probe_plan_window_seconds"
+	metricProbeScale        = "roce_probe_probe_rate_scale"
+	metricPressure          = "roce_probe_pressure_periods_total"
 	metricProbeRTT          = "roce_probe_probe_rtt_seconds"
 	metricMarkingEvents     = "roce_probe_probe_marking_events_total"
 	metricProbeReceived     = "roce_probe_probe_received"
@@ -47,7 +59,6 @@ const (
 	metricUnmatchedReplies  = "roce_probe_replies_unmatched_total"
 	metricCaptureNetdevs    = "roce_probe_capture_netdevs"
 	metricNetlinkChanges    = "roce_probe_netlink_changes_total"
-	metricPeersLeftOut      = "roce_probe_peers_left_out"
 	metricProbeScheduled    = "roce_probe_probe_streams"
 	metricSnapshotErrorsNow = "roce_probe_snapshot_errors"
 	metricTopologyInfo      = "roce_probe_topology_info"
@@ -80,57 +91,110 @@ const (
 	reasonFamily      = "family"       // no flow of the peer's address family
 )
 
-// meshMetrics are the per (peer, flow) metrics, updated as probes go and
-// come back; a stream's series are deleted when its peer or flow goes.
+// meshMetrics are the probe metrics the mesh updates as probes go and
+// come back: a ToR-mate's own series (peer, flow), the marking events of
+// the peer ToRs, the RTT per (flow, scope), the errors. The probe counts
+// are in the mesh's fleet.Aggregator, served by meshCollector.
 type meshMetrics struct {
-	sent, answered, lost *prometheus.CounterVec
-	rtt                  *prometheus.HistogramVec
-	events               *prometheus.CounterVec
-	received, sentMark   *prometheus.GaugeVec
-	probeErrors          *prometheus.CounterVec
+	rtt                *prometheus.HistogramVec
+	events, torEvents  *prometheus.CounterVec
+	received, sentMark *prometheus.GaugeVec
+	probeErrors        *prometheus.CounterVec
 }
 
 func newMeshMetrics() *meshMetrics {
-	pf := []string{"peer", "flow"}
 	return &meshMetrics{
-		sent:     prometheus.NewCounterVec(prometheus.CounterOpts{Name: metricProbesSent, Help: "Probes sent to the peer for the flow."}, pf),
-		answered: prometheus.NewCounterVec(prometheus.CounterOpts{Name: metricProbesAnswered, Help: "Probes whose reply came back within probe.timeout."}, pf),
-		lost:     prometheus.NewCounterVec(prometheus.CounterOpts{Name: metricProbesLost, Help: "Probes without a reply within probe.timeout."}, pf),
 		rtt: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: metricProbeRTT,
-			Help: "Round-trip time of answered probes (capture timestamp of the reply minus the send time), seconds.", Buckets: RTTBuckets}, pf),
+			Help: "Round-trip time of answered probes (capture timestamp of the reply minus the send time), seconds, by flow and scope (tor: ToR-mates; inter_tor: other ToRs; sampled: peers of unknown ToR).", Buckets: RTTBuckets}, []string{"flow", "scope"}),
 		events: prometheus.NewCounterVec(prometheus.CounterOpts{Name: metricMarkingEvents,
-			Help: "Answered probes whose markings arrived changed, by field (vlan, pcp, dscp, ecn, ttl) and event (remarked, stripped, added, ce_marked, decremented, raised)."},
+			Help: "Answered probes to a ToR-mate whose markings arrived changed, by field (vlan, pcp, dscp, ecn, ttl) and event (remarked, stripped, added, ce_marked, decremented, raised)."},
 			[]string{"peer", "flow", "field", "event"}),
+		torEvents: prometheus.NewCounterVec(prometheus.CounterOpts{Name: metricToRMarkingEvents,
+			Help: "Answered probes to the peers of a ToR (not this host's) whose markings arrived changed, by scope, field and event."},
+			[]string{"flow", "scope", "peer_tor", "field", "event"}),
 		received: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: metricProbeReceived,
-			Help: "The markings the peer's listener saw arrive on the last answered probe (vlan and pcp absent when it arrived untagged)."}, []string{"peer", "flow", "field"}),
+			Help: "The markings a ToR-mate's listener saw arrive on the last answered probe (vlan and pcp absent when it arrived untagged)."}, []string{"peer", "flow", "field"}),
 		sentMark: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: metricProbeSentMarking,
-			Help: "The markings probes to the peer are sent with: the flow's address handle as the driver puts it on the wire (vlan and pcp absent when untagged)."}, []string{"peer", "flow", "field"}),
+			Help: "The markings probes to a ToR-mate are sent with: the flow's address handle as the driver puts it on the wire (vlan and pcp absent when untagged)."}, []string{"peer", "flow", "field"}),
 		probeErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: metricProbeErrors,
-			Help: "Probes to the peer that could not be sent, by reason (no_route, no_neighbor, no_source, rate_limited, send_failed, no_capture, build_failed, family)."}, []string{"peer", "reason"}),
+			Help: "Probes that could not be sent, by reason (no_route, no_neighbor, no_source, rate_limited, send_failed, no_capture, build_failed, family)."}, []string{"reason"}),
 	}
 }
 
 func (m *meshMetrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.sent, m.answered, m.lost, m.rtt, m.events, m.received, m.sentMark, m.probeErrors}
+	return []prometheus.Collector{m.rtt, m.events, m.torEvents, m.received, m.sentMark, m.probeErrors}
 }
 
-// deletePeer removes every series of a peer.
-func (m *meshMetrics) deletePeer(peer string) {
-	l := prometheus.Labels{"peer": peer}
-	for _, c := range []interface {
-		DeletePartialMatch(prometheus.Labels) int
-	}{m.sent, m.answered, m.lost, m.rtt, m.events, m.received, m.sentMark, m.probeErrors} {
-		c.DeletePartialMatch(l)
+// deleteMate removes a ToR-mate stream's own series, each by its labels.
+func (m *meshMetrics) deleteMate(s *stream) {
+	for i, f := range markingFields {
+		if s.recv[i] != nil {
+			m.received.DeleteLabelValues(s.peer.Name, s.flow, f)
+			s.recv[i] = nil
+		}
+		if s.sentOK[i] {
+			m.sentMark.DeleteLabelValues(s.peer.Name, s.flow, f)
+			s.sentOK[i] = false
+		}
+	}
+	for fe := range s.events {
+		m.events.DeleteLabelValues(s.peer.Name, s.flow, fe[0], fe[1])
+	}
+	s.events = nil
+}
+
+// meshCollector serves the probe counts of the mesh's aggregator (per
+// ToR-mate, per peer ToR) and the worst pairs, as they are at the scrape:
+// O(groups + streams), bounded by the plan, not by the fleet.
+type meshCollector struct {
+	m                             *mesh
+	worst                         int
+	sent, answered, lost          *prometheus.Desc
+	torSent, torAnswered, torLost *prometheus.Desc
+	worstLoss                     *prometheus.Desc
+}
+
+func newMeshCollector(m *mesh, worst int) *meshCollector {
+	pf := []string{"peer", "flow"}
+	tf := []string{"flow", "scope", "peer_tor"}
+	return &meshCollector{m: m, worst: worst,
+		sent:        prometheus.NewDesc(metricProbesSent, "Probes sent to the ToR-mate for the flow.", pf, nil),
+		answered:    prometheus.NewDesc(metricProbesAnswered, "Probes to the ToR-mate whose reply came back within probe.timeout.", pf, nil),
+		lost:        prometheus.NewDesc(metricProbesLost, "Probes to the ToR-mate without a reply within probe.timeout.", pf, nil),
+		torSent:     prometheus.NewDesc(metricToRProbesSent, "Probes sent to the peers of a ToR (not this host's), by scope (inter_tor, sampled; peer_tor \"\" when not known).", tf, nil),
+		torAnswered: prometheus.NewDesc(metricToRProbesAnswered, "Probes to the peers of a ToR whose reply came back within probe.timeout.", tf, nil),
+		torLost:     prometheus.NewDesc(metricToRProbesLost, "Probes to the peers of a ToR without a reply within probe.timeout.", tf, nil),
+		worstLoss: prometheus.NewDesc(metricWorstPairLoss,
+			"The share of probes lost to one of the worst pairs (at most metrics.worst_pairs of them), over the current and the last round.", []string{"flow", "scope", "peer", "peer_tor"}, nil),
 	}
 }
 
-// deleteStream removes the series of one (peer, flow).
-func (m *meshMetrics) deleteStream(peer, flow string) {
-	l := prometheus.Labels{"peer": peer, "flow": flow}
-	for _, c := range []interface {
-		DeletePartialMatch(prometheus.Labels) int
-	}{m.sent, m.answered, m.lost, m.rtt, m.events, m.received, m.sentMark} {
-		c.DeletePartialMatch(l)
+func (c *meshCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.sent, c.answered, c.lost, c.torSent, c.torAnswered, c.torLost, c.worstLoss} {
+		ch <- d
+	}
+}
+
+func (c *meshCollector) Collect(ch chan<- prometheus.Metric) {
+	groups, names, worst := c.m.counts(c.worst)
+	for _, g := range groups {
+		if g.Kind == fleet.Mate {
+			name, ok := names[streamKey{g.Peer, g.Flow}]
+			if !ok {
+				continue
+			}
+			ch <- prometheus.MustNewConstMetric(c.sent, prometheus.CounterValue, float64(g.Sent), name, g.Flow)
+			ch <- prometheus.MustNewConstMetric(c.answered, prometheus.CounterValue, float64(g.Answered), name, g.Flow)
+			ch <- prometheus.MustNewConstMetric(c.lost, prometheus.CounterValue, float64(g.Lost), name, g.Flow)
+			continue
+		}
+		sc := g.Kind.String()
+		ch <- prometheus.MustNewConstMetric(c.torSent, prometheus.CounterValue, float64(g.Sent), g.Flow, sc, g.ToR)
+		ch <- prometheus.MustNewConstMetric(c.torAnswered, prometheus.CounterValue, float64(g.Answered), g.Flow, sc, g.ToR)
+		ch <- prometheus.MustNewConstMetric(c.torLost, prometheus.CounterValue, float64(g.Lost), g.Flow, sc, g.ToR)
+	}
+	for _, w := range worst {
+		ch <- prometheus.MustNewConstMetric(c.worstLoss, prometheus.GaugeValue, w.LossRatio(), w.Flow, w.Kind.String(), names[streamKey{w.Peer.Addr, w.Flow}], w.Peer.ToR)
 	}
 }
 
@@ -175,13 +239,14 @@ func (c *funcCollector) Collect(ch chan<- prometheus.Metric) { c.collect(ch) }
 // snapshot and of the agent's own state.
 type metricDescs struct {
 	// from the host snapshot
-	gidInfo, gidIndex, gidIndexChanges                                     *prometheus.Desc
-	flowVerdict, flowWarnings, flowSource                                  *prometheus.Desc
-	rdmaCounter, prioPackets, prioBytes, prioPauseFrames, prioPauseSeconds *prometheus.Desc
-	prioDiscards, rocePriority, snapshotErrors, topologyInfo               *prometheus.Desc
-	auditOff, auditRDMA                                                    *prometheus.Desc
+	gidInfo, gidIndex, gidIndexChanges                                       *prometheus.Desc
+	flowVerdict, flowWarnings, flowSource                                    *prometheus.Desc
+	rdmaStatistic, prioPackets, prioBytes, prioPauseFrames, prioPauseSeconds *prometheus.Desc
+	prioDiscards, rocePriority, snapshotErrors, topologyInfo                 *prometheus.Desc
+	auditOff, auditRDMA                                                      *prometheus.Desc
 	// the agent's own state
-	peers, peersLeftOut, flowPeers, streams, listener, listenerSenders, unmatched, capture *prometheus.Desc
+	peers, flowPeers, streams, listener, listenerSenders, unmatched, capture *prometheus.Desc
+	planTargets, planRate, planToRs, planWindow, probeScale                  *prometheus.Desc
 }
 
 // descs returns the metric descriptions, made on first use: made at
@@ -207,7 +272,7 @@ var descs = sync.OnceValue(func() *metricDescs {
 		flowSource: prometheus.NewDesc(metricFlowSource,
 			"The GID entry the flow sends from (1), as its select resolved at the last read.",
 			[]string{"flow", "device", "port", "index", "netdev"}, nil),
-		rdmaCounter: prometheus.NewDesc(metricRDMACounter,
+		rdmaStatistic: prometheus.NewDesc(metricRDMAStatistic,
 			"An RDMA port counter, by the driver's name (counter) and roce-probe's normalized meaning (\"\" when none; docs/counters.md).",
 			[]string{"device", "port", "counter", "meaning"}, nil),
 		prioPackets: prometheus.NewDesc(metricPrioPackets, "Frames of the priority, per direction (rx, tx), as the driver counts them.",
@@ -231,10 +296,15 @@ var descs = sync.OnceValue(func() *metricDescs {
 		auditRDMA: prometheus.NewDesc(metricAuditRDMA,
 			"RDMA packets the real netdev sent between the last two reads of the host (mlx5 vport RDMA counters, the TX packets of rxe's and bnxt_re's hw_counters), as the audit counted them.",
 			[]string{"netdev"}, nil),
-		peers:        prometheus.NewDesc(metricPeers, "Peers probed (the union of peers.static, peers.dns and peers.file, without this host's addresses, at most peers.max).", nil, nil),
-		peersLeftOut: prometheus.NewDesc(metricPeersLeftOut, "Peers left out because there are more than peers.max.", nil, nil),
-		flowPeers:    prometheus.NewDesc(metricFlowPeers, "Peers the flow probes: those of its address family whose route leaves through the flow's netdev.", []string{"flow"}, nil),
-		streams:      prometheus.NewDesc(metricProbeScheduled, "(peer, flow) pairs probed.", nil, nil),
+		peers:       prometheus.NewDesc(metricPeers, "Peers known: the union of peers.static, peers.dns and peers.file, without this host's addresses (the plan probes some of them each round).", nil, nil),
+		flowPeers:   prometheus.NewDesc(metricFlowPeers, "Peers the flow probes this round: the plan's targets of its address family whose route leaves through the flow's netdev.", []string{"flow"}, nil),
+		streams:     prometheus.NewDesc(metricProbeScheduled, "(peer, flow) pairs probed.", nil, nil),
+		planTargets: prometheus.NewDesc(metricPlanTargets, "The probe plan's targets this round, by scope (tor: ToR-mates; inter_tor: NICs of sampled other ToRs; sampled: peers of unknown ToR).", []string{"scope"}, nil),
+		planRate: prometheus.NewDesc(metricPlanRate,
+			"The probe plan's probes per second in all flows: send (what this agent sends, before the rate scale) and receive (what the busiest host expects to receive when every agent plans alike).", []string{"direction"}, nil),
+		planToRs:   prometheus.NewDesc(metricPlanToRs, "Other ToRs the plan knows (0: no topology).", nil, nil),
+		planWindow: prometheus.NewDesc(metricPlanWindow, "How long the plan takes to probe every other ToR (scope inter_tor, with the agents of this ToR) or every peer of unknown ToR (scope sampled), seconds.", []string{"scope"}, nil),
+		probeScale: prometheus.NewDesc(metricProbeScale, "The factor the planned probe rate is multiplied by: 1, or 0.5, 0.25, 0.1 while the agent protects its host (its CPU over probe.cpu_budget, or its wake-ups late).", nil, nil),
 		listener: prometheus.NewDesc(metricListenerFrames,
 			"Frames the probe listener captured, by what became of them (answered, rate_limited, not_roce, bad_icrc, foreign, malformed, not_for_us, bad_source).", []string{"result"}, nil),
 		listenerSenders: prometheus.NewDesc(metricListenerSenders, "Senders in the listener's rate-limit table (bounded by its size).", nil, nil),

@@ -29,7 +29,8 @@ func limitListener(ln net.Listener, n int) net.Listener { return netutil.LimitLi
 
 // Handler serves /metrics (Prometheus text format), /snapshot (the host
 // snapshot of the last read, as `roce-probe collect` writes it, whole or
-// its RoCE sections, or 404: Config.Snapshot) and /healthz, each GET or
+// its RoCE sections, or 404: Config.Snapshot), /pairs (the pairs probed
+// this round, JSON) and /healthz, each GET or
 // HEAD only, with bounded concurrency: a render or snapshot beyond the
 // limit is answered 503 at once. TLS and basic auth are the server's
 // (Config.WebConfigFile), around this handler.
@@ -85,10 +86,31 @@ func (a *Agent) Handler() http.Handler {
 		enc.SetEscapeHTML(false)
 		enc.Encode(h)
 	})
+	mux.HandleFunc("GET /pairs", func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case snapshots <- struct{}{}:
+			defer func() { <-snapshots }()
+		default:
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, "too many /snapshot and /pairs requests at once: try again", http.StatusServiceUnavailable)
+			return
+		}
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		st := a.state.Load()
+		if err := enc.Encode(pairsJSON{Round: a.mesh.currentRound(), Scale: st.scale, Pairs: a.mesh.pairs()}); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Length", strconv.Itoa(b.Len()))
+		w.Write(b.Bytes())
+	})
 	mux.HandleFunc("GET /", func(w http.ResponseWriter, r *http.Request) {
-		msg := "not found: the agent serves /metrics, /snapshot and /healthz"
+		msg := "not found: the agent serves /metrics, /snapshot, /pairs and /healthz"
 		if mode == SnapshotOff {
-			msg = "not found: the agent serves /metrics and /healthz"
+			msg = "not found: the agent serves /metrics, /pairs and /healthz"
 		}
 		http.Error(w, msg, http.StatusNotFound)
 	})
@@ -259,13 +281,29 @@ type healthJSON struct {
 	LastReadError *string `json:"last_read_error"`
 	Peers         int     `json:"peers"`
 	Streams       int     `json:"streams"`
+	// ProbeScale is the Governor's factor on the planned rate; Pressure
+	// why it is below 1 (null at full rate).
+	ProbeScale float64 `json:"probe_scale"`
+	Pressure   *string `json:"pressure"`
+}
+
+// pairsJSON is what /pairs answers (docs/json.md, "agent_pairs"): the
+// pairs the agent probes this round.
+type pairsJSON struct {
+	Round int64      `json:"round"`
+	Scale float64    `json:"probe_scale"`
+	Pairs []pairJSON `json:"pairs"`
 }
 
 // health reports the agent healthy while its control loop turns: it
 // turns at least every interval.
 func (a *Agent) health() (healthJSON, bool) {
 	st := a.state.Load()
-	h := healthJSON{Status: "ok", Peers: st.peers, Streams: a.mesh.count()}
+	h := healthJSON{Status: "ok", Peers: st.peers, Streams: a.mesh.count(), ProbeScale: st.scale}
+	if st.pressure != "" {
+		p := st.pressure
+		h.Pressure = &p
+	}
 	if !st.lastRead.IsZero() {
 		s := st.lastRead.UTC().Format(time.RFC3339Nano)
 		h.LastRead = &s

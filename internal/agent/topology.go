@@ -204,8 +204,9 @@ func (m torOf) of(netdev string) string {
 // learnedToRs are the ToRs peers said in their probe replies, by address;
 // bounded by the peers probed (forget drops the others).
 type learnedToRs struct {
-	mu sync.Mutex
-	m  map[netip.Addr]string
+	mu      sync.Mutex
+	m       map[netip.Addr]string
+	version uint64 // counts the changes: the plan is made again after one
 }
 
 func (l *learnedToRs) set(a netip.Addr, tor string) {
@@ -213,8 +214,18 @@ func (l *learnedToRs) set(a netip.Addr, tor string) {
 	if l.m == nil {
 		l.m = map[netip.Addr]string{}
 	}
-	l.m[a] = tor
+	if l.m[a] != tor {
+		l.m[a] = tor
+		l.version++
+	}
 	l.mu.Unlock()
+}
+
+// changes is the number of changes so far.
+func (l *learnedToRs) changes() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.version
 }
 
 func (l *learnedToRs) get(a netip.Addr) string {

@@ -96,8 +96,15 @@ func TestAgentTopology(t *testing.T) {
 	if got := ta.tors.get(peerAddr(2)); got != "" {
 		t.Errorf("peer 2 told %q", got)
 	}
+	// This host is under leaf-9 and peer 1 under leaf-1: another ToR, and
+	// peer 2 of unknown ToR is sampled; both are counted by peer ToR
+	// (docs/metrics.md).
 	eventually(t, 5*time.Second, "peer 2 answered", func() bool {
-		v, _ := value(gather(t, ta.Registry()), metricProbesAnswered, "peer", peerAddr(2).String())
+		v, _ := value(gather(t, ta.Registry()), metricToRProbesAnswered, "scope", "sampled", "peer_tor", "")
+		return v > 0
+	})
+	eventually(t, 5*time.Second, "peer 1 probed as a NIC of leaf-1", func() bool {
+		v, _ := value(gather(t, ta.Registry()), metricToRProbesAnswered, "scope", "inter_tor", "peer_tor", "leaf-1")
 		return v > 0
 	})
 	// Peer 1 asks the agent: the reply tells leaf-9.

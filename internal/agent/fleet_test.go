@@ -1,0 +1,224 @@
+package agent
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/common/expfmt"
+
+	"github.com/roce-probe/roce-probe/probe"
+	"github.com/roce-probe/roce-probe/vlan"
+)
+
+// fleetAddr is peer i (0-based) of a large simulated fleet: 10.16.0.0/12
+// upwards, so 100,000 peers fit (the fake host's eth0 is a /8).
+func fleetAddr(i int) netip.Addr {
+	return netip.AddrFrom4([4]byte{10, byte(16 + i>>16), byte(i >> 8), byte(i)})
+}
+
+// fleetMAC is fleetAddr(i)'s MAC.
+func fleetMAC(a netip.Addr) net.HardwareAddr {
+	b := a.As4()
+	return net.HardwareAddr{0x02, 0x10, b[0], b[1], b[2], b[3]}
+}
+
+// fleetNet is a fakeNet whose every address of the fleet answers (a
+// simulated peer made at its first probe), except those down, and whose
+// path to some rewrites DSCP.
+func fleetNet(down, remark func(netip.Addr) bool) *fakeNet {
+	n := newFakeNet()
+	n.lazy = func(a netip.Addr) *simPeer {
+		r, err := probe.NewResponder(probe.ResponderConfig{LocalMACs: []net.HardwareAddr{fleetMAC(a)}, LocalAddrs: []netip.Addr{a}})
+		if err != nil {
+			panic(err)
+		}
+		p := &simPeer{addr: a, mac: fleetMAC(a), resp: r}
+		p.dscp.Store(-1)
+		if remark(a) {
+			p.dscp.Store(0)
+		}
+		p.down.Store(down(a))
+		return p
+	}
+	return n
+}
+
+// fleetPeersFile writes a peers file of n peers in ToRs of perToR, with
+// this host (agentIP) as the first NIC of the first ToR.
+func fleetPeersFile(t testing.TB, n, perToR int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "self=%s tor=leaf0\n", agentIP)
+	for i := 1; i < n; i++ {
+		fmt.Fprintf(&b, "n%d=%s tor=leaf%d\n", i, fleetAddr(i), i/perToR)
+	}
+	path := filepath.Join(t.TempDir(), "peers")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// fleetHost is the fake host with a /8 on eth0 and a neighbour for each
+// of the n peers of the fleet.
+func fleetHost(n int) *fakeHost {
+	h := &fakeHost{prefix: 8}
+	for i := 1; i < n; i++ {
+		a := fleetAddr(i)
+		h.extra = append(h.extra, vlan.Neighbor{IP: a, Dev: "eth0", Ifindex: 2, MAC: vlan.MAC(fleetMAC(a)), State: vlan.NUDReachable})
+	}
+	return h
+}
+
+// probeSeries counts the series of the probe and plan metrics in an
+// exposition, as Prometheus stores them (a histogram: its buckets, sum
+// and count).
+func probeSeries(t testing.TB, reg *prometheus.Registry) (int, map[string]int) {
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	by := map[string]int{}
+	total := 0
+	for _, f := range fams {
+		name := f.GetName()
+		if !strings.HasPrefix(name, "roce_probe_") || hostMetric[name] {
+			continue
+		}
+		n := 0
+		for _, m := range f.GetMetric() {
+			if h := m.GetHistogram(); h != nil {
+				n += len(h.GetBucket()) + 3 // the buckets, +Inf, sum, count
+			} else {
+				n++
+			}
+		}
+		by[name] = n
+		total += n
+	}
+	return total, by
+}
+
+// hostMetric are the metrics of the host's own state (its GID tables,
+// counters, flows), whose number depends on the host, not the fleet.
+var hostMetric = map[string]bool{
+	metricBuildInfo: true, metricGIDInfo: true, metricGIDIndex: true, metricGIDIndexChanges: true, metricFlowVerdict: true,
+	metricFlowWarnings: true, metricFlowSource: true, metricRDMAStatistic: true, metricPrioPackets: true, metricPrioBytes: true,
+	metricPrioPauseFrames: true, metricPrioPauseSeconds: true, metricPrioDiscards: true, metricRoCEPriority: true,
+	metricSnapshotErrorsNow: true, metricReadErrors: true, metricLastRead: true, metricNetlinkChanges: true,
+	metricAuditOff: true, metricAuditRDMA: true,
+}
+
+// TestSeriesBounded runs the agent in a fleet of 10,000 and of 100,000
+// peers in ToRs of 64 NICs (this host the first of leaf0) with the
+// default plan and metrics settings but 1 s rounds, while the NICs of
+// every third ToR answer nothing and the paths to every fifth ToR remark
+// DSCP, until it has probed more than metrics.tors other ToRs; then it
+// counts its probe series. docs/metrics.md's bound for one flow, 63
+// mates, 16 ToRs, 10 worst pairs, untagged, no mate events: 63·9 + 16·(3
+// + 1 remark event) + 2·14 + 10 + 8 + the plan and agent gauges — at
+// most 1,000 whatever the fleet's size.
+func TestSeriesBounded(t *testing.T) {
+	for _, n := range []int{10000, 100000} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			tor := func(a netip.Addr) int {
+				b := a.As4()
+				return (int(b[1]-16)<<16 | int(b[2])<<8 | int(b[3])) / 64
+			}
+			f := fleetNet(func(a netip.Addr) bool { return tor(a)%3 == 1 }, func(a netip.Addr) bool { return tor(a)%5 == 2 })
+			cfg := testConfig()
+			cfg.Interval = time.Minute
+			cfg.Probe.Rotation = time.Second
+			cfg.Probe.Rate, cfg.Probe.SampleRate = 10, 10
+			cfg.Peers.File = fleetPeersFile(t, n, 64)
+			ta := startAgent(t, cfg, fleetHost(n), f)
+			var total int
+			var by map[string]int
+			eventually(t, 60*time.Second, "more than metrics.tors ToRs probed, lost and remarked", func() bool {
+				total, by = probeSeries(t, ta.Registry())
+				return by[metricToRProbesSent] >= 16 && by[metricWorstPairLoss] > 0 && by[metricToRMarkingEvents] > 0 &&
+					by[metricProbesAnswered] == 63
+			})
+			time.Sleep(3 * time.Second) // more rounds: the bound holds as ToRs come and go
+			total, by = probeSeries(t, ta.Registry())
+			t.Logf("%d peers: %d probe series: %v", n, total, by)
+			// 63 ToR-mates, 3 counters and 3 received and 3 sent fields each.
+			for _, m := range []string{metricProbesSent, metricProbesAnswered, metricProbesLost} {
+				if by[m] != 63 {
+					t.Errorf("%s: %d series, want the 63 ToR-mates'", m, by[m])
+				}
+			}
+			if by[metricProbeReceived] != 63*3 || by[metricProbeSentMarking] != 63*3 {
+				t.Errorf("markings: %d received, %d sent series, want 189 each", by[metricProbeReceived], by[metricProbeSentMarking])
+			}
+			for _, m := range []string{metricToRProbesSent, metricToRProbesAnswered, metricToRProbesLost} {
+				if by[m] != 16 {
+					t.Errorf("%s: %d series, want metrics.tors = 16", m, by[m])
+				}
+			}
+			if by[metricToRMarkingEvents] > 16 {
+				t.Errorf("%d ToR marking event series: more than the 16 ToRs held (one event kind each)", by[metricToRMarkingEvents])
+			}
+			if by[metricProbeRTT] > 2*14 {
+				t.Errorf("%d RTT series, want at most 2 scopes × 14", by[metricProbeRTT])
+			}
+			if total > 1000 {
+				t.Errorf("%d probe series, want at most 1,000", total)
+			}
+		})
+	}
+}
+
+// TestExpositionPassesPromtool runs `promtool check metrics` (Debian's
+// prometheus package; scripts/deps.sh installs it) on real expositions:
+// an agent probing a small fleet with every kind of probe series present
+// (ToR-mates, peer ToRs, marking events, worst pairs), and one on the
+// mlx5-counters fixture (every host series: GID entries, RDMA statistics,
+// per-priority counters).
+func TestExpositionPassesPromtool(t *testing.T) {
+	promtool, err := exec.LookPath("promtool")
+	if err != nil {
+		t.Skip("promtool is not installed (scripts/deps.sh installs it)")
+	}
+	check := func(name string, reg *prometheus.Registry) {
+		t.Helper()
+		fams, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		for _, mf := range fams {
+			if _, err := expfmt.MetricFamilyToText(&b, mf); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cmd := exec.Command(promtool, "check", "metrics")
+		cmd.Stdin = strings.NewReader(b.String())
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("%s: promtool check metrics: %v\n%s", name, err, out)
+		}
+	}
+	f := fleetNet(func(a netip.Addr) bool { return a.As4()[3]%7 == 3 }, func(a netip.Addr) bool { return a.As4()[3]%2 == 0 })
+	cfg := testConfig()
+	cfg.Probe.Rotation = time.Second
+	cfg.Peers.File = fleetPeersFile(t, 400, 8)
+	ta := startAgent(t, cfg, fleetHost(400), f)
+	eventually(t, 30*time.Second, "every kind of series", func() bool {
+		_, by := probeSeries(t, ta.Registry())
+		return by[metricToRMarkingEvents] > 0 && by[metricMarkingEvents] > 0 && by[metricWorstPairLoss] > 0 && by[metricProbeRTT] > 0
+	})
+	check("probing", ta.Registry())
+
+	cfg = testConfig()
+	cfg.Flows = nil
+	fa, _ := startFixtureAgent(t, cfg, "mlx5-counters")
+	eventually(t, 5*time.Second, "first read", func() bool { _, ok := value(gather(t, fa.Registry()), metricRDMAStatistic); return ok })
+	check("mlx5-counters", fa.Registry())
+}
