@@ -38,7 +38,7 @@ const (
 	symbolOK      = "✓" // probed, nothing lost or remarked
 	symbolLost    = "✗" // probes lost
 	symbolRemark  = "⚑" // probes arrived with DSCP remarked
-	symbolOdd     = "≠" // a GID index other than most hosts'
+	symbolOdd     = "≠" // a value (a GID index) other than most hosts'
 	symbolNoProbe = "·" // not probed
 )
 
@@ -351,12 +351,12 @@ td.ok,td.lost,td.remark,td.odd,th{-webkit-print-color-adjust:exact;print-color-a
 </head>
 <body>
 <h1>{{.Title}}</h1>
-<p id="summary">{{len .Report.Hosts}} hosts from {{.Report.Source}}, {{len .Report.Networks}} networks, {{len .Report.Findings}} findings{{if .Suspects}}, {{len .Suspects}} suspects{{end}}.</p>
+<p id="summary">{{len .Report.Hosts}} hosts from {{.Report.Source}}, {{len .Report.Networks}} networks; findings: {{len .Report.Findings}}{{if .Suspects}}; suspects: {{len .Suspects}}{{end}}.</p>
 <p class="legend" id="legend">Legend:
 <span><span class="sym">{{.Symbols.ok}}</span>probed, nothing lost or remarked</span>
 <span><span class="sym">{{.Symbols.lost}}</span>probes lost</span>
 <span><span class="sym">{{.Symbols.remark}}</span>DSCP remarked on the way</span>
-<span><span class="sym">{{.Symbols.odd}}</span>GID index differs from most hosts'</span>
+<span><span class="sym">{{.Symbols.odd}}</span>differs from most hosts' value (GID index, finding)</span>
 <span><span class="sym">{{.Symbols.none}}</span>not probed</span></p>
 {{if .Unchecked}}<p class="note">Not compared from this source: {{range $i, $c := .Unchecked}}{{if $i}}, {{end}}{{$c.Check}}{{end}} ({{(index .Unchecked 0).Reason}}).</p>{{end}}
 

@@ -151,7 +151,7 @@ func TestFabricHTML(t *testing.T) {
 	if code != exitFinding {
 		t.Fatalf("exit %d, want 1: %s", code, stderr)
 	}
-	for _, want := range []string{"<!DOCTYPE html>", `<p id="summary">4 hosts from files, 3 networks, 2 findings.</p>`,
+	for _, want := range []string{"<!DOCTYPE html>", `<p id="summary">4 hosts from files, 3 networks; findings: 2.</p>`,
 		`<tr data-host="node-00002">`, "mlx5_0/1 v2 9 (differs)", `<td class="odd"><span class="sym">≠</span>9</td>`,
 		"No probe results in this source"} {
 		if !strings.Contains(out, want) {
