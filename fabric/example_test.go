@@ -2,6 +2,7 @@ package fabric_test
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/roce-probe/roce-probe/fabric"
 )
@@ -49,4 +50,33 @@ func ExampleLocalize() {
 	// Output:
 	// nic nic4 leaf1
 	// its probes failed in every direction: with 4 peers, 2 of them ToR-mates, while its ToR-mates lost nothing among themselves
+}
+
+// The report of two hosts as one self-contained HTML page: the finding,
+// each host's GID index (the churned host's marked ≠), and no probe
+// results (snapshots carry none), which the page says.
+func ExampleWriteHTML() {
+	hosts, err := fabric.ReadFiles([]string{"../host/testdata/rxe.json", "../host/testdata/rxe-churned.json"}, 0)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	r, err := fabric.Analyze(hosts, fabric.SourceFiles)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	var b strings.Builder
+	if err := fabric.WriteHTML(&b, fabric.HTMLInput{Report: r, Hosts: hosts}); err != nil {
+		fmt.Println(err)
+		return
+	}
+	page := b.String()
+	fmt.Println(strings.Contains(page, `<section class="finding" data-check="gid_index">`))
+	fmt.Println(strings.Contains(page, "rxe0/1 v2 13 (differs)"))
+	fmt.Println(strings.Contains(page, "No probe results in this source"))
+	// Output:
+	// true
+	// true
+	// true
 }

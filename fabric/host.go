@@ -41,6 +41,9 @@ type Attachment struct {
 	// network; RealNetdev the device at the bottom of its stack ("" when
 	// not known).
 	Netdev, RealNetdev string
+	// Switch is the switch (ToR) RealNetdev is plugged into, from the
+	// snapshot's topology section; "" when not known.
+	Switch string
 	// Index is the usable GID index per type (GIDIndex.Index):
 	// Index[gid.TypeRoCEv1], Index[gid.TypeRoCEv2]; nil for a type the
 	// port has no usable entry of.
@@ -214,6 +217,9 @@ func attachmentOf(s *host.Snapshot, v *host.View, gi GIDIndex) Attachment {
 				a.Egress[i] = m
 			}
 		}
+	}
+	if t := s.Topology.AttachmentOf(e.RealNetdev); t != nil {
+		a.Switch = t.Switch
 	}
 	if e.MTU > 0 {
 		m := e.MTU

@@ -160,13 +160,16 @@ func public(path string) bool {
 
 // applications are the packages under internal/ that may import public
 // packages: the applications built on them, the test-frame generator
-// (which builds frames with roce.SerializeFrame) and the fleet simulation
-// (which runs the fleet package's planning and aggregation).
+// (which builds frames with roce.SerializeFrame), the fleet simulation
+// (which runs the fleet package's planning and aggregation) and the reader
+// of iproute2's `rdma -j resource` output (the census's independent
+// reference in tests, compared with census types).
 var applications = []string{
 	module + "/internal/agent",
 	module + "/internal/fleetsim",
 	module + "/internal/lab",
 	module + "/internal/cmd",
+	module + "/internal/rdmatool",
 	module + "/internal/rocegen",
 }
 
