@@ -20,6 +20,8 @@
 // Prometheus, which carry only the GID index, RoCE version and VLAN
 // facts). Localize names the suspects of a window of probe results (a
 // NIC, a ToR, a ToR uplink or spine, a remarking hop, or host noise) with
-// the evidence. The package is pure: it reads no kernel state and builds
+// the evidence. WriteHTML formats a report (with the hosts' GID indexes
+// and switches, and a window's probe results and suspects when the caller
+// has them) as one self-contained HTML page. The package is pure: it reads no kernel state and builds
 // on every system.
 package fabric

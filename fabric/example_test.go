@@ -53,6 +53,35 @@ func ExampleLocalize() {
 	// its probes failed in every direction: with 4 peers, 2 of them ToR-mates, while its ToR-mates lost nothing among themselves
 }
 
+// The report of two hosts as one self-contained HTML page: the finding,
+// each host's GID index (the churned host's marked ≠), and no probe
+// results (snapshots carry none), which the page says.
+func ExampleWriteHTML() {
+	hosts, err := fabric.ReadFiles([]string{"../host/testdata/rxe.json", "../host/testdata/rxe-churned.json"}, 0)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	r, err := fabric.Analyze(hosts, fabric.SourceFiles)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	var b strings.Builder
+	if err := fabric.WriteHTML(&b, fabric.HTMLInput{Report: r, Hosts: hosts}); err != nil {
+		fmt.Println(err)
+		return
+	}
+	page := b.String()
+	fmt.Println(strings.Contains(page, `<section class="finding" data-check="gid_index">`))
+	fmt.Println(strings.Contains(page, "rxe0/1 v2 13 (differs)"))
+	fmt.Println(strings.Contains(page, "No probe results in this source"))
+	// Output:
+	// true
+	// true
+	// true
+}
+
 // An agent's pair detail (its GET /pairs) read and turned into
 // localisation's input: the agent's own NIC is its port on the peer's
 // network, the peers' ToRs are what their probe replies said.
@@ -65,7 +94,7 @@ func ExampleDecodeAgentPairs() {
 		fmt.Println(err)
 		return
 	}
-	self := fabric.Host{Name: "node-1", Attachments: []fabric.Attachment{{Network: "10.0.0.0/16", Family: "ipv4", Addr: netip.MustParseAddr("10.0.0.1"), ToR: "leaf-a"}}}
+	self := fabric.Host{Name: "node-1", Attachments: []fabric.Attachment{{Network: "10.0.0.0/16", Family: "ipv4", Addr: netip.MustParseAddr("10.0.0.1"), Switch: "leaf-a"}}}
 	for _, o := range fabric.AgentObservations([]fabric.Host{self}, []fabric.AgentPairs{p}).Pairs {
 		fmt.Printf("%s (%s) -> %s (%s): %d sent, %d lost\n", o.Src, o.SrcToR, o.Dst, o.DstToR, o.Sent, o.Lost)
 	}

@@ -42,13 +42,13 @@ type Attachment struct {
 	// network; RealNetdev the device at the bottom of its stack ("" when
 	// not known).
 	Netdev, RealNetdev string
+	// Switch is the switch (ToR) RealNetdev is plugged into, from the
+	// snapshot's topology section; "" when not known.
+	Switch string
 	// Addr is the address of the port's lowest usable entry on the
 	// network (the GID as an IP address): the NIC's name in the agents'
 	// pair detail (ReadAgentPairs); invalid from Prometheus.
 	Addr netip.Addr
-	// ToR is the switch the netdev is plugged into (the snapshot's
-	// topology, by the real netdev, else the netdev); "" when not known.
-	ToR string
 	// Index is the usable GID index per type (GIDIndex.Index):
 	// Index[gid.TypeRoCEv1], Index[gid.TypeRoCEv2]; nil for a type the
 	// port has no usable entry of.
@@ -208,12 +208,6 @@ func attachmentOf(s *host.Snapshot, v *host.View, gi GIDIndex) Attachment {
 	e := gi.Entry
 	a := Attachment{Network: gi.Network, Family: gi.Family, Device: gi.Device, Port: gi.Port, Netdev: e.Netdev, RealNetdev: e.RealNetdev,
 		Addr: e.GID.Addr().Unmap()}
-	for _, nd := range []string{e.RealNetdev, e.Netdev} {
-		if t := s.Topology.AttachmentOf(nd); nd != "" && t != nil && t.Switch != "" {
-			a.ToR = t.Switch
-			break
-		}
-	}
 	if e.VLANChain != nil {
 		a.VLANs = make([]uint16, len(e.VLANChain))
 		for i, t := range e.VLANChain {
@@ -229,6 +223,9 @@ func attachmentOf(s *host.Snapshot, v *host.View, gi GIDIndex) Attachment {
 				a.Egress[i] = m
 			}
 		}
+	}
+	if t := s.Topology.AttachmentOf(e.RealNetdev); t != nil {
+		a.Switch = t.Switch
 	}
 	if e.MTU > 0 {
 		m := e.MTU

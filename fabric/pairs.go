@@ -115,14 +115,16 @@ func ReadAgentPairs(ctx context.Context, agents []string, o AgentOptions) ([]Age
 // LocalizeAgents names the suspects of the agents' pair detail
 // (AgentObservations, then Localize). hosts and pairs are in the same
 // order, one per agent; a host whose agent has no pair detail gets a note
-// saying so.
-func LocalizeAgents(hosts []Host, pairs []AgentPairs) []Suspect {
+// saying so. It returns the observations (for the HTML report's matrix)
+// and the suspects.
+func LocalizeAgents(hosts []Host, pairs []AgentPairs) (LocalizeInput, []Suspect) {
 	for i := range pairs {
 		if pairs[i].Missing && i < len(hosts) {
 			hosts[i].Notes = append(hosts[i].Notes, "no pair detail (its agent answers 404 on /pairs): its probes are not in the suspects")
 		}
 	}
-	return Localize(AgentObservations(hosts, pairs))
+	in := AgentObservations(hosts, pairs)
+	return in, Localize(in)
 }
 
 // DecodeAgentPairs reads an agent's pair detail (GET /pairs) from r, at
@@ -169,8 +171,8 @@ func AgentObservations(hosts []Host, pairs []AgentPairs) LocalizeInput {
 	tor := map[string]string{} // NIC address → ToR
 	for _, h := range hosts {
 		for _, a := range h.Attachments {
-			if a.Addr.IsValid() && a.ToR != "" {
-				tor[a.Addr.String()] = a.ToR
+			if a.Addr.IsValid() && a.Switch != "" {
+				tor[a.Addr.String()] = a.Switch
 			}
 		}
 	}

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The Soft-RoCE lab: runs lab tests (build tags lab ibverbs) inside a real
-# RoCE v2 fabric (rdma_rxe on a veth pair, VLANs, a peer namespace). See
+# RoCE v2 fabric (rdma_rxe on a veth pair, VLANs, a peer namespace; on 7.x
+# also the bridged multi-host fabric and the routed leaf-spine). See
 # docs/lab.md.
 #
 #   scripts/lab.sh test [--kernel K] [-run REGEXP] [PKG...]  build and run lab tests
@@ -27,7 +28,7 @@ cache=$root/.lab-cache
 say() { printf 'lab: %s\n' "$*" >&2; }
 die() { printf 'lab: error: %s\n' "$*" >&2; exit 1; }
 usage() {
-  sed -n '6,13p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '7,14p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 now() { date +%s.%N; }
@@ -240,11 +241,14 @@ build_binaries() {
       if [ -f "$run/bin/$name.test" ]; then
         # Without -run, only the tests defined in *_lab_test.go files run
         # (the binary also holds the package's unit tests).
-        # Single-host lab tests (*_lab_test.go) and fabric tests
-        # (*_fabric_lab_test.go, run with the multi-host fabric up).
-        tests=$(ls "$dir"/*_lab_test.go 2>/dev/null | grep -v '_fabric_lab_test\.go$' | xargs -r cat | test_names) || true
+        # Single-host lab tests (*_lab_test.go), fabric tests
+        # (*_fabric_lab_test.go, run with the bridged multi-host fabric
+        # up) and leaf-spine tests (*_leafspine_lab_test.go, run with only
+        # the routed leaf-spine up).
+        tests=$(ls "$dir"/*_lab_test.go 2>/dev/null | grep -v -e '_fabric_lab_test\.go$' -e '_leafspine_lab_test\.go$' | xargs -r cat | test_names) || true
         ftests=$(cat "$dir"/*_fabric_lab_test.go 2>/dev/null | test_names) || true
-        plan_add "$run/plan" "$name" "$dir" "$pkg" "$tests" "$ftests"
+        ltests=$(cat "$dir"/*_leafspine_lab_test.go 2>/dev/null | test_names) || true
+        plan_add "$run/plan" "$name" "$dir" "$pkg" "$tests" "$ftests" "$ltests"
       else
         say "$pkg has no test files with tags lab ibverbs; skipped"
       fi
@@ -319,8 +323,9 @@ report() {
   while IFS=$'\t' read -r spec out; do
     [ -f "$out/done" ] || continue
     while IFS=$'\t' read -r name dir pkg _; do
-      # NAME.out: the single-host tests; NAME.fabric.out: the fabric tests.
-      for f in "$name" "$name.fabric"; do
+      # NAME.out: the single-host tests; NAME.fabric.out: the fabric
+      # tests; NAME.leafspine.out: the leaf-spine tests.
+      for f in "$name" "$name.fabric" "$name.leafspine"; do
         if [ -f "$out/$f.out" ]; then
           go tool test2json -t -p "$pkg" < "$out/$f.out" > "$out/$f.json" || true
         fi

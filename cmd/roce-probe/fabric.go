@@ -22,7 +22,7 @@ func newFabricCmd() *cobra.Command {
 	var timeout time.Duration
 	var concurrency int
 	c := &cobra.Command{
-		Use:   "fabric (--from FILE... | --agents URL... | --prometheus URL) [-o table|json]",
+		Use:   "fabric (--from FILE... | --agents URL... | --prometheus URL) [-o table|json|html]",
 		Short: "Compare many hosts' RoCE configuration and report what differs where it must not",
 		Long: `fabric reads many hosts' facts and reports what differs across the hosts of a
 network where it must not: the usable GID index of each (network, GID type,
@@ -51,10 +51,17 @@ The hosts come from one source:
 
 Hosts are told apart by hostname (snapshots) or --host-label (Prometheus): a
 host read twice is bad input. Exit status: 0 consistent, 1 findings or
-suspects, 2 bad input (a file that is not a snapshot, an agent that does not answer, a
-duplicate host: each named). docs/fabric.md explains the report.`,
+suspects, 2 bad input (a file that is not a snapshot, an agent that does not
+answer, a duplicate host: each named). docs/fabric.md explains the report.
+
+-o html writes the same report as one self-contained HTML page (inline CSS,
+no script, nothing fetched when opened; readable printed and on a phone):
+the findings with each value's hosts and their switches, each host's usable
+GID index per network; with --agents the loss matrix of their pairs and the
+suspects.`,
 		Example: `  roce-probe fabric --from snapshots/
   roce-probe fabric --from node1.json.gz node2.json.gz node3.json.gz -o json
+  roce-probe fabric --from snapshots/ -o html > fabric.html
   roce-probe fabric --agents 10.0.0.1:9469,10.0.0.2:9469,10.0.0.3:9469
   roce-probe fabric --prometheus http://prometheus:9090 --host-label node`,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -118,9 +125,10 @@ duplicate host: each named). docs/fabric.md explains the report.`,
 			if err != nil {
 				return usageError{err}
 			}
+			var obs fabric.LocalizeInput
 			var suspects []fabric.Suspect
 			if pairs != nil {
-				suspects = fabric.LocalizeAgents(hosts, pairs) // before Analyze: it notes agents without pair detail
+				obs, suspects = fabric.LocalizeAgents(hosts, pairs) // before Analyze: it notes agents without pair detail
 			}
 			r, err := fabric.Analyze(hosts, src)
 			if err != nil {
@@ -128,11 +136,16 @@ duplicate host: each named). docs/fabric.md explains the report.`,
 			}
 			r.Suspects, r.Localized = suspects, pairs != nil
 			out := cmd.OutOrStdout()
-			if format == "json" {
+			switch format {
+			case "json":
 				if err := writeJSONIndent(out, r); err != nil {
 					return err
 				}
-			} else {
+			case "html":
+				if err := fabric.WriteHTML(out, fabric.HTMLInput{Report: r, Hosts: hosts, Pairs: obs.Pairs, Suspects: r.Suspects}); err != nil {
+					return err
+				}
+			default:
 				printFabric(out, r)
 			}
 			if len(r.Findings) > 0 || len(r.Suspects) > 0 {
@@ -148,7 +161,7 @@ duplicate host: each named). docs/fabric.md explains the report.`,
 	fl.StringVar(&hostLabel, "host-label", "instance", "with --prometheus, the label that names a host")
 	durationVar(fl, &timeout, "timeout", 10*time.Second, 0, time.Hour, true, "with --agents, for each agent; with --prometheus, for each query")
 	intVar(fl, &concurrency, "concurrency", 16, 1, 1024, "with --agents, how many agents are asked at once")
-	outputVar(fl, &format, "table", "json")
+	outputVar(fl, &format, "table", "json", "html")
 	flagsExclusive(c, "from", "agents", "prometheus")
 	flagsOneRequired(c, "from", "agents", "prometheus")
 	return c

@@ -127,6 +127,10 @@ func TestFabricSuspects(t *testing.T) {
 	if code != exitFinding || !strings.Contains(tout, "suspects: 2") || !strings.Contains(tout, "10.0.0.2") || !strings.Contains(tout, "leaf-c") {
 		t.Errorf("table: exit %d\n%s", code, tout)
 	}
+	hout, _, code := runCLI(t, "", "fabric", "--agents", strings.Join(urls, ","), "-o", "html")
+	if code != exitFinding || !strings.Contains(hout, `data-kind="nic"`) || !strings.Contains(hout, `data-kind="link"`) {
+		t.Errorf("html: exit %d, no nic and link suspects\n%.3000s", code, hout)
+	}
 }
 
 // Without loss there are no suspects: an empty list, and (the hosts

@@ -143,6 +143,23 @@ func TestFabricFromFindings(t *testing.T) {
 	}
 }
 
+// fabric -o html: the same findings as one page, the odd host's index
+// marked, exit 1; the matrix says the snapshots carry no probe results.
+func TestFabricHTML(t *testing.T) {
+	dir := writeFabricFleet(t, 4, moveGIDs)
+	out, stderr, code := runCLI(t, "", "fabric", "--from", dir, "-o", "html")
+	if code != exitFinding {
+		t.Fatalf("exit %d, want 1: %s", code, stderr)
+	}
+	for _, want := range []string{"<!DOCTYPE html>", `<p id="summary">4 hosts from files, 3 networks; findings: 2.</p>`,
+		`<tr data-host="node-00002">`, "mlx5_0/1 v2 9 (differs)", `<td class="odd"><span class="sym">≠</span>9</td>`,
+		"No probe results in this source"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("page lacks %q:\n%s", want, out)
+		}
+	}
+}
+
 // A consistent fleet: exit 0, and the table says so.
 func TestFabricConsistent(t *testing.T) {
 	dir := writeFabricFleet(t, 3, nil)

@@ -18,34 +18,19 @@ func init() { register(newLabCmd) }
 // The lab package's entry points; tests replace them so that no unit test
 // builds or removes a real fabric.
 var (
-	labUp         = lab.Up
-	labDown       = lab.Down
-	labStatus     = lab.GetStatus
-	labFabricUp   = fabricsUp
-	labFabricDown = func() error { return errors.Join(lab.LeafSpineDown(), lab.FabricDown()) }
-	// labFabricExists reports whether the fabric's switch namespace or a
-	// namespace of the leaf-spine exists.
+	labUp          = lab.Up
+	labDown        = lab.Down
+	labStatus      = lab.GetStatus
+	labFabricUp    = lab.FabricUp
+	labLeafSpineUp = lab.LeafSpineUp
+	labFabricDown  = func() error { return errors.Join(lab.LeafSpineDown(), lab.FabricDown()) }
+	// labFabricExists reports whether the fabric's switch namespace exists.
 	labFabricExists = func() bool {
 		_, err := os.Stat(filepath.Join("/run/netns", lab.SwitchNetns))
-		return err == nil || lab.LeafSpineExists()
+		return err == nil
 	}
+	labLeafSpineExists = lab.LeafSpineExists
 )
-
-// fabricsUp builds both multi-host fabrics: the bridged one, then the
-// routed leaf-spine; when the leaf-spine fails, the bridged one is removed
-// again, so nothing is left half-built.
-func fabricsUp(timeout time.Duration) error {
-	if err := lab.FabricUp(timeout); err != nil {
-		return err
-	}
-	if err := lab.LeafSpineUp(timeout); err != nil {
-		if derr := lab.FabricDown(); derr != nil {
-			return fmt.Errorf("%w (removing the bridged fabric also failed: %v)", err, derr)
-		}
-		return err
-	}
-	return nil
-}
 
 func newLabCmd() *cobra.Command {
 	c := &cobra.Command{
@@ -60,13 +45,14 @@ It needs root and a kernel that can load rdma_rxe and 8021q (most distribution
 kernels can; cloud kernels often cannot). Where the kernel cannot, scripts/lab.sh
 in the repository boots one under qemu instead.
 
-With --fabric, lab up builds the multi-host fabrics instead (next to the
+With --fabric, lab up builds the multi-host fabric instead (next to the
 single-host lab, if that is up): hosts h1..h4, each a network namespace with its
-own rxe device, behind the switch namespace "sw" with a VLAN-filtering bridge;
-and the routed leaf-spine: routers leaf1, leaf2, spine1, spine2 (namespaces,
-5-tuple multipath routes over both spines) and hosts h5, h6 (behind leaf1), h7,
-h8 (behind leaf2) with rxe5..rxe8, IPv4 and IPv6. It needs a kernel whose rxe
-works in any network namespace (Linux 7.x). lab down removes all of them.`,
+own rxe device, behind the switch namespace "sw" with a VLAN-filtering bridge.
+With --leaf-spine (alone or with --fabric), it builds the routed leaf-spine:
+routers leaf1, leaf2, spine1, spine2 (namespaces, 5-tuple multipath routes over
+both spines) and hosts h5, h6 (behind leaf1), h7, h8 (behind leaf2) with
+rxe5..rxe8, IPv4 and IPv6. Both need a kernel whose rxe works in any network
+namespace (Linux 7.x). lab down removes all of them.`,
 		Example: `  roce-probe lab up
   roce-probe lab status
   roce-probe gids --dev rxe0
@@ -86,26 +72,34 @@ func labErr(err error) error {
 }
 
 func newLabUpCmd() *cobra.Command {
-	var noVLANs, fabric bool
+	var noVLANs, fabric, leafSpine bool
 	var timeout time.Duration
 	var format string
 	c := &cobra.Command{
 		Use:   "up",
-		Short: "Build the lab: peer namespace, veth pair, VLANs, addresses, rxe0 (root); or the fabric (--fabric)",
+		Short: "Build the lab: peer namespace, veth pair, VLANs, addresses, rxe0 (root); or the fabric (--fabric) and the leaf-spine (--leaf-spine)",
 		Example: `  roce-probe lab up
   roce-probe lab up --no-vlans -o json
-  roce-probe lab up --fabric`,
+  roce-probe lab up --fabric
+  roce-probe lab up --leaf-spine`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if fabric {
+			if fabric || leafSpine {
 				if noVLANs {
-					return usagef("--no-vlans is for the single-host lab; the fabric always has its VLANs")
+					return usagef("--no-vlans is for the single-host lab; the fabric and the leaf-spine always have their VLANs and routes")
 				}
-				if err := labFabricUp(timeout); err != nil {
-					return labErr(err)
+				if fabric {
+					if err := labFabricUp(timeout); err != nil {
+						return labErr(err)
+					}
+					fmt.Fprintf(cmd.OutOrStdout(), "fabric up: hosts %s behind switch namespace %s\n", fabricHostList(), lab.SwitchNetns)
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "fabric up: hosts %s behind switch namespace %s\n", fabricHostList(), lab.SwitchNetns)
-				fmt.Fprintf(cmd.OutOrStdout(), "leaf-spine up: hosts %s; leaves %s, spines %s\n", leafSpineHostList(), strings.Join(lab.Leaves, ", "), strings.Join(lab.Spines, ", "))
+				if leafSpine {
+					if err := labLeafSpineUp(timeout); err != nil {
+						return labErr(err)
+					}
+					fmt.Fprintf(cmd.OutOrStdout(), "leaf-spine up: hosts %s; leaves %s, spines %s\n", leafSpineHostList(), strings.Join(lab.Leaves, ", "), strings.Join(lab.Spines, ", "))
+				}
 				return nil
 			}
 			if err := labUp(lab.Options{NoVLANs: noVLANs, Timeout: timeout}); err != nil {
@@ -115,7 +109,8 @@ func newLabUpCmd() *cobra.Command {
 		},
 	}
 	c.Flags().BoolVar(&noVLANs, "no-vlans", false, "build only the untagged network (no 8021q needed)")
-	c.Flags().BoolVar(&fabric, "fabric", false, "build the multi-host fabrics (h1..h4 behind a switch namespace, h5..h8 in a routed leaf-spine; Linux 7.x)")
+	c.Flags().BoolVar(&fabric, "fabric", false, "build the multi-host fabric (h1..h4 behind a switch namespace; Linux 7.x)")
+	c.Flags().BoolVar(&leafSpine, "leaf-spine", false, "build the routed leaf-spine (h5..h8 behind leaf1, leaf2; spines spine1, spine2; Linux 7.x)")
 	durationVar(c.Flags(), &timeout, "timeout", 20*time.Second, 0, time.Hour, true, "how long to wait for rxe0's port and GID table (at most 1h)")
 	outputVar(c.Flags(), &format, "table", "json")
 	return c
@@ -124,7 +119,7 @@ func newLabUpCmd() *cobra.Command {
 func newLabDownCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:     "down",
-		Short:   "Remove the lab and the fabric (root)",
+		Short:   "Remove the lab, the fabric and the leaf-spine (root)",
 		Example: `  roce-probe lab down`,
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -135,7 +130,7 @@ func newLabDownCmd() *cobra.Command {
 			for _, d := range before.Netdevs {
 				hadLab = hadLab || d.Exists
 			}
-			hadFabric := labFabricExists()
+			hadFabric, hadLeafSpine := labFabricExists(), labLeafSpineExists()
 			ferr := labFabricDown()
 			if err := labDown(); err != nil {
 				return labErr(err)
@@ -148,10 +143,13 @@ func newLabDownCmd() *cobra.Command {
 				removed = append(removed, "the lab ("+before.RDMADevice+", namespace "+before.PeerNetns+" and their netdevs)")
 			}
 			if hadFabric {
-				removed = append(removed, "the fabric (hosts "+fabricHostList()+", switch namespace "+lab.SwitchNetns+"; leaf-spine hosts "+leafSpineHostList()+" and routers)")
+				removed = append(removed, "the fabric (hosts "+fabricHostList()+", switch namespace "+lab.SwitchNetns+")")
+			}
+			if hadLeafSpine {
+				removed = append(removed, "the leaf-spine (hosts "+leafSpineHostList()+", routers "+strings.Join(append(append([]string(nil), lab.Leaves...), lab.Spines...), ", ")+")")
 			}
 			if len(removed) == 0 {
-				fmt.Fprintln(cmd.OutOrStdout(), "nothing to remove: neither the lab nor the fabric was up")
+				fmt.Fprintln(cmd.OutOrStdout(), "nothing to remove: neither the lab nor a fabric was up")
 				return nil
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), "removed", strings.Join(removed, " and "))

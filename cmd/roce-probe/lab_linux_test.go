@@ -13,15 +13,45 @@ import (
 // fakeLab replaces the lab entry points for one test.
 func fakeLab(t *testing.T, up func(lab.Options) error, down func() error, st lab.Status) {
 	t.Helper()
-	oldUp, oldDown, oldStatus, oldFUp, oldFDown, oldFExists := labUp, labDown, labStatus, labFabricUp, labFabricDown, labFabricExists
+	oldUp, oldDown, oldStatus, oldFUp, oldFDown, oldFExists, oldLSUp, oldLSExists := labUp, labDown, labStatus, labFabricUp, labFabricDown, labFabricExists, labLeafSpineUp, labLeafSpineExists
 	labUp, labDown = up, down
 	labStatus = func() (lab.Status, error) { return st, nil }
 	labFabricUp = func(time.Duration) error { t.Error("lab up --fabric called"); return nil }
+	labLeafSpineUp = func(time.Duration) error { t.Error("lab up --leaf-spine called"); return nil }
 	labFabricDown = func() error { return nil }
 	labFabricExists = func() bool { return false }
+	labLeafSpineExists = func() bool { return false }
 	t.Cleanup(func() {
-		labUp, labDown, labStatus, labFabricUp, labFabricDown, labFabricExists = oldUp, oldDown, oldStatus, oldFUp, oldFDown, oldFExists
+		labUp, labDown, labStatus, labFabricUp, labFabricDown, labFabricExists, labLeafSpineUp, labLeafSpineExists = oldUp, oldDown, oldStatus, oldFUp, oldFDown, oldFExists, oldLSUp, oldLSExists
 	})
+}
+
+// lab up --leaf-spine builds the leaf-spine alone, with --fabric both (the
+// bridged fabric first), and says so; an error exits 2 with its reason;
+// --no-vlans does not go with it.
+func TestLabUpLeafSpine(t *testing.T) {
+	var calls []string
+	fakeLab(t, nil, nil, lab.Status{})
+	labFabricUp = func(time.Duration) error { calls = append(calls, "fabric"); return nil }
+	labLeafSpineUp = func(time.Duration) error { calls = append(calls, "leaf-spine"); return nil }
+	out, stderr, code := runCLI(t, "", "lab", "up", "--leaf-spine")
+	if code != exitOK || strings.Join(calls, ",") != "leaf-spine" || !strings.Contains(out, "leaf-spine up: hosts h5 (rxe5, leaf1)") || strings.Contains(out, "fabric up") {
+		t.Errorf("lab up --leaf-spine: exit %d, calls %v, %q %q; want the leaf-spine alone", code, calls, out, stderr)
+	}
+	calls = nil
+	out, _, code = runCLI(t, "", "lab", "up", "--fabric", "--leaf-spine")
+	if code != exitOK || strings.Join(calls, ",") != "fabric,leaf-spine" || !strings.Contains(out, "fabric up: hosts h1") || !strings.Contains(out, "leaf-spine up") {
+		t.Errorf("lab up --fabric --leaf-spine: exit %d, calls %v, %q; want both, the fabric first", code, calls, out)
+	}
+	labLeafSpineUp = func(time.Duration) error { return fmt.Errorf("lab: %w (Linux 6.1.0-56-amd64 ...)", lab.ErrNoNetnsRXE) }
+	_, stderr, code = runCLI(t, "", "lab", "up", "--leaf-spine")
+	if code != exitUsage || !strings.Contains(stderr, "only in the initial network namespace") {
+		t.Errorf("lab up --leaf-spine on 6.1: exit %d, stderr %q; want 2 and the reason", code, stderr)
+	}
+	_, stderr, code = runCLI(t, "", "lab", "up", "--leaf-spine", "--no-vlans")
+	if code != exitUsage || !strings.Contains(stderr, "--no-vlans") {
+		t.Errorf("--leaf-spine --no-vlans: exit %d, stderr %q; want 2 naming --no-vlans", code, stderr)
+	}
 }
 
 // lab up --fabric on a kernel whose rxe works only in the initial network
@@ -84,8 +114,13 @@ func TestLabDownSaysWhatItRemoved(t *testing.T) {
 	}
 	labFabricExists = func() bool { return true }
 	out, _, _ = runCLI(t, "", "lab", "down")
-	if !strings.Contains(out, "and the fabric (hosts h1") {
+	if !strings.Contains(out, "and the fabric (hosts h1") || strings.Contains(out, "leaf-spine") {
 		t.Errorf("lab down with both up: %q", out)
+	}
+	labLeafSpineExists = func() bool { return true }
+	out, _, _ = runCLI(t, "", "lab", "down")
+	if !strings.Contains(out, "and the leaf-spine (hosts h5 (rxe5, leaf1)") || !strings.Contains(out, "routers leaf1, leaf2, spine1, spine2") {
+		t.Errorf("lab down with the leaf-spine up too: %q", out)
 	}
 }
 

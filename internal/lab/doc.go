@@ -83,7 +83,7 @@
 //
 // # The routed leaf-spine (Linux 7.x)
 //
-//	LeafSpineUp(timeout) / LeafSpineDown()        // roce-probe lab up --fabric builds it after the bridged fabric
+//	LeafSpineUp(timeout) / LeafSpineDown()        // roce-probe lab up --leaf-spine / lab down
 //	RoutedHosts, Leaves, Spines, RouterPorts      // leafspine_topology.go: h5..h8 (rxe5..rxe8), leaf1, leaf2, spine1, spine2
 //	UseLeafSpine(t) *LeafSpine                    // in a test: faults and captures, removed when t ends
 //	(*LeafSpine).Host("h5") RoutedHost            // .Host for the Tools, .Leaf, .IP4, .IP6, .Addr(v6)
@@ -94,7 +94,11 @@
 //
 // Leaves route the hosts' networks over both spines with multipath routes
 // that hash on the 5-tuple; routers answer every TTL-expired packet (ICMP
-// rate limit 0). docs/lab.md has the picture and the addresses.
+// rate limit 0). Its tests live in *_leafspine_lab_test.go files, which
+// scripts/lab.sh runs with the leaf-spine alone up (the single-host lab
+// and the bridged fabric removed: in shared RDMA netns mode their devices
+// would be in every namespace). docs/lab.md has the picture and the
+// addresses.
 //
 // Reading GID tables is package gid's job; this package reads sysfs only to
 // know when the fabric is ready and to find a host's GID index.

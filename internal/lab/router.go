@@ -21,13 +21,13 @@ type LeafSpine struct {
 }
 
 // UseLeafSpine returns the leaf-spine for test t, failing t when it is
-// not up (roce-probe lab up --fabric builds it next to the bridged fabric
-// on Linux 7.x; scripts/lab.sh does so for the tests of
-// *_fabric_lab_test.go files).
+// not up (roce-probe lab up --leaf-spine builds it on Linux 7.x;
+// scripts/lab.sh builds it alone, after the other phases, for the tests of
+// *_leafspine_lab_test.go files).
 func UseLeafSpine(t TB) *LeafSpine {
 	t.Helper()
 	if !LeafSpineIsUp() {
-		t.Fatalf("the leaf-spine is not up (namespaces %v, rxe5..rxe8 ACTIVE): run its tests with scripts/lab.sh --kernel 7 (they live in *_fabric_lab_test.go) or roce-probe lab up --fabric", leafSpineNamespaces())
+		t.Fatalf("the leaf-spine is not up (namespaces %v, rxe5..rxe8 ACTIVE): run its tests with scripts/lab.sh --kernel 7 (they live in *_leafspine_lab_test.go files) or roce-probe lab up --leaf-spine", leafSpineNamespaces())
 	}
 	return &LeafSpine{newFaults(t)}
 }
@@ -59,7 +59,8 @@ func (l *LeafSpine) CaptureHost(name string) *Capture {
 // capture on the NIC has seen them, before the IP stack and rxe do. Tests
 // that send plain UDP probes to 4791 through the fabric use it to keep
 // them from rxe: on Linux 7.3.4 a datagram to 4791 that is not RoCE, sent
-// over IPv6 to a namespaced rxe, crashed the kernel in rxe_rcv.
+// over IPv6 to a namespaced rxe, crashed the kernel in rxe_rcv (valid
+// RoCE v2 frames did not).
 func (l *LeafSpine) ShieldRXE(name string, first, last uint16) {
 	l.t.Helper()
 	if first > last {

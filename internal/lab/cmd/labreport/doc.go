@@ -3,7 +3,8 @@
 // lines), its kernels file (one results directory per kernel, out-SPEC/)
 // and in each the go test -json streams (NAME.json for a
 // package's single-host lab tests, NAME.fabric.json for its fabric tests,
-// made with go tool test2json from the binaries' output). It prints, per
+// NAME.leafspine.json for its leaf-spine tests, made with go tool test2json
+// from the binaries' output). It prints, per
 // kernel, one line per package, the output of every failing test and
 // skipped tests with their reason (tagged with the kernel release), the
 // artifacts the tests left and why fabric tests did not run on a kernel;

@@ -25,10 +25,11 @@ type event struct {
 type planEntry struct{ name, dir, pkg string }
 
 // A unit is one test binary run: a package's single-host lab tests
-// (out/NAME.*) or its fabric tests (out/NAME.fabric.*).
+// (out/NAME.*), its fabric tests (out/NAME.fabric.*) or its leaf-spine
+// tests (out/NAME.leafspine.*).
 type unit struct {
-	file  string // NAME or NAME.fabric
-	label string // the package, with " (fabric)" for fabric tests
+	file  string // NAME, NAME.fabric or NAME.leafspine
+	label string // the package, with " (fabric)" or " (leaf-spine)"
 }
 
 // A kernel is one VM run (or the native run): its results directory.
@@ -159,6 +160,9 @@ func reportKernel(w io.Writer, details *strings.Builder, plan []planEntry, out, 
 		if fileExists(filepath.Join(out, p.name+".fabric.rc")) {
 			units = append(units, unit{p.name + ".fabric", p.pkg + " (fabric)"})
 		}
+		if fileExists(filepath.Join(out, p.name+".leafspine.rc")) {
+			units = append(units, unit{p.name + ".leafspine", p.pkg + " (leaf-spine)"})
+		}
 		for _, u := range units {
 			if !fileExists(filepath.Join(out, u.file+".rc")) && u.file == p.name && fabricOnly(out, p.name) {
 				continue
@@ -169,13 +173,13 @@ func reportKernel(w io.Writer, details *strings.Builder, plan []planEntry, out, 
 		}
 	}
 	if fabric != "" && fabric != "ok" {
-		fmt.Fprintf(w, "     fabric tests not run on this kernel: %s\n", fabric)
+		fmt.Fprintf(w, "     fabric and leaf-spine tests not run on this kernel: %s\n", fabric)
 	}
 	return c, ok
 }
 
-// fabricOnly reports whether a package has only fabric tests: then its
-// single-host unit has nothing to run (NAME.none marks it).
+// fabricOnly reports whether a package has only fabric or leaf-spine
+// tests: then its single-host unit has nothing to run (NAME.none marks it).
 func fabricOnly(out, name string) bool { return fileExists(filepath.Join(out, name+".none")) }
 
 func fileExists(path string) bool { _, err := os.Stat(path); return err == nil }

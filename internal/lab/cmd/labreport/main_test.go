@@ -121,7 +121,7 @@ func TestReportKernels(t *testing.T) {
 	for _, e := range []string{
 		"kernel 6.1.0-56-amd64:", "kernel 7.3.4+deb13-amd64:",
 		"FAIL example.com/a (fabric)", "--- FAIL [7.3.4+deb13-amd64] example.com/a (fabric) TestF", "no retransmission",
-		"fabric tests not run on this kernel: rxe works only in the initial network namespace on 6.1",
+		"fabric and leaf-spine tests not run on this kernel: rxe works only in the initial network namespace on 6.1",
 		"lab: 6.1.0-56-amd64: 1 passed, 0 failed, 0 skipped\nlab: 7.3.4+deb13-amd64: 1 passed, 1 failed, 0 skipped\nlab: 2 passed, 1 failed, 0 skipped\n",
 	} {
 		if !strings.Contains(b.String(), e) {
@@ -176,29 +176,53 @@ func TestPlanEmptyFields(t *testing.T) {
 	bash(nil, "-c", `. "$1/plan.sh"
 plan_add "$2/plan" both /src/both example.com/both 'TestA|TestB' TestF
 plan_add "$2/plan" fonly /src/fonly example.com/fonly '' 'TestG|TestH'
-plan_add "$2/plan" sonly /src/sonly example.com/sonly TestS ''`, "plan", scripts, run)
+plan_add "$2/plan" sonly /src/sonly example.com/sonly TestS ''
+plan_add "$2/plan" lonly /src/lonly example.com/lonly '' '' 'TestL'
+plan_add "$2/plan" all /src/all example.com/all TestX TestY 'TestZ|TestW'`, "plan", scripts, run)
 	const flags = "-test.v=test2json -test.timeout 300s -test.count=1 "
 	got := bash(nil, filepath.Join(scripts, "guest.sh"), run, "plan", filepath.Join(run, "out"))
 	want := "run both . " + flags + "-test.run ^(TestA|TestB)$\n" +
 		"none fonly\n" +
 		"run sonly . " + flags + "-test.run ^(TestS)$\n" +
+		"none lonly\n" +
+		"run all . " + flags + "-test.run ^(TestX)$\n" +
 		"run both .fabric " + flags + "-test.run ^(TestF)$\n" +
-		"run fonly .fabric " + flags + "-test.run ^(TestG|TestH)$\n"
+		"run fonly .fabric " + flags + "-test.run ^(TestG|TestH)$\n" +
+		"run all .fabric " + flags + "-test.run ^(TestY)$\n" +
+		"run lonly .leafspine " + flags + "-test.run ^(TestL)$\n" +
+		"run all .leafspine " + flags + "-test.run ^(TestZ|TestW)$\n"
 	if got != want {
 		t.Errorf("guest.sh plan:\n%s\nwant:\n%s", got, want)
 	}
 	// With -run RE (scripts/lab.sh test -run): each phase leaves out the
-	// other's tests, and only where there are some.
+	// other phases' tests, and only where there are some.
 	os.WriteFile(filepath.Join(run, "run-regexp"), []byte("Fabric|TestS"), 0o644)
 	got = bash(nil, filepath.Join(scripts, "guest.sh"), run, "plan", filepath.Join(run, "out"))
 	want = "run both . " + flags + "-test.run Fabric|TestS -test.skip ^(TestF)$\n" +
 		"none fonly\n" +
 		"run sonly . " + flags + "-test.run Fabric|TestS\n" +
+		"none lonly\n" +
+		"run all . " + flags + "-test.run Fabric|TestS -test.skip ^(TestY|TestZ|TestW)$\n" +
 		"run both .fabric " + flags + "-test.run Fabric|TestS -test.skip ^(TestA|TestB)$\n" +
-		"run fonly .fabric " + flags + "-test.run Fabric|TestS\n"
+		"run fonly .fabric " + flags + "-test.run Fabric|TestS\n" +
+		"run all .fabric " + flags + "-test.run Fabric|TestS -test.skip ^(TestX|TestZ|TestW)$\n" +
+		"run lonly .leafspine " + flags + "-test.run Fabric|TestS\n" +
+		"run all .leafspine " + flags + "-test.run Fabric|TestS -test.skip ^(TestX|TestY)$\n"
 	if got != want {
 		t.Errorf("guest.sh plan with -run:\n%s\nwant:\n%s", got, want)
 	}
+	// A five-field plan (no leaf-spine tests anywhere) is read as before.
+	os.WriteFile(filepath.Join(run, "plan"), []byte("fonly\t/src/fonly\texample.com/fonly\t-\tTestG\n"), 0o644)
+	os.Remove(filepath.Join(run, "run-regexp"))
+	if got, want := bash(nil, filepath.Join(scripts, "guest.sh"), run, "plan", filepath.Join(run, "out")),
+		"none fonly\nrun fonly .fabric "+flags+"-test.run ^(TestG)$\n"; got != want {
+		t.Errorf("guest.sh plan of a five-field plan:\n%s\nwant:\n%s", got, want)
+	}
+	bash(nil, "-c", `. "$1/plan.sh"
+: > "$2/plan"
+plan_add "$2/plan" both /src/both example.com/both 'TestA|TestB' TestF
+plan_add "$2/plan" fonly /src/fonly example.com/fonly '' 'TestG|TestH'
+plan_add "$2/plan" sonly /src/sonly example.com/sonly TestS ''`, "plan", scripts, run)
 	plan, err := readPlan(run)
 	if err != nil {
 		t.Fatal(err)
@@ -223,5 +247,28 @@ func TestReportFabricOnly(t *testing.T) {
 	if !ok || !strings.Contains(b.String(), "ok   example.com/f (fabric)") || strings.Contains(b.String(), "did not run") ||
 		!strings.Contains(b.String(), "lab: 1 passed, 0 failed, 0 skipped") {
 		t.Errorf("ok %v:\n%s", ok, b.String())
+	}
+}
+
+// A package's leaf-spine tests are a unit of their own, "(leaf-spine)",
+// counted and failed like the others.
+func TestReportLeafSpine(t *testing.T) {
+	run := t.TempDir()
+	os.WriteFile(filepath.Join(run, "plan"), []byte("l\t/src/l\texample.com/l\t-\tTestF\tTestL\n"), 0o644)
+	writeKernel(t, run, "7", "7.3.4+deb13-amd64", map[string]struct{ json, rc string }{"l.fabric": {passJSON, "0"}, "l.leafspine": {passJSON, "0"}})
+	os.WriteFile(filepath.Join(run, "out-7", "l.none"), nil, 0o644)
+	var b strings.Builder
+	ok, err := report(&b, run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ok || !strings.Contains(b.String(), "ok   example.com/l (fabric)") || !strings.Contains(b.String(), "ok   example.com/l (leaf-spine)") ||
+		!strings.Contains(b.String(), "lab: 2 passed, 0 failed, 0 skipped") {
+		t.Errorf("ok %v:\n%s", ok, b.String())
+	}
+	writeKernel(t, run, "7", "7.3.4+deb13-amd64", map[string]struct{ json, rc string }{"l.fabric": {passJSON, "0"}, "l.leafspine": {passJSON, "1"}})
+	b.Reset()
+	if ok, _ := report(&b, run); ok || !strings.Contains(b.String(), "FAIL example.com/l (leaf-spine)") {
+		t.Errorf("a leaf-spine binary exiting 1: ok %v:\n%s", ok, b.String())
 	}
 }

@@ -209,6 +209,47 @@ func TestTraceLeafSpine(t *testing.T) {
 			t.Logf("QPNs %#x, %#x: flow label %#x, port %d: RC traffic and trace through %s", qpn[0], qpn[1], fl, sport, spine)
 		}
 	})
+	t.Run("RDMACM", func(t *testing.T) {
+		// An rdma_cm connection (ucmatose, ToS 106): its flow label is
+		// (client port * 31 + server port) & 0xfffff of the rdma_cm
+		// ports (cma_get_roce_udp_flow_label); the client's port is in
+		// the CM REQ's private data (the CMA header), captured on the
+		// spines with the data frames.
+		caps := map[string]*lab.Capture{}
+		for _, s := range lab.Spines {
+			caps[s] = ls.Router(s).Port(h7.Leaf).Capture()
+		}
+		const serverPort = 7471
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		lab.Ucmatose(h5.Host, h7.Host, h7.IP4.Addr(), serverPort, 2, 106).Run(t, ctx)
+		cancel()
+		client, spine, dataPorts := 0, "", map[uint16]string{}
+		for s, c := range caps {
+			frames := c.Stop()
+			if p, ok := cmReqClientPort(frames, h5.IP4.Addr(), h7.IP4.Addr()); ok {
+				client = int(p)
+			}
+			for p := range rcPorts(frames, h5.IP4.Addr(), h7.IP4.Addr()) {
+				dataPorts[p], spine = s, s
+			}
+		}
+		if client == 0 || len(dataPorts) != 1 {
+			t.Fatalf("CM REQ client port %d, RC data ports %v: want the REQ and one port", client, dataPorts)
+		}
+		fl := (uint32(client)*31 + serverPort) & 0xfffff
+		sport := roce.FlowLabelToUDPSourcePort(fl)
+		if dataPorts[sport] == "" {
+			t.Errorf("rdma_cm ports %d:%d: flow label %#x gives port %d, the connection's data left from %v", client, serverPort, fl, sport, dataPorts)
+		}
+		d := labTrace(t, h5.Name, exitFinding, "--netdev", lab.HostNIC, "--dst", h7.IP4.Addr().String(), "--tos", "106", "--rdma-cm-ports", fmt.Sprintf("%d:%d", client, serverPort), "--timeout", "1s")
+		if len(d.Paths) != 1 || d.Paths[0].UDPSport != int(sport) || len(d.Paths[0].Hops) < 2 || d.Paths[0].Hops[1].Address == nil {
+			t.Fatalf("trace --rdma-cm-ports %d:%d: %+v, want one path of port %d", client, serverPort, d.Paths, sport)
+		}
+		if got := spineOfAddr(ls, *d.Paths[0].Hops[1].Address); got != spine {
+			t.Errorf("trace --rdma-cm-ports %d:%d predicts %s, the connection's data crossed %s", client, serverPort, got, spine)
+		}
+		t.Logf("rdma_cm ports %d:%d: flow label %#x, port %d: data and trace through %s", client, serverPort, fl, sport, spine)
+	})
 	t.Run("NoICMP", func(t *testing.T) {
 		ls.Router(lab.Spine1).NoICMP()
 		d := labTrace(t, h5.Name, exitFinding, "--netdev", lab.HostNIC, "--dst", h7.IP4.Addr().String(), "--tclass", "106", "--paths", "4", "--min-ports", "16", "--timeout", "300ms", "--tries", "2")
@@ -228,6 +269,28 @@ func TestTraceLeafSpine(t *testing.T) {
 // qpnRE finds the QP numbers ibv_rc_pingpong prints ("local address:
 // LID 0x0000, QPN 0x000011, ..." then the remote's).
 var qpnRE = regexp.MustCompile(`QPN 0x([0-9a-fA-F]+)`)
+
+// cmReqClientPort returns the rdma_cm port of the client in a CM REQ
+// (QP1, management class 0x07, attribute 0x0010) src → dst of a capture:
+// the port of the CMA header that opens the REQ's private data (IBTA
+// CM REQ: private data at bytes 140..231 of the MAD's data, after the
+// 24-byte MAD header; drivers/infiniband/core/cma.c cma_format_hdr:
+// version, IP version, then the source port).
+func cmReqClientPort(frames []lab.Frame, src, dst netip.Addr) (uint16, bool) {
+	d := roce.NewDecoder()
+	var p roce.Packet
+	for _, f := range frames {
+		if d.Decode(f.Data, &p) != nil || p.Version != 2 || p.Src != src || p.Dst != dst || p.BTH.DestQP != 1 {
+			continue
+		}
+		mad := d.Layers().Payload.Data
+		if len(mad) < 168 || mad[1] != 0x07 || mad[16] != 0 || mad[17] != 0x10 {
+			continue
+		}
+		return uint16(mad[166])<<8 | uint16(mad[167]), true
+	}
+	return 0, false
+}
 
 // rcPorts counts the RC frames (BTH opcode below 0x20: RC) from src to dst
 // of a capture by UDP source port.
