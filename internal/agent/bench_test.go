@@ -2,11 +2,15 @@ package agent
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"os"
+	"runtime"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -147,6 +151,75 @@ func BenchmarkPlan500x2(b *testing.B) {
 		p := makePlan(v, flows, peers, sports, nil)
 		if len(p.specs) != 2*n || p.specs[0].tgt.reason != "" {
 			b.Fatalf("%d streams, first %+v", len(p.specs), p.specs[0].tgt)
+		}
+	}
+}
+
+// BenchmarkReplan is the agent's planning with 10,000 and 100,000 peers
+// in ToRs of 64 (this host the first NIC of the first), on the fake host
+// (a neighbour for every peer): "peers" is what a change of the peers
+// costs — indexing them again (fleet.New, the own-address filter, the
+// learned ToRs) and the round's plan, address handles and streams —,
+// "round" what each round costs (the plan's targets only). It reports the
+// heap in use after the plan (runtime.MemStats.HeapInuse, with the fake
+// host's snapshot of 100,000 neighbours) and the slowest /healthz
+// answered meanwhile by the handler, asked in a loop from another
+// goroutine.
+func BenchmarkReplan(b *testing.B) {
+	for _, n := range []int{10000, 100000} {
+		path := fleetPeersFile(b, n, 64)
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		peers, err := parsePeerFile(raw)
+		if err != nil {
+			b.Fatal(err)
+		}
+		a, err := New(testConfig(), Deps{Collect: fleetHost(n).collect, Open: newFakeNet().open})
+		if err != nil {
+			b.Fatal(err)
+		}
+		a.read()
+		a.peers = peers
+		h := a.Handler()
+		for _, kind := range []string{"peers", "round"} {
+			b.Run(fmt.Sprintf("%s/%d", kind, n), func(b *testing.B) {
+				stop := make(chan struct{})
+				slowest := make(chan time.Duration)
+				go func() {
+					var worst time.Duration
+					for {
+						select {
+						case <-stop:
+							slowest <- worst
+							return
+						default:
+						}
+						t0 := time.Now()
+						w := httptest.NewRecorder()
+						h.ServeHTTP(w, httptest.NewRequest("GET", "/healthz", nil))
+						worst = max(worst, time.Since(t0))
+						time.Sleep(time.Millisecond)
+					}
+				}()
+				b.ReportAllocs()
+				for b.Loop() {
+					if kind == "peers" {
+						a.peers = slices.Clone(peers) // a new list: indexed again
+					}
+					a.replan()
+				}
+				close(stop)
+				b.ReportMetric(float64((<-slowest).Microseconds()), "healthz-max-µs")
+				if got := a.mesh.count(); got != 63+5 {
+					b.Fatalf("%d streams, want 63 mates + 5 sampled ToRs", got)
+				}
+				runtime.GC()
+				var ms runtime.MemStats
+				runtime.ReadMemStats(&ms)
+				b.ReportMetric(float64(ms.HeapInuse)/(1<<20), "heap-MiB")
+			})
 		}
 	}
 }

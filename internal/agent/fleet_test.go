@@ -2,6 +2,7 @@ package agent
 
 import (
 	"fmt"
+	"log/slog"
 	"net"
 	"net/netip"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
 
+	"github.com/roce-probe/roce-probe/fleet"
 	"github.com/roce-probe/roce-probe/probe"
 	"github.com/roce-probe/roce-probe/vlan"
 )
@@ -221,4 +223,56 @@ func TestExpositionPassesPromtool(t *testing.T) {
 	fa, _ := startFixtureAgent(t, cfg, "mlx5-counters")
 	eventually(t, 5*time.Second, "first read", func() bool { _, ok := value(gather(t, fa.Registry()), metricRDMAStatistic); return ok })
 	check("mlx5-counters", fa.Registry())
+}
+
+// TestSelfProtection drives the agent's Governor with a fake clock and a
+// fake CPU source: a period at 10 % of a core (budget 3 %) lowers the
+// probe rate to a half and says so on /metrics, /healthz and in the log;
+// three calm periods raise it again; a period with most wake-ups late
+// lowers it too. The streams' periods follow the scale.
+func TestSelfProtection(t *testing.T) {
+	now := time.Unix(1800000000, 0)
+	var cpu time.Duration
+	a, err := New(testConfig(), Deps{Collect: (&fakeHost{}).collect, Open: newFakeNet().open, Now: func() time.Time { return now },
+		CPU: func() time.Duration { return cpu }, Log: slog.New(slog.NewTextHandler(&syncBuf{}, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &syncBuf{}
+	a.log = slog.New(slog.NewTextHandler(logs, nil))
+	a.govAt = now
+	period := func(busy time.Duration, wakeups, late int64) {
+		now = now.Add(governPeriod)
+		cpu += busy
+		a.mesh.wakeups.Store(wakeups)
+		a.mesh.late.Store(late)
+		a.govern()
+	}
+	health := func() healthJSON { h, _ := a.health(); return h }
+	scale := func() float64 { v, _ := value(gather(t, a.Registry()), metricProbeScale); return v }
+
+	period(time.Second, 100, 0) // 10 % of a core
+	if h := health(); scale() != 0.5 || h.ProbeScale != 0.5 || h.Pressure == nil || *h.Pressure != "cpu" {
+		t.Fatalf("after a busy period: scale %v, /healthz %+v; want 0.5 and pressure cpu", scale(), h)
+	}
+	if v, _ := value(gather(t, a.Registry()), metricPressure, "reason", "cpu"); v != 1 {
+		t.Errorf("%s{reason=cpu} = %v, want 1", metricPressure, v)
+	}
+	if !strings.Contains(logs.String(), "probe rate lowered") || !strings.Contains(logs.String(), "pressure=cpu") {
+		t.Errorf("log:\n%s", logs.String())
+	}
+	s := &stream{plan: fleet.Target{Rate: 2}}
+	if got := a.mesh.streamPeriod(s); got != time.Second {
+		t.Errorf("a 2/s stream's period at scale 0.5: %v, want 1s", got)
+	}
+	for range 3 {
+		period(10*time.Millisecond, 100, 0) // 0.1 %
+	}
+	if h := health(); scale() != 1 || h.Pressure != nil {
+		t.Fatalf("after three calm periods: scale %v, /healthz %+v; want 1 and no pressure", scale(), h)
+	}
+	period(10*time.Millisecond, 100, 60) // 60 % of the wake-ups late
+	if h := health(); scale() != 0.5 || h.Pressure == nil || *h.Pressure != "late_wakeups" {
+		t.Fatalf("after late wake-ups: scale %v, /healthz %+v; want 0.5 and late_wakeups", scale(), h)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"net/netip"
 	"slices"
 	"strings"
@@ -139,14 +140,16 @@ type peerWatcher struct {
 	onRead  func(source string)
 
 	src      peerSources
-	lastFile []byte
+	lastFile uint64 // the last good read's hash (the file itself may be MBs)
+	changed  bool   // a source's list changed since the last publish
+	seed     maphash.Seed
 	fileRead bool
 	last     []Peer
 	sent     bool
 }
 
 func newPeerWatcher(cfg PeersConfig, res Resolver, onError func(string, error), onRead func(string)) (*peerWatcher, error) {
-	w := &peerWatcher{cfg: cfg, res: res, out: make(chan []Peer, 1), onError: onError, onRead: onRead}
+	w := &peerWatcher{cfg: cfg, res: res, out: make(chan []Peer, 1), onError: onError, onRead: onRead, seed: maphash.MakeSeed()}
 	for _, s := range cfg.Static {
 		p, err := ParsePeer(s)
 		if err != nil {
@@ -180,7 +183,9 @@ func (w *peerWatcher) resolve(ctx context.Context) {
 			ps = append(ps, Peer{Name: a.String(), Addr: a})
 		}
 	}
-	w.src.dns = ps
+	if !slices.Equal(ps, w.src.dns) {
+		w.src.dns, w.changed = ps, true
+	}
 	w.onRead(sourceDNS)
 }
 
@@ -190,7 +195,8 @@ const MaxPeersFileSize = 16 << 20
 
 func (w *peerWatcher) readFile() {
 	b, err := readLimited(w.cfg.File, MaxPeersFileSize)
-	if err == nil && w.fileRead && bytes.Equal(b, w.lastFile) {
+	sum := maphash.Bytes(w.seed, b)
+	if err == nil && w.fileRead && sum == w.lastFile {
 		w.onRead(sourcePeersFile)
 		return
 	}
@@ -202,7 +208,7 @@ func (w *peerWatcher) readFile() {
 		w.onError(sourcePeersFile, fmt.Errorf("peers.file %q: %w (keeping its %d peers of the last good read)", w.cfg.File, err, len(w.src.file)))
 		return
 	}
-	w.src.file, w.lastFile, w.fileRead = ps, b, true
+	w.src.file, w.lastFile, w.fileRead, w.changed = ps, sum, true, true
 	w.onRead(sourcePeersFile)
 }
 
@@ -227,6 +233,10 @@ func readLimited(path string, max int64) ([]byte, error) {
 
 // publish sends the merged list if it differs from the last one sent.
 func (w *peerWatcher) publish() {
+	if w.sent && !w.changed {
+		return // no source changed: no merge (100,000 peers: a map and a sort)
+	}
+	w.changed = false
 	m := w.merged()
 	if w.sent && slices.Equal(m, w.last) {
 		return
