@@ -2,6 +2,7 @@ package fabric_test
 
 import (
 	"fmt"
+	"net/netip"
 	"strings"
 
 	"github.com/roce-probe/roce-probe/fabric"
@@ -79,4 +80,25 @@ func ExampleWriteHTML() {
 	// true
 	// true
 	// true
+}
+
+// An agent's pair detail (its GET /pairs) read and turned into
+// localisation's input: the agent's own NIC is its port on the peer's
+// network, the peers' ToRs are what their probe replies said.
+func ExampleDecodeAgentPairs() {
+	body := `{"round": 88600000, "probe_scale": 1, "pairs": [
+	  {"peer": "node-2", "address": "10.0.0.2", "tor": "leaf-a", "flow": "rdma", "scope": "tor", "probes": 100, "answered": 0, "lost": 100},
+	  {"peer": "node-9", "address": "10.0.0.9", "tor": "leaf-c", "flow": "rdma", "scope": "inter_tor", "probes": 20, "answered": 20, "lost": 0}]}`
+	p, err := fabric.DecodeAgentPairs(strings.NewReader(body), 0)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	self := fabric.Host{Name: "node-1", Attachments: []fabric.Attachment{{Network: "10.0.0.0/16", Family: "ipv4", Addr: netip.MustParseAddr("10.0.0.1"), Switch: "leaf-a"}}}
+	for _, o := range fabric.AgentObservations([]fabric.Host{self}, []fabric.AgentPairs{p}).Pairs {
+		fmt.Printf("%s (%s) -> %s (%s): %d sent, %d lost\n", o.Src, o.SrcToR, o.Dst, o.DstToR, o.Sent, o.Lost)
+	}
+	// Output:
+	// 10.0.0.1 (leaf-a) -> 10.0.0.2 (leaf-a): 100 sent, 100 lost
+	// 10.0.0.1 (leaf-a) -> 10.0.0.9 (leaf-c): 20 sent, 0 lost
 }

@@ -2,6 +2,7 @@ package fabric
 
 import (
 	"fmt"
+	"net/netip"
 	"sort"
 
 	"github.com/roce-probe/roce-probe/gid"
@@ -44,6 +45,10 @@ type Attachment struct {
 	// Switch is the switch (ToR) RealNetdev is plugged into, from the
 	// snapshot's topology section; "" when not known.
 	Switch string
+	// Addr is the address of the port's lowest usable entry on the
+	// network (the GID as an IP address): the NIC's name in the agents'
+	// pair detail (ReadAgentPairs); invalid from Prometheus.
+	Addr netip.Addr
 	// Index is the usable GID index per type (GIDIndex.Index):
 	// Index[gid.TypeRoCEv1], Index[gid.TypeRoCEv2]; nil for a type the
 	// port has no usable entry of.
@@ -201,7 +206,8 @@ func sortAttachments(as []Attachment) {
 // attachmentOf reads the facts of gi's entry.
 func attachmentOf(s *host.Snapshot, v *host.View, gi GIDIndex) Attachment {
 	e := gi.Entry
-	a := Attachment{Network: gi.Network, Family: gi.Family, Device: gi.Device, Port: gi.Port, Netdev: e.Netdev, RealNetdev: e.RealNetdev}
+	a := Attachment{Network: gi.Network, Family: gi.Family, Device: gi.Device, Port: gi.Port, Netdev: e.Netdev, RealNetdev: e.RealNetdev,
+		Addr: e.GID.Addr().Unmap()}
 	if e.VLANChain != nil {
 		a.VLANs = make([]uint16, len(e.VLANChain))
 		for i, t := range e.VLANChain {

@@ -2,9 +2,12 @@ package fabric
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
+
+	"github.com/roce-probe/roce-probe/internal/null"
 )
 
 // PairObservation is what the agents saw of one probed pair (Src's
@@ -60,9 +63,22 @@ type Suspect struct {
 	ToR   string      `json:"tor"`
 	Spine string      `json:"spine"`
 	// Pairs is the number of pairs with loss or remarking it explains.
-	Pairs int `json:"pairs"`
+	Pairs int `json:"pair_count"`
 	// Evidence says, in words, why.
 	Evidence string `json:"evidence"`
+}
+
+// MarshalJSON writes the suspect (docs/json.md, "fabric_suspect"): nic,
+// tor and spine null where the kind names none or it is not known.
+func (s Suspect) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Kind     SuspectKind `json:"kind"`
+		NIC      *string     `json:"nic"`
+		ToR      *string     `json:"tor"`
+		Spine    *string     `json:"spine"`
+		Pairs    int         `json:"pair_count"`
+		Evidence string      `json:"evidence"`
+	}{s.Kind, null.String(s.NIC), null.String(s.ToR), null.String(s.Spine), s.Pairs, s.Evidence})
 }
 
 // Thresholds of Localize: the least evidence a suspect needs. Random loss

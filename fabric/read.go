@@ -98,15 +98,15 @@ func ReadFiles(paths []string, workers int) ([]Host, error) {
 }
 
 // readAll runs read for 0..n-1 on workers goroutines and collects the
-// hosts in order and every error.
-func readAll(n, workers int, read func(i int) (Host, error)) ([]Host, error) {
+// results (hosts, pair detail) in order and every error.
+func readAll[T any](n, workers int, read func(i int) (T, error)) ([]T, error) {
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
 	if workers > n {
 		workers = n
 	}
-	hosts := make([]Host, n)
+	hosts := make([]T, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	next := make(chan int)
@@ -210,33 +210,57 @@ func ReadAgents(ctx context.Context, agents []string, o AgentOptions) ([]Host, e
 }
 
 func fetchSnapshot(ctx context.Context, client *http.Client, u string, o AgentOptions) (*host.Snapshot, error) {
+	var s *host.Snapshot
+	err := agentGet(ctx, client, u, o, func(body io.Reader) (err error) {
+		s, err = host.DecodeWith(body, host.DecodeOptions{SkipCounters: true, SkipCensus: true, MaxBytes: o.MaxBytes})
+		return err
+	})
+	return s, err
+}
+
+// agentGet asks an agent for u within o.Timeout and decodes its answer
+// (HTTP 200 only) with decode: the one way fabric reads an agent.
+func agentGet(ctx context.Context, client *http.Client, u string, o AgentOptions, decode func(io.Reader) error) error {
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	req.Header.Set("Accept", "application/json")
 	resp, err := client.Do(req)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
-			return nil, fmt.Errorf("no answer within %s", o.Timeout)
+			return fmt.Errorf("no answer within %s", o.Timeout)
 		}
-		return nil, unwrapURLError(err)
+		return unwrapURLError(err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 200))
-		return nil, fmt.Errorf("HTTP %s: %s", resp.Status, firstLine(string(b)))
+		return &statusError{resp.StatusCode, fmt.Sprintf("HTTP %s: %s", resp.Status, firstLine(string(b)))}
 	}
-	s, err := host.DecodeWith(resp.Body, host.DecodeOptions{SkipCounters: true, SkipCensus: true, MaxBytes: o.MaxBytes})
-	if err != nil {
+	if err := decode(resp.Body); err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
-			return nil, fmt.Errorf("no complete answer within %s", o.Timeout)
+			return fmt.Errorf("no complete answer within %s", o.Timeout)
 		}
-		return nil, err
+		return err
 	}
-	return s, nil
+	return nil
+}
+
+// statusError is an agent's answer other than HTTP 200.
+type statusError struct {
+	code int
+	msg  string
+}
+
+func (e *statusError) Error() string { return e.msg }
+
+// isNotFound says err is an agent's HTTP 404.
+func isNotFound(err error) bool {
+	var se *statusError
+	return errors.As(err, &se) && se.code == http.StatusNotFound
 }
 
 // unwrapURLError drops net/http's "Get "URL": " prefix: the caller names

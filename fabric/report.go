@@ -30,6 +30,11 @@ type Report struct {
 	Networks []NetworkSummary
 	Checks   []CheckStatus
 	Findings []Finding
+	// Suspects are the faults localisation names from the agents' pair
+	// detail (LocalizeAgents, Localize), most specific kind first; nil
+	// with Localized false when the source has no pair detail.
+	Suspects  []Suspect
+	Localized bool
 }
 
 // HostSummary is one host of the report.
@@ -224,7 +229,11 @@ func (r *Report) MarshalJSON() ([]byte, error) {
 		Networks []NetworkSummary `json:"networks"`
 		Checks   []CheckStatus    `json:"checks"`
 		Findings []Finding        `json:"findings"`
-	}{r.Source, r.Hosts, r.Networks, r.Checks, r.Findings}
+		Suspects []Suspect        `json:"suspects"`
+	}{r.Source, r.Hosts, r.Networks, r.Checks, r.Findings, r.Suspects}
+	if r.Localized && w.Suspects == nil {
+		w.Suspects = []Suspect{}
+	}
 	if w.Hosts == nil {
 		w.Hosts = []HostSummary{}
 	}

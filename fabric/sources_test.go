@@ -1,8 +1,10 @@
 package fabric
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/roce-probe/roce-probe/fabric/fabrictest"
 	"github.com/roce-probe/roce-probe/gid"
+	"github.com/roce-probe/roce-probe/host"
 )
 
 func readProm(t testing.TB, name string) string {
@@ -370,5 +373,77 @@ func FuzzDecodeVector(f *testing.F) {
 				t.Fatal(err)
 			}
 		}
+	})
+}
+
+// Pair detail that fails is named per agent; an agent without /pairs
+// (HTTP 404: older than it) is not an error, only marked Missing.
+func TestReadAgentPairsErrors(t *testing.T) {
+	body := []byte(`{"round":1,"probe_scale":0.5,"pairs":[{"peer":"n1","address":"10.0.0.2","tor":"leaf-a","flow":"f","scope":"tor","probes":10,"answered":7,"lost":3,"sent":{"dscp":26},"received":{"dscp":0}}]}`)
+	good := fabrictest.AgentWithPairs(nil, body)
+	defer good.Close()
+	old := agent(t, "rxe") // serves /snapshot only
+	garbage := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte(`{"format":"pcap"}`)) }))
+	defer garbage.Close()
+	wrong := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte(`{"pairs":[{"lost":"3"}]}`)) }))
+	defer wrong.Close()
+	ps, err := ReadAgentPairs(context.Background(), []string{good.URL, old.URL + "/snapshot"}, AgentOptions{})
+	if err != nil || len(ps) != 2 || ps[1].Missing != true || ps[0].Missing || ps[0].Scale != 0.5 || len(ps[0].Pairs) != 1 ||
+		ps[0].Pairs[0].Lost != 3 || *ps[0].Pairs[0].ToR != "leaf-a" || ps[0].Pairs[0].Received.DSCP != 0 || ps[0].Origin != good.URL+"/pairs" {
+		t.Fatalf("%+v %v", ps, err)
+	}
+	_, err = ReadAgentPairs(context.Background(), []string{good.URL, garbage.URL, wrong.URL}, AgentOptions{})
+	msg := fmt.Sprint(err)
+	for _, want := range []string{
+		"agent " + garbage.URL + `/pairs: not an agent's pair detail (GET /pairs, docs/json.md "agent_pairs"): no "pairs"`,
+		"agent " + wrong.URL + `/pairs: not an agent's pair detail`,
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("%s\nlacks %q", msg, want)
+		}
+	}
+	if strings.Contains(msg, good.URL+"/") {
+		t.Errorf("the good agent is named: %s", msg)
+	}
+	if _, err := ReadAgentPairs(context.Background(), []string{good.URL}, AgentOptions{MaxBytes: 100}); err == nil || !strings.Contains(err.Error(), "larger than 100 bytes") {
+		t.Errorf("too large: %v", err)
+	}
+}
+
+func TestPairsURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"10.0.0.1:9469":                "http://10.0.0.1:9469/pairs",
+		"https://node1:9469/":          "https://node1:9469/pairs",
+		"http://node1:9469/x/snapshot": "http://node1:9469/x/pairs",
+	} {
+		if got, err := PairsURL(in); err != nil || got != want {
+			t.Errorf("%s: %s %v, want %s", in, got, err, want)
+		}
+	}
+}
+
+// DecodeAgentPairs survives any input, and what it decodes localises.
+func FuzzDecodeAgentPairs(f *testing.F) {
+	f.Add([]byte(`{"round":1,"probe_scale":1,"pairs":[{"peer":"n1","address":"10.0.0.2","tor":"leaf-a","flow":"f","scope":"tor","probes":10,"answered":7,"lost":3,"sent":{"dscp":26},"received":{"dscp":0}}]}`))
+	f.Add([]byte(`{"pairs":[]}`))
+	f.Add([]byte(`{"pairs":[{"address":"::ffff:10.0.0.1","tor":null}]}`))
+	base, err := os.ReadFile(filepath.Join(hostTestdata, "rxe.json"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	s, err := host.Decode(bytes.NewReader(base))
+	if err != nil {
+		f.Fatal(err)
+	}
+	h, err := FromSnapshot(s, "rxe")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p, err := DecodeAgentPairs(bytes.NewReader(b), 1<<16)
+		if err != nil {
+			return
+		}
+		LocalizeAgents([]Host{h}, []AgentPairs{p, p})
 	})
 }

@@ -40,22 +40,25 @@ The hosts come from one source:
   --from FILE...     snapshots written by 'roce-probe collect' (.json, .json.gz;
                      a directory stands for the snapshots in it): every check
   --agents URL...    the agents' /snapshot (HOST:PORT or http://HOST:PORT),
-                     --concurrency at a time, each within --timeout: every check
+                     --concurrency at a time, each within --timeout: every
+                     check; and their /pairs (the pairs they probe): the
+                     suspects of the probes lost (a NIC, a ToR, a ToR's
+                     uplink, a spine, a noisy host), each with its evidence
   --prometheus URL   the agents' metrics queried back from Prometheus
                      (roce_probe_gid_index, roce_probe_gid_info): the GID index,
                      RoCE version and VLAN checks only; hosts are named by
                      --host-label (instance, or node with deploy/'s configs)
 
 Hosts are told apart by hostname (snapshots) or --host-label (Prometheus): a
-host read twice is bad input. Exit status: 0 consistent, 1 findings, 2 bad
-input (a file that is not a snapshot, an agent that does not answer, a
-duplicate host: each named). docs/fabric.md explains the report.
+host read twice is bad input. Exit status: 0 consistent, 1 findings or
+suspects, 2 bad input (a file that is not a snapshot, an agent that does not
+answer, a duplicate host: each named). docs/fabric.md explains the report.
 
 -o html writes the same report as one self-contained HTML page (inline CSS,
 no script, nothing fetched when opened; readable printed and on a phone):
 the findings with each value's hosts and their switches, each host's usable
-GID index per network. The sources read here carry no probe results, so the
-page's loss matrix and suspects say so.`,
+GID index per network; with --agents the loss matrix of their pairs and the
+suspects.`,
 		Example: `  roce-probe fabric --from snapshots/
   roce-probe fabric --from node1.json.gz node2.json.gz node3.json.gz -o json
   roce-probe fabric --from snapshots/ -o html > fabric.html
@@ -98,6 +101,7 @@ page's loss matrix and suspects say so.`,
 			// 10,000 snapshots, 230 -> 430 MB peak).
 			defer debug.SetGCPercent(debug.SetGCPercent(400))
 			var hosts []fabric.Host
+			var pairs []fabric.AgentPairs // --agents: their pair detail
 			var src fabric.Source
 			var err error
 			switch {
@@ -110,7 +114,10 @@ page's loss matrix and suspects say so.`,
 				hosts, err = fabric.ReadFiles(paths, 0)
 			case len(agents) > 0:
 				src = fabric.SourceAgents
-				hosts, err = fabric.ReadAgents(cmd.Context(), agents, fabric.AgentOptions{Timeout: timeout, Concurrency: concurrency})
+				o := fabric.AgentOptions{Timeout: timeout, Concurrency: concurrency}
+				if hosts, err = fabric.ReadAgents(cmd.Context(), agents, o); err == nil {
+					pairs, err = fabric.ReadAgentPairs(cmd.Context(), agents, o)
+				}
 			default:
 				src = fabric.SourcePrometheus
 				hosts, err = fabric.ReadPrometheus(cmd.Context(), prom, fabric.PrometheusOptions{HostLabel: hostLabel, Timeout: timeout})
@@ -118,10 +125,16 @@ page's loss matrix and suspects say so.`,
 			if err != nil {
 				return usageError{err}
 			}
+			var obs fabric.LocalizeInput
+			var suspects []fabric.Suspect
+			if pairs != nil {
+				obs, suspects = fabric.LocalizeAgents(hosts, pairs) // before Analyze: it notes agents without pair detail
+			}
 			r, err := fabric.Analyze(hosts, src)
 			if err != nil {
 				return usageError{err}
 			}
+			r.Suspects, r.Localized = suspects, pairs != nil
 			out := cmd.OutOrStdout()
 			switch format {
 			case "json":
@@ -129,13 +142,13 @@ page's loss matrix and suspects say so.`,
 					return err
 				}
 			case "html":
-				if err := fabric.WriteHTML(out, fabric.HTMLInput{Report: r, Hosts: hosts}); err != nil {
+				if err := fabric.WriteHTML(out, fabric.HTMLInput{Report: r, Hosts: hosts, Pairs: obs.Pairs, Suspects: r.Suspects}); err != nil {
 					return err
 				}
 			default:
 				printFabric(out, r)
 			}
-			if len(r.Findings) > 0 {
+			if len(r.Findings) > 0 || len(r.Suspects) > 0 {
 				return findingError{}
 			}
 			return nil
@@ -193,6 +206,7 @@ func printFabric(out io.Writer, r *fabric.Report) {
 	if len(off) > 0 {
 		fmt.Fprintf(w, "not compared (%s): %s\n", why, strings.Join(off, ", "))
 	}
+	printSuspects(w, r)
 	if len(r.Findings) == 0 {
 		fmt.Fprintln(w, "\nno findings: the hosts of each network agree on everything compared")
 		return
@@ -214,6 +228,25 @@ func printFabric(out io.Writer, r *fabric.Report) {
 		tw.Flush()
 		fmt.Fprintf(w, "  %s\n", f.Message)
 	}
+}
+
+// printSuspects writes the suspects localisation named, one a line with
+// its evidence (nothing when the source has no pair detail).
+func printSuspects(w io.Writer, r *fabric.Report) {
+	if !r.Localized {
+		return
+	}
+	if len(r.Suspects) == 0 {
+		fmt.Fprintln(w, "\nno suspects: no NIC, ToR, link or spine explains the probes the agents lost")
+		return
+	}
+	fmt.Fprintf(w, "\nsuspects: %d\n", len(r.Suspects))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  KIND\tNIC\tTOR\tSPINE\tPAIRS\tEVIDENCE")
+	for _, s := range r.Suspects {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%d\t%s\n", s.Kind, orDash(s.NIC), orDash(s.ToR), orDash(s.Spine), s.Pairs, s.Evidence)
+	}
+	tw.Flush()
 }
 
 // portList names at most max ports, as fabric.NameList does names:

@@ -152,3 +152,17 @@ func Agent(path string) (*httptest.Server, error) {
 	})
 	return httptest.NewServer(mux), nil
 }
+
+// AgentWithPairs starts a fake agent that serves snapshot as its
+// /snapshot and pairs as its /pairs (docs/json.md, "agent_pairs"), and
+// 404 for anything else. The caller closes the server.
+func AgentWithPairs(snapshot, pairs []byte) *httptest.Server {
+	mux := http.NewServeMux()
+	for path, b := range map[string][]byte{"/snapshot": snapshot, "/pairs": pairs} {
+		mux.HandleFunc("GET "+path, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.Write(b)
+		})
+	}
+	return httptest.NewServer(mux)
+}

@@ -52,37 +52,12 @@ func LeafSpineUp(timeout time.Duration) error {
 	if timeout <= 0 {
 		timeout = 30 * time.Second
 	}
-	facts, err := Facts()
-	if err != nil {
+	devs := make([]string, len(RoutedHosts))
+	for i, h := range RoutedHosts {
+		devs[i] = h.RDMADevice
+	}
+	if err := preflight("leaf-spine", "LeafSpineDown", leafSpineNamespaces(), devs); err != nil {
 		return err
-	}
-	if !facts.RXEInNetns {
-		return fmt.Errorf("lab: %w (Linux %s, measured on %s: an RC connection between two namespaced rxe devices fails); the leaf-spine needs Linux 7.x: scripts/lab.sh --kernel 7",
-			ErrNoNetnsRXE, KernelRelease(), facts.Measured)
-	}
-	if err := loadModule("rdma_rxe"); err != nil {
-		return fmt.Errorf("%w (%v)", ErrNoRXE, err)
-	}
-	_ = loadModule("crc32_generic")
-	_ = loadModule("ib_uverbs")
-	_ = loadModule("rdma_ucm")
-	for _, m := range fabricModules {
-		if err := loadModule(m); err != nil {
-			return fmt.Errorf("lab: the leaf-spine needs kernel module %s: %v", m, err)
-		}
-	}
-	if mode, err := netlink.RdmaSystemGetNetnsMode(); err == nil && mode != "shared" {
-		return fmt.Errorf("lab: rdma system netns mode is %q: the leaf-spine needs \"shared\" (rdma system set netns shared), in which rdma_cm works", mode)
-	}
-	for _, ns := range leafSpineNamespaces() {
-		if _, err := os.Stat(filepath.Join("/run/netns", ns)); err == nil {
-			return fmt.Errorf("lab: network namespace %s already exists: run LeafSpineDown (roce-probe lab down) first", ns)
-		}
-	}
-	for _, h := range RoutedHosts {
-		if l, _ := netlink.RdmaLinkByName(h.RDMADevice); l != nil {
-			return fmt.Errorf("lab: RDMA device %s already exists: run LeafSpineDown (roce-probe lab down) first", h.RDMADevice)
-		}
 	}
 	if err := buildLeafSpine(); err != nil {
 		return leafSpineCleanup(err)
