@@ -69,6 +69,11 @@ type Options struct {
 	// Switches names netdevs' switches by configuration (the key "" every
 	// netdev's); a configured name wins over LLDP and lldpd.
 	Switches map[string]string
+	// LLDPDMaxAge lets SectionTopology reuse lldpd's table as an earlier
+	// Collect of this process read it (lldpcli) within this age; 0 runs
+	// lldpcli at every Collect. A caller reading the host every few
+	// seconds (the agent) sets it: each run forks and execs a process.
+	LLDPDMaxAge time.Duration
 }
 
 // Errors of Collect, for errors.Is.

@@ -133,7 +133,7 @@ func readTopology(h *nsHandle, netdevs []string, opt Options) *host.Topology {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			o.LLDPD, o.LLDPDWhy = runLLDPCli()
+			o.LLDPD, o.LLDPDWhy = lldpdTable(opt.LLDPDMaxAge)
 		}()
 	} else {
 		o.LLDPDWhy = "not asked: lldpcli reads the lldpd of the collector's own network namespace"
@@ -182,6 +182,28 @@ func readTopology(h *nsHandle, netdevs []string, opt Options) *host.Topology {
 	wg.Wait()
 	o.Now = time.Now()
 	return &host.Topology{Attachments: topology.Attach(netdevs, o)}
+}
+
+// lldpdLast is lldpd's table as this process last read it (lldpdTable).
+var lldpdLast struct {
+	mu  sync.Mutex
+	at  time.Time
+	ns  []topology.LLDPDNeighbor
+	why string
+}
+
+// lldpdTable is lldpd's table: the last one read if younger than maxAge,
+// otherwise a new run of lldpcli.
+func lldpdTable(maxAge time.Duration) ([]topology.LLDPDNeighbor, string) {
+	l := &lldpdLast
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if maxAge > 0 && !l.at.IsZero() && time.Since(l.at) < maxAge {
+		return l.ns, l.why
+	}
+	l.ns, l.why = runLLDPCli()
+	l.at = time.Now()
+	return l.ns, l.why
 }
 
 // runLLDPCli runs `lldpcli -f json show neighbors` (bounded in time and

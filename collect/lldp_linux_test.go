@@ -195,3 +195,39 @@ func TestRunLLDPCli(t *testing.T) {
 		}
 	}
 }
+
+// lldpdTable runs lldpcli again only when its last table is older than
+// the age asked: a host read every few seconds (the agent's) does not
+// fork and exec at each one.
+func TestLLDPDTableMaxAge(t *testing.T) {
+	dir := t.TempDir()
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip(err)
+	}
+	runs := filepath.Join(dir, "runs")
+	if err := os.WriteFile(filepath.Join(dir, "lldpcli"), []byte("#!"+sh+"\necho run >> "+runs+"\necho 'lldpcli: unable to connect to socket' >&2\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", dir)
+	count := func() int {
+		b, _ := os.ReadFile(runs)
+		return strings.Count(string(b), "run\n")
+	}
+	lldpdLast.mu.Lock()
+	lldpdLast.at = time.Time{}
+	lldpdLast.mu.Unlock()
+	for i := 0; i < 3; i++ {
+		if _, why := lldpdTable(time.Minute); !strings.Contains(why, "unable to connect") {
+			t.Fatalf("reason %q", why)
+		}
+	}
+	if n := count(); n != 1 {
+		t.Errorf("lldpcli ran %d times for three reads within a minute, want 1", n)
+	}
+	lldpdTable(0)
+	lldpdTable(0)
+	if n := count(); n != 3 {
+		t.Errorf("lldpcli ran %d times, want 3 (max age 0: every read)", n)
+	}
+}

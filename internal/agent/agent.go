@@ -494,6 +494,13 @@ func (a *Agent) loop(ctx context.Context, peers <-chan []Peer) {
 	}
 }
 
+// lldpdMaxAge is how long a read of the host reuses lldpd's table
+// (lldpcli) as an earlier read got it: a fork and exec at every read (every
+// interval, and after changes) cost more CPU than the rest of the read on
+// a small host, and lldpd learns a switch's frames every 30 s by default
+// (the agent's own LLDP listener hears them as they come).
+const lldpdMaxAge = time.Minute
+
 // read reads the host and updates everything that follows from it. It
 // returns how many next hops it asked the kernel to resolve.
 func (a *Agent) read() int {
@@ -501,7 +508,7 @@ func (a *Agent) read() int {
 	// command each on mlx5), and /snapshot would publish the host's
 	// processes (docs/qps.md).
 	snap, err := a.d.Collect(collect.Options{Tool: a.d.Version, Sections: collect.SectionAll &^ collect.SectionCensus,
-		LLDPHeard: a.lldp.frames(), Switches: a.cfg.Topology.switches()})
+		LLDPHeard: a.lldp.frames(), Switches: a.cfg.Topology.switches(), LLDPDMaxAge: lldpdMaxAge})
 	var v *host.View
 	if err == nil {
 		v, err = snap.View("")
