@@ -161,19 +161,49 @@ func collectCopy(s *host.Snapshot, sys *sysfs, opt Options) {
 // portNetdevsFromNetlink gives each port the netdev RDMA netlink reports
 // for it (rdmaPortNetdevs: `rdma link`'s netdev; for a RoCE LAG device
 // the one its driver registered, where sysfs's device/net shows the
-// first PCI function's netdev). Ports RDMA netlink says nothing about, or
-// reports without a netdev in this namespace, keep what sysfs showed; a
-// kernel without RDMA netlink leaves sysfs's answer everywhere.
+// first PCI function's netdev); applyPortNetdevs says how. A kernel
+// without RDMA netlink leaves sysfs's answer everywhere.
 func portNetdevsFromNetlink(devs []host.Device) {
 	nd, err := rdmaPortNetdevs()
 	if err != nil {
 		return
 	}
+	applyPortNetdevs(devs, nd)
+}
+
+// applyPortNetdevs applies RDMA netlink's port netdevs nd to devs, read
+// from sysfs. A port nd names a netdev for gets it. A port nd reports
+// without one has its netdev in another network namespace: the kernel's
+// fill_port_info (drivers/infiniband/core/nldev.c, Linux 4.17 and later)
+// names the port's netdev only when it is in the caller's namespace,
+// while sysfs does not look: Soft-RoCE's parent file and
+// gid_attrs/ndevs/N (print_ndev, drivers/infiniband/core/sysfs.c) print
+// the netdev's name whatever its namespace. With `rdma system` in shared
+// mode (the default) every namespace sees every RDMA device, so another
+// container's rxe device on its own "eth0" would look like a device on
+// this namespace's eth0. Such a port's netdev becomes "", and so does
+// each GID slot's that names the same netdev (the slots of a netdev of
+// this namespace stacked on it, a pod's macvlan, keep theirs). A port nd
+// says nothing about, and an InfiniBand port (no netdev for netlink; sysfs
+// may show its IPoIB netdev), keep what sysfs showed.
+func applyPortNetdevs(devs []host.Device, nd map[portKey]string) {
 	for i := range devs {
 		for j := range devs[i].Ports {
 			p := &devs[i].Ports[j]
-			if v := nd[portKey{devs[i].Name, p.Port}]; v != "" {
+			v, ok := nd[portKey{devs[i].Name, p.Port}]
+			switch {
+			case !ok:
+			case v != "":
 				p.Netdev = v
+			case p.LinkLayer == "Ethernet":
+				if p.Netdev != "" {
+					for k := range p.GIDs {
+						if p.GIDs[k].Netdev == p.Netdev {
+							p.GIDs[k].Netdev = ""
+						}
+					}
+				}
+				p.Netdev = ""
 			}
 		}
 	}

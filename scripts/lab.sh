@@ -17,7 +17,7 @@
 # VM mode otherwise: a Debian kernel booted under qemu (TCG) that runs this
 # machine's own binaries from its root file system shared read-only over 9p.
 # LAB_MODE=native|vm forces a mode. Other knobs: LAB_VM_TIMEOUT (seconds for
-# the whole VM run, default 540), LAB_TEST_TIMEOUT (per test binary, 300),
+# the whole VM run, default 1500), LAB_TEST_TIMEOUT (per test binary in the guest, 480),
 # LAB_VM_MEM (MiB, 2048), LAB_VM_CPUS (2).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -262,7 +262,7 @@ build_binaries() {
 # directory; the guest writes its results to $run/out-SPEC.
 run_vm() {
   local mode=$1 spec=$2 t rc=0 out=$run/out-$2
-  local mem=${LAB_VM_MEM:-2048} cpus=${LAB_VM_CPUS:-2} tmo=${LAB_VM_TIMEOUT:-540}
+  local mem=${LAB_VM_MEM:-2048} cpus=${LAB_VM_CPUS:-2} tmo=${LAB_VM_TIMEOUT:-1500}
   local qemu=(qemu-system-x86_64 -accel tcg,thread=multi -m "$mem" -smp "$cpus"
     -nographic -nodefaults -no-reboot
     -kernel "$kernel_dir/vmlinuz" -initrd "$initramfs"

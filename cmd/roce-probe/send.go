@@ -91,11 +91,7 @@ Needs CAP_NET_RAW. Exit status: 0 nothing found, 1 findings
 	outputVar(fl, &f.output, "table", "json", ndjson)
 	durationVar(fl, &f.resolveWait, "resolve-timeout", 2*time.Second, 0, time.Minute, true, "how long to wait for the next hop's MAC address (at most 1m)")
 	// One source: --netdev, or --dev with --gid-index (and --port).
-	flagsTogether(c, "dev", "gid-index")
-	flagsOneRequired(c, "netdev", "dev")
-	for _, x := range []string{"dev", "gid-index", "port"} {
-		flagsExclusive(c, "netdev", x)
-	}
+	sourceFlagGroups(c)
 	return c
 }
 
@@ -121,18 +117,9 @@ func runSend(cmd *cobra.Command, f sendFlags) error {
 
 	// One read of the host: the namespace the probes leave from and, with
 	// --dev, the GID tables and DCB the address handle resolves against.
-	sections := collect.SectionNet
-	if byGID {
-		sections |= collect.SectionRDMA | collect.SectionDCB
-	}
-	snap, ns, err := liveHost(sections)
+	snap, ns, err := liveSource(f)
 	if err != nil {
 		return err
-	}
-	if f.netdev != "" {
-		if err := checkNetdevIn(ns, "--netdev", f.netdev); err != nil {
-			return err
-		}
 	}
 	netdev, netdevFlag := f.netdev, "--netdev"
 	var src netip.Addr
@@ -141,29 +128,20 @@ func runSend(cmd *cobra.Command, f sendFlags) error {
 	if byGID {
 		// The address handle the application would create: resolved by ah/
 		// to the netdev, address and markings the RDMA stack puts on the wire.
-		res, m, n, err := resolveAH(snap, f, g, sport)
+		res, m, n, err := resolveAHSource(snap, f, g, dst, sport)
 		if err != nil {
 			return err
 		}
 		netdev, src, base = res.Wire.Netdev, res.Wire.Src, m
 		netdevFlag = fmt.Sprintf("GID index %d's netdev", f.gidIndex)
-		if src.Is4() != dst.Is4() {
-			return usagef("--dst %s and GID index %d (%s) are of different families", dst, f.gidIndex, src)
-		}
-		notes = append(notes, fmt.Sprintf("markings from the %s address handle (driver %s): %s", f.dev, orDash(string(res.Driver)), markingsText(&base)))
 		notes = append(notes, n...)
 		for _, w := range res.Warnings {
 			notes = append(notes, w.String())
 		}
 	}
-	ep, err := probe.ResolveEndpoint(ns, netdev, src, dst, f.resolveWait)
-	if errors.Is(err, probe.ErrNoNeighbor) {
-		// A result: nothing can be sent to a peer that does not
-		// answer ARP/ND (exit 1), not bad usage.
-		return findingError{err.Error()}
-	}
+	ep, err := resolveEndpoint(ns, netdev, netdevFlag, src, dst, f.resolveWait)
 	if err != nil {
-		return netdevError(netdevFlag, err)
+		return err
 	}
 	if sweep == probe.SweepPCP && len(ep.Tags) == 0 {
 		return usagef("--sweep pcp needs a VLAN netdev: %s sends untagged frames, which carry no PCP", ep.Netdev)
@@ -453,6 +431,67 @@ func liveHost(sections collect.Section) (*host.Snapshot, *vlan.Namespace, error)
 		return nil, nil, usageError{err}
 	}
 	return snap, ns, nil
+}
+
+// sourceFlagGroups makes the one source of send and trace: --netdev, or
+// --dev with --gid-index (and --port).
+func sourceFlagGroups(c *cobra.Command) {
+	flagsTogether(c, "dev", "gid-index")
+	flagsOneRequired(c, "netdev", "dev")
+	for _, x := range []string{"dev", "gid-index", "port"} {
+		flagsExclusive(c, "netdev", x)
+	}
+}
+
+// liveSource is the one read of the host of send and trace: the namespace
+// the probes leave from (--netdev checked in it) and, with --dev, the GID
+// tables and DCB the address handle resolves against.
+func liveSource(f sendFlags) (*host.Snapshot, *vlan.Namespace, error) {
+	sections := collect.SectionNet
+	if f.dev != "" {
+		sections |= collect.SectionRDMA | collect.SectionDCB
+	}
+	snap, ns, err := liveHost(sections)
+	if err != nil {
+		return nil, nil, err
+	}
+	if f.netdev != "" {
+		if err := checkNetdevIn(ns, "--netdev", f.netdev); err != nil {
+			return nil, nil, err
+		}
+	}
+	return snap, ns, nil
+}
+
+// resolveAHSource is resolveAH for a probe from --dev/--gid-index to dst:
+// it also fails if the GID entry's address and dst are of different
+// families, and its notes start with the markings the address handle
+// gives.
+func resolveAHSource(snap *host.Snapshot, f sendFlags, g gid.GID, dst netip.Addr, sport uint16) (*host.AHResult, probe.Markings, []string, error) {
+	res, m, n, err := resolveAH(snap, f, g, sport)
+	if err != nil {
+		return nil, m, nil, err
+	}
+	if src := res.Wire.Src; src.Is4() != dst.Is4() {
+		return nil, m, nil, usagef("--dst %s and GID index %d (%s) are of different families", dst, f.gidIndex, src)
+	}
+	notes := append([]string{fmt.Sprintf("markings from the %s address handle (driver %s): %s", f.dev, orDash(string(res.Driver)), markingsText(&m))}, n...)
+	return res, m, notes, nil
+}
+
+// resolveEndpoint is probe.ResolveEndpoint with the CLI's errors: a
+// neighbour that does not answer ARP/ND is a result (exit 1: nothing can
+// be sent to it), not bad usage; a netdev error names netdevFlag, what
+// chose the netdev.
+func resolveEndpoint(ns *vlan.Namespace, netdev, netdevFlag string, src, dst netip.Addr, wait time.Duration) (probe.Endpoint, error) {
+	ep, err := probe.ResolveEndpoint(ns, netdev, src, dst, wait)
+	if errors.Is(err, probe.ErrNoNeighbor) {
+		return ep, findingError{err.Error()}
+	}
+	if err != nil {
+		return ep, netdevError(netdevFlag, err)
+	}
+	return ep, nil
 }
 
 // checkNetdevIn returns a usage error naming flag when namespace ns has no

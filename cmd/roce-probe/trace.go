@@ -16,7 +16,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/roce-probe/roce-probe/ah"
-	"github.com/roce-probe/roce-probe/collect"
 	"github.com/roce-probe/roce-probe/gid"
 	"github.com/roce-probe/roce-probe/host"
 	"github.com/roce-probe/roce-probe/probe"
@@ -101,11 +100,7 @@ a path that did not reach it, 2 bad usage or no raw socket.`,
 	floatVar(fl, &f.rate, "rate", 50, 0.1, trace.MaxRate, fmt.Sprintf("probes per second at most (0.1..%d)", trace.MaxRate))
 	outputVar(fl, &f.output, "table", "json")
 	durationVar(fl, &f.resolveWait, "resolve-timeout", 2*time.Second, 0, time.Minute, true, "how long to wait for the next hop's MAC address (at most 1m)")
-	flagsTogether(c, "dev", "gid-index")
-	flagsOneRequired(c, "netdev", "dev")
-	for _, x := range []string{"dev", "gid-index", "port"} {
-		flagsExclusive(c, "netdev", x)
-	}
+	sourceFlagGroups(c)
 	flagsExclusive(c, "flow-label", "sport", "rdma-cm-ports", "paths")
 	for _, x := range []string{"flow-label", "sport", "rdma-cm-ports"} {
 		flagsExclusive(c, x, "max-ports")
@@ -186,18 +181,9 @@ func runTrace(cmd *cobra.Command, f traceFlags, rdmaCM, maxPortsSet bool) error 
 		sport = sports[0]
 	}
 
-	sections := collect.SectionNet
-	if byGID {
-		sections |= collect.SectionRDMA | collect.SectionDCB
-	}
-	snap, ns, err := liveHost(sections)
+	snap, ns, err := liveSource(f.sendFlags)
 	if err != nil {
 		return err
-	}
-	if f.netdev != "" {
-		if err := checkNetdevIn(ns, "--netdev", f.netdev); err != nil {
-			return err
-		}
 	}
 	tclass, sl := uint8(f.tclass), uint8(f.sl)
 	if rdmaCM {
@@ -226,16 +212,12 @@ func runTrace(cmd *cobra.Command, f traceFlags, rdmaCM, maxPortsSet bool) error 
 			}
 			sf.sl = int(qos.TOSToSL(link, tclass))
 		}
-		res, m, n, err := resolveAH(snap, sf, g, sport)
+		res, m, n, err := resolveAHSource(snap, sf, g, dst, sport)
 		if err != nil {
 			return err
 		}
 		netdev, src, base = res.Wire.Netdev, res.Wire.Src, m
 		netdevFlag = fmt.Sprintf("GID index %d's netdev", f.gidIndex)
-		if src.Is4() != dst.Is4() {
-			return usagef("--dst %s and GID index %d (%s) are of different families", dst, f.gidIndex, src)
-		}
-		notes = append(notes, fmt.Sprintf("markings from the %s address handle (driver %s): %s", f.dev, orDash(string(res.Driver)), markingsText(&base)))
 		notes = append(notes, n...)
 	} else {
 		if rdmaCM {
@@ -247,12 +229,9 @@ func runTrace(cmd *cobra.Command, f traceFlags, rdmaCM, maxPortsSet bool) error 
 		}
 		base = probe.BaseMarkings(sl, tclass, uint8(f.hop), sport)
 	}
-	ep, err := probe.ResolveEndpoint(ns, netdev, src, dst, f.resolveWait)
-	if errors.Is(err, probe.ErrNoNeighbor) {
-		return findingError{err.Error()}
-	}
+	ep, err := resolveEndpoint(ns, netdev, netdevFlag, src, dst, f.resolveWait)
 	if err != nil {
-		return netdevError(netdevFlag, err)
+		return err
 	}
 	if err := probe.CheckRawSocket(ep.Wire); err != nil {
 		return rawSocketError("trace", err)

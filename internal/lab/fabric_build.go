@@ -44,37 +44,8 @@ func FabricUp(timeout time.Duration) error {
 	if timeout <= 0 {
 		timeout = 30 * time.Second
 	}
-	facts, err := Facts()
-	if err != nil {
+	if err := preflight("fabric", "FabricDown", fabricNamespaces(), fabricRDMADevices()); err != nil {
 		return err
-	}
-	if !facts.RXEInNetns {
-		return fmt.Errorf("lab: %w (Linux %s, measured on %s: an RC connection between two namespaced rxe devices fails); the fabric needs Linux 7.x: scripts/lab.sh --kernel 7",
-			ErrNoNetnsRXE, KernelRelease(), facts.Measured)
-	}
-	if err := loadModule("rdma_rxe"); err != nil {
-		return fmt.Errorf("%w (%v)", ErrNoRXE, err)
-	}
-	_ = loadModule("crc32_generic")
-	_ = loadModule("ib_uverbs")
-	_ = loadModule("rdma_ucm")
-	for _, m := range fabricModules {
-		if err := loadModule(m); err != nil {
-			return fmt.Errorf("lab: the fabric needs kernel module %s: %v", m, err)
-		}
-	}
-	if mode, err := netlink.RdmaSystemGetNetnsMode(); err == nil && mode != "shared" {
-		return fmt.Errorf("lab: rdma system netns mode is %q: the fabric needs \"shared\" (rdma system set netns shared), in which rdma_cm works", mode)
-	}
-	for _, ns := range fabricNamespaces() {
-		if _, err := os.Stat(filepath.Join("/run/netns", ns)); err == nil {
-			return fmt.Errorf("lab: network namespace %s already exists: run FabricDown (roce-probe lab down) first", ns)
-		}
-	}
-	for _, h := range Hosts {
-		if l, _ := netlink.RdmaLinkByName(h.RDMADevice); l != nil {
-			return fmt.Errorf("lab: RDMA device %s already exists: run FabricDown (roce-probe lab down) first", h.RDMADevice)
-		}
 	}
 	if err := buildFabric(); err != nil {
 		return fabricCleanup(err)
@@ -85,6 +56,48 @@ func FabricUp(timeout time.Duration) error {
 		}
 		if err := waitGIDs(h.RDMADevice, 1, hostGIDs(h), timeout); err != nil {
 			return fabricCleanup(err)
+		}
+	}
+	return nil
+}
+
+// preflight is the check FabricUp and LeafSpineUp make before building
+// anything; what names the fabric ("fabric", "leaf-spine") and down the
+// function that removes it, in the messages. It fails if rxe works only in
+// the initial namespace (ErrNoNetnsRXE), if rdma_rxe (ErrNoRXE) or one of
+// fabricModules cannot be loaded, if RDMA netns mode is not shared, or if
+// one of the namespaces or RDMA devices already exists.
+func preflight(what, down string, namespaces, rdmaDevices []string) error {
+	facts, err := Facts()
+	if err != nil {
+		return err
+	}
+	if !facts.RXEInNetns {
+		return fmt.Errorf("lab: %w (Linux %s, measured on %s: an RC connection between two namespaced rxe devices fails); the %s needs Linux 7.x: scripts/lab.sh --kernel 7",
+			ErrNoNetnsRXE, KernelRelease(), facts.Measured, what)
+	}
+	if err := loadModule("rdma_rxe"); err != nil {
+		return fmt.Errorf("%w (%v)", ErrNoRXE, err)
+	}
+	_ = loadModule("crc32_generic")
+	_ = loadModule("ib_uverbs")
+	_ = loadModule("rdma_ucm")
+	for _, m := range fabricModules {
+		if err := loadModule(m); err != nil {
+			return fmt.Errorf("lab: the %s needs kernel module %s: %v", what, m, err)
+		}
+	}
+	if mode, err := netlink.RdmaSystemGetNetnsMode(); err == nil && mode != "shared" {
+		return fmt.Errorf("lab: rdma system netns mode is %q: the %s needs \"shared\" (rdma system set netns shared), in which rdma_cm works", mode, what)
+	}
+	for _, ns := range namespaces {
+		if _, err := os.Stat(filepath.Join("/run/netns", ns)); err == nil {
+			return fmt.Errorf("lab: network namespace %s already exists: run %s (roce-probe lab down) first", ns, down)
+		}
+	}
+	for _, d := range rdmaDevices {
+		if l, _ := netlink.RdmaLinkByName(d); l != nil {
+			return fmt.Errorf("lab: RDMA device %s already exists: run %s (roce-probe lab down) first", d, down)
 		}
 	}
 	return nil
@@ -114,6 +127,15 @@ func fabricNamespaces() []string {
 		ns = append(ns, h.Name)
 	}
 	return ns
+}
+
+// fabricRDMADevices are the rxe devices of Hosts.
+func fabricRDMADevices() []string {
+	d := make([]string, len(Hosts))
+	for i, h := range Hosts {
+		d[i] = h.RDMADevice
+	}
+	return d
 }
 
 func fabricCleanup(err error) error {
@@ -303,15 +325,22 @@ func FabricDown() error {
 	if geteuid() != 0 {
 		return ErrNotRoot
 	}
+	return removeParts(fabricNamespaces(), fabricRDMADevices())
+}
+
+// removeParts deletes the RDMA devices, then the network namespaces (with
+// every netdev in them) of a fabric; missing parts are skipped, and every
+// failure is returned.
+func removeParts(namespaces, rdmaDevices []string) error {
 	var errs []error
-	for _, h := range Hosts {
-		if l, _ := netlink.RdmaLinkByName(h.RDMADevice); l != nil {
-			if err := netlink.RdmaLinkDel(h.RDMADevice); err != nil {
-				errs = append(errs, fmt.Errorf("lab: rdma link delete %s: %w", h.RDMADevice, err))
+	for _, d := range rdmaDevices {
+		if l, _ := netlink.RdmaLinkByName(d); l != nil {
+			if err := netlink.RdmaLinkDel(d); err != nil {
+				errs = append(errs, fmt.Errorf("lab: rdma link delete %s: %w", d, err))
 			}
 		}
 	}
-	for _, ns := range fabricNamespaces() {
+	for _, ns := range namespaces {
 		if _, err := os.Stat(filepath.Join("/run/netns", ns)); err == nil {
 			if err := netns.DeleteNamed(ns); err != nil {
 				errs = append(errs, fmt.Errorf("lab: delete network namespace %s: %w", ns, err))

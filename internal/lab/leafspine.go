@@ -1,7 +1,6 @@
 package lab
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -10,7 +9,6 @@ import (
 	"time"
 
 	"github.com/vishvananda/netlink"
-	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 )
 
@@ -52,37 +50,8 @@ func LeafSpineUp(timeout time.Duration) error {
 	if timeout <= 0 {
 		timeout = 30 * time.Second
 	}
-	facts, err := Facts()
-	if err != nil {
+	if err := preflight("leaf-spine", "LeafSpineDown", leafSpineNamespaces(), leafSpineRDMADevices()); err != nil {
 		return err
-	}
-	if !facts.RXEInNetns {
-		return fmt.Errorf("lab: %w (Linux %s, measured on %s: an RC connection between two namespaced rxe devices fails); the leaf-spine needs Linux 7.x: scripts/lab.sh --kernel 7",
-			ErrNoNetnsRXE, KernelRelease(), facts.Measured)
-	}
-	if err := loadModule("rdma_rxe"); err != nil {
-		return fmt.Errorf("%w (%v)", ErrNoRXE, err)
-	}
-	_ = loadModule("crc32_generic")
-	_ = loadModule("ib_uverbs")
-	_ = loadModule("rdma_ucm")
-	for _, m := range fabricModules {
-		if err := loadModule(m); err != nil {
-			return fmt.Errorf("lab: the leaf-spine needs kernel module %s: %v", m, err)
-		}
-	}
-	if mode, err := netlink.RdmaSystemGetNetnsMode(); err == nil && mode != "shared" {
-		return fmt.Errorf("lab: rdma system netns mode is %q: the leaf-spine needs \"shared\" (rdma system set netns shared), in which rdma_cm works", mode)
-	}
-	for _, ns := range leafSpineNamespaces() {
-		if _, err := os.Stat(filepath.Join("/run/netns", ns)); err == nil {
-			return fmt.Errorf("lab: network namespace %s already exists: run LeafSpineDown (roce-probe lab down) first", ns)
-		}
-	}
-	for _, h := range RoutedHosts {
-		if l, _ := netlink.RdmaLinkByName(h.RDMADevice); l != nil {
-			return fmt.Errorf("lab: RDMA device %s already exists: run LeafSpineDown (roce-probe lab down) first", h.RDMADevice)
-		}
 	}
 	if err := buildLeafSpine(); err != nil {
 		return leafSpineCleanup(err)
@@ -98,6 +67,15 @@ func LeafSpineUp(timeout time.Duration) error {
 		}
 	}
 	return nil
+}
+
+// leafSpineRDMADevices are the rxe devices of RoutedHosts.
+func leafSpineRDMADevices() []string {
+	d := make([]string, len(RoutedHosts))
+	for i, h := range RoutedHosts {
+		d[i] = h.RDMADevice
+	}
+	return d
 }
 
 func leafSpineCleanup(err error) error {
@@ -309,22 +287,7 @@ func LeafSpineDown() error {
 	if geteuid() != 0 {
 		return ErrNotRoot
 	}
-	var errs []error
-	for _, h := range RoutedHosts {
-		if l, _ := netlink.RdmaLinkByName(h.RDMADevice); l != nil {
-			if err := netlink.RdmaLinkDel(h.RDMADevice); err != nil {
-				errs = append(errs, fmt.Errorf("lab: rdma link delete %s: %w", h.RDMADevice, err))
-			}
-		}
-	}
-	for _, ns := range leafSpineNamespaces() {
-		if _, err := os.Stat(filepath.Join("/run/netns", ns)); err == nil {
-			if err := netns.DeleteNamed(ns); err != nil {
-				errs = append(errs, fmt.Errorf("lab: delete network namespace %s: %w", ns, err))
-			}
-		}
-	}
-	return errors.Join(errs...)
+	return removeParts(leafSpineNamespaces(), leafSpineRDMADevices())
 }
 
 // LeafSpineExists reports whether any namespace of the leaf-spine exists.

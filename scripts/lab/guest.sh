@@ -40,7 +40,7 @@ export GOTRACEBACK=all
 export LAB_ROCE_PROBE=$run/bin/roce-probe
 . "$(dirname "$0")/plan.sh"
 rp=$run/bin/roce-probe
-timeout=${LAB_TEST_TIMEOUT:-300}
+timeout=${LAB_TEST_TIMEOUT:-480}
 runre=$(cat "$run/run-regexp" 2>/dev/null || true)
 dry=0
 [ "$mode" = plan ] && dry=1
@@ -172,7 +172,7 @@ case "$mode" in
   run)
     [ -z "${LAB_NO_FABRIC:-}" ] && fabric_up
     echo "lab: running $run/script"
-    (cd "$run" && timeout -k 10 "${LAB_TEST_TIMEOUT:-300}" bash "$run/script") > "$out/script.log" 2>&1
+    (cd "$run" && timeout -k 10 "${LAB_TEST_TIMEOUT:-480}" bash "$run/script") > "$out/script.log" 2>&1
     echo $? > "$out/script.rc"
     sync
     touch "$out/done"
