@@ -12,9 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gopacket/gopacket/pcapgo"
-
 	"github.com/roce-probe/roce-probe/internal/lab"
+	"github.com/roce-probe/roce-probe/internal/testenv"
 	"github.com/roce-probe/roce-probe/topology"
 )
 
@@ -70,21 +69,7 @@ func lldpcli(t *testing.T, sock string, args ...string) string {
 // fixture: tshark reads system name "vm", port ID the MAC
 // d2:31:68:05:c7:9b, port description "tswp1", TTL 120).
 func lldpd1016Frame(t *testing.T) []byte {
-	t.Helper()
-	f, err := os.Open("../topology/testdata/lldpd-1.0.16.pcap")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	r, err := pcapgo.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _, err := r.ReadPacketData()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return testenv.FirstFrame(t, "../topology/testdata/lldpd-1.0.16.pcap")
 }
 
 // A switch on the other end of the lab's veth sends LLDP (the peer

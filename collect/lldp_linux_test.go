@@ -10,31 +10,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gopacket/gopacket/pcapgo"
 	"golang.org/x/sys/unix"
 
 	"github.com/roce-probe/roce-probe/internal/netnstest"
+	"github.com/roce-probe/roce-probe/internal/testenv"
 	"github.com/roce-probe/roce-probe/topology"
 )
 
 // sg200Frame is the LLDP frame of a Cisco SG 200-08P (lldpd's test data,
 // kept with package topology's fixtures).
 func sg200Frame(t *testing.T) []byte {
-	t.Helper()
-	f, err := os.Open("../topology/testdata/cisco-sg200.pcap")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	r, err := pcapgo.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _, err := r.ReadPacketData()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return testenv.FirstFrame(t, "../topology/testdata/cisco-sg200.pcap")
 }
 
 // sendFrames writes frame out of netdev in namespace ns every 100 ms

@@ -1,6 +1,8 @@
 package fabric
 
 import (
+	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"sync"
@@ -102,5 +104,49 @@ func BenchmarkLoad(b *testing.B) {
 		if _, err := host.Load(p); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkAgentObservations: the pair detail of n agents, 64 NICs a
+// ToR, each probing its 63 ToR-mates and 8 NICs of other ToRs (the
+// default plan's order of size), one NIC dead, turned into observations
+// and localised — what `fabric --agents` does after reading them.
+func BenchmarkAgentObservations(b *testing.B) {
+	for _, n := range []int{10000, 100000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			addr := func(i int) netip.Addr { return netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}) }
+			tor := func(i int) string { return fmt.Sprintf("leaf-%d", i/64) }
+			hosts := make([]Host, n)
+			pairs := make([]AgentPairs, n)
+			for i := range hosts {
+				hosts[i] = Host{Name: fmt.Sprint(i), Attachments: []Attachment{{Network: "10.0.0.0/8", Family: FamilyIPv4, Addr: addr(i), Switch: tor(i)}}}
+				ps := make([]AgentPair, 0, 71)
+				peer := func(j int, scope string) {
+					t := tor(j)
+					var lost uint64
+					if i == 1 || j == 1 {
+						lost = 20
+					}
+					ps = append(ps, AgentPair{Address: addr(j).String(), ToR: &t, Scope: scope, Probes: 20, Answered: 20 - lost, Lost: lost})
+				}
+				for j := i / 64 * 64; j < min(n, i/64*64+64); j++ {
+					if j != i {
+						peer(j, "tor")
+					}
+				}
+				for k := 1; k <= 8; k++ {
+					peer((i+k*64+k)%n, "inter_tor")
+				}
+				pairs[i] = AgentPairs{Scale: 1, Pairs: ps}
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				in := AgentObservations(hosts, pairs)
+				if s := Localize(in); len(s) != 1 || s[0].NIC != addr(1).String() {
+					b.Fatalf("%+v", s)
+				}
+			}
+		})
 	}
 }

@@ -6,12 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"net/netip"
 	"net/url"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/roce-probe/roce-probe/host"
 )
@@ -73,26 +71,9 @@ func PairsURL(agent string) (string, error) {
 // that cannot be reached, answers with another status or sends something
 // that is not pair detail is an error naming it (*InputError).
 func ReadAgentPairs(ctx context.Context, agents []string, o AgentOptions) ([]AgentPairs, error) {
-	if o.Timeout <= 0 {
-		o.Timeout = 10 * time.Second
-	}
-	if o.Concurrency <= 0 {
-		o.Concurrency = 16
-	}
-	client := o.Client
-	if client == nil {
-		client = &http.Client{}
-	}
-	urls := make([]string, len(agents))
-	var bad []error
-	for i, a := range agents {
-		u, err := PairsURL(a)
-		if err != nil {
-			bad = append(bad, err)
-		}
-		urls[i] = u
-	}
-	if err := inputError(bad); err != nil {
+	o, client := o.withDefaults()
+	urls, err := agentURLs(agents, PairsURL)
+	if err != nil {
 		return nil, err
 	}
 	return readAll(len(urls), o.Concurrency, func(i int) (AgentPairs, error) {

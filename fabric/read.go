@@ -172,12 +172,10 @@ func SnapshotURL(agent string) (string, error) {
 	return u.String(), nil
 }
 
-// ReadAgents asks each agent for its snapshot (GET /snapshot, the
-// document collect writes), o.Concurrency at a time, each within
-// o.Timeout, and returns the hosts' facts in the order of agents. An agent
-// that cannot be reached, answers with another status or sends something
-// that is not a snapshot is an error naming it (*InputError).
-func ReadAgents(ctx context.Context, agents []string, o AgentOptions) ([]Host, error) {
+// withDefaults is o with its defaults filled in (Timeout 10 s,
+// Concurrency 16) and the client to use (o.Client, else a new one), for
+// ReadAgents and ReadAgentPairs.
+func (o AgentOptions) withDefaults() (AgentOptions, *http.Client) {
 	if o.Timeout <= 0 {
 		o.Timeout = 10 * time.Second
 	}
@@ -188,16 +186,36 @@ func ReadAgents(ctx context.Context, agents []string, o AgentOptions) ([]Host, e
 	if client == nil {
 		client = &http.Client{}
 	}
+	return o, client
+}
+
+// agentURLs makes each agent's URL with urlOf (SnapshotURL, PairsURL);
+// every bad agent is named in one *InputError.
+func agentURLs(agents []string, urlOf func(string) (string, error)) ([]string, error) {
 	urls := make([]string, len(agents))
 	var bad []error
 	for i, a := range agents {
-		u, err := SnapshotURL(a)
+		u, err := urlOf(a)
 		if err != nil {
 			bad = append(bad, err)
 		}
 		urls[i] = u
 	}
 	if err := inputError(bad); err != nil {
+		return nil, err
+	}
+	return urls, nil
+}
+
+// ReadAgents asks each agent for its snapshot (GET /snapshot, the
+// document collect writes), o.Concurrency at a time, each within
+// o.Timeout, and returns the hosts' facts in the order of agents. An agent
+// that cannot be reached, answers with another status or sends something
+// that is not a snapshot is an error naming it (*InputError).
+func ReadAgents(ctx context.Context, agents []string, o AgentOptions) ([]Host, error) {
+	o, client := o.withDefaults()
+	urls, err := agentURLs(agents, SnapshotURL)
+	if err != nil {
 		return nil, err
 	}
 	return readAll(len(urls), o.Concurrency, func(i int) (Host, error) {

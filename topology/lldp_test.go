@@ -3,29 +3,14 @@ package topology
 import (
 	"errors"
 	"net/netip"
-	"os"
 	"testing"
 
-	"github.com/gopacket/gopacket/pcapgo"
+	"github.com/roce-probe/roce-probe/internal/testenv"
 )
 
 // readFrame returns the first frame of a pcap file of testdata.
 func readFrame(t testing.TB, name string) []byte {
-	t.Helper()
-	f, err := os.Open("testdata/" + name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	r, err := pcapgo.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _, err := r.ReadPacketData()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return testenv.FirstFrame(t, "testdata/"+name)
 }
 
 // The expected values are tshark's decoding of each frame, and for the

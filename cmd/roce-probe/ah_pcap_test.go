@@ -7,8 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gopacket/gopacket/pcapgo"
-
 	"github.com/roce-probe/roce-probe/internal/testenv"
 )
 
@@ -77,19 +75,7 @@ func TestAHDmac(t *testing.T) {
 	if doc.Wire.DMAC != "02:00:00:00:00:03" || doc.Wire.DMACFrom != "given" || !warned || doc.Pcap == nil {
 		t.Errorf("wire dmac %q from %q, dmac warning %v, pcap %v; want 02:00:00:00:00:03 from given, a warning, a pcap", doc.Wire.DMAC, doc.Wire.DMACFrom, warned, doc.Pcap)
 	}
-	f, err := os.Open(pcap)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	r, err := pcapgo.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, _, err := r.ReadPacketData()
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := testenv.FirstFrame(t, pcap)
 	if want := "\x02\x00\x00\x00\x00\x03"; string(data[:6]) != want {
 		t.Errorf("the frame's destination is % x, want 02 00 00 00 00 03", data[:6])
 	}

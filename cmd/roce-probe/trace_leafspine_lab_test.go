@@ -18,35 +18,6 @@ import (
 	"github.com/roce-probe/roce-probe/roce"
 )
 
-// traceDoc is what the lab tests read of `trace -o json`.
-type traceDoc struct {
-	Paths []struct {
-		UDPSport   int      `json:"udp_sport"`
-		UDPSports  []int    `json:"udp_sports"`
-		FlowLabels []uint32 `json:"flow_labels"`
-		Reached    bool     `json:"reached"`
-		Hops       []struct {
-			Status  string  `json:"status"`
-			Address *string `json:"address"`
-			DSCP    *int    `json:"dscp"`
-			ECN     *int    `json:"ecn"`
-			Arrived *struct {
-				DSCP int `json:"dscp"`
-				ECN  int `json:"ecn"`
-			} `json:"arrived"`
-		} `json:"hops"`
-		Changes []struct {
-			Field     string `json:"field"`
-			From      int    `json:"from_value"`
-			To        int    `json:"to_value"`
-			BeforeTTL int    `json:"before_ttl"`
-			AtTTL     int    `json:"at_ttl"`
-		} `json:"changes"`
-	} `json:"paths"`
-	PortsTried int    `json:"ports_tried"`
-	Stop       string `json:"stop"`
-}
-
 // spineOfAddr names the spine that owns address a ("" for none).
 func spineOfAddr(ls *lab.LeafSpine, a string) string {
 	for _, sp := range lab.Spines {

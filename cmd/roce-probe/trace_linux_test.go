@@ -11,6 +11,36 @@ import (
 	"github.com/roce-probe/roce-probe/internal/netnstest"
 )
 
+// traceDoc is what the tests (TestTraceJSON, the lab's leaf-spine tests)
+// read of `trace -o json`.
+type traceDoc struct {
+	Paths []struct {
+		UDPSport   int      `json:"udp_sport"`
+		UDPSports  []int    `json:"udp_sports"`
+		FlowLabels []uint32 `json:"flow_labels"`
+		Reached    bool     `json:"reached"`
+		Hops       []struct {
+			Status  string  `json:"status"`
+			Address *string `json:"address"`
+			DSCP    *int    `json:"dscp"`
+			ECN     *int    `json:"ecn"`
+			Arrived *struct {
+				DSCP int `json:"dscp"`
+				ECN  int `json:"ecn"`
+			} `json:"arrived"`
+		} `json:"hops"`
+		Changes []struct {
+			Field     string `json:"field"`
+			From      int    `json:"from_value"`
+			To        int    `json:"to_value"`
+			BeforeTTL int    `json:"before_ttl"`
+			AtTTL     int    `json:"at_ttl"`
+		} `json:"changes"`
+	} `json:"paths"`
+	PortsTried int    `json:"ports_tried"`
+	Stop       string `json:"stop"`
+}
+
 // `roce-probe trace` in a routed two-spine fabric of namespaces
 // (netnstest.TwoPaths) whose spine B rewrites DSCP to 0 on its port toward
 // L2, with `roce-probe listen` on the destination: -o json follows
@@ -28,27 +58,7 @@ func TestTraceJSON(t *testing.T) {
 			t.Fatalf("trace --dst %s: exit %d, want %d (a remark): %s%s", c.dst, r.code, exitFinding, r.stdout, r.stderr)
 		}
 		checkOutput(t, "trace -o json", r.stdout)
-		var doc struct {
-			Paths []struct {
-				UDPSports []int `json:"udp_sports"`
-				Reached   bool  `json:"reached"`
-				Hops      []struct {
-					Address *string `json:"address"`
-					DSCP    *int    `json:"dscp"`
-					Arrived *struct {
-						DSCP int `json:"dscp"`
-					} `json:"arrived"`
-				} `json:"hops"`
-				Changes []struct {
-					Field     string `json:"field"`
-					From      int    `json:"from_value"`
-					To        int    `json:"to_value"`
-					BeforeTTL int    `json:"before_ttl"`
-					AtTTL     int    `json:"at_ttl"`
-				} `json:"changes"`
-			} `json:"paths"`
-			PortsTried int `json:"ports_tried"`
-		}
+		var doc traceDoc
 		if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
 			t.Fatal(err)
 		}

@@ -44,11 +44,7 @@ func FabricUp(timeout time.Duration) error {
 	if timeout <= 0 {
 		timeout = 30 * time.Second
 	}
-	devs := make([]string, len(Hosts))
-	for i, h := range Hosts {
-		devs[i] = h.RDMADevice
-	}
-	if err := preflight("fabric", "FabricDown", fabricNamespaces(), devs); err != nil {
+	if err := preflight("fabric", "FabricDown", fabricNamespaces(), fabricRDMADevices()); err != nil {
 		return err
 	}
 	if err := buildFabric(); err != nil {
@@ -131,6 +127,15 @@ func fabricNamespaces() []string {
 		ns = append(ns, h.Name)
 	}
 	return ns
+}
+
+// fabricRDMADevices are the rxe devices of Hosts.
+func fabricRDMADevices() []string {
+	d := make([]string, len(Hosts))
+	for i, h := range Hosts {
+		d[i] = h.RDMADevice
+	}
+	return d
 }
 
 func fabricCleanup(err error) error {
@@ -320,15 +325,22 @@ func FabricDown() error {
 	if geteuid() != 0 {
 		return ErrNotRoot
 	}
+	return removeParts(fabricNamespaces(), fabricRDMADevices())
+}
+
+// removeParts deletes the RDMA devices, then the network namespaces (with
+// every netdev in them) of a fabric; missing parts are skipped, and every
+// failure is returned.
+func removeParts(namespaces, rdmaDevices []string) error {
 	var errs []error
-	for _, h := range Hosts {
-		if l, _ := netlink.RdmaLinkByName(h.RDMADevice); l != nil {
-			if err := netlink.RdmaLinkDel(h.RDMADevice); err != nil {
-				errs = append(errs, fmt.Errorf("lab: rdma link delete %s: %w", h.RDMADevice, err))
+	for _, d := range rdmaDevices {
+		if l, _ := netlink.RdmaLinkByName(d); l != nil {
+			if err := netlink.RdmaLinkDel(d); err != nil {
+				errs = append(errs, fmt.Errorf("lab: rdma link delete %s: %w", d, err))
 			}
 		}
 	}
-	for _, ns := range fabricNamespaces() {
+	for _, ns := range namespaces {
 		if _, err := os.Stat(filepath.Join("/run/netns", ns)); err == nil {
 			if err := netns.DeleteNamed(ns); err != nil {
 				errs = append(errs, fmt.Errorf("lab: delete network namespace %s: %w", ns, err))

@@ -1,7 +1,6 @@
 package lab
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -10,7 +9,6 @@ import (
 	"time"
 
 	"github.com/vishvananda/netlink"
-	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 )
 
@@ -52,11 +50,7 @@ func LeafSpineUp(timeout time.Duration) error {
 	if timeout <= 0 {
 		timeout = 30 * time.Second
 	}
-	devs := make([]string, len(RoutedHosts))
-	for i, h := range RoutedHosts {
-		devs[i] = h.RDMADevice
-	}
-	if err := preflight("leaf-spine", "LeafSpineDown", leafSpineNamespaces(), devs); err != nil {
+	if err := preflight("leaf-spine", "LeafSpineDown", leafSpineNamespaces(), leafSpineRDMADevices()); err != nil {
 		return err
 	}
 	if err := buildLeafSpine(); err != nil {
@@ -73,6 +67,15 @@ func LeafSpineUp(timeout time.Duration) error {
 		}
 	}
 	return nil
+}
+
+// leafSpineRDMADevices are the rxe devices of RoutedHosts.
+func leafSpineRDMADevices() []string {
+	d := make([]string, len(RoutedHosts))
+	for i, h := range RoutedHosts {
+		d[i] = h.RDMADevice
+	}
+	return d
 }
 
 func leafSpineCleanup(err error) error {
@@ -284,22 +287,7 @@ func LeafSpineDown() error {
 	if geteuid() != 0 {
 		return ErrNotRoot
 	}
-	var errs []error
-	for _, h := range RoutedHosts {
-		if l, _ := netlink.RdmaLinkByName(h.RDMADevice); l != nil {
-			if err := netlink.RdmaLinkDel(h.RDMADevice); err != nil {
-				errs = append(errs, fmt.Errorf("lab: rdma link delete %s: %w", h.RDMADevice, err))
-			}
-		}
-	}
-	for _, ns := range leafSpineNamespaces() {
-		if _, err := os.Stat(filepath.Join("/run/netns", ns)); err == nil {
-			if err := netns.DeleteNamed(ns); err != nil {
-				errs = append(errs, fmt.Errorf("lab: delete network namespace %s: %w", ns, err))
-			}
-		}
-	}
-	return errors.Join(errs...)
+	return removeParts(leafSpineNamespaces(), leafSpineRDMADevices())
 }
 
 // LeafSpineExists reports whether any namespace of the leaf-spine exists.
