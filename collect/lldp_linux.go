@@ -221,7 +221,7 @@ func runLLDPCli() ([]topology.LLDPDNeighbor, string) {
 	}
 	if err != nil {
 		if errText != "" {
-			return nil, fmt.Sprintf("lldpcli: %s (is lldpd running?)", errText)
+			return nil, fmt.Sprintf("lldpcli: %s (is lldpd running?)", untimed(errText))
 		}
 		return nil, fmt.Sprintf("lldpcli: %v", err)
 	}
@@ -230,6 +230,17 @@ func runLLDPCli() ([]topology.LLDPDNeighbor, string) {
 		return nil, err.Error()
 	}
 	return ns, ""
+}
+
+// untimed drops the time lldpd's log lines start with ("2026-11-27T12:19:08
+// [WARN/control] unable to connect to socket /run/lldpd.socket: ..."), so
+// that a reason says the same at every read.
+func untimed(line string) string {
+	first, rest, ok := strings.Cut(line, " ")
+	if _, err := time.Parse("2006-01-02T15:04:05", first); ok && err == nil {
+		return rest
+	}
+	return line
 }
 
 // lookPath finds a command (exec.LookPath; a variable for tests).
