@@ -255,21 +255,29 @@ func TestBadInput(t *testing.T) {
 		{[]string{"completion", "tcsh"}, []string{`"tcsh"`, "bash", "fish", "powershell", "zsh"}, ""},
 	} {
 		liveSysfs = c.sysfs
-		stdout, stderr, code := runCLI(t, "", c.args...)
-		if code != exitUsage {
-			t.Errorf("%q: exit %d, want %d (stderr %q)", c.args, code, exitUsage, stderr)
-		}
-		if stdout != "" {
-			t.Errorf("%q: wrote %q to stdout, want nothing", c.args, stdout)
-		}
-		msg := strings.TrimSuffix(stderr, "\n")
-		if !strings.HasPrefix(msg, "roce-probe: ") || strings.Contains(msg, "\n") {
-			t.Errorf("%q: stderr %q, want one line starting with \"roce-probe: \"", c.args, stderr)
-		}
-		for _, w := range c.want {
-			if !strings.Contains(msg, w) {
-				t.Errorf("%q: stderr %q does not contain %q", c.args, stderr, w)
-			}
+		checkUsageError(t, c.args, c.want)
+	}
+}
+
+// checkUsageError runs roce-probe with args and checks a usage error: exit
+// 2, nothing on stdout, one line on stderr starting with "roce-probe: "
+// that contains each of want.
+func checkUsageError(t *testing.T, args, want []string) {
+	t.Helper()
+	stdout, stderr, code := runCLI(t, "", args...)
+	if code != exitUsage {
+		t.Errorf("%q: exit %d, want %d (stderr %q)", args, code, exitUsage, stderr)
+	}
+	if stdout != "" {
+		t.Errorf("%q: wrote %q to stdout, want nothing", args, stdout)
+	}
+	msg := strings.TrimSuffix(stderr, "\n")
+	if !strings.HasPrefix(msg, "roce-probe: ") || strings.Contains(msg, "\n") {
+		t.Errorf("%q: stderr %q, want one line starting with \"roce-probe: \"", args, stderr)
+	}
+	for _, w := range want {
+		if !strings.Contains(msg, w) {
+			t.Errorf("%q: stderr %q does not contain %q", args, stderr, w)
 		}
 	}
 }

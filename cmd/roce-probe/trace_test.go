@@ -2,7 +2,6 @@ package main
 
 import (
 	"net/netip"
-	"strings"
 	"testing"
 	"time"
 
@@ -46,22 +45,7 @@ func TestTraceBadInput(t *testing.T) {
 		{[]string{"trace", "--dst", "192.0.2.2", "--dev", "mlx5_0"}, []string{"--dev and --gid-index go together"}},
 		{[]string{"trace", "--netdev", "lo"}, []string{"--dst is required"}},
 	} {
-		stdout, stderr, code := runCLI(t, "", c.args...)
-		if code != exitUsage {
-			t.Errorf("%q: exit %d, want %d (stderr %q)", c.args, code, exitUsage, stderr)
-		}
-		if stdout != "" {
-			t.Errorf("%q: wrote %q to stdout, want nothing", c.args, stdout)
-		}
-		msg := strings.TrimSuffix(stderr, "\n")
-		if !strings.HasPrefix(msg, "roce-probe: ") || strings.Contains(msg, "\n") {
-			t.Errorf("%q: stderr %q, want one line starting with \"roce-probe: \"", c.args, stderr)
-		}
-		for _, w := range c.want {
-			if !strings.Contains(msg, w) {
-				t.Errorf("%q: stderr %q does not contain %q", c.args, stderr, w)
-			}
-		}
+		checkUsageError(t, c.args, c.want)
 	}
 }
 
