@@ -474,6 +474,11 @@ func (a *Agent) loop(ctx context.Context, peers <-chan []Peer) {
 			}
 			a.changes.Inc()
 			a.log.Debug("change", "kind", c.Kind, "netdev", c.Netdev, "ifindex", c.Ifindex, "deleted", c.Deleted)
+			// The host changed: the next hops the read after it asks for
+			// are new ones (a netdev back with an empty neighbour table),
+			// and deserve their follow-up read even when an earlier one
+			// came less than followUpGap ago.
+			lastFollowUp = time.Time{}
 			if !pending {
 				pending = true
 				soon.Reset(max(debounce, minEventGap-a.d.Now().Sub(lastRead)))
