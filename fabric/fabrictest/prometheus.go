@@ -99,7 +99,9 @@ func ParseExposition(text string) ([]Series, error) {
 // Prometheus starts a fake Prometheus server whose /api/v1/query answers
 // the instant queries fabric asks (fabric.ProbeQueries), as Prometheus's
 // HTTP API writes an instant vector, over the targets' series, each with
-// its target's labels added:
+// its target's labels added and, as Prometheus stores them, without its
+// empty labels (deploy/validate checks its answers against Prometheus's
+// own engine):
 //
 //	NAME
 //	NAME{label="value",label!="value"}
@@ -129,11 +131,12 @@ func Prometheus(targets []Target) (*httptest.Server, error) {
 			}
 			for _, s := range ss {
 				m := map[string]string{"__name__": s.Name}
-				for k, v := range s.Labels {
-					m[k] = v
-				}
-				for k, v := range t.Labels {
-					m[k] = v
+				for _, ls := range []map[string]string{s.Labels, t.Labels} {
+					for k, v := range ls {
+						if v != "" { // Prometheus stores no empty label
+							m[k] = v
+						}
+					}
 				}
 				v, _ := strconv.ParseFloat(s.Value, 64)
 				if i == 0 {
