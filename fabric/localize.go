@@ -41,6 +41,11 @@ type SportObservation struct {
 type LocalizeInput struct {
 	Pairs []PairObservation
 	Noisy []string
+	// ToRNICs is, when known, how many NICs each ToR has (the agents'
+	// and their peers' ToRs): a NIC of a ToR of 2 has one ToR-mate to
+	// lose probes with, not the 2 the nic rule asks for otherwise. nil,
+	// or a ToR missing: not known (2 asked for).
+	ToRNICs map[string]int
 }
 
 // SuspectKind is what a suspect is.
@@ -119,10 +124,11 @@ const (
 //     be its own.
 //  2. A NIC (its host, or the ToR port facing it): its probes fail in
 //     every direction — pairs with at least 3 peers lost, ToR-mates among
-//     them (a link fault never loses a probe between ToR-mates), at least
-//     6 probes with its ToR-mates (random loss loses one probe here and
-//     there) — while its ToR-mates lose nothing among themselves (but
-//     with one other faulty NIC, or at random: a tenth of them at most).
+//     them (2, or its only one in a ToR of 2 NICs: in.ToRNICs; a link
+//     fault never loses a probe between ToR-mates), at least 6 probes
+//     with its ToR-mates (random loss loses one probe here and there) —
+//     while its ToR-mates lose nothing among themselves (but with one
+//     other faulty NIC, or at random: a tenth of them at most).
 //  3. A ToR: loss between ToR-mates spread over its NICs with no NIC to
 //     blame (ToR-mesh loss), at least 10 probes.
 //  4. A spine, then ToR uplinks: the remaining inter-ToR loss, by the
@@ -221,7 +227,13 @@ func Localize(in LocalizeInput) []Suspect {
 				mateLost += lost
 			}
 		}
-		if peers < minNICPeers || mates < min(2, peers) || (mates > 0 && mateLost < minNICLost) {
+		// ToR-mates that lost with it: 2 (one may be a second fault of
+		// its own), or every mate it has where its ToR has fewer.
+		need := min(2, peers)
+		if size, ok := in.ToRNICs[l.tor]; ok && l.tor != "" {
+			need = min(need, size-1)
+		}
+		if peers < minNICPeers || need < 1 || mates < need || mateLost < minNICLost {
 			continue
 		}
 		// Its mates' losses among themselves must be its: each mate that

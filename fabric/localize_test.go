@@ -1,7 +1,10 @@
 package fabric
 
 import (
+	"bytes"
 	"fmt"
+	"os"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -228,5 +231,62 @@ func TestLocalizeNICWithRandomLoss(t *testing.T) {
 	})
 	if got, want := names(Localize(in)), "nic nic=nic05 tor=leaf0 spine="; got != want {
 		t.Errorf("suspects %q, want %q", got, want)
+	}
+}
+
+// ToRs of 2 NICs (the lab's leaf-spine): a dead NIC has one ToR-mate to
+// lose probes with, which is enough when Localize knows the ToR has no
+// other (ToRNICs); without it the rule asks for 2. A lossy uplink still
+// names no NIC: it never loses between ToR-mates.
+func TestLocalizeToRsOfTwo(t *testing.T) {
+	f := testFabric{tors: 2, perToR: 2, spines: 2}
+	sizes := map[string]int{"leaf0": 2, "leaf1": 2}
+	for _, tc := range []struct {
+		name  string
+		fate  probeFate
+		sizes map[string]int
+		want  string
+	}{
+		{"dead NIC, ToR sizes known", func(a, b, s, sp, k int) (bool, bool) { return a == 3 || b == 3, false }, sizes, "nic nic=nic03 tor=leaf1 spine="},
+		{"dead NIC, ToR sizes not known", func(a, b, s, sp, k int) (bool, bool) { return a == 3 || b == 3, false }, nil, ""},
+		{"dead NIC, its ToR said to have 3", func(a, b, s, sp, k int) (bool, bool) { return a == 3 || b == 3, false }, map[string]int{"leaf1": 3}, ""},
+		{"lossy uplink leaf1-spine0", func(a, b, s, sp, k int) (bool, bool) { return sp == 0 && (a/2 == 1 || b/2 == 1), false }, sizes, ""},
+		{"a probe lost at random thrice around nic02", func(a, b, s, sp, k int) (bool, bool) {
+			return k == 0 && s == 1 && (a == 2 && b == 3 || a == 2 && b == 0 || a == 1 && b == 2), false
+		}, sizes, ""},
+	} {
+		in := f.observe(tc.fate)
+		in.ToRNICs = tc.sizes
+		if got := names(Localize(in)); got != tc.want {
+			t.Errorf("%s: suspects %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+// AgentObservations counts each ToR's NICs over every pair, healthy ones
+// too: the lab's leaf-spine (testdata/leafspine-lab) has 2 under each
+// leaf (docs/lab.md).
+func TestAgentObservationsToRNICs(t *testing.T) {
+	var snaps []string
+	var pairs []AgentPairs
+	for _, h := range []string{"h5", "h6", "h7", "h8"} {
+		snaps = append(snaps, "testdata/leafspine-lab/"+h+".snapshot.json.gz")
+		b, err := os.ReadFile("testdata/leafspine-lab/" + h + ".pairs.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := DecodeAgentPairs(bytes.NewReader(b), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pairs = append(pairs, p)
+	}
+	hosts, err := ReadFiles(snaps, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := AgentObservations(hosts, pairs)
+	if want := map[string]int{"leaf1": 2, "leaf2": 2}; !reflect.DeepEqual(in.ToRNICs, want) {
+		t.Errorf("ToRNICs %v, want %v", in.ToRNICs, want)
 	}
 }

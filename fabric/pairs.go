@@ -146,6 +146,8 @@ func DecodeAgentPairs(r io.Reader, max int64) (AgentPairs, error) {
 // together; Remarked counts pairs whose last answered probe arrived with
 // another DSCP than it was sent with (the detail keeps only the last).
 // An agent whose probe rate scale is below 1 has its NICs marked noisy.
+// ToRNICs counts each ToR's NICs among all the pairs (a NIC probed over
+// two families counts twice, which only keeps the nic rule's default).
 // Source ports are not in the pair detail: link suspects come without a
 // spine (docs/fabric.md, "Localisation").
 func AgentObservations(hosts []Host, pairs []AgentPairs) LocalizeInput {
@@ -197,7 +199,30 @@ func AgentObservations(hosts []Host, pairs []AgentPairs) LocalizeInput {
 			}
 		}
 	}
-	return observationsOf(obs, noisy)
+	in := observationsOf(obs, noisy)
+	// Each ToR's NICs, from every pair, healthy ones too: every agent
+	// probes its ToR-mates as a mesh, so the NICs of a ToR whose hosts
+	// run agents are all there.
+	nicsOf := map[string]map[string]bool{}
+	add := func(tor, nic string) {
+		if tor != "" {
+			if nicsOf[tor] == nil {
+				nicsOf[tor] = map[string]bool{}
+			}
+			nicsOf[tor][nic] = true
+		}
+	}
+	for _, o := range in.Pairs {
+		add(o.SrcToR, o.Src)
+		add(o.DstToR, o.Dst)
+	}
+	if len(nicsOf) > 0 {
+		in.ToRNICs = make(map[string]int, len(nicsOf))
+		for t, n := range nicsOf {
+			in.ToRNICs[t] = len(n)
+		}
+	}
+	return in
 }
 
 // observationsOf is localisation's input of pairs keyed by (source,
