@@ -275,6 +275,26 @@ func AgentObservations(hosts []Host, pairs []AgentPairs) LocalizeInput {
 	return in
 }
 
+// observationsOf is localisation's input of pairs keyed by (source,
+// destination) and the noisy NICs, both sorted.
+func observationsOf[K comparable](obs map[K]*PairObservation, noisy map[string]bool) LocalizeInput {
+	var in LocalizeInput
+	for _, o := range obs {
+		in.Pairs = append(in.Pairs, *o)
+	}
+	sort.Slice(in.Pairs, func(i, j int) bool {
+		if in.Pairs[i].Src != in.Pairs[j].Src {
+			return in.Pairs[i].Src < in.Pairs[j].Src
+		}
+		return in.Pairs[i].Dst < in.Pairs[j].Dst
+	})
+	for n := range noisy {
+		in.Noisy = append(in.Noisy, n)
+	}
+	sort.Strings(in.Noisy)
+	return in
+}
+
 // nicIndex numbers the NICs of AgentObservations: ids[addrs[i]] = i, and
 // tors[i] is its ToR ("" when not known).
 type nicIndex struct {

@@ -144,6 +144,9 @@ type PrometheusOptions struct {
 	// the deploy/ scrape configurations, "node" names it as its
 	// hostname).
 	HostLabel string
+	// Window is what ReadPrometheusProbes counts probes over (0:
+	// DefaultWindow).
+	Window time.Duration
 	// Timeout bounds each query (0: 30 s).
 	Timeout time.Duration
 	// MaxBytes bounds a response (0: MaxPrometheusBytes).
