@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"sort"
 	"strconv"
@@ -354,6 +355,9 @@ func HostsFromMetrics(index, info []Sample, hostLabel string) ([]Host, error) {
 			continue // netdev and VLAN unknown
 		}
 		a.Netdev = l["netdev"]
+		if ip, err := netip.ParseAddr(l["gid"]); err == nil {
+			a.Addr = ip.Unmap()
+		}
 		switch vl := l["vlan"]; vl {
 		case "":
 			a.VLANs = []uint16{}

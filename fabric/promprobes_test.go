@@ -3,6 +3,8 @@ package fabric
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"net/netip"
 	"reflect"
 	"strings"
 	"testing"
@@ -144,5 +146,137 @@ func TestObservationsFromMetricsNotes(t *testing.T) {
 	if len(notes["h1"]) != 1 || !strings.Contains(notes["h1"][0], "without an address label") ||
 		len(notes["h2"]) != 1 || !strings.Contains(notes["h2"][0], "no roce_probe_flow_source_info") {
 		t.Errorf("notes %q", notes)
+	}
+}
+
+// One fleet, two sources, one decision: 12 agents under leaf-a, leaf-b
+// and leaf-c (NIC i 10.0.0.(1+i), 4 a ToR), each probing its 3 ToR-mates
+// (100 probes) and the 8 NICs of the other ToRs (20 each), with faults
+// injected — NIC 1 dead, leaf-b's mesh losing 6 in 100, leaf-c's uplinks
+// 3 in 20, leaf-b's uplinks remarking DSCP, agent 9 busy (its rate
+// scale 0.5) and losing 2 in 100 with its mates — written as the agents'
+// pair detail (/pairs) and as the series Prometheus holds of the same
+// agents. Both give Localize the same suspects; the remark's pair count
+// differs, by design: /pairs has a pair per NIC, the series a group per
+// peer ToR.
+func TestPrometheusEqualsAgentsSuspects(t *testing.T) {
+	const n = 12
+	tor := func(i int) string { return []string{"leaf-a", "leaf-b", "leaf-c"}[i/4] }
+	addr := func(i int) string { return fmt.Sprintf("10.0.0.%d", 1+i) }
+	lost := func(i, j int, probes uint64) uint64 {
+		switch {
+		case i == 1 || j == 1:
+			return probes
+		case tor(i) == tor(j) && tor(i) == "leaf-b":
+			return 6
+		case tor(i) != tor(j) && (tor(i) == "leaf-c" || tor(j) == "leaf-c"):
+			return 3
+		case i == 9 && tor(j) == "leaf-c":
+			return 2
+		}
+		return 0
+	}
+	remarked := func(i, j int) bool {
+		return tor(i) != tor(j) && (tor(i) == "leaf-b" || tor(j) == "leaf-b") && lost(i, j, 20) < 20
+	}
+	l := func(kv ...string) map[string]string {
+		m := map[string]string{}
+		for k := 0; k < len(kv); k += 2 {
+			m[kv[k]] = kv[k+1]
+		}
+		return m
+	}
+	var hosts []Host
+	var pairs []AgentPairs
+	var m ProbeMetrics
+	for i := 0; i < n; i++ {
+		h := fmt.Sprintf("node-%d", i)
+		hosts = append(hosts, Host{Name: h, Attachments: []Attachment{{Network: "10.0.0.0/16", Addr: netip.MustParseAddr(addr(i)), Switch: tor(i)}}})
+		ap := AgentPairs{Scale: 1}
+		scale := 1.0
+		if i == 9 {
+			ap.Scale, scale = 0.5, 0.5
+		}
+		m.GIDInfo = append(m.GIDInfo, Sample{Labels: l("node", h, "device", "mlx5_0", "port", "1", "index", "3", "gid", "::ffff:"+addr(i))})
+		m.FlowSource = append(m.FlowSource, Sample{Labels: l("node", h, "flow", "rdma", "device", "mlx5_0", "port", "1", "index", "3", "netdev", "eth0")})
+		m.Topology = append(m.Topology, Sample{Labels: l("node", h, "netdev", "eth0", "switch", tor(i))})
+		m.Scale = append(m.Scale, Sample{Labels: l("node", h), Value: scale})
+		mateSent := 0.0
+		torSent := map[string]float64{}
+		torRemarked := map[string]float64{}
+		for j := 0; j < n; j++ {
+			if j == i {
+				continue
+			}
+			probes, scope := uint64(20), "inter_tor"
+			if tor(i) == tor(j) {
+				probes, scope = 100, "tor"
+			}
+			lo := lost(i, j, probes)
+			p := AgentPair{Peer: fmt.Sprintf("node-%d", j), Address: addr(j), Flow: "rdma", Scope: scope, Probes: probes, Answered: probes - lo, Lost: lo}
+			if lo < probes {
+				p.Sent, p.Received = &PairMarkings{DSCP: 26}, &PairMarkings{DSCP: 26}
+				if remarked(i, j) {
+					p.Received.DSCP = 0
+				}
+			}
+			ap.Pairs = append(ap.Pairs, p)
+			peer := l("node", h, "flow", "rdma", "peer", p.Peer, "address", addr(j), "scope", scope, "peer_tor", tor(j))
+			if scope == "tor" {
+				mateSent += float64(probes)
+				if lo > 0 {
+					m.MateLost = append(m.MateLost, Sample{Labels: peer, Value: float64(lo)})
+				}
+				continue
+			}
+			torSent[tor(j)] += float64(probes)
+			if remarked(i, j) {
+				torRemarked[tor(j)] += float64(probes - lo)
+			}
+			if lo > 0 { // 8 NICs of other ToRs: all fit in the 10 worst pairs
+				m.WorstLoss = append(m.WorstLoss, Sample{Labels: peer, Value: float64(lo) / float64(probes)})
+				m.WorstLost = append(m.WorstLost, Sample{Labels: peer, Value: float64(lo)})
+			}
+		}
+		pairs = append(pairs, ap)
+		m.MateSent = append(m.MateSent, Sample{Labels: l("node", h, "flow", "rdma"), Value: mateSent})
+		for t, v := range torSent {
+			m.ToRSent = append(m.ToRSent, Sample{Labels: l("node", h, "flow", "rdma", "scope", "inter_tor", "peer_tor", t), Value: v})
+		}
+		for t, v := range torRemarked {
+			m.ToRRemarked = append(m.ToRRemarked, Sample{Labels: l("node", h, "flow", "rdma", "scope", "inter_tor", "peer_tor", t, "field", "dscp", "event", "remarked"), Value: v})
+		}
+	}
+	fromAgents := Localize(AgentObservations(hosts, pairs))
+	in, notes := ObservationsFromMetrics(m, "node")
+	fromProm := Localize(in)
+	if len(notes) > 0 {
+		t.Errorf("notes %q", notes)
+	}
+	names := func(ss []Suspect) []string {
+		var out []string
+		for _, s := range ss {
+			p := fmt.Sprint(s.Pairs)
+			if s.Kind == SuspectRemark {
+				p = "-"
+			}
+			out = append(out, fmt.Sprintf("%s nic=%s tor=%s spine=%s pairs=%s", s.Kind, s.NIC, s.ToR, s.Spine, p))
+		}
+		return out
+	}
+	want := []string{
+		// Its 3 mates and the 8 NICs of other ToRs; its pairs are set
+		// aside before the rest is judged.
+		"host_noise nic=10.0.0.10 tor= spine= pairs=11",
+		// Leaf-c's NICs but the busy one (3) with the other ToRs' but the
+		// dead one (7), both ways.
+		"link nic= tor=leaf-c spine= pairs=42",
+		// Its 11 peers but the busy one.
+		"nic nic=10.0.0.2 tor=leaf-a spine= pairs=10",
+		"remark nic= tor=leaf-b spine= pairs=-",
+		"tor nic= tor=leaf-b spine= pairs=12",
+	}
+	if a, p := names(fromAgents), names(fromProm); !reflect.DeepEqual(a, want) || !reflect.DeepEqual(p, want) {
+		t.Errorf("suspects\nfrom /pairs:\n%s\nfrom Prometheus:\n%s\nwant:\n%s", strings.Join(a, "\n"), strings.Join(p, "\n"), strings.Join(want, "\n"))
 	}
 }
