@@ -22,6 +22,11 @@ type AgentPairs struct {
 	// Scale is the agent's probe rate scale: below 1 while it protects
 	// its host (late wake-ups, CPU over budget): its results are marked.
 	Scale float64 `json:"probe_scale"`
+	// Addresses are the addresses the agent's probes leave from, and ToR
+	// its own ToR (nil: not known; both absent from agents older than
+	// them).
+	Addresses []string `json:"addresses"`
+	ToR       *string  `json:"tor"`
 	// Pairs are the (peer, flow) pairs it probes.
 	Pairs []AgentPair `json:"pairs"`
 	// Missing says the agent has no pair detail (HTTP 404: an agent
@@ -45,6 +50,35 @@ type AgentPair struct {
 	// last answered one as they arrived; nil when not known.
 	Sent     *PairMarkings `json:"sent"`
 	Received *PairMarkings `json:"received"`
+	// SportFaults are the UDP source ports whose probes were lost or
+	// arrived remarked, with the spine a trace of each found
+	// (docs/json.md, "agent_sport_fault"); absent from older agents.
+	SportFaults []AgentSportFault `json:"sport_faults"`
+}
+
+// AgentSportFault is one UDP source port of a pair that lost probes or
+// saw them remarked, and what the agent's automatic trace of it found.
+type AgentSportFault struct {
+	Sport    uint16 `json:"udp_sport"`
+	Lost     uint64 `json:"lost"`
+	Remarked uint64 `json:"remarked"`
+	// Spine is the hops between the two ToRs the trace went through (the
+	// spine, named by the agent's trace.routers); nil when no trace ran
+	// or it found none.
+	Spine *string `json:"spine"`
+	// Remark is where the trace saw the DSCP or ECN change; nil: nowhere
+	// (or not traced).
+	Remark *PairChange `json:"remark"`
+}
+
+// PairChange is the part of a trace's change (docs/json.md,
+// "trace_change") localisation reports.
+type PairChange struct {
+	Field         string  `json:"field"`
+	From          int     `json:"from_value"`
+	To            int     `json:"to_value"`
+	BeforeAddress *string `json:"before_address"`
+	AtAddress     *string `json:"at_address"`
 }
 
 // PairMarkings is the part of a pair's markings localisation compares.
@@ -144,16 +178,31 @@ func DecodeAgentPairs(r io.Reader, max int64) (AgentPairs, error) {
 // NIC's ToR is its snapshot's topology, else what its peers' probe
 // replies said. The flows of a (source, destination) pair are added
 // together; Remarked counts pairs whose last answered probe arrived with
-// another DSCP than it was sent with (the detail keeps only the last).
-// An agent whose probe rate scale is below 1 has its NICs marked noisy.
-// Source ports are not in the pair detail: link suspects come without a
-// spine (docs/fabric.md, "Localisation").
+// another DSCP than it was sent with (the detail keeps only the last),
+// or, from agents that report their faulty UDP source ports, the probes
+// those ports saw remarked. Each faulty port is a SportObservation with
+// the spine the agent's trace of it found ("" when none ran): what
+// Localize names spines, links and remarking hops by. An agent whose
+// probe rate scale is below 1 has its NICs marked noisy. An agent's own
+// ToR and addresses on /pairs name its NICs' ToR when its snapshot does
+// not.
 func AgentObservations(hosts []Host, pairs []AgentPairs) LocalizeInput {
 	tor := map[string]string{} // NIC address → ToR
 	for _, h := range hosts {
 		for _, a := range h.Attachments {
 			if a.Addr.IsValid() && a.Switch != "" {
 				tor[a.Addr.String()] = a.Switch
+			}
+		}
+	}
+	for _, ap := range pairs {
+		if ap.ToR != nil && *ap.ToR != "" {
+			for _, s := range ap.Addresses {
+				if a, err := netip.ParseAddr(s); err == nil {
+					if _, ok := tor[a.Unmap().String()]; !ok {
+						tor[a.Unmap().String()] = *ap.ToR
+					}
+				}
 			}
 		}
 	}
@@ -192,7 +241,19 @@ func AgentObservations(hosts []Host, pairs []AgentPairs) LocalizeInput {
 			}
 			o.Sent += p.Probes
 			o.Lost += p.Lost
-			if p.Sent != nil && p.Received != nil && p.Sent.DSCP != p.Received.DSCP {
+			var remarked uint64
+			for _, f := range p.SportFaults {
+				so := SportObservation{Sport: f.Sport, Lost: f.Lost, Remarked: f.Remarked}
+				if f.Spine != nil {
+					so.Spine = *f.Spine
+				}
+				o.Sports = append(o.Sports, so)
+				remarked += f.Remarked
+			}
+			switch {
+			case remarked > 0:
+				o.Remarked += remarked
+			case p.Sent != nil && p.Received != nil && p.Sent.DSCP != p.Received.DSCP:
 				o.Remarked++
 			}
 		}
