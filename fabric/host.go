@@ -47,7 +47,8 @@ type Attachment struct {
 	Switch string
 	// Addr is the address of the port's lowest usable entry on the
 	// network (the GID as an IP address): the NIC's name in the agents'
-	// pair detail (ReadAgentPairs); invalid from Prometheus.
+	// pair detail (ReadAgentPairs) and in the Prometheus source's
+	// observations (ObservationsFromMetrics).
 	Addr netip.Addr
 	// Index is the usable GID index per type (GIDIndex.Index):
 	// Index[gid.TypeRoCEv1], Index[gid.TypeRoCEv2]; nil for a type the

@@ -19,8 +19,8 @@ type HTMLInput struct {
 	// index per network and its switch (ToR) come from them.
 	Hosts []Host
 	// Pairs are one window's probe results and Suspects what Localize
-	// made of them; nil when the source has no probe results (snapshots,
-	// agents' /snapshot and the Prometheus source read none today).
+	// made of them; nil when the source has no probe results (snapshots;
+	// agents without /pairs; Prometheus without the agents' probe series).
 	Pairs    []PairObservation
 	Suspects []Suspect
 	// Title heads the page; "" for "roce-probe fabric report".
@@ -374,7 +374,7 @@ td.ok,td.lost,td.remark,td.odd,th{-webkit-print-color-adjust:exact;print-color-a
 <tr><th>from \ to</th>{{range .Labels}}<th scope="col">{{.}}</th>{{end}}</tr>
 {{range .Rows}}<tr><th scope="row">{{.Label}}</th>{{range .Cells}}<td class="{{.Class}}" title="{{.Title}}" data-cell="{{.Title}}"><span class="sym">{{.Symbol}}</span>{{.Text}}</td>{{end}}</tr>
 {{end}}</table></div>
-{{else}}<p class="note">No probe results in this source (snapshots, agents' /snapshot and the Prometheus source carry none).</p>{{end}}
+{{else}}<p class="note">No probe results in this source (snapshots carry none; agents without /pairs and Prometheus without the agents' probe series neither).</p>{{end}}
 
 <h2 id="findings">Findings</h2>
 {{if not .Findings}}<p>None: the hosts of each network agree on everything compared.</p>{{end}}

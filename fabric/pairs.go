@@ -258,20 +258,22 @@ func AgentObservations(hosts []Host, pairs []AgentPairs) LocalizeInput {
 			}
 		}
 	}
+	return observationsOf(obs, noisy)
+}
+
+// observationsOf is localisation's input of pairs keyed by (source,
+// destination) and the noisy NICs, both sorted.
+func observationsOf[K comparable](obs map[K]*PairObservation, noisy map[string]bool) LocalizeInput {
 	var in LocalizeInput
-	keys := make([]key, 0, len(obs))
-	for k := range obs {
-		keys = append(keys, k)
+	for _, o := range obs {
+		in.Pairs = append(in.Pairs, *o)
 	}
-	sort.Slice(keys, func(i, j int) bool {
-		if keys[i].src != keys[j].src {
-			return keys[i].src < keys[j].src
+	sort.Slice(in.Pairs, func(i, j int) bool {
+		if in.Pairs[i].Src != in.Pairs[j].Src {
+			return in.Pairs[i].Src < in.Pairs[j].Src
 		}
-		return keys[i].dst < keys[j].dst
+		return in.Pairs[i].Dst < in.Pairs[j].Dst
 	})
-	for _, k := range keys {
-		in.Pairs = append(in.Pairs, *obs[k])
-	}
 	for n := range noisy {
 		in.Noisy = append(in.Noisy, n)
 	}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"sort"
 	"strconv"
@@ -144,6 +145,9 @@ type PrometheusOptions struct {
 	// the deploy/ scrape configurations, "node" names it as its
 	// hostname).
 	HostLabel string
+	// Window is what ReadPrometheusProbes counts probes over (0:
+	// DefaultWindow).
+	Window time.Duration
 	// Timeout bounds each query (0: 30 s).
 	Timeout time.Duration
 	// MaxBytes bounds a response (0: MaxPrometheusBytes).
@@ -351,6 +355,9 @@ func HostsFromMetrics(index, info []Sample, hostLabel string) ([]Host, error) {
 			continue // netdev and VLAN unknown
 		}
 		a.Netdev = l["netdev"]
+		if ip, err := netip.ParseAddr(l["gid"]); err == nil {
+			a.Addr = ip.Unmap()
+		}
 		switch vl := l["vlan"]; vl {
 		case "":
 			a.VLANs = []uint16{}

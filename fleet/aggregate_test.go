@@ -125,3 +125,31 @@ func TestGovernor(t *testing.T) {
 		}
 	}
 }
+
+// TestGovernorUpkeep: a period whose CPU is over the budget only by its
+// upkeep (a start-up's peer list, host reads after a change: 9 % of a
+// core, against a budget of 3 % and probing at 1 %) changes nothing and
+// counts as calm; the same CPU spent probing steps down.
+func TestGovernorUpkeep(t *testing.T) {
+	g := NewGovernor(0.03)
+	g.Calm = 1
+	startup := Sample{Wall: 10 * time.Second, CPU: time.Second, Upkeep: 900 * time.Millisecond, Wakeups: 100}
+	for i := range 5 {
+		if s, why, changed := g.Observe(startup); s != 1 || why != PressureNone || changed {
+			t.Fatalf("upkeep period %d: %g %q %v, want 1, no pressure, unchanged", i, s, why, changed)
+		}
+	}
+	probing := Sample{Wall: 10 * time.Second, CPU: time.Second, Upkeep: 100 * time.Millisecond, Wakeups: 100}
+	if s, why, changed := g.Observe(probing); s != 0.5 || why != PressureCPU || !changed {
+		t.Fatalf("probing at 9 %%: %g %q %v, want 0.5 cpu", s, why, changed)
+	}
+	// Upkeep is calm: with Calm 1 one such period steps back up.
+	if s, why, changed := g.Observe(startup); s != 1 || why != PressureNone || !changed {
+		t.Errorf("upkeep after pressure: %g %q %v, want back to 1", s, why, changed)
+	}
+	// An upkeep measured larger than the CPU (clocks read apart) is none
+	// of the probing's: not negative CPU.
+	if s, why, _ := g.Observe(Sample{Wall: 10 * time.Second, CPU: time.Second, Upkeep: 2 * time.Second}); s != 1 || why != PressureNone {
+		t.Errorf("upkeep over CPU: %g %q", s, why)
+	}
+}

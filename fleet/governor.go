@@ -17,16 +17,24 @@ const (
 // time, its own CPU time (user + system), its sender's wake-ups and how
 // many of them came later than it asked for by more than the Governor's
 // Late.
+//
+// Upkeep is the part of CPU the agent spent on work whose cost does not
+// depend on its probe rate — reading the host after a change, parsing
+// its peer list at start-up, planning — which the budget does not count:
+// probing less would not make it cheaper, so it must not lower the rate.
 type Sample struct {
 	Wall, CPU     time.Duration
+	Upkeep        time.Duration
 	Wakeups, Late int
 }
 
 // Governor decides how much of its planned probe rate an agent sends
 // under host pressure: it steps down a level (Levels) after each period
-// in which the agent's CPU was over Budget or more than LateShare of its
-// wake-ups were late, and back up one level after Calm periods in a row
-// with CPU under half the budget and under half that share late. Its
+// in which the agent's CPU without its upkeep (Sample.Upkeep: what is
+// left is probing, answering probes and exporting) was over Budget or
+// more than LateShare of its wake-ups were late, and back up one level
+// after Calm periods in a row with that CPU under half the budget and
+// under half that share late. Its
 // results are probes a busy host did not send, not probes it sent late
 // and counted as lost (a late wake-up delays a reply's read: loss and
 // RTT measured on a busy host are the host's, not the network's). The
@@ -56,7 +64,7 @@ func (g *Governor) Observe(s Sample) (scale float64, pressure string, changed bo
 	if s.Wall <= 0 {
 		return g.Scale(), PressureNone, false
 	}
-	cpu := s.CPU.Seconds() / s.Wall.Seconds()
+	cpu := max(s.CPU-s.Upkeep, 0).Seconds() / s.Wall.Seconds()
 	late := 0.0
 	if s.Wakeups > 0 {
 		late = float64(s.Late) / float64(s.Wakeups)

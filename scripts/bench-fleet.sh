@@ -48,7 +48,7 @@ ticks() { awk '{print $14 + $15}' "/proc/$pid/stat"; }
 hz=$(getconf CLK_TCK)
 # Wait for the first plan (the streams appear on /healthz).
 for _ in $(seq 1 100); do
-	s=$(ip netns exec "$a" curl -s --max-time 5 http://127.0.0.1:19469/healthz | sed -n 's/.*"streams":\([0-9]*\).*/\1/p')
+	s=$(ip netns exec "$a" curl -s --max-time 5 http://127.0.0.1:19469/healthz | sed -n 's/.*"streams":\([0-9]*\).*/\1/p' || true)
 	[ -n "$s" ] && [ "$s" -gt 0 ] && break
 	sleep 0.2
 done

@@ -47,7 +47,9 @@ The hosts come from one source:
   --prometheus URL   the agents' metrics queried back from Prometheus
                      (roce_probe_gid_index, roce_probe_gid_info): the GID index,
                      RoCE version and VLAN checks only; hosts are named by
-                     --host-label (instance, or node with deploy/'s configs)
+                     --host-label (instance, or node with deploy/'s configs);
+                     and their probe series over the last 5 minutes: the
+                     suspects, as with --agents (docs/fabric.md)
 
 Hosts are told apart by hostname (snapshots) or --host-label (Prometheus): a
 host read twice is bad input. Exit status: 0 consistent, 1 findings or
@@ -57,8 +59,8 @@ answer, a duplicate host: each named). docs/fabric.md explains the report.
 -o html writes the same report as one self-contained HTML page (inline CSS,
 no script, nothing fetched when opened; readable printed and on a phone):
 the findings with each value's hosts and their switches, each host's usable
-GID index per network; with --agents the loss matrix of their pairs and the
-suspects.`,
+GID index per network; with --agents and --prometheus the loss matrix of
+their probes and the suspects.`,
 		Example: `  roce-probe fabric --from snapshots/
   roce-probe fabric --from node1.json.gz node2.json.gz node3.json.gz -o json
   roce-probe fabric --from snapshots/ -o html > fabric.html
@@ -120,21 +122,33 @@ suspects.`,
 				}
 			default:
 				src = fabric.SourcePrometheus
-				hosts, err = fabric.ReadPrometheus(cmd.Context(), prom, fabric.PrometheusOptions{HostLabel: hostLabel, Timeout: timeout})
 			}
 			if err != nil {
 				return usageError{err}
 			}
 			var obs fabric.LocalizeInput
 			var suspects []fabric.Suspect
+			localized := pairs != nil
 			if pairs != nil {
 				obs, suspects = fabric.LocalizeAgents(hosts, pairs) // before Analyze: it notes agents without pair detail
+			}
+			if src == fabric.SourcePrometheus {
+				o := fabric.PrometheusOptions{HostLabel: hostLabel, Timeout: timeout}
+				if hosts, err = fabric.ReadPrometheus(cmd.Context(), prom, o); err == nil {
+					obs, localized, err = fabric.ReadPrometheusProbes(cmd.Context(), prom, hosts, o) // before Analyze: it notes hosts whose probes it cannot use
+				}
+				if err != nil {
+					return usageError{err}
+				}
+				if localized {
+					suspects = fabric.Localize(obs)
+				}
 			}
 			r, err := fabric.Analyze(hosts, src)
 			if err != nil {
 				return usageError{err}
 			}
-			r.Suspects, r.Localized = suspects, pairs != nil
+			r.Suspects, r.Localized = suspects, localized
 			out := cmd.OutOrStdout()
 			switch format {
 			case "json":

@@ -152,3 +152,56 @@ func strOrNull(s *string) string {
 	}
 	return *s
 }
+
+// fabric --prometheus names the suspects of the agents' probe series as
+// --agents does of their /pairs: a fake Prometheus holding 12 agents with
+// a dead NIC (10.0.1.2, leaf-a) and a lossy ToR (leaf-c) injected
+// (fabric/testdata/README.md): exactly those two, exit 1, in the JSON,
+// the table and the HTML page (suspects and matrix).
+func TestFabricPrometheusSuspects(t *testing.T) {
+	read := func(name string) string {
+		b, err := os.ReadFile("../../fabric/testdata/" + name + ".prom")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	prom, err := fabrictest.Prometheus([]fabrictest.Target{{Metrics: read("faults"), Before: read("faults-before")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(prom.Close)
+	out, stderr, code := runCLI(t, "", "fabric", "--prometheus", prom.URL, "--host-label", "node", "-o", "json")
+	if code != exitFinding {
+		t.Fatalf("exit %d, want 1: %s", code, stderr)
+	}
+	checkOutput(t, "fabric -o json", out)
+	var doc struct {
+		Suspects []struct {
+			Kind  string  `json:"kind"`
+			NIC   *string `json:"nic"`
+			ToR   *string `json:"tor"`
+			Pairs int     `json:"pair_count"`
+		} `json:"suspects"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, s := range doc.Suspects {
+		got = append(got, fmt.Sprintf("%s nic=%s tor=%s pairs=%d", s.Kind, strOrNull(s.NIC), strOrNull(s.ToR), s.Pairs))
+	}
+	want := []string{"nic nic=10.0.1.2 tor=leaf-a pairs=9", "tor nic=null tor=leaf-c pairs=12"}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("suspects:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	tout, _, code := runCLI(t, "", "fabric", "--prometheus", prom.URL, "--host-label", "node")
+	if code != exitFinding || !strings.Contains(tout, "suspects: 2") || !strings.Contains(tout, "10.0.1.2") {
+		t.Errorf("table: exit %d\n%s", code, tout)
+	}
+	hout, _, code := runCLI(t, "", "fabric", "--prometheus", prom.URL, "--host-label", "node", "-o", "html")
+	if code != exitFinding || !strings.Contains(hout, `data-kind="nic"`) || !strings.Contains(hout, `data-kind="tor"`) ||
+		!strings.Contains(hout, `title="leaf-b → leaf-a: 1200 sent, 60 lost, 0 remarked"`) {
+		t.Errorf("html: exit %d, no nic and tor suspects or matrix cell\n%.3000s", code, hout)
+	}
+}

@@ -17,7 +17,9 @@
 // docs/metrics.md: every query parsed by Prometheus's PromQL parser and
 // every metric and label in it one the document lists (MetricsDoc,
 // CheckDashboard); their Kubernetes wrappers are generated from them
-// (DashboardWrappers, go generate) and decoded.
+// (DashboardWrappers, go generate) and decoded. The alert rules' expressions
+// are checked alike, and the labels their annotations read
+// (CheckRules).
 //
 // It is a module of its own, so that roce-probe's module never depends on
 // the Kubernetes and Prometheus types; it requires roce-probe's module

@@ -403,3 +403,50 @@ func TestDashboardsDocumented(t *testing.T) {
 		}
 	}
 }
+
+// Every alert rule's expression reads only metrics and labels
+// docs/metrics.md lists, and its annotations only labels its result
+// carries; a metric renamed, a label dropped in docs/metrics.md, or an
+// annotation reading a label the expression aggregated away breaks the
+// check, naming the rule.
+func TestRulesAgainstMetricsDoc(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "prometheus", "rules.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	groups, err := DecodeRules(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := metricsDoc(t, nil).CheckRules(groups); err != nil {
+		t.Errorf("deploy/prometheus/rules.yml:\n%v", err)
+	}
+	for name, c := range map[string]struct {
+		old, new string // in docs/metrics.md
+		want     string
+	}{
+		"metric renamed":    {"`roce_probe_tor_probes_lost_total`", "`roce_probe_tor_probes_dropped_total`", "rule RoCEProbeToRLoss: expr: metric roce_probe_tor_probes_lost_total is not in docs/metrics.md"},
+		"label renamed":     {"`netdev`, `switch`, `switch_port`, `source`", "`netdev`, `tor`, `switch_port`, `source`", `rule RoCEProbeToRSuspect: expr: roce_probe_topology_info's matcher switch!="": label "switch" is not a label`},
+		"up not documented": {"| `up` | gauge |", "| `scrape_up` | gauge |", "rule RoCEProbeDown: expr: metric up is not in docs/metrics.md"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			doc := metricsDoc(t, func(s string) string {
+				if !strings.Contains(s, c.old) {
+					t.Fatalf("docs/metrics.md has no %s: the test's premise changed", c.old)
+				}
+				return strings.ReplaceAll(s, c.old, c.new)
+			})
+			if err := doc.CheckRules(groups); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("error %v, want %q", err, c.want)
+			}
+		})
+	}
+	// An annotation that reads a label the expression does not keep.
+	bad, err := DecodeRules([]byte(strings.Replace(string(raw), "Suspect ToR {{ $labels.peer_tor }}", "Suspect ToR {{ $labels.peer }}", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := metricsDoc(t, nil).CheckRules(bad); err == nil || !strings.Contains(err.Error(), "rule RoCEProbeToRSuspect: annotation summary reads $labels.peer, not a label of the expression's result") {
+		t.Errorf("annotation reading an aggregated-away label: %v", err)
+	}
+}

@@ -17,6 +17,9 @@ import (
 type Target struct {
 	Metrics string
 	Labels  map[string]string
+	// Before is the exposition a window earlier (empty: none): what
+	// increase() over that window subtracts.
+	Before string
 }
 
 // Series is one series parsed from an exposition: name{labels} value.
@@ -94,44 +97,195 @@ func ParseExposition(text string) ([]Series, error) {
 }
 
 // Prometheus starts a fake Prometheus server whose /api/v1/query answers
-// an instant query that is a bare metric name with the targets' series of
-// that name, each with its target's labels added, as Prometheus's HTTP API
-// writes an instant vector. Any other query gets Prometheus's bad_data
-// error. The caller closes the server.
+// the instant queries fabric asks (fabric.ProbeQueries), as Prometheus's
+// HTTP API writes an instant vector, over the targets' series, each with
+// its target's labels added and, as Prometheus stores them, without its
+// empty labels (deploy/validate checks its answers against Prometheus's
+// own engine):
+//
+//	NAME
+//	NAME{label="value",label!="value"}
+//	increase(SELECTOR[DURATION])            (now minus Before; a counter
+//	                                         that went down counts from 0;
+//	                                         a series not in Before: none)
+//	increase(SELECTOR[DURATION]) > 0
+//	sum by (label, ...) (increase(SELECTOR[DURATION]))
+//
+// Any other query gets Prometheus's bad_data error. The caller closes the
+// server.
 func Prometheus(targets []Target) (*httptest.Server, error) {
+	type series struct {
+		labels map[string]string
+		value  float64
+	}
+	var now, before []series
+	key := func(l map[string]string) string {
+		b, _ := json.Marshal(l) // sorted keys
+		return string(b)
+	}
+	for _, t := range targets {
+		for i, text := range []string{t.Metrics, t.Before} {
+			ss, err := ParseExposition(text)
+			if err != nil {
+				return nil, err
+			}
+			for _, s := range ss {
+				m := map[string]string{"__name__": s.Name}
+				for _, ls := range []map[string]string{s.Labels, t.Labels} {
+					for k, v := range ls {
+						if v != "" { // Prometheus stores no empty label
+							m[k] = v
+						}
+					}
+				}
+				v, _ := strconv.ParseFloat(s.Value, 64)
+				if i == 0 {
+					now = append(now, series{m, v})
+				} else {
+					before = append(before, series{m, v})
+				}
+			}
+		}
+	}
+	query := func(q string) ([]series, error) {
+		var by []string
+		if rest, ok := strings.CutPrefix(q, "sum by ("); ok {
+			ls, inner, ok := strings.Cut(rest, ") (")
+			if !ok || !strings.HasSuffix(inner, ")") {
+				return nil, fmt.Errorf("not a query the fake answers: %q", q)
+			}
+			for _, l := range strings.Split(ls, ",") {
+				by = append(by, strings.TrimSpace(l))
+			}
+			q = strings.TrimSuffix(inner, ")")
+		}
+		positive := false
+		if r, ok := strings.CutSuffix(q, " > 0"); ok {
+			q, positive = r, true
+		}
+		increase := false
+		if r, ok := strings.CutPrefix(q, "increase("); ok {
+			sel, _, ok := strings.Cut(r, "[")
+			if !ok || !strings.HasSuffix(r, "])") {
+				return nil, fmt.Errorf("not a query the fake answers: %q", q)
+			}
+			q, increase = sel, true
+		}
+		name, matchers, _ := strings.Cut(q, "{")
+		if name == "" || strings.ContainsAny(name, "()[] ") {
+			return nil, fmt.Errorf("not a query the fake answers: %q", q)
+		}
+		type matcher struct {
+			label, value string
+			not          bool
+		}
+		var ms []matcher
+		if matchers != "" {
+			body, ok := strings.CutSuffix(matchers, "}")
+			if !ok {
+				return nil, fmt.Errorf("not a query the fake answers: %q", q)
+			}
+			for _, m := range strings.Split(body, ",") {
+				l, v, ok := strings.Cut(m, "=")
+				if !ok {
+					return nil, fmt.Errorf("not a matcher the fake answers: %q", m)
+				}
+				not := strings.HasSuffix(l, "!")
+				ms = append(ms, matcher{strings.TrimSpace(strings.TrimSuffix(l, "!")), strings.Trim(strings.TrimSpace(v), `"`), not})
+			}
+		}
+		match := func(l map[string]string) bool {
+			if l["__name__"] != name {
+				return false
+			}
+			for _, m := range ms {
+				if (l[m.label] == m.value) == m.not {
+					return false
+				}
+			}
+			return true
+		}
+		var out []series
+		if !increase {
+			for _, s := range now {
+				if match(s.labels) {
+					out = append(out, s)
+				}
+			}
+		} else {
+			was := map[string]float64{}
+			for _, s := range before {
+				if match(s.labels) {
+					was[key(s.labels)] = s.value
+				}
+			}
+			for _, s := range now {
+				b, ok := was[key(s.labels)]
+				if !match(s.labels) || !ok {
+					continue
+				}
+				v := s.value - b
+				if v < 0 {
+					v = s.value // a reset
+				}
+				l := map[string]string{}
+				for k, x := range s.labels {
+					if k != "__name__" {
+						l[k] = x
+					}
+				}
+				out = append(out, series{l, v})
+			}
+		}
+		if positive {
+			kept := out[:0]
+			for _, s := range out {
+				if s.value > 0 {
+					kept = append(kept, s)
+				}
+			}
+			out = kept
+		}
+		if by != nil {
+			sums := map[string]*series{}
+			var order []string
+			for _, s := range out {
+				l := map[string]string{}
+				for _, b := range by {
+					if v, ok := s.labels[b]; ok {
+						l[b] = v
+					}
+				}
+				k := key(l)
+				if sums[k] == nil {
+					sums[k] = &series{labels: l}
+					order = append(order, k)
+				}
+				sums[k].value += s.value
+			}
+			out = out[:0]
+			for _, k := range order {
+				out = append(out, *sums[k])
+			}
+		}
+		return out, nil
+	}
 	type result struct {
 		Metric map[string]string `json:"metric"`
 		Value  [2]any            `json:"value"`
 	}
-	byName := map[string][]result{}
-	for _, t := range targets {
-		series, err := ParseExposition(t.Metrics)
-		if err != nil {
-			return nil, err
-		}
-		for _, s := range series {
-			m := map[string]string{"__name__": s.Name}
-			for k, v := range s.Labels {
-				m[k] = v
-			}
-			for k, v := range t.Labels {
-				m[k] = v
-			}
-			byName[s.Name] = append(byName[s.Name], result{Metric: m, Value: [2]any{1700000000.5, s.Value}})
-		}
-	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/api/v1/query", func(w http.ResponseWriter, r *http.Request) {
-		q := r.FormValue("query")
 		w.Header().Set("Content-Type", "application/json")
-		if q == "" || strings.ContainsAny(q, "{}()[] ") {
+		ss, err := query(r.FormValue("query"))
+		if err != nil {
 			w.WriteHeader(http.StatusBadRequest)
-			json.NewEncoder(w).Encode(map[string]string{"status": "error", "errorType": "bad_data", "error": fmt.Sprintf("the fake Prometheus answers bare metric names only, not %q", q)})
+			json.NewEncoder(w).Encode(map[string]string{"status": "error", "errorType": "bad_data", "error": err.Error()})
 			return
 		}
-		res := byName[q]
-		if res == nil {
-			res = []result{}
+		res := []result{}
+		for _, s := range ss {
+			res = append(res, result{Metric: s.labels, Value: [2]any{1700000000.5, strconv.FormatFloat(s.value, 'g', -1, 64)}})
 		}
 		json.NewEncoder(w).Encode(map[string]any{"status": "success", "data": map[string]any{"resultType": "vector", "result": res}})
 	})

@@ -136,6 +136,8 @@ type Agent struct {
 	gov          *fleet.Governor
 	govAt        time.Time
 	govCPU       time.Duration
+	govUpkeep    time.Duration
+	upkeep       *upkeep // the CPU of reads, planning and the peer list: not the Governor's
 	pressure     *prometheus.CounterVec
 	logged       map[string]logState
 	logMu        sync.Mutex
@@ -183,7 +185,7 @@ func New(cfg Config, d Deps) (*Agent, error) {
 	}
 	d.HTTP.defaults()
 	a := &Agent{cfg: cfg, d: d, log: d.Log, reg: prometheus.NewRegistry(), mm: newMeshMetrics(), gids: newGIDTracker(),
-		sports: map[string]uint16{}, logged: map[string]logState{}, gov: fleet.NewGovernor(cfg.Probe.CPUBudget)}
+		sports: map[string]uint16{}, logged: map[string]logState{}, gov: fleet.NewGovernor(cfg.Probe.CPUBudget), upkeep: &upkeep{cpu: d.CPU}}
 	a.state.Store(&agentState{scale: 1})
 	for _, f := range cfg.Flows {
 		a.sports[f.Name] = probe.RandomSport() // one UDP source port per flow, as send picks one per run
@@ -351,6 +353,9 @@ func (a *Agent) Run(ctx context.Context) error {
 
 	pctx, cancelPeers := context.WithCancel(context.Background())
 	pw, err := newPeerWatcher(a.cfg.Peers, a.d.Resolver, a.readError, func(s string) { a.lastRead.WithLabelValues(s).SetToCurrentTime() })
+	if pw != nil {
+		pw.upkeep = a.upkeep
+	}
 	if err != nil {
 		cancelPeers()
 		cancelTraces()
@@ -410,6 +415,7 @@ func (a *Agent) loop(ctx context.Context, peers <-chan []Peer) {
 		if a.d.CPU != nil {
 			a.govCPU = a.d.CPU()
 		}
+		a.govUpkeep = a.upkeep.spent()
 	}
 	backoff := time.Second
 	var changes <-chan collect.Change
@@ -484,6 +490,11 @@ func (a *Agent) loop(ctx context.Context, peers <-chan []Peer) {
 			}
 			a.changes.Inc()
 			a.log.Debug("change", "kind", c.Kind, "netdev", c.Netdev, "ifindex", c.Ifindex, "deleted", c.Deleted)
+			// The host changed: the next hops the read after it asks for
+			// are new ones (a netdev back with an empty neighbour table),
+			// and deserve their follow-up read even when an earlier one
+			// came less than followUpGap ago.
+			lastFollowUp = time.Time{}
 			if !pending {
 				pending = true
 				soon.Reset(max(debounce, minEventGap-a.d.Now().Sub(lastRead)))
@@ -520,6 +531,8 @@ const lldpdMaxAge = time.Minute
 // read reads the host and updates everything that follows from it. It
 // returns how many next hops it asked the kernel to resolve.
 func (a *Agent) read() int {
+	a.upkeep.begin()
+	defer a.upkeep.end()
 	// Not the QP census: the kernel queries every QP for it (a firmware
 	// command each on mlx5), and /snapshot would publish the host's
 	// processes (docs/qps.md).

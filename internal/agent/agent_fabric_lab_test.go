@@ -66,6 +66,13 @@ type prom struct {
 // deploy/prometheus/rules.yml itself. It returns when /-/ready answers.
 func startPrometheus(t *testing.T, ns string, targets map[string]string) *prom {
 	t.Helper()
+	return startPrometheusEvery(t, ns, targets, promInterval)
+}
+
+// startPrometheusEvery is startPrometheus with scrapes (and their
+// timeout) and rule evaluations every interval.
+func startPrometheusEvery(t *testing.T, ns string, targets map[string]string, interval time.Duration) *prom {
+	t.Helper()
 	rules, err := filepath.Abs("../../deploy/prometheus/rules.yml")
 	if err != nil {
 		t.Fatal(err)
@@ -95,7 +102,7 @@ scrape_configs:
       - files:
           - %[3]s/targets/*.yml
         refresh_interval: %[1]s
-`, promInterval, rules, dir)
+`, interval, rules, dir)
 	if err := os.MkdirAll(filepath.Join(dir, "targets"), 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net"
@@ -15,7 +16,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
 
+	"github.com/roce-probe/roce-probe/collect"
 	"github.com/roce-probe/roce-probe/fleet"
+	"github.com/roce-probe/roce-probe/host"
 	"github.com/roce-probe/roce-probe/probe"
 	"github.com/roce-probe/roce-probe/vlan"
 )
@@ -274,5 +277,82 @@ func TestSelfProtection(t *testing.T) {
 	period(10*time.Millisecond, 100, 60) // 60 % of the wake-ups late
 	if h := health(); scale() != 0.5 || h.Pressure == nil || *h.Pressure != "late_wakeups" {
 		t.Fatalf("after late wake-ups: scale %v, /healthz %+v; want 0.5 and late_wakeups", scale(), h)
+	}
+}
+
+// cpuResolver is a resolver whose answer costs CPU on the test's fake
+// CPU clock: a large peer list to parse.
+type cpuResolver struct {
+	fakeResolver
+	cost func()
+}
+
+func (r *cpuResolver) LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error) {
+	r.cost()
+	return r.fakeResolver.LookupNetIP(ctx, network, host)
+}
+
+// TestSelfProtectionUpkeep drives the Governor with a fake CPU clock that
+// host reads and the peer list advance: a start-up whose peer list costs
+// 2 s of CPU in the first 10 s period, then host reads after netdev
+// churn costing 0.9 s a period (9 % of a core, as in TestAgentNetdevChurn,
+// against the budget of 3 %) leave the probe rate alone and show no
+// pressure; the same CPU spent outside them (probing) lowers it at the
+// first period and further at the next.
+func TestSelfProtectionUpkeep(t *testing.T) {
+	now := time.Unix(1800000000, 0)
+	var cpu time.Duration
+	h := &fakeHost{}
+	read := func(o collect.Options) (*host.Snapshot, error) {
+		cpu += 150 * time.Millisecond // a read of the host
+		return h.collect(o)
+	}
+	a, err := New(testConfig(), Deps{Collect: read, Open: newFakeNet().open, Now: func() time.Time { return now },
+		CPU: func() time.Duration { return cpu }, Log: slog.New(slog.NewTextHandler(&syncBuf{}, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.govAt, a.govCPU = now, cpu
+	scale := func() float64 { v, _ := value(gather(t, a.Registry()), metricProbeScale); return v }
+	pressure := func() float64 { v, _ := value(gather(t, a.Registry()), metricPressure, "reason", "cpu"); return v }
+
+	// Start-up: the peer list (2 s of CPU), the first read and plan.
+	res := &cpuResolver{fakeResolver: fakeResolver{addrs: []netip.Addr{netip.MustParseAddr("10.0.0.2")}},
+		cost: func() { cpu += 2 * time.Second }}
+	w, err := newPeerWatcher(PeersConfig{DNS: "peers.example", DNSInterval: time.Minute}, res, func(string, error) {}, func(string) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.upkeep = a.upkeep
+	w.refresh(context.Background(), true, false)
+	a.peers = <-w.out
+	a.read()
+	now = now.Add(governPeriod)
+	cpu += 50 * time.Millisecond // probing: 0.5 % of a core
+	a.govern()
+	if scale() != 1 || pressure() != 0 {
+		t.Fatalf("after start-up: scale %v, cpu pressure %v; want 1 and 0", scale(), pressure())
+	}
+	// Churn: six reads a period.
+	for p := range 5 {
+		for range 6 {
+			a.read()
+		}
+		now = now.Add(governPeriod)
+		cpu += 50 * time.Millisecond
+		a.govern()
+		if scale() != 1 || pressure() != 0 {
+			t.Fatalf("churn period %d: scale %v, cpu pressure %v; want 1 and 0", p, scale(), pressure())
+		}
+	}
+	// Probing at 9 % of a core.
+	for p, want := range []float64{0.5, 0.25} {
+		a.read()
+		now = now.Add(governPeriod)
+		cpu += 900 * time.Millisecond
+		a.govern()
+		if scale() != want || pressure() != float64(p+1) {
+			t.Fatalf("busy probing, period %d: scale %v, cpu pressure %v; want %v and %d", p, scale(), pressure(), want, p+1)
+		}
 	}
 }

@@ -13,7 +13,7 @@ import (
 )
 
 // Metric names (docs/metrics.md describes each, its labels and meaning).
-// The two the fabric report reads back from Prometheus are fabric's.
+// The ones the fabric report reads back from Prometheus are fabric's.
 const (
 	metricBuildInfo         = "roce_probe_build_info"
 	metricGIDInfo           = fabric.MetricGIDInfo
@@ -21,7 +21,7 @@ const (
 	metricGIDIndexChanges   = "roce_probe_gid_index_changes_total"
 	metricFlowVerdict       = "roce_probe_flow_verdict"
 	metricFlowWarnings      = "roce_probe_flow_warnings"
-	metricFlowSource        = "roce_probe_flow_source_info"
+	metricFlowSource        = fabric.MetricFlowSource
 	metricFlowPeers         = "roce_probe_flow_peers"
 	metricRDMAStatistic     = "roce_probe_rdma_statistic_total"
 	metricPrioPackets       = "roce_probe_priority_packets_total"
@@ -32,22 +32,23 @@ const (
 	metricRoCEPriority      = "roce_probe_roce_priority"
 	metricAuditOff          = "roce_probe_audit_off_priority_packets"
 	metricAuditRDMA         = "roce_probe_audit_rdma_packets"
-	metricProbesSent        = "roce_probe_probes_sent_total"
+	metricProbesSent        = fabric.MetricProbesSent
 	metricProbesAnswered    = "roce_probe_probes_answered_total"
-	metricProbesLost        = "roce_probe_probes_lost_total"
-	metricToRProbesSent     = "roce_probe_tor_probes_sent_total"
+	metricProbesLost        = fabric.MetricProbesLost
+	metricToRProbesSent     = fabric.MetricToRProbesSent
 	metricToRProbesAnswered = "roce_probe_tor_probes_answered_total"
 	metricToRProbesLost     = "roce_probe_tor_probes_lost_total"
-	metricToRMarkingEvents  = "roce_probe_tor_marking_events_total"
-	metricWorstPairLoss     = "roce_probe_worst_pair_loss_ratio"
+	metricToRMarkingEvents  = fabric.MetricToRMarkingEvents
+	metricWorstPairLoss     = fabric.MetricWorstPairLoss
+	metricWorstPairLost     = fabric.MetricWorstPairLost
 	metricPlanTargets       = "roce_probe_plan_targets"
 	metricPlanRate          = "roce_probe_plan_probes_per_second"
 	metricPlanToRs          = "roce_probe_plan_tors"
 	metricPlanWindow        = "roce_probe_plan_window_seconds"
-	metricProbeScale        = "roce_probe_probe_rate_scale"
+	metricProbeScale        = fabric.MetricProbeScale
 	metricPressure          = "roce_probe_pressure_periods_total"
 	metricProbeRTT          = "roce_probe_probe_rtt_seconds"
-	metricMarkingEvents     = "roce_probe_probe_marking_events_total"
+	metricMarkingEvents     = fabric.MetricMarkingEvents
 	metricProbeReceived     = "roce_probe_probe_received"
 	metricProbeSentMarking  = "roce_probe_probe_sent_marking"
 	metricReadErrors        = "roce_probe_read_errors_total"
@@ -61,7 +62,7 @@ const (
 	metricNetlinkChanges    = "roce_probe_netlink_changes_total"
 	metricProbeScheduled    = "roce_probe_probe_streams"
 	metricSnapshotErrorsNow = "roce_probe_snapshot_errors"
-	metricTopologyInfo      = "roce_probe_topology_info"
+	metricTopologyInfo      = fabric.MetricTopologyInfo
 )
 
 // RTTBuckets are the upper bounds of roce_probe_probe_rtt_seconds: 10 µs
@@ -151,12 +152,13 @@ type meshCollector struct {
 	worst                         int
 	sent, answered, lost          *prometheus.Desc
 	torSent, torAnswered, torLost *prometheus.Desc
-	worstLoss                     *prometheus.Desc
+	worstLoss, worstLost          *prometheus.Desc
 }
 
 func newMeshCollector(m *mesh, worst int) *meshCollector {
-	pf := []string{"peer", "flow"}
+	pf := []string{"peer", "address", "flow"}
 	tf := []string{"flow", "scope", "peer_tor"}
+	wf := []string{"flow", "scope", "peer", "address", "peer_tor"}
 	return &meshCollector{m: m, worst: worst,
 		sent:        prometheus.NewDesc(metricProbesSent, "Probes sent to the ToR-mate for the flow.", pf, nil),
 		answered:    prometheus.NewDesc(metricProbesAnswered, "Probes to the ToR-mate whose reply came back within probe.timeout.", pf, nil),
@@ -165,12 +167,14 @@ func newMeshCollector(m *mesh, worst int) *meshCollector {
 		torAnswered: prometheus.NewDesc(metricToRProbesAnswered, "Probes to the peers of a ToR whose reply came back within probe.timeout.", tf, nil),
 		torLost:     prometheus.NewDesc(metricToRProbesLost, "Probes to the peers of a ToR without a reply within probe.timeout.", tf, nil),
 		worstLoss: prometheus.NewDesc(metricWorstPairLoss,
-			"The share of probes lost to one of the worst pairs (at most metrics.worst_pairs of them), over the current and the last round.", []string{"flow", "scope", "peer", "peer_tor"}, nil),
+			"The share of probes lost to one of the worst pairs (at most metrics.worst_pairs of them), over the current and the last round.", wf, nil),
+		worstLost: prometheus.NewDesc(metricWorstPairLost,
+			"The probes lost to one of the worst pairs over the current and the last round (with the loss ratio: its probes whose fate is known).", wf, nil),
 	}
 }
 
 func (c *meshCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.sent, c.answered, c.lost, c.torSent, c.torAnswered, c.torLost, c.worstLoss} {
+	for _, d := range []*prometheus.Desc{c.sent, c.answered, c.lost, c.torSent, c.torAnswered, c.torLost, c.worstLoss, c.worstLost} {
 		ch <- d
 	}
 }
@@ -183,9 +187,10 @@ func (c *meshCollector) Collect(ch chan<- prometheus.Metric) {
 			if !ok {
 				continue
 			}
-			ch <- prometheus.MustNewConstMetric(c.sent, prometheus.CounterValue, float64(g.Sent), name, g.Flow)
-			ch <- prometheus.MustNewConstMetric(c.answered, prometheus.CounterValue, float64(g.Answered), name, g.Flow)
-			ch <- prometheus.MustNewConstMetric(c.lost, prometheus.CounterValue, float64(g.Lost), name, g.Flow)
+			addr := g.Peer.String()
+			ch <- prometheus.MustNewConstMetric(c.sent, prometheus.CounterValue, float64(g.Sent), name, addr, g.Flow)
+			ch <- prometheus.MustNewConstMetric(c.answered, prometheus.CounterValue, float64(g.Answered), name, addr, g.Flow)
+			ch <- prometheus.MustNewConstMetric(c.lost, prometheus.CounterValue, float64(g.Lost), name, addr, g.Flow)
 			continue
 		}
 		sc := g.Kind.String()
@@ -194,7 +199,9 @@ func (c *meshCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.torLost, prometheus.CounterValue, float64(g.Lost), g.Flow, sc, g.ToR)
 	}
 	for _, w := range worst {
-		ch <- prometheus.MustNewConstMetric(c.worstLoss, prometheus.GaugeValue, w.LossRatio(), w.Flow, w.Kind.String(), names[streamKey{w.Peer.Addr, w.Flow}], w.Peer.ToR)
+		lv := []string{w.Flow, w.Kind.String(), names[streamKey{w.Peer.Addr, w.Flow}], w.Peer.Addr.String(), w.Peer.ToR}
+		ch <- prometheus.MustNewConstMetric(c.worstLoss, prometheus.GaugeValue, w.LossRatio(), lv...)
+		ch <- prometheus.MustNewConstMetric(c.worstLost, prometheus.GaugeValue, float64(w.Lost), lv...)
 	}
 }
 

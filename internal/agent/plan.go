@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"slices"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/roce-probe/roce-probe/fleet"
@@ -117,6 +118,8 @@ func (a *Agent) buildPlanner(in planInput) *planner {
 // peers again when they changed), and it holds no lock the sender,
 // /metrics or /healthz wait on but for mesh.sync, which is O(targets).
 func (a *Agent) replan() []neighborKick {
+	a.upkeep.begin()
+	defer a.upkeep.end()
 	if a.view == nil {
 		return nil
 	}
@@ -202,11 +205,68 @@ type planState struct {
 	torWindow, peerWindow time.Duration
 }
 
+// upkeep measures the CPU time of the agent's work whose cost does not
+// depend on its probe rate — reading the host (at every interval, and
+// after each change: a netdev's churn), planning, reading and parsing the
+// peer list (at start-up: 100,000 peers) — so that the Governor's budget
+// counts what probing less would save (fleet.Sample.Upkeep). A span's
+// CPU is the process's over its duration: the probe path's CPU meanwhile
+// (a few probes; the garbage the span made, if collected before it ends)
+// is counted with it. Spans may overlap (the control loop and the peer
+// watcher run at once): their union is counted, once. A nil *upkeep
+// measures nothing.
+type upkeep struct {
+	cpu   func() time.Duration
+	mu    sync.Mutex
+	open  int
+	from  time.Duration // CPU when the first open span began
+	total time.Duration // of the spans ended
+}
+
+// begin starts a span; end (deferred) ends it.
+func (u *upkeep) begin() {
+	if u == nil || u.cpu == nil {
+		return
+	}
+	u.mu.Lock()
+	if u.open == 0 {
+		u.from = u.cpu()
+	}
+	u.open++
+	u.mu.Unlock()
+}
+
+func (u *upkeep) end() {
+	if u == nil || u.cpu == nil {
+		return
+	}
+	u.mu.Lock()
+	if u.open--; u.open == 0 {
+		u.total += u.cpu() - u.from
+	}
+	u.mu.Unlock()
+}
+
+// spent is the CPU time of every span so far, the open ones' until now.
+func (u *upkeep) spent() time.Duration {
+	if u == nil || u.cpu == nil {
+		return 0
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	t := u.total
+	if u.open > 0 {
+		t += u.cpu() - u.from
+	}
+	return t
+}
+
 // governPeriod is how often the agent measures itself for the Governor.
 const governPeriod = 10 * time.Second
 
-// govern measures the last period (the process's CPU time, the sender's
-// wake-ups and how many came late) and has the Governor decide the
+// govern measures the last period (the process's CPU time and the part
+// of it that was upkeep, the sender's wake-ups and how many came late)
+// and has the Governor decide the
 // probe rate's scale; a change is logged, and shown on /metrics and
 // /healthz.
 func (a *Agent) govern() {
@@ -215,8 +275,10 @@ func (a *Agent) govern() {
 	if a.d.CPU != nil {
 		cpu = a.d.CPU()
 	}
-	s := fleet.Sample{Wall: now.Sub(a.govAt), CPU: cpu - a.govCPU, Wakeups: int(a.mesh.wakeups.Swap(0)), Late: int(a.mesh.late.Swap(0))}
-	a.govAt, a.govCPU = now, cpu
+	up := a.upkeep.spent()
+	s := fleet.Sample{Wall: now.Sub(a.govAt), CPU: cpu - a.govCPU, Upkeep: up - a.govUpkeep,
+		Wakeups: int(a.mesh.wakeups.Swap(0)), Late: int(a.mesh.late.Swap(0))}
+	a.govAt, a.govCPU, a.govUpkeep = now, cpu, up
 	scale, pressure, changed := a.gov.Observe(s)
 	if pressure != fleet.PressureNone {
 		a.pressure.WithLabelValues(pressure).Inc()
@@ -234,7 +296,7 @@ func (a *Agent) govern() {
 	}
 	if pressure != fleet.PressureNone {
 		a.log.Warn("probe rate lowered: the host is under pressure", "scale", scale, "pressure", pressure,
-			"cpu", cpuShare, "cpu_budget", a.cfg.Probe.CPUBudget, "wakeups", s.Wakeups, "late_wakeups", s.Late)
+			"cpu", cpuShare, "upkeep_cpu", s.Upkeep.Seconds()/max(s.Wall.Seconds(), 1e-9), "cpu_budget", a.cfg.Probe.CPUBudget, "wakeups", s.Wakeups, "late_wakeups", s.Late)
 	} else {
 		a.log.Info("probe rate raised", "scale", scale, "cpu", cpuShare)
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/roce-probe/roce-probe/collect"
 	"github.com/roce-probe/roce-probe/host"
 	"github.com/roce-probe/roce-probe/probe"
+	"github.com/roce-probe/roce-probe/vlan"
 )
 
 func peerList(from, to int) []netip.Addr {
@@ -214,6 +215,45 @@ func TestHostFaults(t *testing.T) {
 	eventually(t, 5*time.Second, "both opened again", func() bool { return n.opens.Load() == opens+2 && n.openPorts() == 2 })
 	a = answered()
 	eventually(t, 5*time.Second, "answers on the new sockets", func() bool { return answered() > a })
+}
+
+// A netdev that comes back comes with an empty neighbour table: the read
+// after the change asks the kernel for the peer's next hop, and reads
+// again a second later to pick up the answer — also when an earlier
+// follow-up read came less than followUpGap ago (seen in CI: the agent
+// waited for its next interval, 30 s, before probing again).
+func TestFollowUpAfterNetdevBack(t *testing.T) {
+	h := &fakeHost{} // no neighbour until the kernel is asked
+	n := newFakeNet()
+	n.addPeers(t, 1)
+	cfg := testConfig()
+	cfg.Interval = time.Hour // reads come from changes and follow-ups only
+	cfg.Peers.Static = []string{peerAddr(1).String()}
+	var kicks atomic.Int64
+	ta := startAgent(t, cfg, h, n, func(d *Deps) {
+		d.Kick = func(src, dst netip.Addr, rr vlan.RouteResult) {
+			kicks.Add(1)
+			if dst == peerAddr(1) {
+				h.set(func(h *fakeHost) { h.peers = 1 }) // the kernel resolved it
+			}
+		}
+	})
+	p1 := peerAddr(1).String()
+	answered := func() float64 { v, _ := value(gather(t, ta.Registry()), metricProbesAnswered, "peer", p1); return v }
+	eventually(t, 5*time.Second, "answers after the first follow-up read", func() bool { return answered() > 0 })
+	eventually(t, 5*time.Second, "subscribed", func() bool { return ta.watch.subs.Load() == 1 })
+
+	// eth0 goes away and comes back within followUpGap of the first
+	// follow-up, its neighbour forgotten.
+	h.set(func(h *fakeHost) { h.netdevOff, h.peers = true, 0 })
+	ta.watch.send(collect.Change{Kind: collect.ChangeLink, Netdev: "eth0", Ifindex: 2, Deleted: true})
+	eventually(t, 5*time.Second, "the socket closed", func() bool { return n.openPorts() == 0 })
+	k := kicks.Load()
+	h.set(func(h *fakeHost) { h.netdevOff = false })
+	ta.watch.send(collect.Change{Kind: collect.ChangeLink, Netdev: "eth0", Ifindex: 2})
+	eventually(t, 5*time.Second, "the next hop asked for again", func() bool { return kicks.Load() > k })
+	a := answered()
+	eventually(t, 5*time.Second, "answers again after eth0 came back", func() bool { return answered() > a })
 }
 
 // floodFrames are frames of every kind the agent must take without

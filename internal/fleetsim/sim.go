@@ -520,11 +520,11 @@ func (s *sim) agent(sh *shard, a int32, rounds int) error {
 // r = s = 3 marking fields received and sent), both scopes in use (S =
 // 2), no marking events of ToR-mates (the simulated remarking is on the
 // spine links), one (dscp, remarked) event series per peer-ToR group
-// that saw remarking, and K worst pairs at most:
+// that saw remarking, and K worst pairs at most (two series each):
 //
-//	M·(3 + 3 + 3) + T·3 + e' + 2·14 + K + 1 + 32
+//	M·(3 + 3 + 3) + T·3 + e' + 2·14 + 2·K + 1 + 32
 func SeriesPerAgent(mates, torGroups, remarkedGroups, worst int) int {
-	return mates*(3+3+3) + torGroups*3 + remarkedGroups + 2*14 + worst + 1 + 32
+	return mates*(3+3+3) + torGroups*3 + remarkedGroups + 2*14 + 2*worst + 1 + 32
 }
 
 // probes is the number of probes a target at rate sends in [t0, t1), its

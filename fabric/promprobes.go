@@ -1,0 +1,362 @@
+package fabric
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net/netip"
+	"strconv"
+	"time"
+
+	"github.com/roce-probe/roce-probe/internal/bound"
+)
+
+// The probe metrics the Prometheus source reads back for localisation
+// (docs/metrics.md, "Probes"), declared here once: the agent writes them
+// under these names.
+const (
+	MetricProbesSent       = "roce_probe_probes_sent_total"
+	MetricProbesLost       = "roce_probe_probes_lost_total"
+	MetricMarkingEvents    = "roce_probe_probe_marking_events_total"
+	MetricToRProbesSent    = "roce_probe_tor_probes_sent_total"
+	MetricToRMarkingEvents = "roce_probe_tor_marking_events_total"
+	MetricWorstPairLoss    = "roce_probe_worst_pair_loss_ratio"
+	MetricWorstPairLost    = "roce_probe_worst_pair_lost_probes"
+	MetricFlowSource       = "roce_probe_flow_source_info"
+	MetricTopologyInfo     = "roce_probe_topology_info"
+	MetricProbeScale       = "roce_probe_probe_rate_scale"
+)
+
+// DefaultWindow is the window the Prometheus source counts probes over
+// (PrometheusOptions.Window): the alerts' 5 minutes.
+const DefaultWindow = 5 * time.Minute
+
+// ProbeMetrics are the samples ObservationsFromMetrics turns into one
+// window of probe results, each the answer to its query of
+// ProbeQueries.
+type ProbeMetrics struct {
+	// What ties an agent's series to its NICs, as they are now:
+	// roce_probe_gid_info, roce_probe_flow_source_info,
+	// roce_probe_topology_info, roce_probe_probe_rate_scale.
+	GIDInfo, FlowSource, Topology, Scale []Sample
+	// MateLost: the increase of roce_probe_probes_lost_total over the
+	// window, the pairs that lost only; MateSent: of
+	// roce_probe_probes_sent_total, summed by host and flow; MateRemarked:
+	// of roce_probe_probe_marking_events_total{field="dscp",
+	// event="remarked"}, the pairs that saw some.
+	MateLost, MateSent, MateRemarked []Sample
+	// ToRSent: the increase of roce_probe_tor_probes_sent_total over the
+	// window; ToRRemarked: of roce_probe_tor_marking_events_total{field=
+	// "dscp", event="remarked"}, the groups that saw some.
+	ToRSent, ToRRemarked []Sample
+	// WorstLoss and WorstLost: roce_probe_worst_pair_loss_ratio and
+	// roce_probe_worst_pair_lost_probes of the pairs not under the
+	// agent's ToR, as they are now.
+	WorstLoss, WorstLost []Sample
+}
+
+// ProbeQueries are the PromQL queries of ProbeMetrics' fields, by field
+// name, for hosts named by hostLabel and a window w.
+func ProbeQueries(hostLabel string, w time.Duration) map[string]string {
+	r := "[" + promDuration(w) + "]"
+	const dscp = `{field="dscp",event="remarked"}`
+	return map[string]string{
+		"GIDInfo":      MetricGIDInfo,
+		"FlowSource":   MetricFlowSource,
+		"Topology":     MetricTopologyInfo,
+		"Scale":        MetricProbeScale,
+		"MateLost":     "increase(" + MetricProbesLost + r + ") > 0",
+		"MateSent":     "sum by (" + hostLabel + ", flow) (increase(" + MetricProbesSent + r + "))",
+		"MateRemarked": "increase(" + MetricMarkingEvents + dscp + r + ") > 0",
+		"ToRSent":      "increase(" + MetricToRProbesSent + r + ")",
+		"ToRRemarked":  "increase(" + MetricToRMarkingEvents + dscp + r + ") > 0",
+		"WorstLoss":    MetricWorstPairLoss + `{scope!="tor"}`,
+		"WorstLost":    MetricWorstPairLost + `{scope!="tor"}`,
+	}
+}
+
+// promDuration writes d as a PromQL duration in whole seconds (at least
+// 1s).
+func promDuration(d time.Duration) string {
+	return strconv.FormatInt(max(int64(d/time.Second), 1), 10) + "s"
+}
+
+// ReadPrometheusProbes reads one window (o.Window, 0: DefaultWindow) of
+// the agents' probe results back from Prometheus at base (ProbeQueries)
+// and turns them into localisation's input (ObservationsFromMetrics);
+// hosts are those ReadPrometheus returned, which get a note when their
+// probes cannot be tied to their NICs. ok is false when Prometheus holds
+// no probe series at all (agents that probe nothing, or older than the
+// address label): then there is nothing to localise from.
+func ReadPrometheusProbes(ctx context.Context, base string, hosts []Host, o PrometheusOptions) (in LocalizeInput, ok bool, err error) {
+	if o.HostLabel == "" {
+		o.HostLabel = "instance"
+	}
+	if o.Window <= 0 {
+		o.Window = DefaultWindow
+	}
+	q := ProbeQueries(o.HostLabel, o.Window)
+	var m ProbeMetrics
+	for _, f := range []struct {
+		name string
+		to   *[]Sample
+	}{{"GIDInfo", &m.GIDInfo}, {"FlowSource", &m.FlowSource}, {"Topology", &m.Topology}, {"Scale", &m.Scale},
+		{"MateLost", &m.MateLost}, {"MateSent", &m.MateSent}, {"MateRemarked", &m.MateRemarked},
+		{"ToRSent", &m.ToRSent}, {"ToRRemarked", &m.ToRRemarked}, {"WorstLoss", &m.WorstLoss}, {"WorstLost", &m.WorstLost}} {
+		s, err := Query(ctx, base, q[f.name], o)
+		if err != nil && f.name == "ToRSent" && errors.Is(err, bound.ErrTooLarge) {
+			// Only the matrix's healthy inter-ToR cells need it: go on
+			// without (docs/fabric.md).
+			continue
+		}
+		if err != nil {
+			return LocalizeInput{}, false, err
+		}
+		*f.to = s
+	}
+	in, notes := ObservationsFromMetrics(m, o.HostLabel)
+	for i := range hosts {
+		hosts[i].Notes = append(hosts[i].Notes, notes[hosts[i].Name]...)
+	}
+	ok = len(m.MateSent) > 0 || len(m.ToRSent) > 0 || len(m.MateLost) > 0 || len(m.WorstLost) > 0
+	return in, ok, nil
+}
+
+// ObservationsFromMetrics turns one window of the agents' probe series
+// into localisation's input, as AgentObservations does their pair
+// detail, naming NICs alike (by address) so that both give Localize the
+// same pairs where the series have them:
+//
+//   - an agent's side of a pair is its flow's NIC: the address of the GID
+//     entry the flow sends from (roce_probe_flow_source_info joined with
+//     roce_probe_gid_info on device, port and index), its ToR the switch
+//     roce_probe_topology_info names for the flow's netdev, else the one
+//     switch all its netdevs name;
+//   - a ToR-mate pair is the agent's NIC and the series' address, both
+//     under the agent's ToR, with the probes it lost and the probes that
+//     arrived with DSCP remarked over the window;
+//   - a pair with a NIC of another ToR is one of the agent's worst pairs
+//     (roce_probe_worst_pair_lost_probes and _loss_ratio, scope not tor:
+//     the pairs that lost over its current and last round), its ToR the
+//     series' peer_tor;
+//   - the probes sent to ToR-mates (per agent and flow) and to the NICs
+//     of each other ToR (per peer ToR), and the probes of those that
+//     arrived remarked, are pairs of the agent's NIC with "(mates of
+//     NIC)" and "(NICs of TOR)": they count for the matrix and for
+//     remarking between ToRs, never as loss (which the worst pairs name);
+//   - an agent whose roce_probe_probe_rate_scale is below 1 has its NICs
+//     marked noisy.
+//
+// Series of a host whose flows cannot be tied to a NIC (no flow source,
+// its GID entry not in roce_probe_gid_info) or without the address label
+// (agents older than it) are left out, with a note for the host (by
+// hostLabel) saying so.
+func ObservationsFromMetrics(m ProbeMetrics, hostLabel string) (LocalizeInput, map[string][]string) {
+	notes := map[string][]string{}
+	note := func(h, s string) {
+		for _, n := range notes[h] {
+			if n == s {
+				return
+			}
+		}
+		notes[h] = append(notes[h], s)
+	}
+	// The GID entries' addresses.
+	type entryKey struct{ host, dev, port, index string }
+	addrOf := map[entryKey]string{}
+	for _, s := range m.GIDInfo {
+		l := s.Labels
+		a, err := netip.ParseAddr(l["gid"])
+		if err != nil || l[hostLabel] == "" {
+			continue
+		}
+		addrOf[entryKey{l[hostLabel], l["device"], l["port"], l["index"]}] = a.Unmap().String()
+	}
+	// The switch of each netdev, and the one switch of a host.
+	type hostNetdev struct{ host, netdev string }
+	switchOf := map[hostNetdev]string{}
+	oneSwitch := map[string]string{} // "\x00": several
+	for _, s := range m.Topology {
+		h, sw := s.Labels[hostLabel], s.Labels["switch"]
+		if h == "" || sw == "" {
+			continue
+		}
+		switchOf[hostNetdev{h, s.Labels["netdev"]}] = sw
+		switch oneSwitch[h] {
+		case "", sw:
+			oneSwitch[h] = sw
+		default:
+			oneSwitch[h] = "\x00"
+		}
+	}
+	// Each agent's flows' NICs.
+	type flowKey struct{ host, flow string }
+	type nicOf struct{ addr, tor string }
+	nics := map[flowKey]nicOf{}
+	for _, s := range m.FlowSource {
+		l := s.Labels
+		h := l[hostLabel]
+		if h == "" {
+			continue
+		}
+		a := addrOf[entryKey{h, l["device"], l["port"], l["index"]}]
+		if a == "" {
+			note(h, fmt.Sprintf("flow %s: its source GID entry (%s/%s index %s) is not in %s: its probes are not in the suspects", l["flow"], l["device"], l["port"], l["index"], MetricGIDInfo))
+			continue
+		}
+		tor, ok := switchOf[hostNetdev{h, l["netdev"]}]
+		if !ok && oneSwitch[h] != "\x00" {
+			tor = oneSwitch[h]
+		}
+		nics[flowKey{h, l["flow"]}] = nicOf{a, tor}
+	}
+	noisyHost := map[string]bool{}
+	for _, s := range m.Scale {
+		if s.Value < 1 && s.Labels[hostLabel] != "" {
+			noisyHost[s.Labels[hostLabel]] = true
+		}
+	}
+	// The prober's NIC of a series; ok false (and a note) when not known.
+	prober := func(s Sample) (nicOf, bool) {
+		h := s.Labels[hostLabel]
+		n, ok := nics[flowKey{h, s.Labels["flow"]}]
+		if !ok && h != "" {
+			note(h, fmt.Sprintf("flow %s: no %s tying it to a NIC: its probes are not in the suspects", s.Labels["flow"], MetricFlowSource))
+		}
+		return n, ok
+	}
+	count := func(v float64) uint64 {
+		if math.IsNaN(v) || v <= 0 {
+			return 0
+		}
+		return uint64(math.Round(min(v, 1<<53)))
+	}
+	// A NIC's ToR: its agent's, else what the worst pairs say.
+	torOf := map[string]string{}
+	for _, n := range nics {
+		if n.tor != "" {
+			torOf[n.addr] = n.tor
+		}
+	}
+	for _, s := range m.WorstLost {
+		if a, t := s.Labels["address"], s.Labels["peer_tor"]; a != "" && t != "" && torOf[a] == "" {
+			torOf[a] = t
+		}
+	}
+	type key struct{ src, dst string }
+	obs := map[key]*PairObservation{}
+	pair := func(src, dst, srcToR, dstToR string) *PairObservation {
+		k := key{src, dst}
+		o := obs[k]
+		if o == nil {
+			o = &PairObservation{Src: src, Dst: dst, SrcToR: srcToR, DstToR: dstToR}
+			obs[k] = o
+		}
+		return o
+	}
+	peerAddr := func(s Sample) (string, bool) {
+		a, err := netip.ParseAddr(s.Labels["address"])
+		if err != nil {
+			if h := s.Labels[hostLabel]; h != "" {
+				note(h, "probe series without an address label (an agent older than it): its ToR-mates and worst pairs are not in the suspects")
+			}
+			return "", false
+		}
+		return a.Unmap().String(), true
+	}
+	mateToR := func(n nicOf, dst string) string {
+		if t := torOf[dst]; t != "" {
+			return t
+		}
+		return n.tor
+	}
+	// ToR-mates: loss, and remarking (its series name the peer, which the
+	// lost series tie to an address).
+	type peerKey struct{ host, flow, peer string }
+	mateAddr := map[peerKey]string{}
+	for _, s := range m.MateLost {
+		n, ok := prober(s)
+		if !ok {
+			continue
+		}
+		dst, ok := peerAddr(s)
+		if !ok {
+			continue
+		}
+		mateAddr[peerKey{s.Labels[hostLabel], s.Labels["flow"], s.Labels["peer"]}] = dst
+		pair(n.addr, dst, n.tor, mateToR(n, dst)).Lost += count(s.Value)
+	}
+	for _, s := range m.MateRemarked {
+		n, ok := prober(s)
+		if !ok {
+			continue
+		}
+		dst := mateAddr[peerKey{s.Labels[hostLabel], s.Labels["flow"], s.Labels["peer"]}]
+		if dst == "" {
+			if a, err := netip.ParseAddr(s.Labels["peer"]); err == nil {
+				dst = a.Unmap().String() // a peer named by its address
+			} else {
+				dst = "(mates of " + n.addr + ")"
+			}
+		}
+		pair(n.addr, dst, n.tor, mateToR(n, dst)).Remarked += count(s.Value)
+	}
+	for _, s := range m.MateSent {
+		if n, ok := prober(s); ok {
+			pair(n.addr, "(mates of "+n.addr+")", n.tor, n.tor).Sent += count(s.Value)
+		}
+	}
+	// Other ToRs: the worst pairs' loss, the groups' probes and remarking.
+	type worstKey struct{ host, flow, addr string }
+	ratio := map[worstKey]float64{}
+	for _, s := range m.WorstLoss {
+		ratio[worstKey{s.Labels[hostLabel], s.Labels["flow"], s.Labels["address"]}] = s.Value
+	}
+	namedSent := map[[3]string]uint64{} // (host, flow, peer ToR): probes of the worst pairs
+	for _, s := range m.WorstLost {
+		n, ok := prober(s)
+		if !ok {
+			continue
+		}
+		dst, ok := peerAddr(s)
+		if !ok || count(s.Value) == 0 {
+			continue
+		}
+		o := pair(n.addr, dst, n.tor, s.Labels["peer_tor"])
+		o.Lost += count(s.Value)
+		if r := ratio[worstKey{s.Labels[hostLabel], s.Labels["flow"], s.Labels["address"]}]; r > 0 {
+			sent := count(s.Value / r) // answered + lost
+			o.Sent += sent
+			namedSent[[3]string{s.Labels[hostLabel], s.Labels["flow"], s.Labels["peer_tor"]}] += sent
+		}
+	}
+	group := func(n nicOf, t string) *PairObservation {
+		name := "(NICs of " + t + ")"
+		if t == "" {
+			name = "(NICs of unknown ToRs)"
+		}
+		return pair(n.addr, name, n.tor, t)
+	}
+	for _, s := range m.ToRRemarked {
+		if n, ok := prober(s); ok {
+			group(n, s.Labels["peer_tor"]).Remarked += count(s.Value)
+		}
+	}
+	for _, s := range m.ToRSent {
+		if n, ok := prober(s); ok {
+			k := [3]string{s.Labels[hostLabel], s.Labels["flow"], s.Labels["peer_tor"]}
+			sent := count(s.Value)
+			named := min(sent, namedSent[k])
+			namedSent[k] -= named // counted once over the group's scopes
+			group(n, s.Labels["peer_tor"]).Sent += sent - named
+		}
+	}
+	noisy := map[string]bool{}
+	for k, n := range nics {
+		if noisyHost[k.host] {
+			noisy[n.addr] = true
+		}
+	}
+	return observationsOf(obs, noisy), notes
+}

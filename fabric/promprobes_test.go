@@ -1,0 +1,282 @@
+package fabric
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/netip"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/roce-probe/roce-probe/fabric/fabrictest"
+)
+
+// faultsPrometheus serves testdata/faults.prom (now) and
+// faults-before.prom (5 minutes earlier): 12 agents under leaf-a, leaf-b
+// and leaf-c, NIC 10.0.1.2 (a2) dead and leaf-c losing 2 % of the probes
+// between its NICs (testdata/README.md).
+func faultsPrometheus(t *testing.T) string {
+	t.Helper()
+	srv, err := fabrictest.Prometheus([]fabrictest.Target{{Metrics: readProm(t, "faults"), Before: readProm(t, "faults-before")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// From Prometheus, the injected faults are localised as --agents
+// localises them: the dead NIC by its address under its ToR, with every
+// peer it lost probes with (its 3 ToR-mates, the 4 NICs of other ToRs
+// that probed it in the agents' last two rounds and the 2 more it probed
+// itself), and leaf-c by the loss among its 4 NICs (all 12 directed
+// pairs); nothing else — the inter-ToR losses are all the dead NIC's. The
+// HTML report shows both, and the matrix cells the faults lost in.
+func TestPrometheusSuspects(t *testing.T) {
+	url := faultsPrometheus(t)
+	o := PrometheusOptions{HostLabel: "node"}
+	hosts, err := ReadPrometheus(context.Background(), url, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hosts) != 12 {
+		t.Fatalf("%d hosts, want 12", len(hosts))
+	}
+	in, ok, err := ReadPrometheusProbes(context.Background(), url, hosts, o)
+	if err != nil || !ok {
+		t.Fatalf("ok %v, %v", ok, err)
+	}
+	got := Localize(in)
+	want := []Suspect{
+		{Kind: SuspectNIC, NIC: "10.0.1.2", ToR: "leaf-a", Pairs: 9,
+			Evidence: "its probes failed in every direction: with 9 peers, 3 of them ToR-mates, while its ToR-mates lost nothing among themselves"},
+		{Kind: SuspectToR, ToR: "leaf-c", Pairs: 12,
+			Evidence: "ToR-mesh loss: 12 pairs of 4 of its NICs lost probes between ToR-mates, no NIC to blame"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("suspects:\n%+v\nwant\n%+v", got, want)
+	}
+	for _, h := range hosts {
+		if len(h.Notes) > 0 {
+			t.Errorf("%s: notes %q", h.Name, h.Notes)
+		}
+	}
+	// Pairs: a mate of the dead NIC lost each of its 300 probes of the
+	// window; one that probed it from leaf-b lost the 30 of a round.
+	find := func(src, dst string) *PairObservation {
+		for i := range in.Pairs {
+			if in.Pairs[i].Src == src && in.Pairs[i].Dst == dst {
+				return &in.Pairs[i]
+			}
+		}
+		return nil
+	}
+	if p := find("10.0.1.1", "10.0.1.2"); p == nil || p.Lost != 300 || p.SrcToR != "leaf-a" || p.DstToR != "leaf-a" {
+		t.Errorf("a1 → a2: %+v", p)
+	}
+	if p := find("10.0.2.1", "10.0.1.2"); p == nil || p.Lost != 30 || p.Sent != 30 || p.DstToR != "leaf-a" {
+		t.Errorf("b1 → a2: %+v", p)
+	}
+	if p := find("10.0.3.1", "10.0.3.2"); p == nil || p.Lost != 6 {
+		t.Errorf("c1 → c2: %+v", p)
+	}
+
+	r, err := Analyze(hosts, SourcePrometheus)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Suspects, r.Localized = got, true
+	var b bytes.Buffer
+	if err := WriteHTML(&b, HTMLInput{Report: r, Hosts: hosts, Pairs: in.Pairs, Suspects: got}); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	// Each agent sends 300 probes a window to each of its 3 mates and to
+	// each other ToR: a ToR's cell to itself is 4 · 3 · 300 = 3600 probes,
+	// to another ToR 4 · 300 = 1200.
+	for _, s := range []string{
+		`<td class="name">10.0.1.2</td>`, `<td class="name">leaf-c</td>`,
+		`title="leaf-a → leaf-a: 3600 sent, 1800 lost, 0 remarked"`, // a2 both ways with its 3 mates
+		`title="leaf-b → leaf-a: 1200 sent, 60 lost, 0 remarked"`,   // b1 and b2 probed a2 a round each
+		`title="leaf-a → leaf-c: 1200 sent, 60 lost, 0 remarked"`,   // a2 probed c2 and c3
+		`title="leaf-c → leaf-c: 3600 sent, 72 lost, 0 remarked"`,   // 12 pairs, 6 each
+		`title="leaf-b → leaf-c: 1200 sent, 0 lost, 0 remarked"`,
+	} {
+		if !strings.Contains(page, s) {
+			t.Errorf("the HTML report has no %s", s)
+		}
+	}
+}
+
+// The queries ask for the window given, in seconds, and name hosts by the
+// label given.
+func TestProbeQueries(t *testing.T) {
+	q := ProbeQueries("node", 90*time.Second)
+	if q["MateSent"] != "sum by (node, flow) (increase(roce_probe_probes_sent_total[90s]))" ||
+		q["MateLost"] != "increase(roce_probe_probes_lost_total[90s]) > 0" ||
+		q["WorstLost"] != `roce_probe_worst_pair_lost_probes{scope!="tor"}` {
+		t.Errorf("%q", q)
+	}
+}
+
+// Agents without the address label (older) and flows without a source:
+// left out with a note on their host, never a wrong pair.
+func TestObservationsFromMetricsNotes(t *testing.T) {
+	l := func(kv ...string) map[string]string {
+		m := map[string]string{}
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return m
+	}
+	m := ProbeMetrics{
+		GIDInfo:    []Sample{{Labels: l("node", "h1", "device", "mlx5_0", "port", "1", "index", "3", "gid", "::ffff:10.0.0.1"), Value: 1}},
+		FlowSource: []Sample{{Labels: l("node", "h1", "flow", "rdma", "device", "mlx5_0", "port", "1", "index", "3", "netdev", "eth0"), Value: 1}},
+		MateLost: []Sample{
+			{Labels: l("node", "h1", "flow", "rdma", "peer", "h2"), Value: 10},                        // no address label
+			{Labels: l("node", "h2", "flow", "rdma", "peer", "h1", "address", "10.0.0.1"), Value: 10}, // h2 has no flow source
+		},
+	}
+	in, notes := ObservationsFromMetrics(m, "node")
+	if len(in.Pairs) != 0 {
+		t.Errorf("pairs %+v, want none", in.Pairs)
+	}
+	if len(notes["h1"]) != 1 || !strings.Contains(notes["h1"][0], "without an address label") ||
+		len(notes["h2"]) != 1 || !strings.Contains(notes["h2"][0], "no roce_probe_flow_source_info") {
+		t.Errorf("notes %q", notes)
+	}
+}
+
+// One fleet, two sources, one decision: 12 agents under leaf-a, leaf-b
+// and leaf-c (NIC i 10.0.0.(1+i), 4 a ToR), each probing its 3 ToR-mates
+// (100 probes) and the 8 NICs of the other ToRs (20 each), with faults
+// injected — NIC 1 dead, leaf-b's mesh losing 6 in 100, leaf-c's uplinks
+// 3 in 20, leaf-b's uplinks remarking DSCP, agent 9 busy (its rate
+// scale 0.5) and losing 2 in 100 with its mates — written as the agents'
+// pair detail (/pairs) and as the series Prometheus holds of the same
+// agents. Both give Localize the same suspects; the remark's pair count
+// differs, by design: /pairs has a pair per NIC, the series a group per
+// peer ToR.
+func TestPrometheusEqualsAgentsSuspects(t *testing.T) {
+	const n = 12
+	tor := func(i int) string { return []string{"leaf-a", "leaf-b", "leaf-c"}[i/4] }
+	addr := func(i int) string { return fmt.Sprintf("10.0.0.%d", 1+i) }
+	lost := func(i, j int, probes uint64) uint64 {
+		switch {
+		case i == 1 || j == 1:
+			return probes
+		case tor(i) == tor(j) && tor(i) == "leaf-b":
+			return 6
+		case tor(i) != tor(j) && (tor(i) == "leaf-c" || tor(j) == "leaf-c"):
+			return 3
+		case i == 9 && tor(j) == "leaf-c":
+			return 2
+		}
+		return 0
+	}
+	remarked := func(i, j int) bool {
+		return tor(i) != tor(j) && (tor(i) == "leaf-b" || tor(j) == "leaf-b") && lost(i, j, 20) < 20
+	}
+	l := func(kv ...string) map[string]string {
+		m := map[string]string{}
+		for k := 0; k < len(kv); k += 2 {
+			m[kv[k]] = kv[k+1]
+		}
+		return m
+	}
+	var hosts []Host
+	var pairs []AgentPairs
+	var m ProbeMetrics
+	for i := 0; i < n; i++ {
+		h := fmt.Sprintf("node-%d", i)
+		hosts = append(hosts, Host{Name: h, Attachments: []Attachment{{Network: "10.0.0.0/16", Addr: netip.MustParseAddr(addr(i)), Switch: tor(i)}}})
+		ap := AgentPairs{Scale: 1}
+		scale := 1.0
+		if i == 9 {
+			ap.Scale, scale = 0.5, 0.5
+		}
+		m.GIDInfo = append(m.GIDInfo, Sample{Labels: l("node", h, "device", "mlx5_0", "port", "1", "index", "3", "gid", "::ffff:"+addr(i))})
+		m.FlowSource = append(m.FlowSource, Sample{Labels: l("node", h, "flow", "rdma", "device", "mlx5_0", "port", "1", "index", "3", "netdev", "eth0")})
+		m.Topology = append(m.Topology, Sample{Labels: l("node", h, "netdev", "eth0", "switch", tor(i))})
+		m.Scale = append(m.Scale, Sample{Labels: l("node", h), Value: scale})
+		mateSent := 0.0
+		torSent := map[string]float64{}
+		torRemarked := map[string]float64{}
+		for j := 0; j < n; j++ {
+			if j == i {
+				continue
+			}
+			probes, scope := uint64(20), "inter_tor"
+			if tor(i) == tor(j) {
+				probes, scope = 100, "tor"
+			}
+			lo := lost(i, j, probes)
+			p := AgentPair{Peer: fmt.Sprintf("node-%d", j), Address: addr(j), Flow: "rdma", Scope: scope, Probes: probes, Answered: probes - lo, Lost: lo}
+			if lo < probes {
+				p.Sent, p.Received = &PairMarkings{DSCP: 26}, &PairMarkings{DSCP: 26}
+				if remarked(i, j) {
+					p.Received.DSCP = 0
+				}
+			}
+			ap.Pairs = append(ap.Pairs, p)
+			peer := l("node", h, "flow", "rdma", "peer", p.Peer, "address", addr(j), "scope", scope, "peer_tor", tor(j))
+			if scope == "tor" {
+				mateSent += float64(probes)
+				if lo > 0 {
+					m.MateLost = append(m.MateLost, Sample{Labels: peer, Value: float64(lo)})
+				}
+				continue
+			}
+			torSent[tor(j)] += float64(probes)
+			if remarked(i, j) {
+				torRemarked[tor(j)] += float64(probes - lo)
+			}
+			if lo > 0 { // 8 NICs of other ToRs: all fit in the 10 worst pairs
+				m.WorstLoss = append(m.WorstLoss, Sample{Labels: peer, Value: float64(lo) / float64(probes)})
+				m.WorstLost = append(m.WorstLost, Sample{Labels: peer, Value: float64(lo)})
+			}
+		}
+		pairs = append(pairs, ap)
+		m.MateSent = append(m.MateSent, Sample{Labels: l("node", h, "flow", "rdma"), Value: mateSent})
+		for t, v := range torSent {
+			m.ToRSent = append(m.ToRSent, Sample{Labels: l("node", h, "flow", "rdma", "scope", "inter_tor", "peer_tor", t), Value: v})
+		}
+		for t, v := range torRemarked {
+			m.ToRRemarked = append(m.ToRRemarked, Sample{Labels: l("node", h, "flow", "rdma", "scope", "inter_tor", "peer_tor", t, "field", "dscp", "event", "remarked"), Value: v})
+		}
+	}
+	fromAgents := Localize(AgentObservations(hosts, pairs))
+	in, notes := ObservationsFromMetrics(m, "node")
+	fromProm := Localize(in)
+	if len(notes) > 0 {
+		t.Errorf("notes %q", notes)
+	}
+	names := func(ss []Suspect) []string {
+		var out []string
+		for _, s := range ss {
+			p := fmt.Sprint(s.Pairs)
+			if s.Kind == SuspectRemark {
+				p = "-"
+			}
+			out = append(out, fmt.Sprintf("%s nic=%s tor=%s spine=%s pairs=%s", s.Kind, s.NIC, s.ToR, s.Spine, p))
+		}
+		return out
+	}
+	want := []string{
+		// Its 3 mates and the 8 NICs of other ToRs; its pairs are set
+		// aside before the rest is judged.
+		"host_noise nic=10.0.0.10 tor= spine= pairs=11",
+		// Leaf-c's NICs but the busy one (3) with the other ToRs' but the
+		// dead one (7), both ways.
+		"link nic= tor=leaf-c spine= pairs=42",
+		// Its 11 peers but the busy one.
+		"nic nic=10.0.0.2 tor=leaf-a spine= pairs=10",
+		"remark nic= tor=leaf-b spine= pairs=-",
+		"tor nic= tor=leaf-b spine= pairs=12",
+	}
+	if a, p := names(fromAgents), names(fromProm); !reflect.DeepEqual(a, want) || !reflect.DeepEqual(p, want) {
+		t.Errorf("suspects\nfrom /pairs:\n%s\nfrom Prometheus:\n%s\nwant:\n%s", strings.Join(a, "\n"), strings.Join(p, "\n"), strings.Join(want, "\n"))
+	}
+}
