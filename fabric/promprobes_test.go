@@ -73,13 +73,13 @@ func TestPrometheusSuspects(t *testing.T) {
 		}
 		return nil
 	}
-	if p := find("10.0.1.1", "10.0.1.2"); p == nil || p.Lost != 300 || p.SrcToR != "leaf-a" || p.DstToR != "leaf-a" {
+	if p := find("10.0.1.1", "10.0.1.2"); p == nil || p.Lost != 300 || p.Sent != 300 || p.SrcToR != "leaf-a" || p.DstToR != "leaf-a" {
 		t.Errorf("a1 → a2: %+v", p)
 	}
 	if p := find("10.0.2.1", "10.0.1.2"); p == nil || p.Lost != 30 || p.Sent != 30 || p.DstToR != "leaf-a" {
 		t.Errorf("b1 → a2: %+v", p)
 	}
-	if p := find("10.0.3.1", "10.0.3.2"); p == nil || p.Lost != 6 {
+	if p := find("10.0.3.1", "10.0.3.2"); p == nil || p.Lost != 6 || p.Sent != 300 {
 		t.Errorf("c1 → c2: %+v", p)
 	}
 
@@ -226,6 +226,7 @@ func TestPrometheusEqualsAgentsSuspects(t *testing.T) {
 				mateSent += float64(probes)
 				if lo > 0 {
 					m.MateLost = append(m.MateLost, Sample{Labels: peer, Value: float64(lo)})
+					m.MateLossySent = append(m.MateLossySent, Sample{Labels: peer, Value: float64(probes)})
 				}
 				continue
 			}
@@ -247,8 +248,21 @@ func TestPrometheusEqualsAgentsSuspects(t *testing.T) {
 			m.ToRRemarked = append(m.ToRRemarked, Sample{Labels: l("node", h, "flow", "rdma", "scope", "inter_tor", "peer_tor", t, "field", "dscp", "event", "remarked"), Value: v})
 		}
 	}
-	fromAgents := Localize(AgentObservations(hosts, pairs))
+	agentsIn := AgentObservations(hosts, pairs)
+	fromAgents := Localize(agentsIn)
 	in, notes := ObservationsFromMetrics(m, "node")
+	// The matrix's probes sent and lost, ToR by ToR, are the same too.
+	cells := func(in LocalizeInput) map[[2]string][2]uint64 {
+		c := map[[2]string][2]uint64{}
+		for _, p := range in.Pairs {
+			k := [2]string{p.SrcToR, p.DstToR}
+			c[k] = [2]uint64{c[k][0] + p.Sent, c[k][1] + p.Lost}
+		}
+		return c
+	}
+	if a, p := cells(agentsIn), cells(in); !reflect.DeepEqual(a, p) {
+		t.Errorf("ToR × ToR (sent, lost)\nfrom /pairs:     %v\nfrom Prometheus: %v", a, p)
+	}
 	fromProm := Localize(in)
 	if len(notes) > 0 {
 		t.Errorf("notes %q", notes)
