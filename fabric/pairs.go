@@ -24,6 +24,11 @@ type AgentPairs struct {
 	// Scale is the agent's probe rate scale: below 1 while it protects
 	// its host (late wake-ups, CPU over budget): its results are marked.
 	Scale float64 `json:"probe_scale"`
+	// Addresses are the addresses the agent's probes leave from, and ToR
+	// its own ToR (nil: not known; both absent from agents older than
+	// them).
+	Addresses []string `json:"addresses"`
+	ToR       *string  `json:"tor"`
 	// Pairs are the (peer, flow) pairs it probes.
 	Pairs []AgentPair `json:"pairs"`
 	// Missing says the agent has no pair detail (HTTP 404: an agent
@@ -47,6 +52,35 @@ type AgentPair struct {
 	// last answered one as they arrived; nil when not known.
 	Sent     *PairMarkings `json:"sent"`
 	Received *PairMarkings `json:"received"`
+	// SportFaults are the UDP source ports whose probes were lost or
+	// arrived remarked, with the spine a trace of each found
+	// (docs/json.md, "agent_sport_fault"); absent from older agents.
+	SportFaults []AgentSportFault `json:"sport_faults"`
+}
+
+// AgentSportFault is one UDP source port of a pair that lost probes or
+// saw them remarked, and what the agent's automatic trace of it found.
+type AgentSportFault struct {
+	Sport    uint16 `json:"udp_sport"`
+	Lost     uint64 `json:"lost"`
+	Remarked uint64 `json:"remarked"`
+	// Spine is the hops between the two ToRs the trace went through (the
+	// spine, named by the agent's trace.routers); nil when no trace ran
+	// or it found none.
+	Spine *string `json:"spine"`
+	// Remark is where the trace saw the DSCP or ECN change; nil: nowhere
+	// (or not traced).
+	Remark *PairChange `json:"remark"`
+}
+
+// PairChange is the part of a trace's change (docs/json.md,
+// "trace_change") localisation reports.
+type PairChange struct {
+	Field         string  `json:"field"`
+	From          int     `json:"from_value"`
+	To            int     `json:"to_value"`
+	BeforeAddress *string `json:"before_address"`
+	AtAddress     *string `json:"at_address"`
 }
 
 // PairMarkings is the part of a pair's markings localisation compares.
@@ -146,10 +180,14 @@ func DecodeAgentPairs(r io.Reader, max int64) (AgentPairs, error) {
 // NIC's ToR is its snapshot's topology, else what its peers' probe
 // replies said. The flows of a (source, destination) pair are added
 // together; Remarked counts pairs whose last answered probe arrived with
-// another DSCP than it was sent with (the detail keeps only the last).
-// An agent whose probe rate scale is below 1 has its NICs marked noisy.
-// Source ports are not in the pair detail: link suspects come without a
-// spine (docs/fabric.md, "Localisation").
+// another DSCP than it was sent with (the detail keeps only the last),
+// or, from agents that report their faulty UDP source ports, the probes
+// those ports saw remarked. Each faulty port is a SportObservation with
+// the spine the agent's trace of it found ("" when none ran): what
+// Localize names spines, links and remarking hops by. An agent whose
+// probe rate scale is below 1 has its NICs marked noisy. An agent's own
+// ToR and addresses on /pairs name its NICs' ToR when its snapshot does
+// not.
 func AgentObservations(hosts []Host, pairs []AgentPairs) LocalizeInput {
 	// Every NIC gets a number as it is first seen: pairs are added up
 	// by two numbers, sorted by the ranks of the NICs' addresses as
@@ -166,6 +204,18 @@ func AgentObservations(hosts []Host, pairs []AgentPairs) LocalizeInput {
 		}
 	}
 	var text [64]byte
+	for _, ap := range pairs {
+		if ap.ToR == nil || *ap.ToR == "" {
+			continue
+		}
+		for _, t := range ap.Addresses {
+			if a, err := netip.ParseAddr(t); err == nil {
+				if i := nics.id(a.Unmap()); nics.tors[i] == "" {
+					nics.tors[i] = *ap.ToR
+				}
+			}
+		}
+	}
 	for _, ap := range pairs {
 		for _, p := range ap.Pairs {
 			if p.ToR == nil || *p.ToR == "" {
@@ -185,6 +235,7 @@ func AgentObservations(hosts []Host, pairs []AgentPairs) LocalizeInput {
 	type obs struct {
 		src, dst             int32
 		sent, lost, remarked uint64
+		sports               []SportObservation
 	}
 	n := 0
 	for _, ap := range pairs {
@@ -213,7 +264,15 @@ func AgentObservations(hosts []Host, pairs []AgentPairs) LocalizeInput {
 				noisy[s] = true
 			}
 			o := obs{src: s, dst: d, sent: p.Probes, lost: p.Lost}
-			if p.Sent != nil && p.Received != nil && p.Sent.DSCP != p.Received.DSCP {
+			for _, f := range p.SportFaults {
+				so := SportObservation{Sport: f.Sport, Lost: f.Lost, Remarked: f.Remarked}
+				if f.Spine != nil {
+					so.Spine = *f.Spine
+				}
+				o.sports = append(o.sports, so)
+				o.remarked += f.Remarked
+			}
+			if o.remarked == 0 && p.Sent != nil && p.Received != nil && p.Sent.DSCP != p.Received.DSCP {
 				o.remarked++
 			}
 			all = append(all, o)
@@ -256,6 +315,7 @@ func AgentObservations(hosts []Host, pairs []AgentPairs) LocalizeInput {
 			merged[m].sent += o.sent
 			merged[m].lost += o.lost
 			merged[m].remarked += o.remarked
+			merged[m].sports = append(merged[m].sports, o.sports...)
 			continue
 		}
 		merged = append(merged, o)
@@ -266,7 +326,7 @@ func AgentObservations(hosts []Host, pairs []AgentPairs) LocalizeInput {
 	}
 	for j, o := range merged {
 		in.Pairs[j] = PairObservation{Src: names[o.src], Dst: names[o.dst], SrcToR: nics.tors[o.src], DstToR: nics.tors[o.dst],
-			Sent: o.sent, Lost: o.lost, Remarked: o.remarked}
+			Sent: o.sent, Lost: o.lost, Remarked: o.remarked, Sports: o.sports}
 	}
 	for n := range noisy {
 		in.Noisy = append(in.Noisy, names[n])
