@@ -2,6 +2,7 @@ package fabric
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -146,6 +147,43 @@ func BenchmarkAgentObservations(b *testing.B) {
 				if s := Localize(in); len(s) != 1 || s[0].NIC != addr(1).String() {
 					b.Fatalf("%+v", s)
 				}
+			}
+		})
+	}
+}
+
+// BenchmarkLocalize is Localize alone on n pairs that all lost probes,
+// 64 NICs a ToR, 1,563 ToRs, 16 spines: each pair between NICs of two
+// random ToRs with one lost source port traced through a random spine
+// (loss everywhere: the work of its link rounds is the most), and 64
+// NICs of one ToR that lost with all their mates (a dead ToR). What it
+// names is not the point; how its cost grows with the lossy pairs is.
+func BenchmarkLocalize(b *testing.B) {
+	for _, n := range []int{10000, 100000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			r := rand.New(rand.NewPCG(1, 2))
+			nic := func(i int) string { return fmt.Sprintf("10.%d.%d.%d", i>>16&255, i>>8&255, i&255) }
+			tor := func(i int) string { return fmt.Sprintf("leaf-%d", i/64) }
+			var in LocalizeInput
+			for range n {
+				s, d := r.IntN(100000), r.IntN(100000)
+				if s/64 == d/64 {
+					continue
+				}
+				in.Pairs = append(in.Pairs, PairObservation{Src: nic(s), Dst: nic(d), SrcToR: tor(s), DstToR: tor(d), Sent: 30, Lost: 1,
+					Sports: []SportObservation{{Sport: uint16(0xc000 + r.IntN(16384)), Lost: 1, Spine: fmt.Sprint("spine-", r.IntN(16))}}})
+			}
+			for s := range 64 {
+				for d := range 64 {
+					if s != d {
+						in.Pairs = append(in.Pairs, PairObservation{Src: nic(s), Dst: nic(d), SrcToR: tor(s), DstToR: tor(d), Sent: 30, Lost: 3})
+					}
+				}
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				Localize(in)
 			}
 		})
 	}

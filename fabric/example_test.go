@@ -102,3 +102,36 @@ func ExampleDecodeAgentPairs() {
 	// 10.0.0.1 (leaf-a) -> 10.0.0.2 (leaf-a): 100 sent, 100 lost
 	// 10.0.0.1 (leaf-a) -> 10.0.0.9 (leaf-c): 20 sent, 0 lost
 }
+
+// An agent's probe series as Prometheus answers fabric's queries
+// (ProbeQueries) turned into localisation's input: its NIC is the
+// address of its flow's source GID entry, under the switch its topology
+// names; a ToR-mate that lost, a worst pair with another ToR, and the
+// probes sent to that ToR's other NICs.
+func ExampleObservationsFromMetrics() {
+	node := func(kv ...string) map[string]string {
+		m := map[string]string{"node": "node-1"}
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return m
+	}
+	m := fabric.ProbeMetrics{
+		GIDInfo:       []fabric.Sample{{Labels: node("device", "mlx5_0", "port", "1", "index", "3", "gid", "::ffff:10.0.0.1"), Value: 1}},
+		FlowSource:    []fabric.Sample{{Labels: node("flow", "rdma", "device", "mlx5_0", "port", "1", "index", "3", "netdev", "eth0"), Value: 1}},
+		Topology:      []fabric.Sample{{Labels: node("netdev", "eth0", "switch", "leaf-a"), Value: 1}},
+		MateLost:      []fabric.Sample{{Labels: node("flow", "rdma", "peer", "node-2", "address", "10.0.0.2"), Value: 300}},
+		MateLossySent: []fabric.Sample{{Labels: node("flow", "rdma", "peer", "node-2", "address", "10.0.0.2"), Value: 300}},
+		WorstLost:     []fabric.Sample{{Labels: node("flow", "rdma", "scope", "inter_tor", "peer", "node-9", "address", "10.0.0.9", "peer_tor", "leaf-c"), Value: 3}},
+		WorstLoss:     []fabric.Sample{{Labels: node("flow", "rdma", "scope", "inter_tor", "peer", "node-9", "address", "10.0.0.9", "peer_tor", "leaf-c"), Value: 0.1}},
+		ToRSent:       []fabric.Sample{{Labels: node("flow", "rdma", "scope", "inter_tor", "peer_tor", "leaf-c"), Value: 300}},
+	}
+	in, _ := fabric.ObservationsFromMetrics(m, "node")
+	for _, o := range in.Pairs {
+		fmt.Printf("%s (%s) -> %s (%s): %d sent, %d lost\n", o.Src, o.SrcToR, o.Dst, o.DstToR, o.Sent, o.Lost)
+	}
+	// Output:
+	// 10.0.0.1 (leaf-a) -> (NICs of leaf-c) (leaf-c): 270 sent, 0 lost
+	// 10.0.0.1 (leaf-a) -> 10.0.0.2 (leaf-a): 300 sent, 300 lost
+	// 10.0.0.1 (leaf-a) -> 10.0.0.9 (leaf-c): 30 sent, 3 lost
+}

@@ -158,6 +158,12 @@ func Localize(in LocalizeInput) []Suspect {
 	noiseOf := map[string]map[string]bool{}
 	var pairs []PairObservation
 	for _, p := range in.Pairs {
+		if p.Lost == 0 && p.Remarked == 0 {
+			// Nothing to explain (no step below looks at such a pair):
+			// the cost is the pairs that lost or were remarked, not
+			// every pair probed (AgentObservations has them all).
+			continue
+		}
 		if noisy[p.Src] || noisy[p.Dst] {
 			if p.Lost > 0 {
 				for _, e := range [][2]string{{p.Src, p.Dst}, {p.Dst, p.Src}} {

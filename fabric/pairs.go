@@ -1,6 +1,7 @@
 package fabric
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"io"
 	"net/netip"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 
@@ -22,6 +24,11 @@ type AgentPairs struct {
 	// Scale is the agent's probe rate scale: below 1 while it protects
 	// its host (late wake-ups, CPU over budget): its results are marked.
 	Scale float64 `json:"probe_scale"`
+	// Addresses are the addresses the agent's probes leave from, and ToR
+	// its own ToR (nil: not known; both absent from agents older than
+	// them).
+	Addresses []string `json:"addresses"`
+	ToR       *string  `json:"tor"`
 	// Pairs are the (peer, flow) pairs it probes.
 	Pairs []AgentPair `json:"pairs"`
 	// Missing says the agent has no pair detail (HTTP 404: an agent
@@ -45,6 +52,35 @@ type AgentPair struct {
 	// last answered one as they arrived; nil when not known.
 	Sent     *PairMarkings `json:"sent"`
 	Received *PairMarkings `json:"received"`
+	// SportFaults are the UDP source ports whose probes were lost or
+	// arrived remarked, with the spine a trace of each found
+	// (docs/json.md, "agent_sport_fault"); absent from older agents.
+	SportFaults []AgentSportFault `json:"sport_faults"`
+}
+
+// AgentSportFault is one UDP source port of a pair that lost probes or
+// saw them remarked, and what the agent's automatic trace of it found.
+type AgentSportFault struct {
+	Sport    uint16 `json:"udp_sport"`
+	Lost     uint64 `json:"lost"`
+	Remarked uint64 `json:"remarked"`
+	// Spine is the hops between the two ToRs the trace went through (the
+	// spine, named by the agent's trace.routers); nil when no trace ran
+	// or it found none.
+	Spine *string `json:"spine"`
+	// Remark is where the trace saw the DSCP or ECN change; nil: nowhere
+	// (or not traced).
+	Remark *PairChange `json:"remark"`
+}
+
+// PairChange is the part of a trace's change (docs/json.md,
+// "trace_change") localisation reports.
+type PairChange struct {
+	Field         string  `json:"field"`
+	From          int     `json:"from_value"`
+	To            int     `json:"to_value"`
+	BeforeAddress *string `json:"before_address"`
+	AtAddress     *string `json:"at_address"`
 }
 
 // PairMarkings is the part of a pair's markings localisation compares.
@@ -144,82 +180,173 @@ func DecodeAgentPairs(r io.Reader, max int64) (AgentPairs, error) {
 // NIC's ToR is its snapshot's topology, else what its peers' probe
 // replies said. The flows of a (source, destination) pair are added
 // together; Remarked counts pairs whose last answered probe arrived with
-// another DSCP than it was sent with (the detail keeps only the last).
-// An agent whose probe rate scale is below 1 has its NICs marked noisy.
-// ToRNICs counts each ToR's NICs among all the pairs (a NIC probed over
-// two families counts twice, which only keeps the nic rule's default).
-// Source ports are not in the pair detail: link suspects come without a
-// spine (docs/fabric.md, "Localisation").
+// another DSCP than it was sent with (the detail keeps only the last),
+// or, from agents that report their faulty UDP source ports, the probes
+// those ports saw remarked. Each faulty port is a SportObservation with
+// the spine the agent's trace of it found ("" when none ran): what
+// Localize names spines, links and remarking hops by. An agent whose
+// probe rate scale is below 1 has its NICs marked noisy. An agent's own
+// ToR and addresses on /pairs name its NICs' ToR when its snapshot does
+// not. ToRNICs counts each ToR's NICs among all the pairs (a NIC probed
+// over two families counts twice, which only keeps the nic rule's
+// default).
 func AgentObservations(hosts []Host, pairs []AgentPairs) LocalizeInput {
-	tor := map[string]string{} // NIC address → ToR
+	// Every NIC gets a number as it is first seen: pairs are added up
+	// by two numbers, sorted by the ranks of the NICs' addresses as
+	// text, and each address is written as text once — linear in the
+	// pairs but for the sort (docs/performance.md, "Suspects from the
+	// agents' pair detail").
+	var nics nicIndex
+	nics.ids = map[netip.Addr]int32{}
 	for _, h := range hosts {
 		for _, a := range h.Attachments {
 			if a.Addr.IsValid() && a.Switch != "" {
-				tor[a.Addr.String()] = a.Switch
+				nics.tors[nics.id(a.Addr)] = a.Switch
+			}
+		}
+	}
+	var text [64]byte
+	for _, ap := range pairs {
+		if ap.ToR == nil || *ap.ToR == "" {
+			continue
+		}
+		for _, t := range ap.Addresses {
+			if a, err := netip.ParseAddr(t); err == nil {
+				if i := nics.id(a.Unmap()); nics.tors[i] == "" {
+					nics.tors[i] = *ap.ToR
+				}
 			}
 		}
 	}
 	for _, ap := range pairs {
 		for _, p := range ap.Pairs {
-			if _, ok := tor[p.Address]; !ok && p.ToR != nil && *p.ToR != "" {
-				tor[p.Address] = *p.ToR
+			if p.ToR == nil || *p.ToR == "" {
+				continue
+			}
+			// The address as written, if that is how it is written
+			// back (a NIC is named by netip.Addr.String).
+			a, err := netip.ParseAddr(p.Address)
+			if err != nil || string(a.AppendTo(text[:0])) != p.Address {
+				continue
+			}
+			if i := nics.id(a); nics.tors[i] == "" {
+				nics.tors[i] = *p.ToR
 			}
 		}
 	}
-	type key struct{ src, dst string }
-	obs := map[key]*PairObservation{}
-	noisy := map[string]bool{}
+	type obs struct {
+		src, dst             int32
+		sent, lost, remarked uint64
+		sports               []SportObservation
+	}
+	n := 0
+	for _, ap := range pairs {
+		n += len(ap.Pairs)
+	}
+	all := make([]obs, 0, n)
+	noisy := map[int32]bool{}
+	var ports []hostPort
 	for i, ap := range pairs {
 		if i >= len(hosts) {
 			break
 		}
+		ports = hostPorts(hosts[i], ports[:0])
 		for _, p := range ap.Pairs {
 			dst, err := netip.ParseAddr(p.Address)
 			if err != nil {
 				continue
 			}
 			dst = dst.Unmap()
-			src := sourceOf(hosts[i], dst)
+			src := sourceOf(ports, dst)
 			if !src.IsValid() {
 				continue
 			}
-			k := key{src.String(), dst.String()}
+			s, d := nics.id(src), nics.id(dst)
 			if ap.Scale < 1 {
-				noisy[k.src] = true
+				noisy[s] = true
 			}
-			o := obs[k]
-			if o == nil {
-				o = &PairObservation{Src: k.src, Dst: k.dst, SrcToR: tor[k.src], DstToR: tor[k.dst]}
-				obs[k] = o
+			o := obs{src: s, dst: d, sent: p.Probes, lost: p.Lost}
+			for _, f := range p.SportFaults {
+				so := SportObservation{Sport: f.Sport, Lost: f.Lost, Remarked: f.Remarked}
+				if f.Spine != nil {
+					so.Spine = *f.Spine
+				}
+				o.sports = append(o.sports, so)
+				o.remarked += f.Remarked
 			}
-			o.Sent += p.Probes
-			o.Lost += p.Lost
-			if p.Sent != nil && p.Received != nil && p.Sent.DSCP != p.Received.DSCP {
-				o.Remarked++
+			if o.remarked == 0 && p.Sent != nil && p.Received != nil && p.Sent.DSCP != p.Received.DSCP {
+				o.remarked++
 			}
+			all = append(all, o)
 		}
 	}
-	in := observationsOf(obs, noisy)
-	// Each ToR's NICs, from every pair, healthy ones too: every agent
+	names := make([]string, len(nics.addrs))
+	byText := make([]int32, len(nics.addrs))
+	for i, a := range nics.addrs {
+		names[i], byText[i] = a.String(), int32(i)
+	}
+	slices.SortFunc(byText, func(x, y int32) int { return strings.Compare(names[x], names[y]) })
+	rank := make([]int32, len(nics.addrs))
+	for r, i := range byText {
+		rank[i] = int32(r)
+	}
+	// By source (a counting sort on its rank), then each source's pairs
+	// by destination: O(pairs + sources + Σ k log k), k the pairs of a
+	// source (a plan's targets: about 70); then the flows of a pair (and
+	// the pairs two agents report for one NIC) added together.
+	start := make([]int, len(nics.addrs)+1)
+	for _, o := range all {
+		start[rank[o.src]+1]++
+	}
+	for r := range nics.addrs {
+		start[r+1] += start[r]
+	}
+	sorted := make([]obs, len(all))
+	next := slices.Clone(start[:len(nics.addrs)])
+	for _, o := range all {
+		r := rank[o.src]
+		sorted[next[r]] = o
+		next[r]++
+	}
+	for r := range nics.addrs {
+		slices.SortFunc(sorted[start[r]:start[r+1]], func(x, y obs) int { return cmp.Compare(rank[x.dst], rank[y.dst]) })
+	}
+	merged := sorted[:0]
+	for _, o := range sorted {
+		if m := len(merged) - 1; m >= 0 && merged[m].src == o.src && merged[m].dst == o.dst {
+			merged[m].sent += o.sent
+			merged[m].lost += o.lost
+			merged[m].remarked += o.remarked
+			merged[m].sports = append(merged[m].sports, o.sports...)
+			continue
+		}
+		merged = append(merged, o)
+	}
+	var in LocalizeInput
+	if len(merged) > 0 {
+		in.Pairs = make([]PairObservation, len(merged))
+	}
+	for j, o := range merged {
+		in.Pairs[j] = PairObservation{Src: names[o.src], Dst: names[o.dst], SrcToR: nics.tors[o.src], DstToR: nics.tors[o.dst],
+			Sent: o.sent, Lost: o.lost, Remarked: o.remarked, Sports: o.sports}
+	}
+	for n := range noisy {
+		in.Noisy = append(in.Noisy, names[n])
+	}
+	sort.Strings(in.Noisy)
+	// Each ToR's NICs, over every pair, healthy ones too: every agent
 	// probes its ToR-mates as a mesh, so the NICs of a ToR whose hosts
 	// run agents are all there.
-	nicsOf := map[string]map[string]bool{}
-	add := func(tor, nic string) {
-		if tor != "" {
-			if nicsOf[tor] == nil {
-				nicsOf[tor] = map[string]bool{}
+	seen := make([]bool, len(nics.addrs))
+	for _, o := range merged {
+		seen[o.src], seen[o.dst] = true, true
+	}
+	for i, ok := range seen {
+		if t := nics.tors[i]; ok && t != "" {
+			if in.ToRNICs == nil {
+				in.ToRNICs = map[string]int{}
 			}
-			nicsOf[tor][nic] = true
-		}
-	}
-	for _, o := range in.Pairs {
-		add(o.SrcToR, o.Src)
-		add(o.DstToR, o.Dst)
-	}
-	if len(nicsOf) > 0 {
-		in.ToRNICs = make(map[string]int, len(nicsOf))
-		for t, n := range nicsOf {
-			in.ToRNICs[t] = len(n)
+			in.ToRNICs[t]++
 		}
 	}
 	return in
@@ -245,20 +372,58 @@ func observationsOf[K comparable](obs map[K]*PairObservation, noisy map[string]b
 	return in
 }
 
-// sourceOf returns the address of h's port that probes dst: the one on
-// dst's network, else the only one of dst's family; invalid when neither.
-func sourceOf(h Host, dst netip.Addr) netip.Addr {
+// nicIndex numbers the NICs of AgentObservations: ids[addrs[i]] = i, and
+// tors[i] is its ToR ("" when not known).
+type nicIndex struct {
+	ids   map[netip.Addr]int32
+	addrs []netip.Addr
+	tors  []string
+}
+
+func (x *nicIndex) id(a netip.Addr) int32 {
+	i, ok := x.ids[a]
+	if !ok {
+		i = int32(len(x.addrs))
+		x.ids[a] = i
+		x.addrs = append(x.addrs, a)
+		x.tors = append(x.tors, "")
+	}
+	return i
+}
+
+// hostPort is a port of a host with its network parsed (ok: it parsed).
+type hostPort struct {
+	addr netip.Addr
+	net  netip.Prefix
+	ok   bool
+}
+
+// hostPorts appends h's ports with an address to buf.
+func hostPorts(h Host, buf []hostPort) []hostPort {
+	for _, a := range h.Attachments {
+		if a.Addr.IsValid() {
+			p, err := netip.ParsePrefix(a.Network)
+			buf = append(buf, hostPort{a.Addr, p, err == nil})
+		}
+	}
+	return buf
+}
+
+// sourceOf returns the address of the port of a host (its hostPorts)
+// that probes dst: the one on dst's network, else the only one of dst's
+// family; invalid when neither.
+func sourceOf(ports []hostPort, dst netip.Addr) netip.Addr {
 	var only netip.Addr
 	n := 0
-	for _, a := range h.Attachments {
-		if !a.Addr.IsValid() || a.Addr.Is4() != dst.Is4() {
+	for _, a := range ports {
+		if a.addr.Is4() != dst.Is4() {
 			continue
 		}
-		if p, err := netip.ParsePrefix(a.Network); err == nil && p.Contains(dst) {
-			return a.Addr
+		if a.ok && a.net.Contains(dst) {
+			return a.addr
 		}
-		if a.Addr != only {
-			only = a.Addr
+		if a.addr != only {
+			only = a.addr
 			n++
 		}
 	}

@@ -41,11 +41,12 @@ type ProbeMetrics struct {
 	// roce_probe_topology_info, roce_probe_probe_rate_scale.
 	GIDInfo, FlowSource, Topology, Scale []Sample
 	// MateLost: the increase of roce_probe_probes_lost_total over the
-	// window, the pairs that lost only; MateSent: of
+	// window, the pairs that lost only; MateLossySent: of
+	// roce_probe_probes_sent_total, those pairs only; MateSent: of
 	// roce_probe_probes_sent_total, summed by host and flow; MateRemarked:
 	// of roce_probe_probe_marking_events_total{field="dscp",
 	// event="remarked"}, the pairs that saw some.
-	MateLost, MateSent, MateRemarked []Sample
+	MateLost, MateLossySent, MateSent, MateRemarked []Sample
 	// ToRSent: the increase of roce_probe_tor_probes_sent_total over the
 	// window; ToRRemarked: of roce_probe_tor_marking_events_total{field=
 	// "dscp", event="remarked"}, the groups that saw some.
@@ -62,17 +63,18 @@ func ProbeQueries(hostLabel string, w time.Duration) map[string]string {
 	r := "[" + promDuration(w) + "]"
 	const dscp = `{field="dscp",event="remarked"}`
 	return map[string]string{
-		"GIDInfo":      MetricGIDInfo,
-		"FlowSource":   MetricFlowSource,
-		"Topology":     MetricTopologyInfo,
-		"Scale":        MetricProbeScale,
-		"MateLost":     "increase(" + MetricProbesLost + r + ") > 0",
-		"MateSent":     "sum by (" + hostLabel + ", flow) (increase(" + MetricProbesSent + r + "))",
-		"MateRemarked": "increase(" + MetricMarkingEvents + dscp + r + ") > 0",
-		"ToRSent":      "increase(" + MetricToRProbesSent + r + ")",
-		"ToRRemarked":  "increase(" + MetricToRMarkingEvents + dscp + r + ") > 0",
-		"WorstLoss":    MetricWorstPairLoss + `{scope!="tor"}`,
-		"WorstLost":    MetricWorstPairLost + `{scope!="tor"}`,
+		"GIDInfo":       MetricGIDInfo,
+		"FlowSource":    MetricFlowSource,
+		"Topology":      MetricTopologyInfo,
+		"Scale":         MetricProbeScale,
+		"MateLost":      "increase(" + MetricProbesLost + r + ") > 0",
+		"MateLossySent": "increase(" + MetricProbesSent + r + ") and (increase(" + MetricProbesLost + r + ") > 0)",
+		"MateSent":      "sum by (" + hostLabel + ", flow) (increase(" + MetricProbesSent + r + "))",
+		"MateRemarked":  "increase(" + MetricMarkingEvents + dscp + r + ") > 0",
+		"ToRSent":       "increase(" + MetricToRProbesSent + r + ")",
+		"ToRRemarked":   "increase(" + MetricToRMarkingEvents + dscp + r + ") > 0",
+		"WorstLoss":     MetricWorstPairLoss + `{scope!="tor"}`,
+		"WorstLost":     MetricWorstPairLost + `{scope!="tor"}`,
 	}
 }
 
@@ -102,7 +104,7 @@ func ReadPrometheusProbes(ctx context.Context, base string, hosts []Host, o Prom
 		name string
 		to   *[]Sample
 	}{{"GIDInfo", &m.GIDInfo}, {"FlowSource", &m.FlowSource}, {"Topology", &m.Topology}, {"Scale", &m.Scale},
-		{"MateLost", &m.MateLost}, {"MateSent", &m.MateSent}, {"MateRemarked", &m.MateRemarked},
+		{"MateLost", &m.MateLost}, {"MateLossySent", &m.MateLossySent}, {"MateSent", &m.MateSent}, {"MateRemarked", &m.MateRemarked},
 		{"ToRSent", &m.ToRSent}, {"ToRRemarked", &m.ToRRemarked}, {"WorstLoss", &m.WorstLoss}, {"WorstLost", &m.WorstLost}} {
 		s, err := Query(ctx, base, q[f.name], o)
 		if err != nil && f.name == "ToRSent" && errors.Is(err, bound.ErrTooLarge) {
@@ -134,8 +136,9 @@ func ReadPrometheusProbes(ctx context.Context, base string, hosts []Host, o Prom
 //     roce_probe_topology_info names for the flow's netdev, else the one
 //     switch all its netdevs name;
 //   - a ToR-mate pair is the agent's NIC and the series' address, both
-//     under the agent's ToR, with the probes it lost and the probes that
-//     arrived with DSCP remarked over the window;
+//     under the agent's ToR, with the probes it sent and lost (pairs that
+//     lost only) and the probes that arrived with DSCP remarked over the
+//     window;
 //   - a pair with a NIC of another ToR is one of the agent's worst pairs
 //     (roce_probe_worst_pair_lost_probes and _loss_ratio, scope not tor:
 //     the pairs that lost over its current and last round), its ToR the
@@ -302,9 +305,22 @@ func ObservationsFromMetrics(m ProbeMetrics, hostLabel string) (LocalizeInput, m
 		}
 		pair(n.addr, dst, n.tor, mateToR(n, dst)).Remarked += count(s.Value)
 	}
+	lossySent := map[flowKey]uint64{} // the lossy pairs' probes, per agent and flow
+	for _, s := range m.MateLossySent {
+		n, ok := prober(s)
+		dst := mateAddr[peerKey{s.Labels[hostLabel], s.Labels["flow"], s.Labels["peer"]}]
+		if !ok || dst == "" {
+			continue
+		}
+		sent := count(s.Value)
+		pair(n.addr, dst, n.tor, mateToR(n, dst)).Sent += sent
+		lossySent[flowKey{s.Labels[hostLabel], s.Labels["flow"]}] += sent
+	}
 	for _, s := range m.MateSent {
 		if n, ok := prober(s); ok {
-			pair(n.addr, "(mates of "+n.addr+")", n.tor, n.tor).Sent += count(s.Value)
+			k := flowKey{s.Labels[hostLabel], s.Labels["flow"]}
+			sent := count(s.Value)
+			pair(n.addr, "(mates of "+n.addr+")", n.tor, n.tor).Sent += sent - min(sent, lossySent[k])
 		}
 	}
 	// Other ToRs: the worst pairs' loss, the groups' probes and remarking.

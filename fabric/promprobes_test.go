@@ -3,7 +3,10 @@ package fabric
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"reflect"
 	"strings"
@@ -11,6 +14,7 @@ import (
 	"time"
 
 	"github.com/roce-probe/roce-probe/fabric/fabrictest"
+	"github.com/roce-probe/roce-probe/internal/bound"
 )
 
 // faultsPrometheus serves testdata/faults.prom (now) and
@@ -73,13 +77,13 @@ func TestPrometheusSuspects(t *testing.T) {
 		}
 		return nil
 	}
-	if p := find("10.0.1.1", "10.0.1.2"); p == nil || p.Lost != 300 || p.SrcToR != "leaf-a" || p.DstToR != "leaf-a" {
+	if p := find("10.0.1.1", "10.0.1.2"); p == nil || p.Lost != 300 || p.Sent != 300 || p.SrcToR != "leaf-a" || p.DstToR != "leaf-a" {
 		t.Errorf("a1 → a2: %+v", p)
 	}
 	if p := find("10.0.2.1", "10.0.1.2"); p == nil || p.Lost != 30 || p.Sent != 30 || p.DstToR != "leaf-a" {
 		t.Errorf("b1 → a2: %+v", p)
 	}
-	if p := find("10.0.3.1", "10.0.3.2"); p == nil || p.Lost != 6 {
+	if p := find("10.0.3.1", "10.0.3.2"); p == nil || p.Lost != 6 || p.Sent != 300 {
 		t.Errorf("c1 → c2: %+v", p)
 	}
 
@@ -226,6 +230,7 @@ func TestPrometheusEqualsAgentsSuspects(t *testing.T) {
 				mateSent += float64(probes)
 				if lo > 0 {
 					m.MateLost = append(m.MateLost, Sample{Labels: peer, Value: float64(lo)})
+					m.MateLossySent = append(m.MateLossySent, Sample{Labels: peer, Value: float64(probes)})
 				}
 				continue
 			}
@@ -247,8 +252,21 @@ func TestPrometheusEqualsAgentsSuspects(t *testing.T) {
 			m.ToRRemarked = append(m.ToRRemarked, Sample{Labels: l("node", h, "flow", "rdma", "scope", "inter_tor", "peer_tor", t, "field", "dscp", "event", "remarked"), Value: v})
 		}
 	}
-	fromAgents := Localize(AgentObservations(hosts, pairs))
+	agentsIn := AgentObservations(hosts, pairs)
+	fromAgents := Localize(agentsIn)
 	in, notes := ObservationsFromMetrics(m, "node")
+	// The matrix's probes sent and lost, ToR by ToR, are the same too.
+	cells := func(in LocalizeInput) map[[2]string][2]uint64 {
+		c := map[[2]string][2]uint64{}
+		for _, p := range in.Pairs {
+			k := [2]string{p.SrcToR, p.DstToR}
+			c[k] = [2]uint64{c[k][0] + p.Sent, c[k][1] + p.Lost}
+		}
+		return c
+	}
+	if a, p := cells(agentsIn), cells(in); !reflect.DeepEqual(a, p) {
+		t.Errorf("ToR × ToR (sent, lost)\nfrom /pairs:     %v\nfrom Prometheus: %v", a, p)
+	}
 	fromProm := Localize(in)
 	if len(notes) > 0 {
 		t.Errorf("notes %q", notes)
@@ -278,5 +296,46 @@ func TestPrometheusEqualsAgentsSuspects(t *testing.T) {
 	}
 	if a, p := names(fromAgents), names(fromProm); !reflect.DeepEqual(a, want) || !reflect.DeepEqual(p, want) {
 		t.Errorf("suspects\nfrom /pairs:\n%s\nfrom Prometheus:\n%s\nwant:\n%s", strings.Join(a, "\n"), strings.Join(p, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// The probes sent to other ToRs are the one query whose answer grows with
+// F · T series per agent: over the answer limit, the report goes on
+// without them (the matrix's healthy cells between ToRs), and the suspects
+// are the same; any other query over it is an error.
+func TestPrometheusProbesTooLarge(t *testing.T) {
+	fake := faultsPrometheus(t)
+	big := func(what string) string {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if strings.Contains(r.FormValue("query"), what) {
+				w.Write(bytes.Repeat([]byte(" "), 2<<20)) // over MaxBytes below
+				return
+			}
+			http.Redirect(w, r, fake+r.URL.RequestURI(), http.StatusTemporaryRedirect)
+		}))
+		t.Cleanup(srv.Close)
+		return srv.URL
+	}
+	o := PrometheusOptions{HostLabel: "node", MaxBytes: 1 << 20}
+	url := big(MetricToRProbesSent)
+	hosts, err := ReadPrometheus(context.Background(), url, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, ok, err := ReadPrometheusProbes(context.Background(), url, hosts, o)
+	if err != nil || !ok {
+		t.Fatalf("ok %v, %v", ok, err)
+	}
+	got := Localize(in)
+	if len(got) != 2 || got[0].NIC != "10.0.1.2" || got[1].ToR != "leaf-c" {
+		t.Errorf("suspects %+v, want the NIC 10.0.1.2 and the ToR leaf-c", got)
+	}
+	for _, p := range in.Pairs {
+		if strings.HasPrefix(p.Dst, "(NICs of") {
+			t.Errorf("%+v: a ToR group without its query", p)
+		}
+	}
+	if _, _, err := ReadPrometheusProbes(context.Background(), big(MetricWorstPairLost), hosts, o); !errors.Is(err, bound.ErrTooLarge) {
+		t.Errorf("worst pairs over the limit: %v, want an error wrapping bound.ErrTooLarge", err)
 	}
 }

@@ -1,7 +1,7 @@
 // Package trace finds where along the path a fabric changes the markings
 // of RoCE v2 traffic, and which ECMP path a UDP source port (and so a
-// flow label) takes: `roce-probe trace` and, later, the agent's automatic
-// traces are built on it.
+// flow label) takes: `roce-probe trace` and the agent's automatic traces
+// (docs/fabric.md, "Automatic traces") are built on it.
 //
 // A trace sends real RoCE v2 probes — the frames `roce-probe send` builds
 // (probe.Prober: BTH, DETH, a probe payload, a valid ICRC) — to one
@@ -24,9 +24,10 @@
 //     as the quote holds. Each TTL's probe is padded to its own length, so
 //     a quote of only the IP and UDP headers (RFC 792's minimum, what many
 //     switch ASICs send) still tells the TTL.
-//   - Changes, Group, SamePath, Ports, PortsWithoutNewPath, FlowLabelFor
-//     (pure): which marking changed between which hops, which traces took
-//     the same path, which ports to try and when to stop trying.
+//   - Changes, Group, SamePath, Transit, Ports, PortsWithoutNewPath,
+//     FlowLabelFor (pure): which marking changed between which hops, which
+//     traces took the same path, which hops lie between the two ToRs,
+//     which ports to try and when to stop trying.
 //   - Run (Linux): the probes and answers, bounded — at most Config.Rate
 //     probes per second, Config.Tries per hop with doubling waits (so an
 //     ICMP rate limit refills), Config.MaxHops, Config.MaxPorts — with no

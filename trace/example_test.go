@@ -64,3 +64,23 @@ func ExampleFlowLabelFor() {
 	// 0x2341
 	// [0xc001 0xc002 0xc003]
 }
+
+// The spine of a trace across a leaf-spine: the hops between the source's
+// ToR (hop 1) and the destination's (the hop before the destination).
+func ExampleTransit() {
+	a := netip.MustParseAddr
+	hops := []trace.Hop{
+		{TTL: 1, Status: trace.HopTimeExceeded, Address: a("10.30.5.1")},
+		{TTL: 2, Status: trace.HopTimeExceeded, Address: a("10.31.11.2")},
+		{TTL: 3, Status: trace.HopTimeExceeded, Address: a("10.31.21.1")},
+		{TTL: 4, Status: trace.HopDestination, Address: a("10.30.7.2")},
+	}
+	for _, h := range trace.Transit(hops) {
+		fmt.Println(h.TTL, h.Address)
+	}
+	// Lost after the spine: the first hop past the source's ToR.
+	fmt.Println(trace.Transit(hops[:3])[0].Address)
+	// Output:
+	// 2 10.31.11.2
+	// 10.31.11.2
+}

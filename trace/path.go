@@ -1,6 +1,7 @@
 package trace
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"net/netip"
@@ -125,6 +126,29 @@ func (c Change) String() string {
 	return fmt.Sprintf("%s %d→%d %s", c.Field, c.From, c.To, where)
 }
 
+// MarshalJSON writes the change as docs/json.md's "trace_change": field,
+// from_value, to_value, before_ttl, before_address, at_ttl, at_address
+// (null when not known) and message (String).
+func (c Change) MarshalJSON() ([]byte, error) {
+	addr := func(a netip.Addr) *string {
+		if !a.IsValid() {
+			return nil
+		}
+		s := a.String()
+		return &s
+	}
+	return json.Marshal(struct {
+		Field         string  `json:"field"`
+		From          int     `json:"from_value"`
+		To            int     `json:"to_value"`
+		BeforeTTL     int     `json:"before_ttl"`
+		BeforeAddress *string `json:"before_address"`
+		AtTTL         int     `json:"at_ttl"`
+		AtAddress     *string `json:"at_address"`
+		Message       string  `json:"message"`
+	}{c.Field, c.From, c.To, c.Before, addr(c.BeforeAddress), c.At, addr(c.AtAddress), c.String()})
+}
+
 // Changes compares each hop's markings with the last hop before it that
 // showed them, starting from sent at this host (src): DSCP and ECN at
 // every hop whose quote shows them, and VLAN, PCP and tagging at a
@@ -178,6 +202,29 @@ func b2i(b bool) int {
 // Reached reports whether the last hop is the destination.
 func Reached(hops []Hop) bool {
 	return len(hops) > 0 && hops[len(hops)-1].Status == HopDestination
+}
+
+// Transit returns the hops of a trace between the source's first router
+// and the destination's last one: in a leaf-spine fabric, where hosts are
+// attached to routed ToRs, the spine a path between two ToRs crosses (in
+// a three-tier Clos, the aggregation and spine hops). When the trace
+// reached the destination at TTL d, they are TTLs 2 .. d−2 (none for a
+// destination one or two routers away: under the same ToR, or ToRs linked
+// directly); when it did not, TTL 2 alone, the first hop past the
+// source's ToR. Silent hops are included as they are. hops must be in
+// TTL order from TTL 1.
+func Transit(hops []Hop) []Hop {
+	if Reached(hops) {
+		d := len(hops)
+		if d < 4 {
+			return nil
+		}
+		return hops[1 : d-2]
+	}
+	if len(hops) < 2 {
+		return nil
+	}
+	return hops[1:2]
 }
 
 // SamePath reports whether two traces took the same path: they end at

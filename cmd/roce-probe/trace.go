@@ -410,12 +410,12 @@ type traceJSON struct {
 
 // tracePathJSON is one path (docs/json.md, "trace_path").
 type tracePathJSON struct {
-	UDPSport   uint16            `json:"udp_sport"`
-	UDPSports  []uint16          `json:"udp_sports"`
-	FlowLabels []uint32          `json:"flow_labels"`
-	Reached    bool              `json:"reached"`
-	Hops       []traceHopJSON    `json:"hops"`
-	Changes    []traceChangeJSON `json:"changes"`
+	UDPSport   uint16         `json:"udp_sport"`
+	UDPSports  []uint16       `json:"udp_sports"`
+	FlowLabels []uint32       `json:"flow_labels"`
+	Reached    bool           `json:"reached"`
+	Hops       []traceHopJSON `json:"hops"`
+	Changes    []trace.Change `json:"changes"` // docs/json.md, "trace_change" (trace.Change.MarshalJSON)
 }
 
 // traceHopJSON is one hop (docs/json.md, "trace_hop").
@@ -436,18 +436,6 @@ type traceHopJSON struct {
 	Note       *string       `json:"note"`
 }
 
-// traceChangeJSON is one change (docs/json.md, "trace_change").
-type traceChangeJSON struct {
-	Field         string  `json:"field"`
-	From          int     `json:"from_value"`
-	To            int     `json:"to_value"`
-	BeforeTTL     int     `json:"before_ttl"`
-	BeforeAddress *string `json:"before_address"`
-	AtTTL         int     `json:"at_ttl"`
-	AtAddress     *string `json:"at_address"`
-	Message       string  `json:"message"`
-}
-
 func addrOrNull(a netip.Addr) *string {
 	if !a.IsValid() {
 		return nil
@@ -462,13 +450,12 @@ func traceDocJSON(r trace.Result, ep probe.Endpoint, notes []string) traceJSON {
 		Paths: []tracePathJSON{}, PortsTried: r.PortsTried, Stop: r.Stop, Probes: r.Probes, Unmatched: r.Unmatched, Notes: append([]string{}, notes...)}
 	for _, p := range r.Paths {
 		pj := tracePathJSON{UDPSport: p.Sport, UDPSports: p.Sports, FlowLabels: p.FlowLabels(), Reached: trace.Reached(p.Hops),
-			Hops: []traceHopJSON{}, Changes: []traceChangeJSON{}}
+			Hops: []traceHopJSON{}, Changes: []trace.Change{}}
 		for _, h := range p.Hops {
 			pj.Hops = append(pj.Hops, traceHopOf(h))
 		}
 		for _, c := range r.PathChanges(p) {
-			pj.Changes = append(pj.Changes, traceChangeJSON{Field: c.Field, From: c.From, To: c.To, BeforeTTL: c.Before, BeforeAddress: addrOrNull(c.BeforeAddress),
-				AtTTL: c.At, AtAddress: addrOrNull(c.AtAddress), Message: c.String()})
+			pj.Changes = append(pj.Changes, c)
 		}
 		j.Paths = append(j.Paths, pj)
 	}

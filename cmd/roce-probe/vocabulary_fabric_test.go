@@ -8,7 +8,9 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +19,7 @@ import (
 	"github.com/roce-probe/roce-probe/internal/agent"
 	"github.com/roce-probe/roce-probe/probe"
 	"github.com/roce-probe/roce-probe/qos"
+	"github.com/roce-probe/roce-probe/vlan"
 )
 
 // vocabularyFabric runs fabric -o json on snapshot directories made from
@@ -82,11 +85,29 @@ func realDCB(t *testing.T, s *host.Snapshot) *qos.DCB {
 
 // vocabularyAgent checks the agent's /healthz body: before the first read
 // (last_read null), after a good read of the rxe fixture, and after a
-// read that failed (last_read_error set). The agents run with the
-// fixture as their host and no sockets (their Open fails: the capture is
-// not what is checked here).
+// read that failed (last_read_error set); and its /pairs. The agents run
+// with the fixture as their host (and a neighbour for peer3) and sockets
+// that lose every frame.
 func vocabularyAgent(t *testing.T) {
 	t.Helper()
+	withPeer3 := func(collect.Options) (*host.Snapshot, error) {
+		s, err := host.Load(hostFixtures + "rxe.json")
+		if err != nil {
+			return nil, err
+		}
+		ns := s.Namespaces[0]
+		for _, l := range ns.Links {
+			if l.Name == "veth0" {
+				ns.Neighbors = append(ns.Neighbors, vlan.Neighbor{IP: netip.MustParseAddr("10.0.0.3"), Dev: "veth0", Ifindex: l.Index,
+					MAC: vlan.MAC{0x02, 0, 0, 0, 0, 0x03}, State: vlan.NUDReachable})
+			}
+		}
+		ns.Freeze()
+		return s, nil
+	}
+	blackHole := func(string, probe.Selection) (agent.Port, error) {
+		return &blackHolePort{closed: make(chan struct{})}, nil
+	}
 	healthz := func(h http.Handler) string {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest("GET", "/healthz", nil))
@@ -96,7 +117,7 @@ func vocabularyAgent(t *testing.T) {
 	cfg := agent.Default()
 	cfg.Interval = time.Second
 	cfg.Flows = []agent.FlowConfig{{Name: "rdma", Select: agent.SelectConfig{Netdev: "veth0", Family: "ipv4"}}}
-	cfg.Peers.Static = []string{"peer2=10.0.0.2 tor=leaf1"}
+	cfg.Peers.Static = []string{"peer2=10.0.0.2 tor=leaf1", "peer3=10.0.0.3 tor=leaf1"}
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -112,14 +133,14 @@ func vocabularyAgent(t *testing.T) {
 		collect func(collect.Options) (*host.Snapshot, error)
 		key     string // the key that becomes non-null
 	}{
-		{"read", func(collect.Options) (*host.Snapshot, error) { return host.Load(hostFixtures + "rxe.json") }, "last_read"},
+		{"read", withPeer3, "last_read"},
 		{"failed read", func(collect.Options) (*host.Snapshot, error) { return nil, errors.New("sysfs: permission denied") }, "last_read_error"},
 	} {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
 		}
-		a, err := agent.New(cfg, agent.Deps{Collect: c.collect, Open: noSockets, Listener: ln})
+		a, err := agent.New(cfg, agent.Deps{Collect: c.collect, Open: blackHole, Listener: ln})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -147,7 +168,9 @@ func vocabularyAgent(t *testing.T) {
 		checkOutput(t, "agent GET /healthz", body)
 		if c.key == "last_read" {
 			// A peer the flow routes to, whose next hop the fixture has
-			// no neighbour for: one pair, with its error.
+			// no neighbour for: a pair with its error; and one with a
+			// neighbour, whose probes the sockets lose: a pair with
+			// its lost UDP source ports.
 			eventually := time.Now().Add(10 * time.Second)
 			for {
 				r, err := http.Get("http://" + ln.Addr().String() + "/pairs")
@@ -156,8 +179,12 @@ func vocabularyAgent(t *testing.T) {
 				}
 				b, _ := io.ReadAll(r.Body)
 				r.Body.Close()
-				var m struct{ Pairs []any }
-				if json.Unmarshal(b, &m) == nil && len(m.Pairs) > 0 {
+				var m struct {
+					Pairs []struct {
+						SportFaults []any `json:"sport_faults"`
+					}
+				}
+				if json.Unmarshal(b, &m) == nil && len(m.Pairs) == 2 && len(m.Pairs[1].SportFaults) > 0 {
 					checkOutput(t, "agent GET /pairs", string(b))
 					break
 				}
@@ -174,4 +201,25 @@ func vocabularyAgent(t *testing.T) {
 			t.Fatalf("%s: the agent did not stop within 10s", c.name)
 		}
 	}
+}
+
+// blackHolePort is a socket that sends nothing anywhere and receives
+// nothing: every probe is lost.
+type blackHolePort struct {
+	once   sync.Once
+	closed chan struct{}
+}
+
+func (p *blackHolePort) Read() ([]byte, time.Time, error) {
+	<-p.closed
+	return nil, time.Time{}, errors.New("closed")
+}
+
+func (p *blackHolePort) Drain(int, func([]byte, time.Time)) (int, error) { return 0, nil }
+
+func (p *blackHolePort) Write([]byte) error { return nil }
+
+func (p *blackHolePort) Close() error {
+	p.once.Do(func() { close(p.closed) })
+	return nil
 }

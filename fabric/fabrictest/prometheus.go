@@ -110,6 +110,8 @@ func ParseExposition(text string) ([]Series, error) {
 //	                                         a series not in Before: none)
 //	increase(SELECTOR[DURATION]) > 0
 //	sum by (label, ...) (increase(SELECTOR[DURATION]))
+//	QUERY and (QUERY)                       (the left's series with a
+//	                                         right one of the same labels)
 //
 // Any other query gets Prometheus's bad_data error. The caller closes the
 // server.
@@ -147,7 +149,40 @@ func Prometheus(targets []Target) (*httptest.Server, error) {
 			}
 		}
 	}
-	query := func(q string) ([]series, error) {
+	var query func(q string) ([]series, error)
+	query = func(q string) ([]series, error) {
+		if l, r, ok := strings.Cut(q, " and ("); ok && strings.HasSuffix(r, ")") {
+			// The left side's series that have a series of the same
+			// labels (but the name) on the right.
+			left, err := query(l)
+			if err != nil {
+				return nil, err
+			}
+			right, err := query(strings.TrimSuffix(r, ")"))
+			if err != nil {
+				return nil, err
+			}
+			unnamed := func(l map[string]string) string {
+				m := map[string]string{}
+				for k, v := range l {
+					if k != "__name__" {
+						m[k] = v
+					}
+				}
+				return key(m)
+			}
+			has := map[string]bool{}
+			for _, s := range right {
+				has[unnamed(s.labels)] = true
+			}
+			var out []series
+			for _, s := range left {
+				if has[unnamed(s.labels)] {
+					out = append(out, s)
+				}
+			}
+			return out, nil
+		}
 		var by []string
 		if rest, ok := strings.CutPrefix(q, "sum by ("); ok {
 			ls, inner, ok := strings.Cut(rest, ") (")

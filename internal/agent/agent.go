@@ -54,6 +54,9 @@ type Deps struct {
 	// ListenLLDP opens a netdev's LLDP listener (collect.ListenLLDP);
 	// nil: the agent does not listen for LLDP (topology.lldp false too).
 	ListenLLDP func(netdev string) (LLDPReader, error)
+	// Trace runs the automatic traces (trace.Run); nil: the agent does
+	// not trace (/pairs says so).
+	Trace TraceFunc
 	// Listener, when set, is the HTTP socket to serve on instead of
 	// listening on Config.Listen.
 	Listener net.Listener
@@ -106,6 +109,7 @@ type Agent struct {
 	resp *probe.Responder
 	lldp *lldpWatch  // nil: not listening for LLDP
 	tors learnedToRs // the peers' ToRs, from their replies
+	tr   *tracer     // the automatic traces
 
 	hostC      *constCollector
 	readErrors *prometheus.CounterVec
@@ -147,6 +151,10 @@ type agentState struct {
 	plan      planState
 	scale     float64 // the Governor's
 	pressure  string  // why the rate is lowered ("" at full rate)
+	// What /pairs says the agent is: the addresses its flows' probes
+	// leave from, and its ToR (nil: not known).
+	addresses []string
+	tor       *string
 }
 
 type logState struct {
@@ -192,6 +200,8 @@ func New(cfg Config, d Deps) (*Agent, error) {
 		return nil, err
 	}
 	a.mesh.learned = &a.tors
+	a.tr = newTracer(cfg.Trace, d.Trace, d.Now, a.log)
+	a.mesh.traced = a.tr.lookup
 	a.cap = newCapture(d.Open, a.mesh, a.resp, a.log, a.readError)
 	if cfg.Topology.LLDP && d.ListenLLDP != nil {
 		a.lldp = newLLDPWatch(d.ListenLLDP, a.readError)
@@ -336,6 +346,10 @@ func (a *Agent) Run(ctx context.Context) error {
 	stop := make(chan struct{})
 	wg.Add(1)
 	go func() { defer wg.Done(); a.mesh.run(stop) }()
+	tctx, cancelTraces := context.WithCancel(context.Background())
+	defer cancelTraces()
+	wg.Add(1)
+	go func() { defer wg.Done(); a.tr.loop(tctx, a.mesh.traceCandidates) }()
 
 	pctx, cancelPeers := context.WithCancel(context.Background())
 	pw, err := newPeerWatcher(a.cfg.Peers, a.d.Resolver, a.readError, func(s string) { a.lastRead.WithLabelValues(s).SetToCurrentTime() })
@@ -344,6 +358,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	if err != nil {
 		cancelPeers()
+		cancelTraces()
 		close(stop)
 		srv.Close()
 		wg.Wait()
@@ -356,6 +371,7 @@ func (a *Agent) Run(ctx context.Context) error {
 
 	// Stop: everything but the HTTP server at once, then the server.
 	cancelPeers()
+	cancelTraces()
 	close(stop)
 	a.cap.close()
 	a.lldp.close()

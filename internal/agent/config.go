@@ -35,6 +35,7 @@ type Config struct {
 	Metrics         MetricsConfig  `yaml:"metrics"`
 	Flows           []FlowConfig   `yaml:"flows"`
 	Topology        TopologyConfig `yaml:"topology"`
+	Trace           TraceConfig    `yaml:"trace"`
 	// WebConfigFile is the Prometheus exporters' web configuration file
 	// (prometheus/exporter-toolkit, node_exporter's --web.config.file):
 	// TLS (tls_server_config) and basic auth (basic_auth_users, bcrypt
@@ -153,6 +154,40 @@ type TopologyConfig struct {
 	LLDP bool `yaml:"lldp"`
 }
 
+// TraceConfig bounds the automatic traces: when an inter-ToR pair loses
+// probes or sees them remarked on some UDP source ports, the agent traces
+// those ports (package trace) to find the spine they cross and the hop
+// that remarks (docs/fabric.md, "Automatic traces"). One trace runs at a
+// time; the budgets do not grow with the fleet.
+type TraceConfig struct {
+	// Enabled turns the traces on (they need CAP_NET_RAW, as the probes).
+	Enabled bool `yaml:"enabled"`
+	// MaxPerWindow is the most traces started in any Window.
+	MaxPerWindow int           `yaml:"max_per_window"`
+	Window       time.Duration `yaml:"window"`
+	// Cooldown is the least time between two traces to one destination;
+	// a trace's results are kept as long.
+	Cooldown time.Duration `yaml:"cooldown"`
+	// Ports is the most UDP source ports one trace follows (the pair's
+	// faulty ones, worst first).
+	Ports int `yaml:"ports"`
+	// MaxHops, Tries, Timeout and Rate are trace.Config's: the highest
+	// TTL, the probes per hop, the first try's wait, the probes a second.
+	MaxHops int           `yaml:"max_hops"`
+	Tries   int           `yaml:"tries"`
+	Timeout time.Duration `yaml:"timeout"`
+	Rate    float64       `yaml:"rate"`
+	// Routers names the routers by the addresses they answer traces
+	// from: an address or a prefix → a name (a router answers from the
+	// address of the port its answer leaves by, so one spine shows a
+	// different address to each ToR; naming them lets localisation add up
+	// what every ToR's agents found). Without a name a hop is its address.
+	Routers map[string]string `yaml:"routers"`
+}
+
+// maxRouters bounds trace.routers.
+const maxRouters = 4096
+
 // switches is the configuration as collect.Options.Switches takes it.
 func (t TopologyConfig) switches() map[string]string {
 	if t.ToR == "" && len(t.Netdevs) == 0 {
@@ -236,6 +271,8 @@ func Default() Config {
 		Metrics:  MetricsConfig{ToRs: 16, WorstPairs: 10},
 		Listener: ListenerConfig{Rate: 100, GlobalRate: 5000},
 		Topology: TopologyConfig{LLDP: true},
+		Trace: TraceConfig{Enabled: true, MaxPerWindow: 10, Window: 10 * time.Minute, Cooldown: 10 * time.Minute, Ports: 4,
+			MaxHops: 8, Tries: 2, Timeout: 500 * time.Millisecond, Rate: 20},
 		Snapshot: SnapshotFull,
 	}
 }
@@ -307,6 +344,9 @@ func (c *Config) Validate() error {
 		{"peers.file_interval", c.Peers.FileInterval, 100 * time.Millisecond, time.Hour},
 		{"probe.timeout", c.Probe.Timeout, time.Millisecond, time.Minute},
 		{"probe.rotation", c.Probe.Rotation, time.Second, 24 * time.Hour},
+		{"trace.window", c.Trace.Window, time.Second, 24 * time.Hour},
+		{"trace.cooldown", c.Trace.Cooldown, time.Second, 24 * time.Hour},
+		{"trace.timeout", c.Trace.Timeout, time.Millisecond, 10 * time.Second},
 	} {
 		if d.v < d.min || d.v > d.max {
 			return cfgErr(d.field, "%v is out of range: want %v..%v", d.v, d.min, d.max)
@@ -327,6 +367,7 @@ func (c *Config) Validate() error {
 		{"probe.send_rate", c.Probe.SendRate, 1, 100000},
 		{"probe.receive_rate", c.Probe.ReceiveRate, 1, 100000},
 		{"probe.cpu_budget", c.Probe.CPUBudget, 0, 1},
+		{"trace.rate", c.Trace.Rate, 1, 100},
 	} {
 		if math.IsNaN(f.v) || f.v > f.max || f.v < f.min {
 			return cfgErr(f.field, "%g is out of range: want %g..%g", f.v, f.min, f.max)
@@ -342,6 +383,10 @@ func (c *Config) Validate() error {
 		{"probe.ecmp_paths", c.Probe.ECMPPaths, 1, 4096},
 		{"metrics.tors", c.Metrics.ToRs, 1, 1024},
 		{"metrics.worst_pairs", c.Metrics.WorstPairs, 0, 1000},
+		{"trace.max_per_window", c.Trace.MaxPerWindow, 1, 1000},
+		{"trace.ports", c.Trace.Ports, 1, maxSportFaults},
+		{"trace.max_hops", c.Trace.MaxHops, 2, 32},
+		{"trace.tries", c.Trace.Tries, 1, 5},
 	} {
 		if f.v < f.min || f.v > f.max {
 			return cfgErr(f.field, "%d is out of range: want %d..%d", f.v, f.min, f.max)
@@ -375,6 +420,17 @@ func (c *Config) Validate() error {
 		}
 		if !topology.ValidSwitch(sw) {
 			return cfgErr("topology.netdevs."+nd, "%q: want 1..%d characters of letters, digits, '_', '.', ':' and '-' (a switch name)", sw, topology.MaxSwitchLen)
+		}
+	}
+	if len(c.Trace.Routers) > maxRouters {
+		return cfgErr("trace.routers", "%d entries: want at most %d", len(c.Trace.Routers), maxRouters)
+	}
+	for a, name := range c.Trace.Routers {
+		if _, err := parseRouterKey(a); err != nil {
+			return cfgErr("trace.routers", "%q is not an address or a prefix: want 10.31.11.2, fd31:11::2 or 10.31.0.0/16", a)
+		}
+		if !topology.ValidSwitch(name) {
+			return cfgErr("trace.routers."+a, "%q: want 1..%d characters of letters, digits, '_', '.', ':' and '-' (a router name)", name, topology.MaxSwitchLen)
 		}
 	}
 	if strings.ContainsRune(c.Peers.File, 0) {

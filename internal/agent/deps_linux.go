@@ -9,12 +9,14 @@ import (
 
 	"github.com/roce-probe/roce-probe/collect"
 	"github.com/roce-probe/roce-probe/probe"
+	"github.com/roce-probe/roce-probe/trace"
 	"github.com/roce-probe/roce-probe/vlan"
 )
 
 // DefaultDeps are the live host's: collect.Collect and collect.Watch of the
 // agent's own network namespace, probe.OpenWith sockets (CAP_NET_RAW),
-// collect.SolicitNeighbor, the system's DNS resolver.
+// collect.SolicitNeighbor, trace.Run for the automatic traces, the
+// system's DNS resolver.
 func DefaultDeps(version string, log *slog.Logger) Deps {
 	return Deps{
 		Version: version,
@@ -42,6 +44,7 @@ func DefaultDeps(version string, log *slog.Logger) Deps {
 			}
 			return l, nil
 		},
+		Trace:    trace.Run,
 		Resolver: net.DefaultResolver,
 		Now:      time.Now,
 		CPU:      processCPU,

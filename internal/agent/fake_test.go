@@ -62,6 +62,9 @@ type fakeHost struct {
 	collects  atomic.Int64
 	prefix    int // the /prefix of eth0's address
 	extra     []vlan.Neighbor
+	ip        netip.Addr       // eth0's address; invalid: agentIP
+	hwaddr    net.HardwareAddr // eth0's MAC; nil: agentMAC
+	hostname  string           // "": agent-test
 }
 
 func (h *fakeHost) collect(collect.Options) (*host.Snapshot, error) {
@@ -80,10 +83,16 @@ func (h *fakeHost) collect(collect.Options) (*host.Snapshot, error) {
 	ns := &vlan.Namespace{Sysctls: vlan.Sysctls{IPv4DefaultTTL: &ttl}}
 	ns.Links = append(ns.Links, vlan.Link{Name: "lo", Index: 1, Kind: vlan.KindLoopback, MTU: 65536, OperState: "unknown",
 		Addrs: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/8")}})
-	local := netip.MustParseAddr(agentIP)
+	local, hw := netip.MustParseAddr(agentIP), mac(agentMAC)
+	if h.ip.IsValid() {
+		local = h.ip
+	}
+	if h.hwaddr != nil {
+		hw = h.hwaddr
+	}
 	ns.Routes = append(ns.Routes, vlan.Route{Table: vlan.TableLocal, Type: vlan.RouteLocal, Dst: netip.MustParsePrefix("127.0.0.1/32"), Dev: "lo", Ifindex: 1})
 	if !h.netdevOff {
-		ns.Links = append(ns.Links, vlan.Link{Name: "eth0", Index: 2, Kind: vlan.KindVeth, MAC: vlan.MAC(mac(agentMAC)), MTU: 1500,
+		ns.Links = append(ns.Links, vlan.Link{Name: "eth0", Index: 2, Kind: vlan.KindVeth, MAC: vlan.MAC(hw), MTU: 1500,
 			OperState: "up", Ether: true, Addrs: []netip.Prefix{netip.PrefixFrom(local, prefix)}})
 		ns.Routes = append(ns.Routes,
 			vlan.Route{Table: vlan.TableLocal, Type: vlan.RouteLocal, Dst: netip.PrefixFrom(local, 32), Dev: "eth0", Ifindex: 2, PrefSrc: local},
@@ -94,7 +103,11 @@ func (h *fakeHost) collect(collect.Options) (*host.Snapshot, error) {
 		ns.Neighbors = append(ns.Neighbors, h.extra...)
 	}
 	ns.Freeze()
-	return &host.Snapshot{Tool: "test", Hostname: "agent-test", Kernel: "test", Time: time.Now().UTC(),
+	name := h.hostname
+	if name == "" {
+		name = "agent-test"
+	}
+	return &host.Snapshot{Tool: "test", Hostname: name, Kernel: "test", Time: time.Now().UTC(),
 		RDMA: &host.RDMA{Devices: []host.Device{}}, Namespaces: []*vlan.Namespace{ns}, DCB: []host.DCB{}}, nil
 }
 
@@ -129,6 +142,10 @@ type fakeNet struct {
 	// lazy, when set, makes the simulated peer of an address at its
 	// first probe (nil: nobody there).
 	lazy func(netip.Addr) *simPeer
+	// path, when set, is what the fabric does to a probe the agent sends
+	// (by its addresses and UDP source port): drop it, or rewrite its
+	// DSCP (dscp >= 0).
+	path func(src, dst netip.Addr, sport uint16) (drop bool, dscp int)
 }
 
 func newFakeNet() *fakeNet {
@@ -329,6 +346,18 @@ func (p *fakePort) Write(frame []byte) error {
 	peer.got.Add(1)
 	if peer.down.Load() {
 		return nil
+	}
+	if p.net.path != nil {
+		drop, dscp := p.net.path(f.Src, f.Dst, f.Sport)
+		if drop {
+			return nil
+		}
+		if dscp >= 0 {
+			f.DSCP = uint8(dscp)
+			if frame, err = f.Build(); err != nil {
+				return err
+			}
+		}
 	}
 	if d := peer.dscp.Load(); d >= 0 {
 		f.DSCP = uint8(d)

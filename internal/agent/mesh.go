@@ -18,6 +18,7 @@ import (
 	"github.com/roce-probe/roce-probe/fleet"
 	"github.com/roce-probe/roce-probe/probe"
 	"github.com/roce-probe/roce-probe/roce"
+	"github.com/roce-probe/roce-probe/trace"
 )
 
 // Port is a raw socket of one netdev: *probe.Conn on Linux, a fake in
@@ -86,7 +87,10 @@ type stream struct {
 	hi     int // index in the heap
 
 	win fleet.Window // the counts of the current and the last round (worst pairs, /pairs)
-	rtt prometheus.Observer
+	// faults are the UDP source ports that lost probes or saw them
+	// remarked in the current and the last round (/pairs, the tracer).
+	faults sportFaults
+	rtt    prometheus.Observer
 	// A ToR-mate's own series (nil and false otherwise): the markings
 	// received and sent, by field index, and the marking events made.
 	recv   [5]prometheus.Gauge
@@ -173,6 +177,10 @@ type mesh struct {
 	limiter *probe.RateLimiter
 	wake    chan struct{}
 	learned *learnedToRs // where the ToRs peers' replies tell go; nil: dropped
+	// traced returns what the automatic traces found for a destination's
+	// UDP source port (/pairs); nil: no tracer. Called with m.mu held
+	// (the tracer never waits on m.mu while it holds its own lock).
+	traced func(dst netip.Addr, sport uint16) (sportTrace, bool)
 
 	// Held without m.mu: the number of streams (/healthz, /metrics), the
 	// sender's wake-ups and the late ones (the Governor's sample), the
@@ -302,6 +310,7 @@ func (m *mesh) sync(specs []streamSpec, round int64) {
 		m.round = round
 		for _, s := range m.streams {
 			s.win.Roll()
+			s.faults.roll()
 		}
 	}
 	want := make(map[streamKey]bool, len(specs))
@@ -424,7 +433,7 @@ func (m *mesh) finalize(s *stream, now time.Time) {
 		if r.Received != nil {
 			m.answeredOrLate(s, r)
 		} else if now.Sub(r.SentAt) >= m.cfg.Timeout {
-			m.add(s, fleet.Counts{Lost: 1})
+			m.lost(s, r)
 		} else {
 			break
 		}
@@ -437,11 +446,18 @@ func (m *mesh) finalize(s *stream, now time.Time) {
 // its reply unmatched — whenever the sender happened to read it.
 func (m *mesh) answeredOrLate(s *stream, r probe.Result) {
 	if r.RTT > m.cfg.Timeout {
-		m.add(s, fleet.Counts{Lost: 1})
+		m.lost(s, r)
 		m.unmatched.Add(1)
 		return
 	}
 	m.account(s, r)
+}
+
+// lost accounts for a lost probe of s: in its group and window, and its
+// UDP source port among the pair's faulty ones.
+func (m *mesh) lost(s *stream, r probe.Result) {
+	m.add(s, fleet.Counts{Lost: 1})
+	s.faults.add(r.Sent.Sport, 1, 0)
 }
 
 // flush is finalize at the end of a prober: answered probes are accounted
@@ -471,7 +487,11 @@ func (m *mesh) account(s *stream, r probe.Result) {
 	s.rtt.Observe(r.RTT.Seconds())
 	recv := *r.Received
 	s.lastRecv, s.lastRTT = &recv, r.RTT
+	remarked := false
 	for _, f := range probe.Compare(r.Sent, r.Received) {
+		// DSCP or ECN other than sent (not CE: congestion): what a
+		// trace of the port can locate.
+		remarked = remarked || f.Kind == probe.FindingDSCPRemarked || f.Kind == probe.FindingECNChanged
 		field, event, ok := markingEvent(f.Kind)
 		switch {
 		case !ok:
@@ -484,6 +504,9 @@ func (m *mesh) account(s *stream, r probe.Result) {
 		default:
 			m.m.torEvents.WithLabelValues(s.flow, s.plan.Kind.String(), s.fp.ToR, field, event).Inc()
 		}
+	}
+	if remarked {
+		s.faults.add(r.Sent.Sport, 0, 1)
 	}
 	if !s.mate() {
 		return
@@ -580,7 +603,7 @@ func (m *mesh) replyFrame(frame []byte, at time.Time) {
 		return
 	}
 	if pl.ToR != "" && m.learned != nil {
-		m.learned.set(s.peer.Addr, pl.ToR)
+		m.learned.set(s.peer.Addr, pl.ToR, s.peer.ToR)
 	}
 	m.finalize(s, m.now())
 }
@@ -788,6 +811,20 @@ type pairJSON struct {
 	SentMarks *probe.MarkingsJSON `json:"sent"`
 	Received  *probe.MarkingsJSON `json:"received"`
 	Error     *string             `json:"error"`
+	// SportFaults are its UDP source ports that lost probes or saw them
+	// remarked, with what a trace of each found.
+	SportFaults []sportFaultJSON `json:"sport_faults"`
+}
+
+// sportFaultJSON is one faulty UDP source port of a pair on /pairs
+// (docs/json.md, "agent_sport_fault").
+type sportFaultJSON struct {
+	Sport    uint16        `json:"udp_sport"`
+	Lost     uint64        `json:"lost"`
+	Remarked uint64        `json:"remarked"`
+	Traced   bool          `json:"traced"`
+	Spine    *string       `json:"spine"`
+	Remark   *trace.Change `json:"remark"`
 }
 
 // pairs returns every stream as /pairs shows it, by peer address and
@@ -814,6 +851,20 @@ func (m *mesh) pairs() []pairJSON {
 			rtt := float64(s.lastRTT.Nanoseconds()) / 1e3
 			p.RTT, p.Received = &rtt, s.lastRecv.JSON(nil)
 		}
+		p.SportFaults = []sportFaultJSON{}
+		for _, f := range s.faults.total() {
+			j := sportFaultJSON{Sport: f.sport, Lost: f.lost, Remarked: f.remarked}
+			if m.traced != nil {
+				if st, ok := m.traced(s.peer.Addr, f.sport); ok {
+					j.Traced, j.Remark = true, st.remark
+					if st.spine != "" {
+						sp := st.spine
+						j.Spine = &sp
+					}
+				}
+			}
+			p.SportFaults = append(p.SportFaults, j)
+		}
 		if s.tgt.reason == "" {
 			m := s.tgt.marks
 			m.Sport = s.plan.Sport(max(s.next, 1) - 1) // the last probe's port
@@ -827,6 +878,29 @@ func (m *mesh) pairs() []pairJSON {
 	slices.SortFunc(out, func(a, b pairJSON) int {
 		return cmp.Or(netip.MustParseAddr(a.Address).Compare(netip.MustParseAddr(b.Address)), cmp.Compare(a.Flow, b.Flow))
 	})
+	return out
+}
+
+// traceCandidates are the inter-ToR pairs that can be probed and lost
+// probes or saw them remarked on some UDP source ports, with the
+// endpoint and markings their probes go with: O(streams) under m.mu.
+func (m *mesh) traceCandidates() []traceCandidate {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []traceCandidate
+	for _, s := range m.streams {
+		if s.plan.Kind != fleet.InterToR || s.tgt.reason != "" {
+			continue
+		}
+		faults := s.faults.total()
+		if len(faults) == 0 {
+			continue
+		}
+		f := s.tgt.frame
+		ep := probe.Endpoint{Netdev: s.tgt.wire, Wire: s.tgt.wire, Tags: slices.Clone(f.Tags), SrcMAC: slices.Clone(f.SrcMAC),
+			DstMAC: slices.Clone(f.DstMAC), Src: f.Src, Dst: f.Dst}
+		out = append(out, traceCandidate{peer: s.peer.Name, ep: ep, base: s.tgt.marks, faults: faults})
+	}
 	return out
 }
 

@@ -59,6 +59,7 @@ type planner struct {
 	in     planInput
 	p      *fleet.Planner
 	probed []Peer // the peers without this host's addresses, names made unique
+	self   fleet.Peer
 }
 
 // buildPlanner indexes the peers for planning: this host's own addresses
@@ -107,7 +108,7 @@ func (a *Agent) buildPlanner(in planInput) *planner {
 	if a.plan == nil || len(a.plan.probed) != len(probed) || pl.Mates() != a.plan.p.Mates() || pl.ToRs() != a.plan.p.ToRs() {
 		a.log.Info("peers", "known", len(probed), "tor", self.ToR, "tor_mates", pl.Mates(), "other_tors", pl.ToRs(), "unknown_tor", pl.Pool())
 	}
-	return &planner{in: in, p: pl, probed: probed}
+	return &planner{in: in, p: pl, probed: probed, self: self}
 }
 
 // replan applies the peers and the round's plan to the last read of the
@@ -167,10 +168,33 @@ func (a *Agent) replan() []neighborKick {
 	a.cap.sync(list)
 	st := *a.state.Load()
 	st.peers, st.flowPeers = len(a.plan.probed), p.flowPeers
+	st.addresses, st.tor = a.flowAddresses(), nil
+	if a.plan.self.ToR != "" {
+		t := a.plan.self.ToR
+		st.tor = &t
+	}
 	st.plan = planState{targets: scopes, send: pl.SendRate * float64(max(len(a.cfg.Flows), 1)),
 		receive: pl.ReceiveRate * float64(max(len(a.cfg.Flows), 1)), tors: a.plan.p.ToRs(), torWindow: pl.ToRWindow, peerWindow: pl.PeerWindow}
 	a.state.Store(&st)
 	return p.kicks
+}
+
+// flowAddresses are the distinct addresses the flows' probes leave from
+// (their source GIDs'), in order.
+func (a *Agent) flowAddresses() []string {
+	var as []netip.Addr
+	for _, fs := range a.flows {
+		if fs.src != nil && fs.src.Entry.IP.IsValid() {
+			as = append(as, fs.src.Entry.IP.Unmap())
+		}
+	}
+	slices.SortFunc(as, netip.Addr.Compare)
+	as = slices.Compact(as)
+	out := make([]string, len(as))
+	for i, x := range as {
+		out[i] = x.String()
+	}
+	return out
 }
 
 // planState is the round's plan as /metrics and /healthz show it.

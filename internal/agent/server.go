@@ -99,7 +99,8 @@ func (a *Agent) Handler() http.Handler {
 		enc := json.NewEncoder(&b)
 		enc.SetEscapeHTML(false)
 		st := a.state.Load()
-		if err := enc.Encode(pairsJSON{Round: a.mesh.currentRound(), Scale: st.scale, Pairs: a.mesh.pairs()}); err != nil {
+		if err := enc.Encode(pairsJSON{Round: a.mesh.currentRound(), Scale: st.scale, Addresses: nonNil(st.addresses), ToR: st.tor,
+			Trace: a.tr.status(), Pairs: a.mesh.pairs()}); err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
 		}
@@ -290,9 +291,21 @@ type healthJSON struct {
 // pairsJSON is what /pairs answers (docs/json.md, "agent_pairs"): the
 // pairs the agent probes this round.
 type pairsJSON struct {
-	Round int64      `json:"round"`
-	Scale float64    `json:"probe_scale"`
-	Pairs []pairJSON `json:"pairs"`
+	Round int64   `json:"round"`
+	Scale float64 `json:"probe_scale"`
+	// Addresses are the addresses the agent's probes leave from (its
+	// flows' sources); ToR is its own ToR (nil: not known).
+	Addresses []string        `json:"addresses"`
+	ToR       *string         `json:"tor"`
+	Trace     traceStatusJSON `json:"trace"`
+	Pairs     []pairJSON      `json:"pairs"`
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
 }
 
 // health reports the agent healthy while its control loop turns: it

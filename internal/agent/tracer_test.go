@@ -1,0 +1,402 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"net/http"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/roce-probe/roce-probe/fabric"
+	"github.com/roce-probe/roce-probe/probe"
+	"github.com/roce-probe/roce-probe/trace"
+	"github.com/roce-probe/roce-probe/vlan"
+)
+
+// clos is a fake two-spine leaf-spine fabric for the agents' probes and
+// traces: the NIC of ToR t is 10.40.t.i (ToR "leaf<t>"); a path between
+// two ToRs crosses spine1 or spine2 by an ECMP hash of its addresses and
+// UDP source port (the fabric's own, FNV-1a: nothing of the agent's); a
+// spine answers a trace from 10.200.<spine>.<the source's ToR> (its
+// port toward the source's ToR, as a Linux router answers), a leaf from
+// 10.100.<t>.1. The fault is injected by spine: lossy drops every probe
+// the agents' mesh sends across it (its answers to traces, which retry
+// each hop, still come: a lossy spine, not a dead one); remark rewrites
+// the DSCP of what crosses it to 0.
+type clos struct {
+	lossy, remark string
+	mu            sync.Mutex
+	traces        int                // traces run
+	running       map[netip.Addr]int // traces running now, by source
+	most          int                // the most that ran at once from one source
+}
+
+func closNIC(tor, i int) netip.Addr { return netip.AddrFrom4([4]byte{10, 40, byte(tor), byte(i)}) }
+
+func closToR(a netip.Addr) int { return int(a.As4()[2]) }
+
+// spineOf is the spine a probe from src to dst with port sport crosses
+// ("" between NICs of one ToR).
+func (c *clos) spineOf(src, dst netip.Addr, sport uint16) string {
+	if closToR(src) == closToR(dst) {
+		return ""
+	}
+	h := fnv.New32a()
+	s, d := src.As4(), dst.As4()
+	h.Write(s[:])
+	h.Write(d[:])
+	h.Write([]byte{byte(sport >> 8), byte(sport)})
+	return fmt.Sprintf("spine%d", 1+h.Sum32()%2)
+}
+
+// path is the fakeNet's path hook: what the fabric does to a probe.
+func (c *clos) path(src, dst netip.Addr, sport uint16) (bool, int) {
+	sp := c.spineOf(src, dst, sport)
+	if sp != "" && sp == c.lossy {
+		return true, -1
+	}
+	if sp != "" && sp == c.remark {
+		return false, 0
+	}
+	return false, -1
+}
+
+// run is a fake trace.Run over the fabric: each port's hops are the
+// source's leaf, the spine, the destination's leaf and the destination,
+// each quoting the DSCP the probe arrived with there.
+func (c *clos) run(ctx context.Context, cfg trace.Config) (trace.Result, error) {
+	src, dst := cfg.Endpoint.Src, cfg.Endpoint.Dst
+	c.mu.Lock()
+	if c.running == nil {
+		c.running = map[netip.Addr]int{}
+	}
+	c.traces++
+	c.running[src]++
+	c.most = max(c.most, c.running[src])
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.running[src]--
+		c.mu.Unlock()
+	}()
+	// A trace takes time (a real one: a second or more).
+	select {
+	case <-time.After(50 * time.Millisecond):
+	case <-ctx.Done():
+		return trace.Result{}, ctx.Err()
+	}
+	res := trace.Result{Src: src, Dst: dst, Sent: cfg.Base}
+	quote := func(dscp uint8) *trace.Quote {
+		return &trace.Quote{Kind: trace.TimeExceeded, HasTOS: true, DSCP: dscp, ECN: cfg.Base.ECN, HasTTL: true, TTL: 1}
+	}
+	for _, sport := range cfg.Sports {
+		sp := c.spineOf(src, dst, sport)
+		after := cfg.Base.DSCP
+		if sp == c.remark {
+			after = 0
+		}
+		spineAddr := netip.AddrFrom4([4]byte{10, 200, sp[len(sp)-1] - '0', byte(closToR(src))})
+		arrived := cfg.Base
+		arrived.DSCP = after
+		res.Traces = append(res.Traces, trace.Trace{Sport: sport, Hops: []trace.Hop{
+			{TTL: 1, Status: trace.HopTimeExceeded, Address: netip.AddrFrom4([4]byte{10, 100, byte(closToR(src)), 1}), Quote: quote(cfg.Base.DSCP)},
+			{TTL: 2, Status: trace.HopTimeExceeded, Address: spineAddr, Quote: quote(cfg.Base.DSCP)},
+			{TTL: 3, Status: trace.HopTimeExceeded, Address: netip.AddrFrom4([4]byte{10, 100, byte(closToR(dst)), 1}), Quote: quote(after)},
+			{TTL: 4, Status: trace.HopDestination, Address: dst, Arrived: &arrived},
+		}})
+		res.Probes += 4
+	}
+	return res, nil
+}
+
+// closAgent starts the agent of NIC (tor, 1) in a fabric of tors ToRs of
+// perToR NICs each, over a fakeNet whose paths are c's.
+func closAgent(t *testing.T, c *clos, tor, tors, perToR int, edit func(*Config)) *testAgent {
+	t.Helper()
+	self := closNIC(tor, 1)
+	var b strings.Builder
+	h := &fakeHost{prefix: 8, ip: self, hwaddr: fleetMAC(self), hostname: fmt.Sprintf("leaf%d-n1", tor)}
+	for x := 0; x < tors; x++ {
+		for i := 1; i <= perToR; i++ {
+			a := closNIC(x, i)
+			fmt.Fprintf(&b, "leaf%d-n%d=%s tor=leaf%d\n", x, i, a, x)
+			if a != self {
+				h.extra = append(h.extra, vlan.Neighbor{IP: a, Dev: "eth0", Ifindex: 2, MAC: vlan.MAC(fleetMAC(a)), State: vlan.NUDReachable})
+			}
+		}
+	}
+	path := filepath.Join(t.TempDir(), "peers")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig()
+	cfg.Peers.File = path
+	cfg.Probe.SampleToRs = tors - 1
+	cfg.Probe.SampleRate = 10
+	cfg.Probe.ECMPPaths = 4             // 21 source ports a pair (fleet.SportCount(4, 0.99))
+	cfg.Probe.Rotation = 24 * time.Hour // every ToR is probed in every round: no round ends in the test
+	cfg.Probe.Seed = 7
+	cfg.Trace.Ports = maxSportFaults
+	cfg.Trace.Routers = map[string]string{"10.200.1.0/24": "spine1", "10.200.2.0/24": "spine2"}
+	if edit != nil {
+		edit(&cfg)
+	}
+	n := fleetNet(func(netip.Addr) bool { return false }, func(netip.Addr) bool { return false })
+	n.path = c.path
+	return startAgent(t, cfg, h, n, func(d *Deps) { d.Trace = c.run })
+}
+
+// agentPairsDoc is /pairs as the tests read it.
+type agentPairsDoc struct {
+	Addresses []string `json:"addresses"`
+	ToR       *string  `json:"tor"`
+	Trace     struct {
+		Enabled  bool    `json:"enabled"`
+		Reason   *string `json:"reason"`
+		Runs     uint64  `json:"runs"`
+		Failures uint64  `json:"failures"`
+		Left     int     `json:"window_left"`
+	} `json:"trace"`
+	Pairs []struct {
+		Address     string `json:"address"`
+		Scope       string `json:"scope"`
+		Probes      uint64 `json:"probes"`
+		Lost        uint64 `json:"lost"`
+		SportFaults []struct {
+			Sport    uint16          `json:"udp_sport"`
+			Lost     uint64          `json:"lost"`
+			Remarked uint64          `json:"remarked"`
+			Traced   bool            `json:"traced"`
+			Spine    *string         `json:"spine"`
+			Remark   json.RawMessage `json:"remark"`
+		} `json:"sport_faults"`
+	} `json:"pairs"`
+}
+
+func getPairs(t *testing.T, url string) agentPairsDoc {
+	t.Helper()
+	resp, err := http.Get(url + "/pairs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var d agentPairsDoc
+	if err := json.NewDecoder(resp.Body).Decode(&d); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// TestAutomaticTraceNamesSpine: four ToRs of one NIC each, agents under
+// leaf0, leaf1 and leaf2, and spine2 drops every probe that crosses it.
+// Each agent records the source ports that lost (each one's spine, by the
+// fabric's hash, is spine2), traces them within its budget, and publishes
+// the spine each trace found — named by trace.routers — on /pairs;
+// `fabric --agents`' reading of the three agents (their /snapshot and
+// /pairs, fabric.LocalizeAgents) names spine2 and nothing else.
+func TestAutomaticTraceNamesSpine(t *testing.T) {
+	c := &clos{lossy: "spine2"}
+	const tors = 4
+	var agents []*testAgent
+	for tor := 0; tor < 3; tor++ {
+		agents = append(agents, closAgent(t, c, tor, tors, 1, nil))
+	}
+	for i, ta := range agents {
+		eventually(t, 20*time.Second, fmt.Sprintf("agent %d's lost ports traced", i), func() bool {
+			d := getPairs(t, ta.url)
+			faults := 0
+			for _, p := range d.Pairs {
+				if p.Probes < 21 || p.Lost == 0 {
+					return false // every port probed once, some lost
+				}
+				for _, f := range p.SportFaults {
+					if !f.Traced {
+						return false
+					}
+					faults++
+				}
+			}
+			return len(d.Pairs) == tors-1 && faults > 0
+		})
+	}
+	for i, ta := range agents {
+		d := getPairs(t, ta.url)
+		self := closNIC(i, 1)
+		if len(d.Addresses) != 1 || d.Addresses[0] != self.String() || d.ToR == nil || *d.ToR != fmt.Sprintf("leaf%d", i) {
+			t.Errorf("agent %d: addresses %v tor %v, want [%s] leaf%d", i, d.Addresses, d.ToR, self, i)
+		}
+		if !d.Trace.Enabled || d.Trace.Reason != nil || d.Trace.Failures != 0 {
+			t.Errorf("agent %d: trace status %+v, want enabled without failures", i, d.Trace)
+		}
+		for _, p := range d.Pairs {
+			dst := netip.MustParseAddr(p.Address)
+			for _, f := range p.SportFaults {
+				want := c.spineOf(self, dst, f.Sport)
+				if want != c.lossy || f.Lost == 0 || f.Remarked != 0 {
+					t.Errorf("agent %d → %s: port %d lost %d remarked %d, but it crosses %s (only %s loses, nothing remarks)", i, dst, f.Sport, f.Lost, f.Remarked, want, c.lossy)
+				}
+				if f.Traced && (f.Spine == nil || *f.Spine != want) {
+					t.Errorf("agent %d → %s: port %d traced through %v, want %s", i, dst, f.Sport, f.Spine, want)
+				}
+				if string(f.Remark) != "null" {
+					t.Errorf("agent %d → %s: port %d remark %s, want null (nothing remarks)", i, dst, f.Sport, f.Remark)
+				}
+			}
+		}
+	}
+	var urls []string
+	for _, ta := range agents {
+		urls = append(urls, ta.url)
+	}
+	ctx := context.Background()
+	hosts, err := fabric.ReadAgents(ctx, urls, fabric.AgentOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pairs, err := fabric.ReadAgentPairs(ctx, urls, fabric.AgentOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sus := fabric.LocalizeAgents(hosts, pairs)
+	if len(sus) != 1 || sus[0].Kind != fabric.SuspectSpine || sus[0].Spine != c.lossy {
+		t.Fatalf("suspects %+v, want the one spine %s", sus, c.lossy)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.most != 1 {
+		t.Errorf("an agent ran %d traces at once: want one at a time", c.most)
+	}
+}
+
+// TestTraceBudgetManyLossyPairs: an agent under leaf0 of 120 ToRs, every
+// path across spine2 lossy, so that every inter-ToR pair it probes loses
+// on some ports, with a budget of 3 traces an hour: it runs 3 traces, one
+// at a time, and no more; the goroutines do not grow with the lossy
+// pairs.
+func TestTraceBudgetManyLossyPairs(t *testing.T) {
+	before := runtime.NumGoroutine()
+	c := &clos{lossy: "spine2"}
+	ta := closAgent(t, c, 0, 120, 1, func(cfg *Config) {
+		cfg.Probe.SampleToRs = 119
+		cfg.Trace.MaxPerWindow = 3
+		cfg.Trace.Window = time.Hour
+	})
+	eventually(t, 20*time.Second, "inter-ToR pairs losing probes on 60 ToRs", func() bool {
+		lossy := 0
+		for _, p := range getPairs(t, ta.url).Pairs {
+			if p.Lost > 0 {
+				lossy++
+			}
+		}
+		return lossy >= 60
+	})
+	time.Sleep(3 * traceCheck) // time for more traces, were the budget not kept
+	d := getPairs(t, ta.url)
+	if d.Trace.Runs != 3 || d.Trace.Left != 0 {
+		t.Errorf("trace status %+v: want 3 runs and none left in the window", d.Trace)
+	}
+	traced := map[string]bool{}
+	for _, p := range d.Pairs {
+		for _, f := range p.SportFaults {
+			if f.Traced {
+				traced[p.Address] = true
+			}
+		}
+	}
+	if len(traced) > 3 {
+		t.Errorf("%d destinations traced, want at most 3 (the budget)", len(traced))
+	}
+	c.mu.Lock()
+	runs, most := c.traces, c.most
+	c.mu.Unlock()
+	if runs != 3 || most != 1 {
+		t.Errorf("the trace runner ran %d traces, at most %d at once: want 3, one at a time", runs, most)
+	}
+	if g := runtime.NumGoroutine(); g > before+40 {
+		t.Errorf("%d goroutines with the agent running, %d before: more than its own few", g, before)
+	}
+}
+
+// TestTracerBudgets drives the tracer's choice by a fake clock: at most
+// max_per_window starts in any window, at most trace.ports ports to one
+// destination within its cooldown (its untraced faulty ports later, up to
+// that), the most faulty first; the destinations kept are bounded; a
+// runner without CAP_NET_RAW turns the traces off and says why.
+func TestTracerBudgets(t *testing.T) {
+	now := time.Unix(1_000_000, 0)
+	cfg := Default().Trace
+	cfg.MaxPerWindow, cfg.Window, cfg.Cooldown, cfg.Ports = 2, time.Minute, 10*time.Minute, 3
+	tr := newTracer(cfg, func(context.Context, trace.Config) (trace.Result, error) { return trace.Result{}, nil },
+		func() time.Time { return now }, discardLog())
+	cand := func(i int, sports ...uint16) traceCandidate {
+		c := traceCandidate{peer: fmt.Sprint(i), ep: probe.Endpoint{Dst: closNIC(1+i/200, 1+i%200)}}
+		for _, s := range sports {
+			c.faults = append(c.faults, sportFault{sport: s, lost: 1})
+		}
+		return c
+	}
+	a, b := cand(0, 1, 2), cand(1, 11, 12, 13, 14)
+	c, ports, ok := tr.next([]traceCandidate{a, b})
+	if !ok || c.peer != "1" || fmt.Sprint(ports) != "[11 12 13]" {
+		t.Fatalf("first pick %s %v %v: want peer 1 (most faulty ports), ports [11 12 13] (trace.ports 3)", c.peer, ports, ok)
+	}
+	c, ports, ok = tr.next([]traceCandidate{a, b})
+	if !ok || c.peer != "0" || fmt.Sprint(ports) != "[1 2]" {
+		t.Fatalf("second pick %s %v %v: want peer 0's [1 2] (peer 1 used its 3 ports)", c.peer, ports, ok)
+	}
+	if _, _, ok := tr.next([]traceCandidate{cand(2, 21)}); ok {
+		t.Fatal("a third trace in the window: want max_per_window 2")
+	}
+	now = now.Add(time.Minute)
+	c, ports, ok = tr.next([]traceCandidate{a, b, cand(0, 1, 2, 3, 4)})
+	if !ok || c.peer != "0" || fmt.Sprint(ports) != "[3]" {
+		t.Fatalf("next window's pick %s %v %v: want peer 0's untraced port 3 (its last of 3 in the cooldown)", c.peer, ports, ok)
+	}
+	if _, _, ok := tr.next([]traceCandidate{b, cand(0, 1, 2, 3, 4)}); ok {
+		t.Fatal("a trace to a destination with its 3 ports traced in its cooldown")
+	}
+	now = now.Add(10 * time.Minute)
+	if _, ports, ok := tr.next([]traceCandidate{b}); !ok || fmt.Sprint(ports) != "[11 12 13]" {
+		t.Fatalf("after the cooldown %v %v: want peer 1's ports again", ports, ok)
+	}
+	// Many destinations: one window's starts each, the kept ones bounded.
+	for i := 0; i < 10*maxTraceDests; i++ {
+		now = now.Add(time.Minute)
+		if _, _, ok := tr.next([]traceCandidate{cand(100+i, 1)}); !ok {
+			t.Fatalf("destination %d not traced in a fresh window", i)
+		}
+		if len(tr.dests) > maxTraceDests || len(tr.starts) > cfg.MaxPerWindow {
+			t.Fatalf("%d destinations, %d starts kept: want at most %d and %d", len(tr.dests), len(tr.starts), maxTraceDests, cfg.MaxPerWindow)
+		}
+	}
+	// No CAP_NET_RAW: off, and says so.
+	perm := newTracer(cfg, func(context.Context, trace.Config) (trace.Result, error) {
+		return trace.Result{}, &probe.PermissionError{Netdev: "eth0", Err: errors.New("operation not permitted")}
+	}, func() time.Time { return now }, discardLog())
+	c, ports, _ = perm.next([]traceCandidate{a})
+	perm.traceOne(context.Background(), c, ports)
+	st := perm.status()
+	if st.Enabled || st.Reason == nil || !strings.Contains(*st.Reason, "CAP_NET_RAW") || st.Failures != 1 {
+		t.Errorf("status after a permission error %+v (reason %v): want off, saying CAP_NET_RAW", st, st.Reason)
+	}
+	if _, _, ok := perm.next([]traceCandidate{b}); ok {
+		t.Error("a trace picked after the traces were turned off")
+	}
+	off := Default().Trace
+	off.Enabled = false
+	if st := newTracer(off, nil, time.Now, discardLog()).status(); st.Enabled || st.Reason == nil {
+		t.Errorf("trace.enabled false: status %+v, want off with a reason", st)
+	}
+}
+
+func discardLog() *slog.Logger { return slog.New(slog.DiscardHandler) }
