@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -63,32 +64,76 @@ type lsPair struct{ from, to string }
 // and whether its last answered probe arrived with another DSCP.
 func (a *lsAgents) pairs(t *testing.T) map[lsPair][3]uint64 {
 	t.Helper()
-	ap, err := fabric.ReadAgentPairs(context.Background(), a.urls(), fabric.AgentOptions{Client: a.client, Timeout: 10 * time.Second})
+	out := map[lsPair][3]uint64{}
+	for k, p := range a.detail(t) {
+		v := out[k]
+		v[0] += p.Probes
+		v[1] += p.Lost
+		if p.Sent != nil && p.Received != nil && p.Sent.DSCP != p.Received.DSCP {
+			v[2]++
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// detail reads every agent's /pairs and returns each (prober, peer)
+// pair's detail (one flow: v4).
+func (a *lsAgents) detail(t *testing.T) map[lsPair]fabric.AgentPair {
+	t.Helper()
+	ap, err := fabric.ReadAgentPairs(context.Background(), a.urls(), fabric.AgentOptions{Client: a.client, Timeout: 45 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[lsPair][3]uint64{}
+	out := map[lsPair]fabric.AgentPair{}
 	for i, h := range a.hosts {
 		for _, p := range ap[i].Pairs {
-			k := lsPair{h.Name, p.Peer}
-			v := out[k]
-			v[0] += p.Probes
-			v[1] += p.Lost
-			if p.Sent != nil && p.Received != nil && p.Sent.DSCP != p.Received.DSCP {
-				v[2]++
-			}
-			out[k] = v
+			out[lsPair{h.Name, p.Peer}] = p
 		}
 	}
 	return out
 }
 
-// lsFabric runs roce-probe fabric with args in h5 and returns its exit
+// faults lists the faulty source ports of pairs from leaf1 to leaf2 (the
+// direction through spine1's port toward leaf2) that a trace followed:
+// "FROM>TO:SPORT lost N remarked N spine S remark FIELD FROM>TO after
+// ADDRESS".
+func lsTraced(d map[lsPair]fabric.AgentPair, leafOf map[string]string) []string {
+	var out []string
+	for k, p := range d {
+		if leafOf[k.from] != lab.Leaf1 || leafOf[k.to] != lab.Leaf2 {
+			continue
+		}
+		for _, f := range p.SportFaults {
+			if f.Spine == nil && f.Remark == nil {
+				continue
+			}
+			s := fmt.Sprintf("%s>%s:%d lost %d remarked %d spine %s", k.from, k.to, f.Sport, f.Lost, f.Remarked, deref(f.Spine))
+			if r := f.Remark; r != nil {
+				s += fmt.Sprintf(" remark %s %d>%d after %s", r.Field, r.From, r.To, deref(r.BeforeAddress))
+			}
+			out = append(out, s)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return "-"
+	}
+	return *s
+}
+
+// lsFabric runs roce-probe fabric with args in h5, each agent or query
+// within 45 s (a VM starved by a loaded machine answered none of four
+// /snapshot requests within fabric's default 10 s) and returns its exit
 // status and its report's suspects as "kind nic tor spine" ("-" for
 // null), and the report.
 func lsFabric(t *testing.T, args ...string) (int, []string, fabricReport) {
 	t.Helper()
-	out, code := runIn(t, "h5", append([]string{"fabric"}, append(args, "-o", "json")...)...)
+	out, code := runIn(t, "h5", append([]string{"fabric", "--timeout", "45s"}, append(args, "-o", "json")...)...)
 	var r fabricReport
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatalf("fabric %v: exit %d, not JSON: %v\n%s", args, code, err, out)
@@ -123,21 +168,25 @@ func lsFabric(t *testing.T, args ...string) (int, []string, fabricReport) {
 //     probes' replies and its peers' probes to it are lost; TCP, so its
 //     agent's HTTP server, still works).
 //
-// For each, what the agents' /pairs, roce-probe fabric --agents and
-// --prometheus, and the shipped alerts say, asserted against the fault
-// injected: the loss and remarking only on the pairs whose path crosses
-// the faulty port, the alerts for exactly those probers and ToRs, and no
-// suspect that names anything but the fault.
+// For each, what the agents' /pairs (with their automatic traces of the
+// faulty source ports), roce-probe fabric --agents and --prometheus, and
+// the shipped alerts say, asserted against the fault injected: the lost
+// ports traced through spine1, the remarked ones changed right after it,
+// the loss and remarking only on the pairs whose path crosses the faulty
+// port, the alerts for exactly those probers and ToRs, and no suspect
+// that names anything but the fault; fabric --agents names h7's NIC (its
+// ToR has 2 NICs: one ToR-mate losing probes with it is all the nic rule
+// can ask for).
 //
 // What is not asserted, because the code cannot do it on this fabric (2
 // ToRs of 2 NICs each; docs/lab.md, "Agents and Prometheus on the
-// leaf-spine"): that fabric.Localize names spine1 (its link and spine rules need lost
-// or remarked source ports from at least 2 other ToRs, and traced ones to
-// name the spine: the agents run no traces yet), nor h7's NIC (its nic
-// rule needs 2 ToR-mates that lost with it); the shipped
-// RoCEProbeNICSuspect needs 3 ToR-mates, RoCEProbeToRSuspect agents
-// under 2 other ToRs; fabric --prometheus names no suspects. The test
-// logs what each names.
+// leaf-spine"): that fabric.Localize names spine1 or the remarking hop
+// (its link, spine and remark rules need lost or remarked source ports
+// from at least 2 other ToRs; the traces are what they count); that
+// fabric --prometheus names h7 (it reads no ToR sizes: its nic rule asks
+// for 2 lossy ToR-mates); the shipped RoCEProbeNICSuspect (3 ToR-mates)
+// and RoCEProbeToRSuspect (agents under 2 other ToRs). The test logs what
+// each names.
 //
 // In the remarking phase it also writes each agent's /snapshot and /pairs
 // to the lab's artifacts (leafspine-lab/): the makings of an HTML report
@@ -197,15 +246,16 @@ func TestLabAgentLeafSpine(t *testing.T) {
 	}
 	phase(fmt.Sprintf("eth0.32 on every host; GID index of fd32::/64 (sysfs): %v", sharedIdx))
 
-	// Agents: low rates, short rounds (the phases need a fresh window
-	// soon after each change), the host read every 30 s, and no CPU
-	// budget: under TCG an agent uses some 40 % of a core and would
+	// Agents: 1 probe/s a target, short rounds (the phases need a fresh
+	// window soon after each change), the host read every 30 s, and no
+	// CPU budget: under TCG an agent uses some 40 % of a core and would
 	// lower its probe rate, which marks its results (probe_scale < 1:
-	// host noise, set aside by localisation). Prometheus scrapes every
-	// 5 s with a 5 s timeout: at 2 s, scrapes timed out under TCG and
-	// RoCEProbeDown pended for healthy agents.
+	// host noise, set aside by localisation). Probes wait 5 s for their
+	// reply and Prometheus scrapes every 10 s with a 10 s timeout: with
+	// 2 s, a VM starved by a loaded machine lost probes between healthy
+	// ToR-mates (RoCEProbePeerLoss) and scrapes (RoCEProbeDown).
 	ag := &lsAgents{hosts: lab.RoutedHosts, addr: map[string]string{}}
-	ag.client = &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+	ag.client = &http.Client{Timeout: 45 * time.Second, Transport: &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 		var c net.Conn
 		err := lab.InNetns("h5", func() (err error) {
 			c, err = (&net.Dialer{Timeout: 2 * time.Second}).DialContext(ctx, network, addr)
@@ -213,11 +263,32 @@ func TestLabAgentLeafSpine(t *testing.T) {
 		})
 		return c, err
 	}}}
+	// Automatic traces (docs/fabric.md, "Automatic traces"): the spines
+	// named by the addresses they answer from, and a budget that lets
+	// each phase trace its own ports (a destination's results last
+	// trace.cooldown).
+	spineAddr := map[string]string{} // address → spine
+	var cfg strings.Builder
+	cfg.WriteString("trace:\n  max_per_window: 100\n  window: 1m\n  cooldown: 15s\n  max_hops: 5\n  timeout: 2s\n  routers:\n")
+	for _, sp := range lab.Spines {
+		ports, err := lab.RouterPorts(sp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, rp := range ports {
+			spineAddr[rp.IP4.Addr().String()] = sp
+			fmt.Fprintf(&cfg, "    %s: %s\n", rp.IP4.Addr(), sp)
+		}
+	}
+	cfgFile := filepath.Join(t.TempDir(), "agent.yaml")
+	if err := os.WriteFile(cfgFile, []byte(cfg.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	targets := map[string]string{}
 	for _, h := range lab.RoutedHosts {
 		listen := netip.AddrPortFrom(h.IP4.Addr(), 9469).String()
-		args := []string{"--interval", "30s", "--probe-rate", "2", "--probe-sample-rate", "2", "--probe-rotation", "6s",
-			"--probe-timeout", "2s", "--probe-cpu-budget", "0", "--tor", h.Leaf,
+		args := []string{"--interval", "30s", "--probe-rate", "1", "--probe-sample-rate", "1", "--probe-rotation", "10s",
+			"--probe-timeout", "5s", "--probe-cpu-budget", "0", "--tor", h.Leaf, "--config", cfgFile,
 			"--flow", "name=v4,netdev=" + lab.HostNIC + ",family=ipv4,tclass=106,sl=3"}
 		for _, o := range lab.RoutedHosts {
 			if o.Name != h.Name {
@@ -227,7 +298,7 @@ func TestLabAgentLeafSpine(t *testing.T) {
 		startLabAgent(t, h.Host, listen, args...)
 		ag.addr[h.Name], targets[h.Name] = listen, listen
 	}
-	p := startPrometheusEvery(t, "h5", targets, 5*time.Second)
+	p := startPrometheusEvery(t, "h5", targets, 10*time.Second)
 	phase("agents and Prometheus up")
 
 	leafOf := map[string]string{}
@@ -246,7 +317,7 @@ func TestLabAgentLeafSpine(t *testing.T) {
 			for _, o := range lab.RoutedHosts {
 				v, seen := pr[lsPair{h.Name, o.Name}]
 				if o.Name != h.Name && o.Leaf == h.Leaf {
-					ok = ok && seen && v[0] >= 4
+					ok = ok && seen && v[0] >= 3
 				}
 				other = other || (o.Leaf != h.Leaf && seen && v[0] >= 2)
 			}
@@ -288,6 +359,18 @@ func TestLabAgentLeafSpine(t *testing.T) {
 	for k := range lossy {
 		if !inter(k) {
 			t.Errorf("spine1→leaf2 dropping: %s → %s (ToR-mates, never through a spine) lost probes", k.from, k.to)
+		}
+	}
+	// The agents trace the lost ports: every port from leaf1 to leaf2
+	// that lost probes crossed spine1.
+	saw = wait(t, "the agents' traces of lost leaf1 → leaf2 ports", func() (bool, string) {
+		tr := lsTraced(ag.detail(t), leafOf)
+		return len(tr) >= 2, fmt.Sprint(tr)
+	})
+	phase("traced: " + saw)
+	for _, s := range lsTraced(ag.detail(t), leafOf) {
+		if !strings.Contains(s, " spine "+lab.Spine1) || strings.Contains(s, " lost 0 ") {
+			t.Errorf("spine1→leaf2 dropping: traced port %s: want it lost, through %s", s, lab.Spine1)
 		}
 	}
 	code, sus, _ = lsFabric(t, "--agents", strings.Join(ag.urls(), ","))
@@ -359,6 +442,27 @@ func TestLabAgentLeafSpine(t *testing.T) {
 	for k := range remarked {
 		if !(leafOf[k.from] == lab.Leaf1 && inter(k)) {
 			t.Errorf("spine1→leaf2 remarking: %s → %s arrived remarked, its probes never cross that port", k.from, k.to)
+		}
+	}
+	// The agents trace the remarked ports: through spine1, DSCP 26 → 0
+	// after it (between spine1 and leaf2's answer).
+	saw = wait(t, "the agents' traces of remarked leaf1 → leaf2 ports", func() (bool, string) {
+		var tr []string
+		for _, s := range lsTraced(ag.detail(t), leafOf) {
+			if strings.Contains(s, " remark ") {
+				tr = append(tr, s)
+			}
+		}
+		return len(tr) >= 1, fmt.Sprint(tr)
+	})
+	phase("traced: " + saw)
+	for _, s := range lsTraced(ag.detail(t), leafOf) {
+		if !strings.Contains(s, " remark ") {
+			continue
+		}
+		after := s[strings.LastIndex(s, " ")+1:]
+		if !strings.Contains(s, " spine "+lab.Spine1+" ") || !strings.Contains(s, " remark dscp 26>0 after ") || spineAddr[after] != lab.Spine1 {
+			t.Errorf("spine1→leaf2 remarking: traced port %s: want DSCP 26>0 through %s, after it", s, lab.Spine1)
 		}
 	}
 	// The fixture: each agent's /snapshot and /pairs, taken when a
@@ -447,13 +551,21 @@ func TestLabAgentLeafSpine(t *testing.T) {
 			t.Errorf("h7's NIC dead: %s → %s lost %d probes, its path does not touch h7", k.from, k.to, v[1])
 		}
 	}
-	code, sus, _ = lsFabric(t, "--agents", strings.Join(ag.urls(), ","))
-	for _, s := range sus {
-		if f := strings.Fields(s); !(f[0] == "nic" && f[1] == lab.RoutedHosts[2].IP4.Addr().String()) {
-			t.Errorf("h7's NIC dead: fabric --agents names %q, a false suspect", s)
+	// fabric --agents names h7's NIC (by its address, under leaf2) and
+	// nothing else, once the window holds its loss with 3 peers (the nic
+	// rule's least).
+	h7 := ls.Host("h7")
+	wantNIC := []string{"nic " + h7.IP4.Addr().String() + " " + h7.Leaf + " -"}
+	saw = wait(t, "fabric --agents names h7's NIC", func() (bool, string) {
+		code, sus, _ = lsFabric(t, "--agents", strings.Join(ag.urls(), ","))
+		for _, s := range sus {
+			if s != wantNIC[0] {
+				t.Fatalf("h7's NIC dead: fabric --agents names %q, a false suspect (all: %v)", s, sus)
+			}
 		}
-	}
-	phase(fmt.Sprintf("fabric --agents: exit %d, suspects %v", code, sus))
+		return reflect.DeepEqual(sus, wantNIC) && code == 1, fmt.Sprintf("exit %d, suspects %v", code, sus)
+	})
+	phase("fabric --agents: " + saw)
 	wantPeerLoss := []string{"instance=" + targets["h7"] + " peer=h8", "instance=" + targets["h8"] + " peer=h7"}
 	saw = wait(t, "RoCEProbePeerLoss for h7 and h8 (ToR-mates), only", func() (bool, string) {
 		got := alertKeys(p.alerts(t, "RoCEProbePeerLoss"), "", "instance", "peer")
@@ -465,6 +577,13 @@ func TestLabAgentLeafSpine(t *testing.T) {
 			t.Errorf("h7's NIC dead: %s %v, a false suspect", name, alertKeys(a, "", "instance", "peer", "peer_tor"))
 		}
 	}
+	code, sus, _ = lsFabric(t, "--prometheus", p.base, "--host-label", "node")
+	for _, s := range sus {
+		if s != wantNIC[0] {
+			t.Errorf("h7's NIC dead: fabric --prometheus names %q, a false suspect", s)
+		}
+	}
+	phase(fmt.Sprintf("fabric --prometheus: exit %d, suspects %v", code, sus))
 	// The worst pairs name h7 from the agents of both leaves: the
 	// evidence for its NIC, which no shipped rule reads yet.
 	worst := byKey(p.query(t, `roce_probe_worst_pair_loss_ratio > 0`), "instance", "peer")
