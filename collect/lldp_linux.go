@@ -115,8 +115,9 @@ func (l *LLDPListener) Next(deadline time.Time) (topology.Heard, error) {
 // Close releases the socket; a Next waiting on it returns.
 func (l *LLDPListener) Close() error { return l.f.Close() }
 
-// lldpcliTimeout bounds one run of lldpcli.
-const lldpcliTimeout = 2 * time.Second
+// lldpcliTimeout bounds one run of lldpcli (2 s was too short for the
+// lab's TCG VM on a loaded machine: a fork, an exec and a JSON dump).
+const lldpcliTimeout = 5 * time.Second
 
 // readTopology decides the attachment of each of netdevs (the RoCE
 // netdevs of the view namespace h): the configured switches, the LLDP

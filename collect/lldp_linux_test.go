@@ -169,7 +169,7 @@ func TestRunLLDPCli(t *testing.T) {
 		{tool["cat"] + " " + fixture, "", 2},
 		// lldpcli 1.0.16 without a running lldpd.
 		{"echo '2026-11-27T09:50:00 [WARN/lldpctl] cannot find daemon socket: unable to connect to socket' >&2; echo 'lldpcli: unable to connect to socket' >&2; exit 1", "lldpcli: [WARN/lldpctl] cannot find daemon socket", 0},
-		{"exec " + tool["sleep"] + " 10", "did not answer within 2s", 0},
+		{"exec " + tool["sleep"] + " 10", "did not answer within 5s", 0},
 		{"exec " + tool["yes"] + " '{}'", "larger than", 0},
 	} {
 		if err := os.WriteFile(dir+"/lldpcli", []byte("#!/bin/sh\n"+tc.script+"\n"), 0o755); err != nil {

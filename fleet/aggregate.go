@@ -41,20 +41,53 @@ type GroupCounts struct {
 // concurrent use.
 type Aggregator struct {
 	maxToRs int
-	tick    uint64
 	groups  map[Group]*entry
-	tors    map[string]int // per flow: ToR groups held
+	tors    map[string]*lru // per flow: its ToR groups, least recently updated first
 }
 
 type entry struct {
 	Counts
-	used uint64
+	g          Group
+	prev, next *entry // in its flow's lru (ToR groups only)
+}
+
+// lru is a flow's ToR groups in the order they were last updated: the
+// least recently updated first, so that evicting it is O(1).
+type lru struct {
+	head, tail *entry
+	n          int
+}
+
+func (l *lru) push(e *entry) {
+	e.prev, e.next = l.tail, nil
+	if l.tail != nil {
+		l.tail.next = e
+	} else {
+		l.head = e
+	}
+	l.tail = e
+	l.n++
+}
+
+func (l *lru) remove(e *entry) {
+	if e.prev != nil {
+		e.prev.next = e.next
+	} else {
+		l.head = e.next
+	}
+	if e.next != nil {
+		e.next.prev = e.prev
+	} else {
+		l.tail = e.prev
+	}
+	e.prev, e.next = nil, nil
+	l.n--
 }
 
 // NewAggregator returns an Aggregator holding at most maxToRs ToR groups
 // per flow (at least 1).
 func NewAggregator(maxToRs int) *Aggregator {
-	return &Aggregator{maxToRs: max(maxToRs, 1), groups: map[Group]*entry{}, tors: map[string]int{}}
+	return &Aggregator{maxToRs: max(maxToRs, 1), groups: map[Group]*entry{}, tors: map[string]*lru{}}
 }
 
 // GroupOf is the group of a probe to p of kind k for flow.
@@ -67,51 +100,45 @@ func GroupOf(flow string, p Peer, k Kind) Group {
 
 // Add adds c to the group of a probe to p of kind k for flow. It returns
 // the group evicted to make room, if one was (its series should go).
-// O(1), but O(MaxToRs) when a ToR group is evicted.
+// O(1), an eviction included.
 func (a *Aggregator) Add(flow string, p Peer, k Kind, c Counts) (evicted Group, ok bool) {
 	g := GroupOf(flow, p, k)
-	a.tick++
 	e := a.groups[g]
 	if e == nil {
-		if k != Mate {
-			if a.tors[flow] >= a.maxToRs {
-				evicted, ok = a.evict(flow)
-			}
-			a.tors[flow]++
-		}
-		e = &entry{}
+		e = &entry{g: g}
 		a.groups[g] = e
+		if k != Mate {
+			l := a.tors[flow]
+			if l == nil {
+				l = &lru{}
+				a.tors[flow] = l
+			}
+			if l.n >= a.maxToRs {
+				old := l.head
+				l.remove(old)
+				delete(a.groups, old.g)
+				evicted, ok = old.g, true
+			}
+			l.push(e)
+		}
+	} else if k != Mate {
+		l := a.tors[flow]
+		l.remove(e)
+		l.push(e)
 	}
 	e.add(c)
-	e.used = a.tick
 	return evicted, ok
-}
-
-// evict removes flow's least recently updated ToR group.
-func (a *Aggregator) evict(flow string) (Group, bool) {
-	var old Group
-	var at uint64
-	found := false
-	for g, e := range a.groups {
-		if g.Flow == flow && g.Kind != Mate && (!found || e.used < at) {
-			old, at, found = g, e.used, true
-		}
-	}
-	if found {
-		delete(a.groups, old)
-		a.tors[flow]--
-	}
-	return old, found
 }
 
 // Forget removes a group (a mate that left the ToR, a flow that went).
 func (a *Aggregator) Forget(g Group) {
-	if _, ok := a.groups[g]; !ok {
+	e, ok := a.groups[g]
+	if !ok {
 		return
 	}
 	delete(a.groups, g)
 	if g.Kind != Mate {
-		a.tors[g.Flow]--
+		a.tors[g.Flow].remove(e)
 	}
 }
 

@@ -42,3 +42,35 @@ func Example() {
 	// inter_tor 10.0.2.4   leaf2 1.0/s ports 115
 	// send 9/s, busiest host receives 9/s, every ToR within 30s
 }
+
+// To plan for every agent of a fleet (a simulation, a central planner),
+// index the peers once and take each agent's planner from the index:
+// here the 8 agents of leaf1, which together probe each of the 3 other
+// ToRs in every round.
+func ExampleIndex() {
+	var peers []fleet.Peer
+	for t := 1; t <= 4; t++ {
+		for n := 1; n <= 8; n++ {
+			peers = append(peers, fleet.Peer{Addr: netip.AddrFrom4([4]byte{10, 0, byte(t), byte(n)}), ToR: fmt.Sprintf("leaf%d", t)})
+		}
+	}
+	x := fleet.NewIndex(peers)
+	s := fleet.DefaultSettings()
+	s.SampleToRs = 2
+	reached := map[string]bool{}
+	for _, self := range peers[:8] {
+		p, err := x.Planner(self, s, 1)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		for _, t := range p.Plan(60000000).Targets {
+			if t.Kind == fleet.InterToR {
+				reached[peers[t.Peer].ToR] = true
+			}
+		}
+	}
+	fmt.Printf("%d peers indexed; leaf1's agents reach %d other ToRs in a round\n", x.Len(), len(reached))
+	// Output:
+	// 32 peers indexed; leaf1's agents reach 3 other ToRs in a round
+}

@@ -240,7 +240,9 @@ var ErrSelf = errors.New("fleet: the agent's own address is not valid")
 
 // New indexes the peers (any order; self's address among them is left
 // out) for planning: O(n log n) in their number. peers is kept, not
-// copied: do not change it while the Planner is in use.
+// copied: do not change it while the Planner is in use. It is
+// NewIndex(peers).Planner(self, s, seed): to plan for many agents of one
+// fleet, index it once.
 func New(self Peer, peers []Peer, s Settings, seed uint64) (*Planner, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
@@ -248,35 +250,104 @@ func New(self Peer, peers []Peer, s Settings, seed uint64) (*Planner, error) {
 	if !self.Addr.IsValid() {
 		return nil, ErrSelf
 	}
-	p := &Planner{s: s, self: self, seed: seed, peers: peers, sports: min(SportCount(s.ECMPWidth, s.Confidence), s.MaxSports)}
-	byAddr := func(a, b int) int { return peers[a].Addr.Compare(peers[b].Addr) }
+	return NewIndex(peers).Planner(self, s, seed)
+}
+
+// Index is a fleet's peers indexed for planning: grouped by ToR, each
+// group, the peers of unknown ToR and all of them sorted by address.
+// Index a peer list once (NewIndex, O(n log n)); the Planner of each
+// agent of the fleet then costs O(T log m + m + u) (Index.Planner: T ToRs
+// of up to m NICs, u peers of unknown ToR; all n peers for an agent whose
+// own ToR is not known) instead of indexing the whole list again. It is
+// read-only once built: safe for concurrent use.
+type Index struct {
+	peers   []Peer
+	tors    []group // every ToR, by name
+	unknown []int   // peers of unknown ToR, by address
+	all     []int   // every peer, by address
+}
+
+// NewIndex indexes peers (any order; peers without a valid address are
+// left out). peers is kept, not copied: do not change it while the Index
+// or a Planner of it is in use.
+func NewIndex(peers []Peer) *Index {
+	x := &Index{peers: peers}
 	groups := map[string][]int{}
 	for i, q := range peers {
-		switch {
-		case q.Addr == self.Addr || !q.Addr.IsValid():
-		case self.ToR == "" || q.ToR == "":
-			p.pool = append(p.pool, i)
-		case q.ToR == self.ToR:
-			p.mates = append(p.mates, i)
-		default:
+		if !q.Addr.IsValid() {
+			continue
+		}
+		x.all = append(x.all, i)
+		if q.ToR == "" {
+			x.unknown = append(x.unknown, i)
+		} else {
 			groups[q.ToR] = append(groups[q.ToR], i)
 		}
 	}
-	if self.ToR == "" && len(p.pool) <= s.SamplePeers {
-		// No topology, and a fleet no larger than a sample: every
-		// peer is probed every round anyway, as one mesh.
-		p.mates, p.pool = p.pool, nil
-	}
-	slices.SortFunc(p.mates, byAddr)
-	slices.SortFunc(p.pool, byAddr)
-	p.rank, _ = slices.BinarySearchFunc(p.mates, self.Addr, func(i int, a netip.Addr) int { return peers[i].Addr.Compare(a) })
-	known := 0
+	byAddr := func(a, b int) int { return cmp.Or(peers[a].Addr.Compare(peers[b].Addr), cmp.Compare(a, b)) }
+	slices.SortFunc(x.all, byAddr)
+	slices.SortFunc(x.unknown, byAddr)
+	x.tors = make([]group, 0, len(groups))
 	for name, m := range groups {
 		slices.SortFunc(m, byAddr)
-		p.tors = append(p.tors, group{name, m})
-		known += len(m)
+		x.tors = append(x.tors, group{name, m})
 	}
-	slices.SortFunc(p.tors, func(a, b group) int { return cmp.Compare(a.name, b.name) })
+	slices.SortFunc(x.tors, func(a, b group) int { return cmp.Compare(a.name, b.name) })
+	return x
+}
+
+// Len is the number of peers indexed (with a valid address).
+func (x *Index) Len() int { return len(x.all) }
+
+// without returns the indexes of list (sorted by address) but those with
+// address a: list itself when there are none.
+func (x *Index) without(list []int, a netip.Addr) []int {
+	lo, found := slices.BinarySearchFunc(list, a, func(i int, a netip.Addr) int { return x.peers[i].Addr.Compare(a) })
+	if !found {
+		return list
+	}
+	hi := lo
+	for hi < len(list) && x.peers[list[hi]].Addr == a {
+		hi++
+	}
+	return slices.Concat(list[:lo], list[hi:])
+}
+
+// Planner returns the planner of the agent self (its address left out of
+// the peers): the same as New(self, peers, s, seed) for the peers x
+// indexes.
+func (x *Index) Planner(self Peer, s Settings, seed uint64) (*Planner, error) {
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	if !self.Addr.IsValid() {
+		return nil, ErrSelf
+	}
+	peers := x.peers
+	p := &Planner{s: s, self: self, seed: seed, peers: peers, sports: min(SportCount(s.ECMPWidth, s.Confidence), s.MaxSports)}
+	known := 0
+	if self.ToR == "" {
+		p.pool = x.without(x.all, self.Addr)
+		if len(p.pool) <= s.SamplePeers {
+			// No topology, and a fleet no larger than a sample: every
+			// peer is probed every round anyway, as one mesh.
+			p.mates, p.pool = p.pool, nil
+		}
+	} else {
+		p.pool = x.without(x.unknown, self.Addr)
+		p.tors = make([]group, 0, len(x.tors))
+		for _, g := range x.tors {
+			m := x.without(g.members, self.Addr)
+			switch {
+			case g.name == self.ToR:
+				p.mates = m
+			case len(m) > 0:
+				p.tors = append(p.tors, group{g.name, m})
+				known += len(m)
+			}
+		}
+	}
+	p.rank, _ = slices.BinarySearchFunc(p.mates, self.Addr, func(i int, a netip.Addr) int { return peers[i].Addr.Compare(a) })
 	// Every member of self's ToR walks the same permutation of the other
 	// ToRs (seeded by the ToR's name); each agent its own permutation of
 	// the pool (seeded by its address), so that the pool's receivers

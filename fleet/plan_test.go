@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"net/netip"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -296,5 +297,40 @@ func TestSettingsErrors(t *testing.T) {
 	p := mustNew(t, Peer{Addr: netip.MustParseAddr("10.0.0.1"), ToR: "a"}, nil, DefaultSettings())
 	if pl := p.Plan(1); len(pl.Targets) != 0 || pl.SendRate != 0 {
 		t.Errorf("empty fleet: %+v", pl)
+	}
+}
+
+// TestIndexShared: planners taken from one Index for every agent of a
+// fleet (ToRs of different sizes, peers of unknown ToR, an agent that is
+// not in the list, one whose ToR the list does not know) plan what a
+// Planner of a fresh New does for each: taking one does not change what
+// the others share.
+func TestIndexShared(t *testing.T) {
+	peers := clos(9, func(t int) int { return 3 + 5*t })
+	for i := range peers {
+		if i%11 == 0 {
+			peers[i].ToR = ""
+		}
+	}
+	selves := append(slices.Clone(peers), Peer{Addr: netip.MustParseAddr("10.9.9.9"), ToR: "leaf003"},
+		Peer{Addr: peers[5].Addr, ToR: "leaf999"}, Peer{Addr: peers[6].Addr})
+	s := DefaultSettings()
+	s.SampleToRs, s.SamplePeers = 3, 4
+	x := NewIndex(peers)
+	var got []*Planner
+	for _, self := range selves {
+		p, err := x.Planner(self, s, 42)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, p)
+	}
+	for i, self := range selves {
+		want := mustNew(t, self, peers, s)
+		for r := range int64(3) {
+			if g, w := got[i].Plan(r), want.Plan(r); !reflect.DeepEqual(g, w) {
+				t.Fatalf("self %v round %d: from the shared index %+v, from New %+v", self, r, g, w)
+			}
+		}
 	}
 }

@@ -136,8 +136,9 @@ func lsFabric(t *testing.T, args ...string) (int, []string, fabricReport) {
 // name the spine: the agents run no traces yet), nor h7's NIC (its nic
 // rule needs 2 ToR-mates that lost with it); the shipped
 // RoCEProbeNICSuspect needs 3 ToR-mates, RoCEProbeToRSuspect agents
-// under 2 other ToRs; fabric --prometheus names no suspects. The test
-// logs what each names.
+// under 2 other ToRs; fabric --prometheus applies the same rules to the
+// agents' series (docs/fabric.md, "Suspects in roce-probe fabric
+// --prometheus"). The test logs what each names.
 //
 // In the remarking phase it also writes each agent's /snapshot and /pairs
 // to the lab's artifacts (leafspine-lab/): the makings of an HTML report
@@ -454,6 +455,13 @@ func TestLabAgentLeafSpine(t *testing.T) {
 		}
 	}
 	phase(fmt.Sprintf("fabric --agents: exit %d, suspects %v", code, sus))
+	code, sus, _ = lsFabric(t, "--prometheus", p.base, "--host-label", "node")
+	for _, s := range sus {
+		if f := strings.Fields(s); !(f[0] == "nic" && f[1] == lab.RoutedHosts[2].IP4.Addr().String()) {
+			t.Errorf("h7's NIC dead: fabric --prometheus names %q, a false suspect", s)
+		}
+	}
+	phase(fmt.Sprintf("fabric --prometheus: exit %d, suspects %v", code, sus))
 	wantPeerLoss := []string{"instance=" + targets["h7"] + " peer=h8", "instance=" + targets["h8"] + " peer=h7"}
 	saw = wait(t, "RoCEProbePeerLoss for h7 and h8 (ToR-mates), only", func() (bool, string) {
 		got := alertKeys(p.alerts(t, "RoCEProbePeerLoss"), "", "instance", "peer")

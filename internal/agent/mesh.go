@@ -603,7 +603,7 @@ func (m *mesh) replyFrame(frame []byte, at time.Time) {
 		return
 	}
 	if pl.ToR != "" && m.learned != nil {
-		m.learned.set(s.peer.Addr, pl.ToR)
+		m.learned.set(s.peer.Addr, pl.ToR, s.peer.ToR)
 	}
 	m.finalize(s, m.now())
 }

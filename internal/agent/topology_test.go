@@ -2,6 +2,7 @@ package agent
 
 import (
 	"errors"
+	"net/netip"
 	"os"
 	"strings"
 	"sync"
@@ -148,5 +149,27 @@ func TestTopologyConfig(t *testing.T) {
 	}
 	if m := c.Topology.switches(); m[""] != "leaf-1" || m["eth1"] != "leaf-2" || len(m) != 2 {
 		t.Errorf("switches %v", m)
+	}
+}
+
+// TestLearnedToRsChanges: a reply telling the ToR the plan already has
+// (the peer list's) is recorded but is no change — the agent would index
+// 100,000 peers again for every round's new sample — while a peer of
+// unknown ToR telling one, or a ToR that moved, is.
+func TestLearnedToRsChanges(t *testing.T) {
+	var l learnedToRs
+	a, b := netip.MustParseAddr("10.0.0.2"), netip.MustParseAddr("10.0.0.3")
+	l.set(a, "leaf-1", "leaf-1")
+	if l.changes() != 0 || l.get(a) != "leaf-1" {
+		t.Fatalf("the list's own ToR told: %d changes, %q recorded; want 0 and leaf-1", l.changes(), l.get(a))
+	}
+	l.set(b, "leaf-2", "")
+	l.set(b, "leaf-2", "leaf-2") // told again once planned
+	if l.changes() != 1 {
+		t.Fatalf("a peer of unknown ToR told one: %d changes, want 1", l.changes())
+	}
+	l.set(b, "leaf-3", "leaf-2")
+	if l.changes() != 2 || l.get(b) != "leaf-3" {
+		t.Fatalf("a ToR that moved: %d changes, %q; want 2 and leaf-3", l.changes(), l.get(b))
 	}
 }

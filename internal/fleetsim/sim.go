@@ -254,6 +254,7 @@ type rec struct {
 type sim struct {
 	cfg    Config
 	f      *Fabric
+	idx    *fleet.Index // the fleet's peers, indexed once for every agent's planner
 	faults []Fault
 	byNIC  [][]int32 // faults at a NIC: dead, lossy port, noisy host
 	byToR  [][]int32 // link faults at a ToR's uplinks
@@ -280,8 +281,9 @@ type shard struct {
 const shards = 4
 
 // Run simulates the fleet: every NIC's agent plans its probes with
-// fleet.New and Plan, round after round, adds their outcomes up in a
-// fleet.Aggregator and steps a fleet.Governor when its host is noisy;
+// fleet.Index.Planner (the fleet indexed once) and Plan, round after
+// round, adds their outcomes up in a fleet.Aggregator and steps a
+// fleet.Governor when its host is noisy;
 // each probe's fate is computed from the faults on its path (forward and
 // reply, each taking the spine its ECMP hash picks). Then every tick the
 // Localizer gets the last Window of what the agents saw.
@@ -293,7 +295,7 @@ func Run(cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &sim{cfg: cfg, f: f}
+	s := &sim{cfg: cfg, f: f, idx: fleet.NewIndex(f.NICs)}
 	s.faults = drawFaults(f, cfg.Seed, cfg.Epochs, cfg.FaultsPerEpoch, cfg.Epoch, cfg.Onset, cfg.Duration)
 	s.byNIC = make([][]int32, len(f.NICs))
 	s.byToR = make([][]int32, len(f.ToRs))
@@ -382,7 +384,7 @@ const round0 = 1_800_000_000 / 30
 // agent simulates agent a's whole run.
 func (s *sim) agent(sh *shard, a int32, rounds int) error {
 	cfg, f := s.cfg, s.f
-	pl, err := fleet.New(f.NICs[a], f.NICs, cfg.Settings, cfg.Seed)
+	pl, err := s.idx.Planner(f.NICs[a], cfg.Settings, cfg.Seed)
 	if err != nil {
 		return err
 	}
