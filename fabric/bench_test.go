@@ -152,39 +152,60 @@ func BenchmarkAgentObservations(b *testing.B) {
 	}
 }
 
-// BenchmarkLocalize is Localize alone on n pairs that all lost probes,
-// 64 NICs a ToR, 1,563 ToRs, 16 spines: each pair between NICs of two
-// random ToRs with one lost source port traced through a random spine
-// (loss everywhere: the work of its link rounds is the most), and 64
-// NICs of one ToR that lost with all their mates (a dead ToR). What it
-// names is not the point; how its cost grows with the lossy pairs is.
+// BenchmarkLocalize is Localize alone on n pairs, 64 NICs a ToR, 1,563
+// ToRs, 16 spines, each pair between NICs of two random ToRs with one
+// traced source port — far more than any real window holds:
+//
+//   - loss: every pair lost a probe, its port traced through a random
+//     spine, and 64 NICs of one ToR lost with all their mates (a dead
+//     ToR): loss everywhere;
+//   - remark: every pair's probes were remarked through one spine (a
+//     spine that rewrites every DSCP), so that every ToR's link to it is
+//     a suspect: the most rounds of naming links one at a time.
+//
+// What it names is not the point; how its cost grows with the pairs is.
 func BenchmarkLocalize(b *testing.B) {
-	for _, n := range []int{10000, 100000} {
-		b.Run(fmt.Sprint(n), func(b *testing.B) {
-			r := rand.New(rand.NewPCG(1, 2))
-			nic := func(i int) string { return fmt.Sprintf("10.%d.%d.%d", i>>16&255, i>>8&255, i&255) }
-			tor := func(i int) string { return fmt.Sprintf("leaf-%d", i/64) }
-			var in LocalizeInput
-			for range n {
-				s, d := r.IntN(100000), r.IntN(100000)
-				if s/64 == d/64 {
-					continue
-				}
-				in.Pairs = append(in.Pairs, PairObservation{Src: nic(s), Dst: nic(d), SrcToR: tor(s), DstToR: tor(d), Sent: 30, Lost: 1,
-					Sports: []SportObservation{{Sport: uint16(0xc000 + r.IntN(16384)), Lost: 1, Spine: fmt.Sprint("spine-", r.IntN(16))}}})
+	nic := func(i int) string { return fmt.Sprintf("10.%d.%d.%d", i>>16&255, i>>8&255, i&255) }
+	tor := func(i int) string { return fmt.Sprintf("leaf-%d", i/64) }
+	for _, remark := range []bool{false, true} {
+		for _, n := range []int{10000, 100000} {
+			name := fmt.Sprint("loss/", n)
+			if remark {
+				name = fmt.Sprint("remark/", n)
 			}
-			for s := range 64 {
-				for d := range 64 {
-					if s != d {
-						in.Pairs = append(in.Pairs, PairObservation{Src: nic(s), Dst: nic(d), SrcToR: tor(s), DstToR: tor(d), Sent: 30, Lost: 3})
+			b.Run(name, func(b *testing.B) {
+				r := rand.New(rand.NewPCG(1, 2))
+				var in LocalizeInput
+				for range n {
+					s, d := r.IntN(100000), r.IntN(100000)
+					if s/64 == d/64 {
+						continue
+					}
+					p := PairObservation{Src: nic(s), Dst: nic(d), SrcToR: tor(s), DstToR: tor(d), Sent: 30}
+					sp := SportObservation{Sport: uint16(0xc000 + r.IntN(16384)), Spine: fmt.Sprint("spine-", r.IntN(16))}
+					if remark {
+						p.Remarked, sp.Remarked, sp.Spine = 1, 1, "spine-3"
+					} else {
+						p.Lost, sp.Lost = 1, 1
+					}
+					p.Sports = []SportObservation{sp}
+					in.Pairs = append(in.Pairs, p)
+				}
+				if !remark {
+					for s := range 64 {
+						for d := range 64 {
+							if s != d {
+								in.Pairs = append(in.Pairs, PairObservation{Src: nic(s), Dst: nic(d), SrcToR: tor(s), DstToR: tor(d), Sent: 30, Lost: 3})
+							}
+						}
 					}
 				}
-			}
-			b.ReportAllocs()
-			b.ResetTimer()
-			for b.Loop() {
-				Localize(in)
-			}
-		})
+				b.ReportAllocs()
+				b.ResetTimer()
+				for b.Loop() {
+					Localize(in)
+				}
+			})
+		}
 	}
 }

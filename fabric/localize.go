@@ -2,8 +2,10 @@ package fabric
 
 import (
 	"cmp"
+	"container/heap"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 
@@ -365,8 +367,11 @@ func links(pairs []PairObservation, remark bool) []Suspect {
 		}
 		return votes, remote
 	}
+	// A link qualifies with minLinkVotes ports from minRemoteToRs other
+	// ToRs.
+	enough := func(votes, remotes int) bool { return votes >= minLinkVotes && remotes >= minRemoteToRs }
 	qualifies := func(l link, votes map[link]int, remote map[link]map[string]bool) bool {
-		return votes[l] >= minLinkVotes && len(remote[l]) >= minRemoteToRs
+		return enough(votes[l], len(remote[l]))
 	}
 	// A spine first: its ports are no one ToR's — without the ports of
 	// the ToR with the most, still minSpineToRs−1 ToRs' links to it
@@ -425,27 +430,55 @@ func links(pairs []PairObservation, remark bool) []Suspect {
 		}
 		ports = rest
 	}
+	// Links one at a time, the most voted first. Each round's votes are
+	// kept up to date as ports go, not tallied again: O(ports · log),
+	// where tallying every round was O(links · ports) — minutes for a
+	// spine that remarks everything in a large fleet.
 	var found []link
 	votesOf := map[link]int{}
 	remoteOf := map[link]int{}
 	orig, _ := tally(ports)
-	for len(ports) > 0 {
-		votes, remote := tally(ports)
-		var b link
-		for k, v := range votes {
-			if v > votes[b] || (v == votes[b] && (k.tor < b.tor || k.tor == b.tor && k.spine < b.spine)) {
-				b = k
+	// The other spines of each ToR by all their votes, most first.
+	byToR := map[string][]link{}
+	for k := range orig {
+		byToR[k.tor] = append(byToR[k.tor], k)
+	}
+	for _, ls := range byToR {
+		slices.SortFunc(ls, func(x, y link) int { return cmp.Or(cmp.Compare(orig[y], orig[x]), cmp.Compare(x.spine, y.spine)) })
+	}
+	votes := maps.Clone(orig)
+	remote := map[link]map[string]int{} // per link, its ports per other ToR
+	portsOf := map[link][]int{}
+	for i, pt := range ports {
+		for _, e := range [2][2]string{{pt.a, pt.b}, {pt.b, pt.a}} {
+			k := link{e[0], pt.spine}
+			if remote[k] == nil {
+				remote[k] = map[string]int{}
 			}
+			remote[k][e[1]]++
+			portsOf[k] = append(portsOf[k], i)
+		}
+	}
+	gone := make([]bool, len(ports))
+	h := &linkHeap{}
+	for k, v := range votes {
+		h.items = append(h.items, linkVotes{k.tor, k.spine, v})
+	}
+	heap.Init(h)
+	for h.Len() > 0 {
+		top := heap.Pop(h).(linkVotes)
+		b := link{top.tor, top.spine}
+		if top.votes != votes[b] {
+			continue // stale: it lost votes since
 		}
 		if votes[b] < minLinkVotes {
 			break
 		}
-		// The other spines of its ToR by all their votes (not only those
-		// left), but for the links already named.
 		second, first := 0, 0
-		for k, v := range orig {
-			if k.tor == b.tor && k != b && votesOf[k] == 0 {
-				second = max(second, v)
+		for _, k := range byToR[b.tor] {
+			if k != b && votesOf[k] == 0 {
+				second = orig[k]
+				break
 			}
 		}
 		for _, l := range found {
@@ -453,17 +486,28 @@ func links(pairs []PairObservation, remark bool) []Suspect {
 				first = max(first, votesOf[l])
 			}
 		}
-		if qualifies(b, votes, remote) && votes[b] >= 2*second && 2*votes[b] >= first {
+		if enough(votes[b], len(remote[b])) && votes[b] >= 2*second && 2*votes[b] >= first {
 			found = append(found, b)
 			votesOf[b], remoteOf[b] = votes[b], len(remote[b])
 		}
-		rest := ports[:0]
-		for _, pt := range ports {
-			if pt.spine != b.spine || (pt.a != b.tor && pt.b != b.tor) {
-				rest = append(rest, pt)
+		// Its ports go, and with them their votes for the far ends.
+		for _, i := range portsOf[b] {
+			if gone[i] {
+				continue
+			}
+			gone[i] = true
+			pt := ports[i]
+			for _, e := range [2][2]string{{pt.a, pt.b}, {pt.b, pt.a}} {
+				k := link{e[0], pt.spine}
+				votes[k]--
+				if remote[k][e[1]]--; remote[k][e[1]] == 0 {
+					delete(remote[k], e[1])
+				}
+				if k != b && votes[k] > 0 {
+					heap.Push(h, linkVotes{k.tor, k.spine, votes[k]})
+				}
 			}
 		}
-		ports = rest
 	}
 	slices.SortFunc(found, func(x, y link) int { return cmp.Or(cmp.Compare(x.tor, y.tor), cmp.Compare(x.spine, y.spine)) })
 	bySpine := map[string][]link{}
@@ -501,6 +545,28 @@ func links(pairs []PairObservation, remark bool) []Suspect {
 		}
 	}
 	return out
+}
+
+// linkVotes is a link and its votes when it was pushed on a linkHeap.
+type linkVotes struct {
+	tor, spine string
+	votes      int
+}
+
+// linkHeap orders links by votes, most first, then by ToR and spine.
+type linkHeap struct{ items []linkVotes }
+
+func (h *linkHeap) Len() int { return len(h.items) }
+func (h *linkHeap) Less(i, j int) bool {
+	x, y := h.items[i], h.items[j]
+	return cmp.Or(cmp.Compare(y.votes, x.votes), cmp.Compare(x.tor, y.tor), cmp.Compare(x.spine, y.spine)) < 0
+}
+func (h *linkHeap) Swap(i, j int) { h.items[i], h.items[j] = h.items[j], h.items[i] }
+func (h *linkHeap) Push(x any)    { h.items = append(h.items, x.(linkVotes)) }
+func (h *linkHeap) Pop() any {
+	x := h.items[len(h.items)-1]
+	h.items = h.items[:len(h.items)-1]
+	return x
 }
 
 func sortedKeys[V any](m map[string]V) []string {

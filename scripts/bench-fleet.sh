@@ -41,8 +41,9 @@ awk -v n="$peers" 'BEGIN {
 }' >"$dir/peers"
 echo "peers file: $(wc -l <"$dir/peers") lines, $(stat -c %s "$dir/peers") bytes"
 ip netns exec "$a" env ${BENCH_ENV:-} "$dir/roce-probe" agent --listen 127.0.0.1:19469 --peers-file "$dir/peers" \
-	--flow name=rdma,netdev=a0,family=ipv4,tclass=106,sl=3 --log-level warn 2>"$dir/log" &
-# BENCH_ENV="GODEBUG=gctrace=1" shows the garbage collector's work in the log.
+	--flow name=rdma,netdev=a0,family=ipv4,tclass=106,sl=3 --log-level warn ${BENCH_ARGS:-} 2>"$dir/log" &
+# BENCH_ENV="GODEBUG=gctrace=1" shows the garbage collector's work in the log; BENCH_ARGS adds
+# arguments to the agent's (e.g. "--config FILE" with "trace: {enabled: false}").
 pid=$!
 ticks() { awk '{print $14 + $15}' "/proc/$pid/stat"; }
 hz=$(getconf CLK_TCK)

@@ -158,6 +158,9 @@ type run struct {
 	res    Result
 	tokens float64
 	last   time.Time
+	// What the last step left for later: a probe held back for want of
+	// a token, ports started (their probes go at the next step).
+	heldBack, startedPorts bool
 }
 
 // event is something a reader goroutine saw.
@@ -268,9 +271,15 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		}
 	}()
 
-	tick := time.NewTicker(2 * time.Millisecond)
-	defer tick.Stop()
-	r.last = time.Now()
+	// The loop wakes when step has something to do (a time-out, a token
+	// for a waiting probe, a port to start) and soon after an answer, not
+	// on a fixed tick: a trace of a destination that answers nothing
+	// waits out its time-outs asleep (an agent runs traces in the
+	// background: docs/performance.md).
+	wake := time.NewTimer(0)
+	defer wake.Stop()
+	due := time.Now()
+	r.last = due
 	for {
 		select {
 		case <-ctx.Done():
@@ -286,12 +295,53 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 			} else {
 				r.onReply(e.reply, e.at)
 			}
-		case now := <-tick.C:
-			if over, err := r.step(now, rx); err != nil || over {
+			// An answer may free a window slot or end a port: step soon
+			// (answers in a burst share one step).
+			if soon := time.Now().Add(answerStep); soon.Before(due) {
+				due = soon
+				wake.Reset(answerStep)
+			}
+		case now := <-wake.C:
+			over, err := r.step(now, rx)
+			if err != nil || over {
 				return r.res, err
+			}
+			due = r.nextStep(now)
+			wake.Reset(due.Sub(now))
+		}
+	}
+}
+
+// answerStep is how soon after an answer the run steps; maxStepGap is the
+// longest it sleeps between steps whatever it waits for.
+const (
+	answerStep = 2 * time.Millisecond
+	maxStepGap = 100 * time.Millisecond
+)
+
+// nextStep is when step has something to do next, after the step at now:
+// at once when it started ports (their first probes) or once a token
+// comes for a probe it held back, else at the earliest time-out of a probe
+// in flight; at most maxStepGap away.
+func (r *run) nextStep(now time.Time) time.Time {
+	if r.startedPorts {
+		return now.Add(time.Millisecond)
+	}
+	gap := maxStepGap
+	if r.heldBack {
+		gap = min(gap, time.Duration((1-r.tokens)/r.cfg.Rate*float64(time.Second)))
+	}
+	for _, ps := range r.ports {
+		if !ps.started || ps.done {
+			continue
+		}
+		for t := range ps.hops {
+			if h := &ps.hops[t]; h.inflight && !h.final {
+				gap = min(gap, h.deadline.Sub(now)+time.Millisecond) // step's test is After
 			}
 		}
 	}
+	return now.Add(max(gap, time.Millisecond))
 }
 
 // send builds and writes the probe of port pi at ttl.
@@ -402,6 +452,7 @@ func (r *run) onReply(frame []byte, at time.Time) {
 func (r *run) step(now time.Time, w interface{ Write([]byte) error }) (bool, error) {
 	r.tokens = min(r.tokens+now.Sub(r.last).Seconds()*r.cfg.Rate, max(1, r.cfg.Rate/10))
 	r.last = now
+	r.heldBack, r.startedPorts = false, false
 	active := 0
 	for pi, ps := range r.ports {
 		if !ps.started || ps.done {
@@ -436,6 +487,8 @@ func (r *run) step(now time.Time, w interface{ Write([]byte) error }) (bool, err
 				}
 				r.tokens--
 				inflight++
+			} else {
+				r.heldBack = true
 			}
 		}
 		// New TTLs, within the window.
@@ -447,6 +500,9 @@ func (r *run) step(now time.Time, w interface{ Write([]byte) error }) (bool, err
 			r.tokens--
 			inflight++
 			pending = true
+		}
+		if len(ps.hops) < limit && inflight < r.cfg.Window && r.tokens < 1 {
+			r.heldBack = true
 		}
 		if !pending && len(ps.hops) >= limit {
 			r.complete(ps)
@@ -460,7 +516,7 @@ func (r *run) step(now time.Time, w interface{ Write([]byte) error }) (bool, err
 			break
 		}
 		if !ps.started {
-			ps.started = true
+			ps.started, r.startedPorts = true, true
 			r.res.PortsTried++
 			active++
 		}

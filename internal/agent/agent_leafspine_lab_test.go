@@ -191,10 +191,11 @@ func lsFabric(t *testing.T, args ...string) (int, []string, fabricReport) {
 // leaf-spine"): that fabric.Localize names spine1 or the remarking hop
 // (its link, spine and remark rules need lost or remarked source ports
 // from at least 2 other ToRs; the traces are what they count); that
-// fabric --prometheus names h7 (it reads no ToR sizes: its nic rule asks
-// for 2 lossy ToR-mates); the shipped RoCEProbeNICSuspect (3 ToR-mates)
-// and RoCEProbeToRSuspect (agents under 2 other ToRs). The test logs what
-// each names.
+// fabric --prometheus names h7 (it applies the same rules to the agents'
+// series, docs/fabric.md, "Suspects in roce-probe fabric --prometheus",
+// but reads no ToR sizes: its nic rule asks for 2 lossy ToR-mates); the
+// shipped RoCEProbeNICSuspect (3 ToR-mates) and RoCEProbeToRSuspect
+// (agents under 2 other ToRs). The test logs what each names.
 //
 // In the remarking phase it also writes each agent's /snapshot and /pairs
 // to the lab's artifacts (leafspine-lab/): the makings of an HTML report

@@ -74,6 +74,15 @@ func TestParseConfigYAMLAndJSON(t *testing.T) {
 			t.Errorf("%s:\n got %+v\nwant %+v", name, c, want)
 		}
 	}
+	// Mappings of names (trace.routers, topology.netdevs).
+	c := Default()
+	if err := ParseConfig([]byte("trace:\n  routers:\n    10.31.11.2: spine1\n    \"10.31.12.0/24\": spine2\ntopology:\n  netdevs: {eth0: leaf1}\n"), "f", &c); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Validate(); err != nil || !reflect.DeepEqual(c.Trace.Routers, map[string]string{"10.31.11.2": "spine1", "10.31.12.0/24": "spine2"}) ||
+		!reflect.DeepEqual(c.Topology.Netdevs, map[string]string{"eth0": "leaf1"}) {
+		t.Errorf("routers %v netdevs %v (%v)", c.Trace.Routers, c.Topology.Netdevs, err)
+	}
 	// An empty file and a null value keep the defaults.
 	for _, doc := range []string{"", "# nothing\n", "interval:\n", "{}"} {
 		c := Default()
@@ -100,6 +109,9 @@ func TestParseConfigRejects(t *testing.T) {
 		{"interval: &x 15s\nshutdown_timeout: *x\n", `f:1: interval: YAML anchors and aliases are not allowed here`},
 		{"listen: [\n", `f: is not YAML or JSON`},
 		{"- 1\n", `f:1: is a list: want a mapping of listen`},
+		{"trace:\n  routers: [spine1]\n", `f:2: trace.routers: is a list: want a mapping of names to text`},
+		{"trace:\n  routers:\n    10.0.0.1: [x]\n", `f:3: trace.routers.10.0.0.1: is a list: want text`},
+		{"trace:\n  routers:\n    10.0.0.1: a\n    10.0.0.1: b\n", `trace.routers.10.0.0.1: given twice: want each key once`},
 	} {
 		c := Default()
 		err := ParseConfig([]byte(tc.doc), "f", &c)
@@ -143,6 +155,11 @@ func TestValidateRejects(t *testing.T) {
 		{func(c *Config) { c.Flows = []FlowConfig{{Name: "a", RDMACM: true, TClass: intp(106)}} }, `flows[0].rdma_cm: given with tclass or sl`},
 		{func(c *Config) { c.Flows = []FlowConfig{{Name: "a", HopLimit: 256}} }, `flows[0].hop_limit: 256 is out of range: want 1..255`},
 		{func(c *Config) { c.Flows = make([]FlowConfig, MaxFlows+1) }, `flows: 17 flows: want at most 16`},
+		{func(c *Config) { c.Trace.Ports = 9 }, `trace.ports: 9 is out of range: want 1..8`},
+		{func(c *Config) { c.Trace.MaxPerWindow = 0 }, `trace.max_per_window: 0 is out of range: want 1..1000`},
+		{func(c *Config) { c.Trace.Rate = 500 }, `trace.rate: 500 is out of range: want 1..100`},
+		{func(c *Config) { c.Trace.Routers = map[string]string{"10.0.0.x": "spine1"} }, `trace.routers: "10.0.0.x" is not an address or a prefix`},
+		{func(c *Config) { c.Trace.Routers = map[string]string{"10.0.0.1": "spine 1"} }, `trace.routers.10.0.0.1: "spine 1": want 1..`},
 	} {
 		c := Default()
 		tc.edit(&c)

@@ -195,6 +195,30 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, field string) error {
 		}
 		v.Set(out)
 		return nil
+	case v.Kind() == reflect.Map && v.Type().Key().Kind() == reflect.String:
+		// A mapping of names to values (topology.netdevs, trace.routers):
+		// each key once, each value of the map's type.
+		if n.Kind != yaml.MappingNode {
+			return d.fail(n, field, "is %s: want a mapping of names to %s", kindName(n), want(v.Type().Elem()))
+		}
+		out := reflect.MakeMapWithSize(v.Type(), len(n.Content)/2)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, val := n.Content[i], n.Content[i+1]
+			if k.Kind != yaml.ScalarNode {
+				return d.fail(k, field, "has a key that is %s: want a name", kindName(k))
+			}
+			key := reflect.ValueOf(k.Value).Convert(v.Type().Key())
+			if out.MapIndex(key).IsValid() {
+				return d.fail(k, field+"."+k.Value, "given twice: want each key once")
+			}
+			e := reflect.New(v.Type().Elem()).Elem()
+			if err := d.value(val, e, field+"."+k.Value); err != nil {
+				return err
+			}
+			out.SetMapIndex(key, e)
+		}
+		v.Set(out)
+		return nil
 	case v.Kind() == reflect.Pointer:
 		p := reflect.New(v.Type().Elem())
 		if err := d.value(n, p.Elem(), field); err != nil {

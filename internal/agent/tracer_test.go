@@ -198,26 +198,40 @@ func getPairs(t *testing.T, url string) agentPairsDoc {
 }
 
 // TestAutomaticTraceNamesSpine: four ToRs of one NIC each, agents under
-// leaf0, leaf1 and leaf2, and spine2 drops every probe that crosses it.
-// Each agent records the source ports that lost (each one's spine, by the
-// fabric's hash, is spine2), traces them within its budget, and publishes
-// the spine each trace found — named by trace.routers — on /pairs;
-// `fabric --agents`' reading of the three agents (their /snapshot and
-// /pairs, fabric.LocalizeAgents) names spine2 and nothing else.
+// leaf0, leaf1 and leaf2; spine2 drops every probe that crosses it, or
+// spine1 rewrites the DSCP of every probe that crosses it to 0. Each
+// agent records the source ports that lost (were remarked) — each one's
+// spine, by the fabric's hash, is the faulty one —, traces them within
+// its budget, one trace at a time, and publishes on /pairs the spine each
+// trace found, named by trace.routers, and where the DSCP changed (after
+// the spine's answer, at the far leaf's); `fabric --agents`' reading of
+// the three agents (their /snapshot and /pairs, fabric.LocalizeAgents)
+// names the lossy spine and nothing else, or remarking hops on the
+// remarking spine's links and nothing else.
 func TestAutomaticTraceNamesSpine(t *testing.T) {
-	c := &clos{lossy: "spine2"}
+	for _, c := range []*clos{{lossy: "spine2"}, {remark: "spine1"}} {
+		name := "lossy " + c.lossy
+		if c.remark != "" {
+			name = "remarking " + c.remark
+		}
+		t.Run(name, func(t *testing.T) { testAutomaticTrace(t, c) })
+	}
+}
+
+func testAutomaticTrace(t *testing.T, c *clos) {
+	faulty := c.lossy + c.remark
 	const tors = 4
 	var agents []*testAgent
 	for tor := 0; tor < 3; tor++ {
 		agents = append(agents, closAgent(t, c, tor, tors, 1, nil))
 	}
 	for i, ta := range agents {
-		eventually(t, 20*time.Second, fmt.Sprintf("agent %d's lost ports traced", i), func() bool {
+		eventually(t, 20*time.Second, fmt.Sprintf("agent %d's faulty ports traced", i), func() bool {
 			d := getPairs(t, ta.url)
 			faults := 0
 			for _, p := range d.Pairs {
-				if p.Probes < 21 || p.Lost == 0 {
-					return false // every port probed once, some lost
+				if p.Probes < 21 || len(p.SportFaults) == 0 {
+					return false // every port probed once, some faulty
 				}
 				for _, f := range p.SportFaults {
 					if !f.Traced {
@@ -228,6 +242,13 @@ func TestAutomaticTraceNamesSpine(t *testing.T) {
 			}
 			return len(d.Pairs) == tors-1 && faults > 0
 		})
+	}
+	type change struct {
+		Field         string  `json:"field"`
+		From          int     `json:"from_value"`
+		To            int     `json:"to_value"`
+		BeforeAddress *string `json:"before_address"`
+		AtAddress     *string `json:"at_address"`
 	}
 	for i, ta := range agents {
 		d := getPairs(t, ta.url)
@@ -241,15 +262,27 @@ func TestAutomaticTraceNamesSpine(t *testing.T) {
 		for _, p := range d.Pairs {
 			dst := netip.MustParseAddr(p.Address)
 			for _, f := range p.SportFaults {
-				want := c.spineOf(self, dst, f.Sport)
-				if want != c.lossy || f.Lost == 0 || f.Remarked != 0 {
-					t.Errorf("agent %d → %s: port %d lost %d remarked %d, but it crosses %s (only %s loses, nothing remarks)", i, dst, f.Sport, f.Lost, f.Remarked, want, c.lossy)
+				crosses := c.spineOf(self, dst, f.Sport)
+				if crosses != faulty || (c.lossy != "") != (f.Lost > 0) || (c.remark != "") != (f.Remarked > 0) {
+					t.Errorf("agent %d → %s: port %d lost %d remarked %d, but it crosses %s (the fault: %+v)", i, dst, f.Sport, f.Lost, f.Remarked, crosses, c)
 				}
-				if f.Traced && (f.Spine == nil || *f.Spine != want) {
-					t.Errorf("agent %d → %s: port %d traced through %v, want %s", i, dst, f.Sport, f.Spine, want)
+				if f.Spine == nil || *f.Spine != crosses {
+					t.Errorf("agent %d → %s: port %d traced through %v, want %s", i, dst, f.Sport, f.Spine, crosses)
 				}
-				if string(f.Remark) != "null" {
+				var ch *change
+				if err := json.Unmarshal(f.Remark, &ch); err != nil {
+					t.Fatal(err)
+				}
+				// The spine answers from its port toward the source's ToR;
+				// the far leaf saw the new value.
+				before := fmt.Sprintf("10.200.%s.%d", faulty[len(faulty)-1:], i)
+				at := fmt.Sprintf("10.100.%d.1", closToR(dst))
+				switch {
+				case c.remark == "" && ch != nil:
 					t.Errorf("agent %d → %s: port %d remark %s, want null (nothing remarks)", i, dst, f.Sport, f.Remark)
+				case c.remark != "" && (ch == nil || ch.Field != "dscp" || ch.From != 26 || ch.To != 0 || ch.BeforeAddress == nil ||
+					*ch.BeforeAddress != before || ch.AtAddress == nil || *ch.AtAddress != at):
+					t.Errorf("agent %d → %s: port %d remark %s, want dscp 26→0 between %s and %s", i, dst, f.Sport, f.Remark, before, at)
 				}
 			}
 		}
@@ -268,8 +301,19 @@ func TestAutomaticTraceNamesSpine(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, sus := fabric.LocalizeAgents(hosts, pairs)
-	if len(sus) != 1 || sus[0].Kind != fabric.SuspectSpine || sus[0].Spine != c.lossy {
-		t.Fatalf("suspects %+v, want the one spine %s", sus, c.lossy)
+	t.Logf("suspects: %+v", sus)
+	if c.lossy != "" && (len(sus) != 1 || sus[0].Kind != fabric.SuspectSpine || sus[0].Spine != c.lossy) {
+		t.Errorf("suspects %+v, want the one spine %s", sus, c.lossy)
+	}
+	if c.remark != "" {
+		for _, s := range sus {
+			if s.Kind != fabric.SuspectRemark || s.Spine != c.remark {
+				t.Errorf("suspect %+v: want only remarking hops on %s's links", s, c.remark)
+			}
+		}
+		if len(sus) == 0 {
+			t.Errorf("no suspect: want remarking hops on %s's links", c.remark)
+		}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -300,6 +344,7 @@ func TestTraceBudgetManyLossyPairs(t *testing.T) {
 		}
 		return lossy >= 60
 	})
+	eventually(t, 20*time.Second, "the budget's 3 traces", func() bool { return getPairs(t, ta.url).Trace.Runs >= 3 })
 	time.Sleep(3 * traceCheck) // time for more traces, were the budget not kept
 	d := getPairs(t, ta.url)
 	if d.Trace.Runs != 3 || d.Trace.Left != 0 {
