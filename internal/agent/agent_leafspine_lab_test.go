@@ -309,6 +309,13 @@ func TestLabAgentLeafSpine(t *testing.T) {
 	p := startPrometheusEvery(t, "h5", targets, 10*time.Second)
 	phase("agents and Prometheus up")
 
+	// mateLost is each agent's probes lost to its ToR-mate so far (the
+	// per-peer series: ToR-mates only). A fault's own mate loss is what
+	// it adds: the 5-minute windows of the alerts also hold what was
+	// lost while the agents started one after another.
+	mateLost := func() map[string]float64 {
+		return byKey(p.query(t, `sum by (node, peer) (roce_probe_probes_lost_total)`), "node", "peer")
+	}
 	leafOf := map[string]string{}
 	for _, h := range lab.RoutedHosts {
 		leafOf[h.Name] = h.Leaf
@@ -347,6 +354,7 @@ func TestLabAgentLeafSpine(t *testing.T) {
 
 	// 1. spine1's port toward leaf2 drops RoCE.
 	spine1 := ls.Router(lab.Spine1)
+	lostBefore := mateLost()
 	spine1.Port(lab.Leaf2).DropRoCE()
 	var lossy map[lsPair][3]uint64
 	saw := wait(t, "probes from leaf1 to leaf2 lost (through spine1), none between ToR-mates", func() (bool, string) {
@@ -408,10 +416,13 @@ func TestLabAgentLeafSpine(t *testing.T) {
 			t.Errorf("RoCEProbeToRLoss %s: not a path through spine1→leaf2", k)
 		}
 	}
-	for _, name := range []string{"RoCEProbePeerLoss", "RoCEProbeNICSuspect", "RoCEProbeToRSuspect", "RoCEProbeDown"} {
+	for _, name := range []string{"RoCEProbeNICSuspect", "RoCEProbeToRSuspect", "RoCEProbeDown"} {
 		if a := p.alerts(t, name); len(a) != 0 {
 			t.Errorf("spine1→leaf2 dropping: %s %v, a false suspect", name, alertKeys(a, "", "instance", "peer", "peer_tor"))
 		}
+	}
+	if now := mateLost(); !reflect.DeepEqual(now, lostBefore) {
+		t.Errorf("spine1→leaf2 dropping: probes between ToR-mates lost (RoCEProbePeerLoss's series): before %v, now %v", lostBefore, now)
 	}
 	code, sus, _ = lsFabric(t, "--prometheus", p.base, "--host-label", "node")
 	for _, s := range sus {
@@ -537,6 +548,7 @@ func TestLabAgentLeafSpine(t *testing.T) {
 
 	// 3. h7's NIC dead to RoCE: leaf2's port toward it drops RoCE.
 	ls.Reset()
+	lostBefore = mateLost()
 	ls.Router(lab.Leaf2).Port("h7").DropRoCE()
 	saw = wait(t, "h7 loses with every peer it probes and h8 with h7; no other pair loses", func() (bool, string) {
 		pr := ag.pairs(t)
@@ -574,12 +586,23 @@ func TestLabAgentLeafSpine(t *testing.T) {
 		return reflect.DeepEqual(sus, wantNIC) && code == 1, fmt.Sprintf("exit %d, suspects %v", code, sus)
 	})
 	phase("fabric --agents: " + saw)
-	wantPeerLoss := []string{"instance=" + targets["h7"] + " peer=h8", "instance=" + targets["h8"] + " peer=h7"}
-	saw = wait(t, "RoCEProbePeerLoss for h7 and h8 (ToR-mates), only", func() (bool, string) {
+	// RoCEProbePeerLoss for h7 → h8 and h8 → h7; the only ToR-mates that
+	// lose probes are those two.
+	saw = wait(t, "RoCEProbePeerLoss for h7 → h8 and h8 → h7", func() (bool, string) {
 		got := alertKeys(p.alerts(t, "RoCEProbePeerLoss"), "", "instance", "peer")
-		return reflect.DeepEqual(got, wantPeerLoss), fmt.Sprint(got)
+		have := map[string]bool{}
+		for _, g := range got {
+			have[g] = true
+		}
+		return have["instance="+targets["h7"]+" peer=h8"] && have["instance="+targets["h8"]+" peer=h7"], fmt.Sprint(got)
 	})
 	phase("RoCEProbePeerLoss: " + saw)
+	now := mateLost()
+	for k, v := range now {
+		if v != lostBefore[k] && k != "node=h7 peer=h8" && k != "node=h8 peer=h7" {
+			t.Errorf("h7's NIC dead: %s lost %v probes more, its pair does not touch h7", k, v-lostBefore[k])
+		}
+	}
 	for _, name := range []string{"RoCEProbeNICSuspect", "RoCEProbeToRSuspect", "RoCEProbeDown"} {
 		if a := p.alerts(t, name); len(a) != 0 {
 			t.Errorf("h7's NIC dead: %s %v, a false suspect", name, alertKeys(a, "", "instance", "peer", "peer_tor"))
