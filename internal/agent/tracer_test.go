@@ -310,6 +310,10 @@ func testAutomaticTrace(t *testing.T, c *clos) {
 			if s.Kind != fabric.SuspectRemark || s.Spine != c.remark {
 				t.Errorf("suspect %+v: want only remarking hops on %s's links", s, c.remark)
 			}
+			// The hop: after the spine's answer (10.200.<spine>.<ToR>).
+			if hop := "the traces saw dscp 26→0 between 10.200." + c.remark[len(c.remark)-1:] + "."; !strings.Contains(s.Evidence, hop) {
+				t.Errorf("suspect %+v: want its evidence to say %q…", s, hop)
+			}
 		}
 		if len(sus) == 0 {
 			t.Errorf("no suspect: want remarking hops on %s's links", c.remark)
