@@ -35,6 +35,7 @@ import (
 // the DSCP of what crosses it to 0.
 type clos struct {
 	lossy, remark string
+	dead          netip.Addr // a NIC that answers nothing
 	mu            sync.Mutex
 	traces        int                // traces run
 	running       map[netip.Addr]int // traces running now, by source
@@ -61,6 +62,9 @@ func (c *clos) spineOf(src, dst netip.Addr, sport uint16) string {
 
 // path is the fakeNet's path hook: what the fabric does to a probe.
 func (c *clos) path(src, dst netip.Addr, sport uint16) (bool, int) {
+	if dst == c.dead {
+		return true, -1
+	}
 	sp := c.spineOf(src, dst, sport)
 	if sp != "" && sp == c.lossy {
 		return true, -1
@@ -195,6 +199,37 @@ func getPairs(t *testing.T, url string) agentPairsDoc {
 		t.Fatal(err)
 	}
 	return d
+}
+
+// A peer that answers nothing (a dead NIC: every source port lost) is
+// not traced: a trace of its paths could not tell one spine from another
+// (they all lose), and Localize names a NIC from its probes in every
+// direction. Its lost ports are on /pairs, untraced.
+func TestAutomaticTraceSkipsDeadPeer(t *testing.T) {
+	c := &clos{dead: closNIC(3, 1)}
+	ta := closAgent(t, c, 0, 4, 1, nil)
+	dead := c.dead.String()
+	eventually(t, 20*time.Second, "every port of the dead peer lost", func() bool {
+		for _, p := range getPairs(t, ta.url).Pairs {
+			if p.Address == dead { // all lost but those in flight (10 a second, 300 ms time-out)
+				return p.Lost >= 21 && p.Probes-p.Lost <= 5 && len(p.SportFaults) > 0
+			}
+		}
+		return false
+	})
+	time.Sleep(time.Second) // the tracer looks for candidates every traceCheck
+	for _, p := range getPairs(t, ta.url).Pairs {
+		for _, f := range p.SportFaults {
+			if f.Traced {
+				t.Errorf("%s: port %d traced", p.Address, f.Sport)
+			}
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.traces != 0 {
+		t.Errorf("%d traces of a peer that answers nothing", c.traces)
+	}
 }
 
 // TestAutomaticTraceNamesSpine: four ToRs of one NIC each, agents under
