@@ -414,8 +414,9 @@ func TestTraceBudgetManyLossyPairs(t *testing.T) {
 // TestTracerBudgets drives the tracer's choice by a fake clock: at most
 // max_per_window starts in any window, at most trace.ports ports to one
 // destination within its cooldown (its untraced faulty ports later, up to
-// that), the most faulty first; the destinations kept are bounded; a
-// runner without CAP_NET_RAW turns the traces off and says why.
+// that), the most faulty first, a peer that answers nothing last; the
+// destinations kept are bounded; a runner without CAP_NET_RAW turns the
+// traces off and says why.
 func TestTracerBudgets(t *testing.T) {
 	now := time.Unix(1_000_000, 0)
 	cfg := Default().Trace
@@ -462,6 +463,17 @@ func TestTracerBudgets(t *testing.T) {
 		if len(tr.dests) > maxTraceDests || len(tr.starts) > cfg.MaxPerWindow {
 			t.Fatalf("%d destinations, %d starts kept: want at most %d and %d", len(tr.dests), len(tr.starts), maxTraceDests, cfg.MaxPerWindow)
 		}
+	}
+	// A dead peer (nothing answered, every port lost) waits behind a
+	// path that fails on some ports, even with fewer of them.
+	fresh := newTracer(cfg, tr.run, func() time.Time { return now }, discardLog())
+	dead, partial := cand(900, 1, 2, 3), cand(901, 7)
+	partial.answered = true
+	if c, _, ok := fresh.next([]traceCandidate{dead, partial}); !ok || c.peer != "901" {
+		t.Errorf("picked %s (%v), want 901: its peer answers, the other is dead", c.peer, ok)
+	}
+	if c, _, ok := fresh.next([]traceCandidate{dead, partial}); !ok || c.peer != "900" {
+		t.Errorf("picked %s (%v), want 900: the dead peer once nothing else is left", c.peer, ok)
 	}
 	// No CAP_NET_RAW: off, and says so.
 	perm := newTracer(cfg, func(context.Context, trace.Config) (trace.Result, error) {
