@@ -906,7 +906,7 @@ func (m *mesh) traceCandidates() []traceCandidate {
 		f := s.tgt.frame
 		ep := probe.Endpoint{Netdev: s.tgt.wire, Wire: s.tgt.wire, Tags: slices.Clone(f.Tags), SrcMAC: slices.Clone(f.SrcMAC),
 			DstMAC: slices.Clone(f.DstMAC), Src: f.Src, Dst: f.Dst}
-		out = append(out, traceCandidate{peer: s.peer.Name, ep: ep, base: s.tgt.marks, faults: faults, answered: s.win.Total().Answered > 0})
+		out = append(out, traceCandidate{peer: s.peer.Name, ep: ep, base: s.tgt.marks, faults: faults})
 	}
 	return out
 }

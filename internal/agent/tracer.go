@@ -27,9 +27,6 @@ type traceCandidate struct {
 	ep     probe.Endpoint
 	base   probe.Markings
 	faults []sportFault // the pair's faulty ports, worst first
-	// answered says some of the pair's probes were answered: its loss
-	// is a path's, not a dead peer's, whose traces would all end at it.
-	answered bool
 }
 
 // sportTrace is what a trace found for one UDP source port: the transit
@@ -202,12 +199,10 @@ func (t *tracer) expire(now time.Time) {
 	}
 }
 
-// next picks the trace to run now, if the budget allows one: of the
-// candidates whose peer answered some probes (a peer that answers none is
-// dead or cut off: every path's trace would end at it, and the budget is
-// better spent on paths that fail on some ports only), else of all, the
-// one with the most faulty ports not yet traced within its destination's
-// cooldown, at most what is left of trace.ports for it (the most lost and
+// next picks the trace to run now, if the budget allows one (the
+// candidates are pairs whose peer answered some probes:
+// mesh.traceCandidates): the one with the most faulty ports not yet
+// traced within its destination's cooldown, at most what is left of trace.ports for it (the most lost and
 // remarked probes on them next, then the lowest address), and those
 // ports. ok false: none.
 func (t *tracer) next(cands []traceCandidate) (traceCandidate, []uint16, bool) {
@@ -225,9 +220,6 @@ func (t *tracer) next(cands []traceCandidate) (traceCandidate, []uint16, bool) {
 	var bestPorts []uint16
 	var bestBad uint64
 	for _, c := range cands {
-		if bestPorts != nil && best.answered && !c.answered {
-			continue
-		}
 		d := t.dests[c.ep.Dst]
 		left := t.cfg.Ports
 		if d != nil {
@@ -248,7 +240,7 @@ func (t *tracer) next(cands []traceCandidate) (traceCandidate, []uint16, bool) {
 		if len(ports) == 0 {
 			continue
 		}
-		if bestPorts == nil || c.answered && !best.answered || len(ports) > len(bestPorts) || len(ports) == len(bestPorts) &&
+		if bestPorts == nil || len(ports) > len(bestPorts) || len(ports) == len(bestPorts) &&
 			(bad > bestBad || bad == bestBad && c.ep.Dst.Less(best.ep.Dst)) {
 			best, bestPorts, bestBad = c, ports, bad
 		}

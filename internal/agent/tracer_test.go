@@ -464,17 +464,7 @@ func TestTracerBudgets(t *testing.T) {
 			t.Fatalf("%d destinations, %d starts kept: want at most %d and %d", len(tr.dests), len(tr.starts), maxTraceDests, cfg.MaxPerWindow)
 		}
 	}
-	// A dead peer (nothing answered, every port lost) waits behind a
-	// path that fails on some ports, even with fewer of them.
-	fresh := newTracer(cfg, tr.run, func() time.Time { return now }, discardLog())
-	dead, partial := cand(900, 1, 2, 3), cand(901, 7)
-	partial.answered = true
-	if c, _, ok := fresh.next([]traceCandidate{dead, partial}); !ok || c.peer != "901" {
-		t.Errorf("picked %s (%v), want 901: its peer answers, the other is dead", c.peer, ok)
-	}
-	if c, _, ok := fresh.next([]traceCandidate{dead, partial}); !ok || c.peer != "900" {
-		t.Errorf("picked %s (%v), want 900: the dead peer once nothing else is left", c.peer, ok)
-	}
+	// (A dead peer is no candidate at all: TestAutomaticTraceSkipsDeadPeer.)
 	// No CAP_NET_RAW: off, and says so.
 	perm := newTracer(cfg, func(context.Context, trace.Config) (trace.Result, error) {
 		return trace.Result{}, &probe.PermissionError{Netdev: "eth0", Err: errors.New("operation not permitted")}
