@@ -33,6 +33,10 @@ type SportObservation struct {
 	Sport          uint16
 	Lost, Remarked uint64
 	Spine          string
+	// Remark is where the trace saw the port's DSCP or ECN change, in
+	// words ("dscp 26→0 between 10.31.11.2 and 10.31.21.1"); "" when it
+	// saw none or no trace ran.
+	Remark string
 }
 
 // LocalizeInput is what Localize decides from: the pairs that lost
@@ -300,11 +304,43 @@ func Localize(in LocalizeInput) []Suspect {
 	}
 	// 4 and 5. Links, spines and remarking hops by traced source ports.
 	out = append(out, links(rest, false)...)
-	out = append(out, links(rest, true)...)
+	out = append(out, remarkHops(links(rest, true), rest)...)
 	slices.SortFunc(out, func(a, b Suspect) int {
 		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.ToR, b.ToR), cmp.Compare(a.Spine, b.Spine), cmp.Compare(a.NIC, b.NIC))
 	})
 	return out
+}
+
+// remarkHops adds to each remark suspect the hop its ports' traces saw
+// the marking change at: the most frequent Remark of the remarked ports
+// traced through its spine between its ToR and another (ties: the first
+// in order). O(suspects × remarked ports).
+func remarkHops(sus []Suspect, pairs []PairObservation) []Suspect {
+	for i, s := range sus {
+		if s.Spine == "" {
+			continue
+		}
+		seen := map[string]int{}
+		best := ""
+		for _, p := range pairs {
+			if p.Remarked == 0 || p.SrcToR == p.DstToR || (p.SrcToR != s.ToR && p.DstToR != s.ToR) {
+				continue
+			}
+			for _, sp := range p.Sports {
+				if sp.Remarked == 0 || sp.Spine != s.Spine || sp.Remark == "" {
+					continue
+				}
+				seen[sp.Remark]++
+				if n := seen[sp.Remark]; n > seen[best] || n == seen[best] && sp.Remark < best {
+					best = sp.Remark
+				}
+			}
+		}
+		if best != "" {
+			sus[i].Evidence += fmt.Sprintf("; the traces saw %s (%d of its ports)", best, seen[best])
+		}
+	}
+	return sus
 }
 
 // links names the ToR uplinks (or spines) that lost the inter-ToR

@@ -83,6 +83,19 @@ type PairChange struct {
 	AtAddress     *string `json:"at_address"`
 }
 
+// text is the change in words, as SportObservation.Remark holds it:
+// "dscp 26→0 between 10.31.11.2 and 10.31.21.1" ("?" for an address not
+// known).
+func (c PairChange) text() string {
+	addr := func(a *string) string {
+		if a == nil {
+			return "?"
+		}
+		return *a
+	}
+	return fmt.Sprintf("%s %d→%d between %s and %s", c.Field, c.From, c.To, addr(c.BeforeAddress), addr(c.AtAddress))
+}
+
 // PairMarkings is the part of a pair's markings localisation compares.
 type PairMarkings struct {
 	DSCP uint8 `json:"dscp"`
@@ -270,6 +283,9 @@ func AgentObservations(hosts []Host, pairs []AgentPairs) LocalizeInput {
 				so := SportObservation{Sport: f.Sport, Lost: f.Lost, Remarked: f.Remarked}
 				if f.Spine != nil {
 					so.Spine = *f.Spine
+				}
+				if f.Remark != nil {
+					so.Remark = f.Remark.text()
 				}
 				o.sports = append(o.sports, so)
 				o.remarked += f.Remarked

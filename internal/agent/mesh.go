@@ -882,7 +882,8 @@ func (m *mesh) pairs() []pairJSON {
 }
 
 // traceCandidates are the inter-ToR pairs that can be probed and lost
-// probes or saw them remarked on some UDP source ports, with the
+// probes or saw them remarked on some UDP source ports (not on all: a
+// peer that answered nothing in the window is not traced), with the
 // endpoint and markings their probes go with: O(streams) under m.mu.
 func (m *mesh) traceCandidates() []traceCandidate {
 	m.mu.Lock()
@@ -894,6 +895,12 @@ func (m *mesh) traceCandidates() []traceCandidate {
 		}
 		faults := s.faults.total()
 		if len(faults) == 0 {
+			continue
+		}
+		if w := s.win.Total(); w.Answered == 0 {
+			// Every port lost: the peer (or every path to it) is down,
+			// which a trace of its paths cannot tell apart by spine; its
+			// probes in every direction name it (fabric.Localize).
 			continue
 		}
 		f := s.tgt.frame

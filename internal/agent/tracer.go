@@ -199,11 +199,12 @@ func (t *tracer) expire(now time.Time) {
 	}
 }
 
-// next picks the trace to run now, if the budget allows one: the
-// candidate with the most faulty ports not yet traced within its
-// destination's cooldown, at most what is left of trace.ports for it (the
-// most lost and remarked probes on them next, then the lowest address),
-// and those ports. ok false: none.
+// next picks the trace to run now, if the budget allows one (the
+// candidates are pairs whose peer answered some probes:
+// mesh.traceCandidates): the one with the most faulty ports not yet
+// traced within its destination's cooldown, at most what is left of trace.ports for it (the most lost and
+// remarked probes on them next, then the lowest address), and those
+// ports. ok false: none.
 func (t *tracer) next(cands []traceCandidate) (traceCandidate, []uint16, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()

@@ -35,6 +35,7 @@ import (
 // the DSCP of what crosses it to 0.
 type clos struct {
 	lossy, remark string
+	dead          netip.Addr // a NIC that answers nothing
 	mu            sync.Mutex
 	traces        int                // traces run
 	running       map[netip.Addr]int // traces running now, by source
@@ -61,6 +62,9 @@ func (c *clos) spineOf(src, dst netip.Addr, sport uint16) string {
 
 // path is the fakeNet's path hook: what the fabric does to a probe.
 func (c *clos) path(src, dst netip.Addr, sport uint16) (bool, int) {
+	if dst == c.dead {
+		return true, -1
+	}
 	sp := c.spineOf(src, dst, sport)
 	if sp != "" && sp == c.lossy {
 		return true, -1
@@ -197,6 +201,37 @@ func getPairs(t *testing.T, url string) agentPairsDoc {
 	return d
 }
 
+// A peer that answers nothing (a dead NIC: every source port lost) is
+// not traced: a trace of its paths could not tell one spine from another
+// (they all lose), and Localize names a NIC from its probes in every
+// direction. Its lost ports are on /pairs, untraced.
+func TestAutomaticTraceSkipsDeadPeer(t *testing.T) {
+	c := &clos{dead: closNIC(3, 1)}
+	ta := closAgent(t, c, 0, 4, 1, nil)
+	dead := c.dead.String()
+	eventually(t, 20*time.Second, "every port of the dead peer lost", func() bool {
+		for _, p := range getPairs(t, ta.url).Pairs {
+			if p.Address == dead { // all lost but those in flight (10 a second, 300 ms time-out)
+				return p.Lost >= 21 && p.Probes-p.Lost <= 5 && len(p.SportFaults) > 0
+			}
+		}
+		return false
+	})
+	time.Sleep(time.Second) // the tracer looks for candidates every traceCheck
+	for _, p := range getPairs(t, ta.url).Pairs {
+		for _, f := range p.SportFaults {
+			if f.Traced {
+				t.Errorf("%s: port %d traced", p.Address, f.Sport)
+			}
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.traces != 0 {
+		t.Errorf("%d traces of a peer that answers nothing", c.traces)
+	}
+}
+
 // TestAutomaticTraceNamesSpine: four ToRs of one NIC each, agents under
 // leaf0, leaf1 and leaf2; spine2 drops every probe that crosses it, or
 // spine1 rewrites the DSCP of every probe that crosses it to 0. Each
@@ -310,6 +345,10 @@ func testAutomaticTrace(t *testing.T, c *clos) {
 			if s.Kind != fabric.SuspectRemark || s.Spine != c.remark {
 				t.Errorf("suspect %+v: want only remarking hops on %s's links", s, c.remark)
 			}
+			// The hop: after the spine's answer (10.200.<spine>.<ToR>).
+			if hop := "the traces saw dscp 26→0 between 10.200." + c.remark[len(c.remark)-1:] + "."; !strings.Contains(s.Evidence, hop) {
+				t.Errorf("suspect %+v: want its evidence to say %q…", s, hop)
+			}
 		}
 		if len(sus) == 0 {
 			t.Errorf("no suspect: want remarking hops on %s's links", c.remark)
@@ -375,8 +414,9 @@ func TestTraceBudgetManyLossyPairs(t *testing.T) {
 // TestTracerBudgets drives the tracer's choice by a fake clock: at most
 // max_per_window starts in any window, at most trace.ports ports to one
 // destination within its cooldown (its untraced faulty ports later, up to
-// that), the most faulty first; the destinations kept are bounded; a
-// runner without CAP_NET_RAW turns the traces off and says why.
+// that), the most faulty first, a peer that answers nothing last; the
+// destinations kept are bounded; a runner without CAP_NET_RAW turns the
+// traces off and says why.
 func TestTracerBudgets(t *testing.T) {
 	now := time.Unix(1_000_000, 0)
 	cfg := Default().Trace
@@ -424,6 +464,7 @@ func TestTracerBudgets(t *testing.T) {
 			t.Fatalf("%d destinations, %d starts kept: want at most %d and %d", len(tr.dests), len(tr.starts), maxTraceDests, cfg.MaxPerWindow)
 		}
 	}
+	// (A dead peer is no candidate at all: TestAutomaticTraceSkipsDeadPeer.)
 	// No CAP_NET_RAW: off, and says so.
 	perm := newTracer(cfg, func(context.Context, trace.Config) (trace.Result, error) {
 		return trace.Result{}, &probe.PermissionError{Netdev: "eth0", Err: errors.New("operation not permitted")}

@@ -1,0 +1,36 @@
+package fabric
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// A remarking hop: the ports of leaf0's pairs with three other ToRs
+// arrive remarked through spine1, and their traces saw the DSCP change
+// after spine1's answer (10.31.11.2); one port's trace saw it elsewhere
+// (a second opinion, outvoted). The remark suspect on leaf0–spine1 names
+// the hop most traces saw.
+func TestLocalizeRemarkHop(t *testing.T) {
+	const hop = "dscp 26→0 between 10.31.11.2 and 10.31.21.1"
+	var in LocalizeInput
+	for r := 1; r <= 3; r++ {
+		p := PairObservation{Src: "nic0", Dst: fmt.Sprintf("nic%d", r), SrcToR: "leaf0", DstToR: fmt.Sprintf("leaf%d", r), Sent: 40}
+		for s := 0; s < 4; s++ {
+			remark := hop
+			if r == 3 && s == 3 {
+				remark = "dscp 26→0 between 10.31.11.2 and 10.31.41.1"
+			}
+			p.Sports = append(p.Sports, SportObservation{Sport: uint16(49152 + s), Remarked: 2, Spine: "spine1", Remark: remark})
+			p.Remarked += 2
+		}
+		in.Pairs = append(in.Pairs, p)
+	}
+	sus := Localize(in)
+	if len(sus) != 1 || sus[0].Kind != SuspectRemark || sus[0].ToR != "leaf0" || sus[0].Spine != "spine1" {
+		t.Fatalf("suspects %+v, want a remark on leaf0–spine1", sus)
+	}
+	if want := "the traces saw " + hop + " (11 of its ports)"; !strings.Contains(sus[0].Evidence, want) {
+		t.Errorf("evidence %q, want it to say %q", sus[0].Evidence, want)
+	}
+}
