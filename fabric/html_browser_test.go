@@ -170,8 +170,8 @@ var (
 // The HTML report of the lab's leaf-spine (labFixture) in a real browser:
 // the ToR × ToR matrix marks leaf1 → leaf2, the direction through the
 // remarking port, remarked with ⚑ and the counts of the agents' /pairs
-// (summed here from their JSON: probes, lost, pairs whose last answered
-// probe arrived with another DSCP than it was sent with), and every other
+// (summed here from their JSON: probes, lost, and the probes each pair's
+// faulty source ports saw remarked), and every other
 // cell ✓; h8's GID index of fd32::/64 is marked ≠ (5, where the lab's
 // sysfs had 4 for h5, h6, h7); no suspect other than the remarking hop
 // (localisation names none on 2 ToRs: docs/lab.md). Its screenshot is
@@ -190,6 +190,7 @@ func TestWriteHTMLChromiumLab(t *testing.T) {
 				Peer           string
 				Probes, Lost   uint64
 				Sent, Received *struct{ DSCP int }
+				SportFaults    []struct{ Remarked uint64 } `json:"sport_faults"`
 			}
 		}
 		if err := json.Unmarshal(b, &doc); err != nil {
@@ -202,9 +203,17 @@ func TestWriteHTMLChromiumLab(t *testing.T) {
 			}
 			want[k].sent += p.Probes
 			want[k].lost += p.Lost
-			if p.Sent != nil && p.Received != nil && p.Sent.DSCP != p.Received.DSCP {
-				want[k].remarked++
+			// The probes its faulty ports saw remarked (docs/json.md,
+			// agent_sport_fault), else whether its last answered probe
+			// arrived remarked (an agent without sport_faults).
+			var rem uint64
+			for _, f := range p.SportFaults {
+				rem += f.Remarked
 			}
+			if rem == 0 && p.Sent != nil && p.Received != nil && p.Sent.DSCP != p.Received.DSCP {
+				rem = 1
+			}
+			want[k].remarked += rem
 		}
 	}
 	if c := want[[2]string{"leaf1", "leaf2"}]; c == nil || c.remarked == 0 {
