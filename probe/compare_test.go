@@ -230,6 +230,42 @@ func TestProberMatch(t *testing.T) {
 	}
 }
 
+// A reply whose kernel timestamp (the wall clock, no monotonic reading)
+// is before the probe's send time — the wall clock stepped back in between,
+// as in the lab's VMs, where /pairs showed rtt_us -17037 — has a round trip
+// of zero or more, not a negative one.
+func TestProberRTTNeverNegative(t *testing.T) {
+	p, err := NewProber(testFrame(nil, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent := time.Now() // with its monotonic reading, as a sender's
+	probe, _, err := p.Next(Markings{DSCP: 26, ECN: ECNECT0, TTL: 64, Sport: 0xc000}, sent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, _ := ParseFrame(probe)
+	f.DstMAC, f.Dst = listenerMAC, listenerIP
+	f.SrcMAC, f.Src = senderMAC, senderIP
+	in, _ := f.Build()
+	r, _ := NewResponder(ResponderConfig{})
+	reply, _ := r.Handle(in)
+	if reply == nil {
+		t.Fatal("no reply")
+	}
+	stamped := sent.Round(0).Add(-17 * time.Millisecond) // a kernel timestamp: wall clock only
+	if _, ok := p.Match(reply, stamped); !ok {
+		t.Fatal("reply not matched")
+	}
+	if rtt := p.Result(0).RTT; rtt < 0 || rtt > time.Minute {
+		t.Errorf("RTT %v with the reply stamped 17 ms before the send: want the time since the send (≥ 0)", rtt)
+	}
+	p.SetSentAt(0, sent.Add(time.Second)) // a send time after the reply's
+	if rtt := p.Result(0).RTT; rtt < 0 {
+		t.Errorf("RTT %v after SetSentAt later than the reply: want ≥ 0", rtt)
+	}
+}
+
 // A probe that left this host with other markings than intended (tc or
 // netfilter on the sender) is reported as such, once: the path is judged
 // by what left the host (the issue saw "dscp-remarked ×4" for 2 probes

@@ -190,6 +190,14 @@ func (p *Prober) MatchParsed(f Frame, pl Payload, now time.Time) (uint32, bool) 
 			got := pl.Received
 			r.Received = &got
 			r.RTT = now.Sub(r.SentAt)
+			if r.RTT < 0 {
+				// The reply's time (a kernel timestamp: the wall clock)
+				// came before the send's (read with the monotonic clock
+				// too): the wall clock stepped back in between (seen in
+				// the lab's VMs). The time since the send, on the
+				// monotonic clock, bounds the round trip from above.
+				r.RTT = max(time.Since(r.SentAt), 0)
+			}
 		}
 	case KindProbe:
 		if r.Egress == nil {
@@ -207,7 +215,7 @@ func (p *Prober) MatchParsed(f Frame, pl Payload, now time.Time) (uint32, bool) 
 func (p *Prober) SetSentAt(seq uint32, t time.Time) {
 	r := &p.results[seq-p.base]
 	if r.Received != nil {
-		r.RTT -= t.Sub(r.SentAt)
+		r.RTT = max(r.RTT-t.Sub(r.SentAt), 0)
 	}
 	r.SentAt = t
 }
