@@ -313,8 +313,8 @@ func Localize(in LocalizeInput) []Suspect {
 
 // remarkHops adds to each remark suspect the hop its ports' traces saw
 // the marking change at: the most frequent Remark of the remarked ports
-// traced through its spine between its ToR and another (ties: the first
-// in order). O(suspects × remarked ports).
+// traced through its spine between its ToR and another (ties: the
+// lowest in string order). O(suspects × remarked ports).
 func remarkHops(sus []Suspect, pairs []PairObservation) []Suspect {
 	for i, s := range sus {
 		if s.Spine == "" {

@@ -290,14 +290,16 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 				r.finish(time.Now(), "error")
 				return r.res, e.err
 			}
+			var ours bool
 			if e.icmp != nil {
-				r.onICMP(*e.icmp)
+				ours = r.onICMP(*e.icmp)
 			} else {
-				r.onReply(e.reply, e.at)
+				ours = r.onReply(e.reply, e.at)
 			}
 			// An answer may free a window slot or end a port: step soon
-			// (answers in a burst share one step).
-			if soon := time.Now().Add(answerStep); soon.Before(due) {
+			// (answers in a burst share one step). Others' packets (the
+			// mesh's replies, the host's ICMP errors) change nothing.
+			if soon := time.Now().Add(answerStep); ours && soon.Before(due) {
 				due = soon
 				wake.Reset(answerStep)
 			}
@@ -398,10 +400,12 @@ func (r *run) answer(i int, h Hop) {
 	}
 }
 
-func (r *run) onICMP(m icmpMsg) {
+// onICMP takes a router's or the destination's ICMP answer; it reports
+// whether it answered one of the run's probes.
+func (r *run) onICMP(m icmpMsg) bool {
 	q, err := ParseICMP(m.body, r.res.Sent.IPv6)
 	if err != nil {
-		return
+		return false
 	}
 	ids := make([]ProbeID, len(r.sent))
 	for i, s := range r.sent {
@@ -412,7 +416,7 @@ func (r *run) onICMP(m icmpMsg) {
 		if q.HasAddrs && q.Src == r.res.Src && q.Dst == r.res.Dst {
 			r.res.Unmatched++
 		}
-		return
+		return false
 	}
 	h := Hop{Address: m.from, RTT: m.at.Sub(r.sent[i].at), Quote: &q, ReplyTTL: m.ttl}
 	switch {
@@ -424,27 +428,31 @@ func (r *run) onICMP(m icmpMsg) {
 		h.Status = HopUnreachable
 	}
 	r.answer(i, h)
+	return true
 }
 
-func (r *run) onReply(frame []byte, at time.Time) {
+// onReply takes a listener's reply; it reports whether it answered one of
+// the run's probes.
+func (r *run) onReply(frame []byte, at time.Time) bool {
 	f, err := probe.ParseFrame(frame)
 	if err != nil {
-		return
+		return false
 	}
 	pl, err := probe.ParsePayload(f.Payload)
 	if err != nil {
-		return
+		return false
 	}
 	seq, ok := r.prober.MatchParsed(f, pl, at)
 	if !ok {
-		return
+		return false
 	}
 	i, ok := r.bySeq[seq]
 	if !ok {
-		return
+		return false
 	}
 	arrived := pl.Received
 	r.answer(i, Hop{Status: HopDestination, Address: f.Src, RTT: at.Sub(r.sent[i].at), Arrived: &arrived, ReplyTTL: f.TTL})
+	return true
 }
 
 // step does what is due at now: time-outs, retries, new TTLs and ports,

@@ -165,11 +165,12 @@ type TraceConfig struct {
 	// MaxPerWindow is the most traces started in any Window.
 	MaxPerWindow int           `yaml:"max_per_window"`
 	Window       time.Duration `yaml:"window"`
-	// Cooldown is the least time between two traces to one destination;
-	// a trace's results are kept as long.
+	// Cooldown is the period over which one destination gets at most
+	// Ports traced ports (in one trace or several, while ports are
+	// left); a trace's results are kept as long.
 	Cooldown time.Duration `yaml:"cooldown"`
-	// Ports is the most UDP source ports one trace follows (the pair's
-	// faulty ones, worst first).
+	// Ports is the most UDP source ports traced to one destination per
+	// Cooldown (the pair's faulty ones, worst first).
 	Ports int `yaml:"ports"`
 	// MaxHops, Tries, Timeout and Rate are trace.Config's: the highest
 	// TTL, the probes per hop, the first try's wait, the probes a second.

@@ -90,7 +90,10 @@ type stream struct {
 	// faults are the UDP source ports that lost probes or saw them
 	// remarked in the current and the last round (/pairs, the tracer).
 	faults sportFaults
-	rtt    prometheus.Observer
+	// answeredLast says the peer answered the last probe that was
+	// answered or lost (the tracer's test for a live peer).
+	answeredLast bool
+	rtt          prometheus.Observer
 	// A ToR-mate's own series (nil and false otherwise): the markings
 	// received and sent, by field index, and the marking events made.
 	recv   [5]prometheus.Gauge
@@ -458,6 +461,7 @@ func (m *mesh) answeredOrLate(s *stream, r probe.Result) {
 func (m *mesh) lost(s *stream, r probe.Result) {
 	m.add(s, fleet.Counts{Lost: 1})
 	s.faults.add(r.Sent.Sport, 1, 0)
+	s.answeredLast = false
 }
 
 // flush is finalize at the end of a prober: answered probes are accounted
@@ -484,6 +488,7 @@ func (m *mesh) flush(s *stream, now time.Time) {
 // mate's received markings.
 func (m *mesh) account(s *stream, r probe.Result) {
 	m.add(s, fleet.Counts{Answered: 1})
+	s.answeredLast = true
 	s.rtt.Observe(r.RTT.Seconds())
 	recv := *r.Received
 	s.lastRecv, s.lastRTT = &recv, r.RTT
@@ -882,8 +887,8 @@ func (m *mesh) pairs() []pairJSON {
 }
 
 // traceCandidates are the inter-ToR pairs that can be probed and lost
-// probes or saw them remarked on some UDP source ports (not on all: a
-// peer that answered nothing in the window is not traced), with the
+// probes or saw them remarked on some UDP source ports and whose peer
+// answered its latest probe (not a dead peer's), with the
 // endpoint and markings their probes go with: O(streams) under m.mu.
 func (m *mesh) traceCandidates() []traceCandidate {
 	m.mu.Lock()
@@ -897,10 +902,14 @@ func (m *mesh) traceCandidates() []traceCandidate {
 		if len(faults) == 0 {
 			continue
 		}
-		if w := s.win.Total(); w.Answered == 0 {
-			// Every port lost: the peer (or every path to it) is down,
-			// which a trace of its paths cannot tell apart by spine; its
-			// probes in every direction name it (fabric.Localize).
+		if !s.answeredLast {
+			// Its latest probe was lost: only a pair whose peer still
+			// answers is traced. A peer that went down (or every path to
+			// it) loses every port from then on, which a trace of its
+			// paths cannot pin on a spine; its probes in every direction
+			// name it (fabric.Localize). A pair that loses some ports
+			// answers on the others, and is a candidate again at its
+			// next answer.
 			continue
 		}
 		f := s.tgt.frame

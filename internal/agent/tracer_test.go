@@ -35,7 +35,7 @@ import (
 // the DSCP of what crosses it to 0.
 type clos struct {
 	lossy, remark string
-	dead          netip.Addr // a NIC that answers nothing
+	dead          netip.Addr // a NIC that answers nothing (under mu)
 	mu            sync.Mutex
 	traces        int                // traces run
 	running       map[netip.Addr]int // traces running now, by source
@@ -62,7 +62,10 @@ func (c *clos) spineOf(src, dst netip.Addr, sport uint16) string {
 
 // path is the fakeNet's path hook: what the fabric does to a probe.
 func (c *clos) path(src, dst netip.Addr, sport uint16) (bool, int) {
-	if dst == c.dead {
+	c.mu.Lock()
+	dead := dst == c.dead
+	c.mu.Unlock()
+	if dead {
 		return true, -1
 	}
 	sp := c.spineOf(src, dst, sport)
@@ -201,23 +204,29 @@ func getPairs(t *testing.T, url string) agentPairsDoc {
 	return d
 }
 
-// A peer that answers nothing (a dead NIC: every source port lost) is
-// not traced: a trace of its paths could not tell one spine from another
+// A peer that goes down (a dead NIC: every source port lost from then on)
+// is not traced, also while its pairs' window still holds its answers from
+// before: a trace of its paths could not tell one spine from another
 // (they all lose), and Localize names a NIC from its probes in every
 // direction. Its lost ports are on /pairs, untraced.
 func TestAutomaticTraceSkipsDeadPeer(t *testing.T) {
-	c := &clos{dead: closNIC(3, 1)}
+	c := &clos{}
 	ta := closAgent(t, c, 0, 4, 1, nil)
-	dead := c.dead.String()
-	eventually(t, 20*time.Second, "every port of the dead peer lost", func() bool {
+	peer := closNIC(3, 1)
+	pair := func() (probes, lost uint64, faults int) {
 		for _, p := range getPairs(t, ta.url).Pairs {
-			if p.Address == dead { // all lost but those in flight (10 a second, 300 ms time-out)
-				return p.Lost >= 21 && p.Probes-p.Lost <= 5 && len(p.SportFaults) > 0
+			if p.Address == peer.String() {
+				return p.Probes, p.Lost, len(p.SportFaults)
 			}
 		}
-		return false
-	})
-	time.Sleep(time.Second) // the tracer looks for candidates every traceCheck
+		return 0, 0, 0
+	}
+	eventually(t, 20*time.Second, "the peer answering", func() bool { probes, lost, _ := pair(); return probes >= 21 && lost == 0 })
+	c.mu.Lock()
+	c.dead = peer
+	c.mu.Unlock()
+	eventually(t, 20*time.Second, "the dead peer's ports lost", func() bool { _, lost, faults := pair(); return lost >= 10 && faults > 0 })
+	time.Sleep(2 * traceCheck) // the tracer looks for candidates every traceCheck
 	for _, p := range getPairs(t, ta.url).Pairs {
 		for _, f := range p.SportFaults {
 			if f.Traced {
@@ -228,7 +237,7 @@ func TestAutomaticTraceSkipsDeadPeer(t *testing.T) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.traces != 0 {
-		t.Errorf("%d traces of a peer that answers nothing", c.traces)
+		t.Errorf("%d traces of a peer that went down", c.traces)
 	}
 }
 
