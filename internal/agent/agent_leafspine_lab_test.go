@@ -274,10 +274,10 @@ func TestLabAgentLeafSpine(t *testing.T) {
 	}}}
 	// Automatic traces (docs/fabric.md, "Automatic traces") with a
 	// budget that lets each phase trace its own ports (a destination's
-	// results last trace.cooldown). A spine is the address it answers
-	// from (the agents' trace.routers cannot be set from a file on main
-	// yet): spineAddr names them.
+	// results last trace.cooldown), the spines named by the addresses
+	// they answer from (trace.routers; spineAddr for the test).
 	spineAddr := map[string]string{} // address → spine
+	cfg := "trace:\n  max_per_window: 100\n  window: 1m\n  cooldown: 15s\n  max_hops: 5\n  timeout: 2s\n  routers:\n"
 	for _, sp := range lab.Spines {
 		ports, err := lab.RouterPorts(sp)
 		if err != nil {
@@ -285,10 +285,10 @@ func TestLabAgentLeafSpine(t *testing.T) {
 		}
 		for _, rp := range ports {
 			spineAddr[rp.IP4.Addr().String()] = sp
+			cfg += fmt.Sprintf("    %s: %s\n", rp.IP4.Addr(), sp)
 		}
 	}
 	cfgFile := filepath.Join(t.TempDir(), "agent.yaml")
-	cfg := "trace:\n  max_per_window: 100\n  window: 1m\n  cooldown: 15s\n  max_hops: 5\n  timeout: 2s\n"
 	if err := os.WriteFile(cfgFile, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -385,7 +385,7 @@ func TestLabAgentLeafSpine(t *testing.T) {
 	})
 	phase("traced: " + saw)
 	for _, tp := range lsTraced(ag.detail(t), leafOf) {
-		if tp.f.Lost == 0 || spineAddr[deref(tp.f.Spine)] != lab.Spine1 {
+		if tp.f.Lost == 0 || deref(tp.f.Spine) != lab.Spine1 {
 			t.Errorf("spine1→leaf2 dropping: traced port %s: want it lost, through %s %v", tp, lab.Spine1, spineAddr)
 		}
 	}
@@ -482,7 +482,7 @@ func TestLabAgentLeafSpine(t *testing.T) {
 		if r == nil {
 			continue
 		}
-		if spineAddr[deref(tp.f.Spine)] != lab.Spine1 || r.Field != "dscp" || r.From != 26 || r.To != 0 || spineAddr[deref(r.BeforeAddress)] != lab.Spine1 {
+		if deref(tp.f.Spine) != lab.Spine1 || r.Field != "dscp" || r.From != 26 || r.To != 0 || spineAddr[deref(r.BeforeAddress)] != lab.Spine1 {
 			t.Errorf("spine1→leaf2 remarking: traced port %s: want DSCP 26>0 through %s, right after it %v", tp, lab.Spine1, spineAddr)
 		}
 	}
