@@ -199,12 +199,21 @@ func (t *tracer) expire(now time.Time) {
 	}
 }
 
+// canStart says whether the budget lets a trace start now (next says
+// which, if any).
+func (t *tracer) canStart() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.expire(t.now())
+	return t.disabled == "" && len(t.starts) < t.cfg.MaxPerWindow
+}
+
 // next picks the trace to run now, if the budget allows one (the
-// candidates are pairs whose peer answered some probes:
+// candidates are pairs whose peer answered its latest probe:
 // mesh.traceCandidates): the one with the most faulty ports not yet
-// traced within its destination's cooldown, at most what is left of trace.ports for it (the most lost and
-// remarked probes on them next, then the lowest address), and those
-// ports. ok false: none.
+// traced within its destination's cooldown, at most what is left of
+// trace.ports for it (the most lost and remarked probes on them next,
+// then the lowest address), and those ports. ok false: none.
 func (t *tracer) next(cands []traceCandidate) (traceCandidate, []uint16, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -323,6 +332,9 @@ func (t *tracer) loop(ctx context.Context, candidates func() []traceCandidate) {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
+		}
+		if !t.canStart() {
+			continue // the window's traces spent: no look at the pairs
 		}
 		c, ports, ok := t.next(candidates())
 		if ok {
