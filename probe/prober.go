@@ -189,15 +189,13 @@ func (p *Prober) MatchParsed(f Frame, pl Payload, now time.Time) (uint32, bool) 
 		if r.Received == nil {
 			got := pl.Received
 			r.Received = &got
-			r.RTT = now.Sub(r.SentAt)
-			if r.RTT < 0 {
-				// The reply's time (a kernel timestamp: the wall clock)
-				// came before the send's (read with the monotonic clock
-				// too): the wall clock stepped back in between (seen in
-				// the lab's VMs). The time since the send, on the
-				// monotonic clock, bounds the round trip from above.
-				r.RTT = max(time.Since(r.SentAt), 0)
-			}
+			// The reply's time (a kernel timestamp: the wall clock) may
+			// come before the send's when the wall clock stepped back in
+			// between (seen in the lab's VMs), or when the reply was
+			// read before its sender recorded the end of its write
+			// (SetSentAt): the round trip is then shorter than the
+			// clocks tell, and counted as zero, never negative.
+			r.RTT = max(now.Sub(r.SentAt), 0)
 		}
 	case KindProbe:
 		if r.Egress == nil {
