@@ -244,15 +244,7 @@ func TestProberRTTNeverNegative(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, _ := ParseFrame(probe)
-	f.DstMAC, f.Dst = listenerMAC, listenerIP
-	f.SrcMAC, f.Src = senderMAC, senderIP
-	in, _ := f.Build()
-	r, _ := NewResponder(ResponderConfig{})
-	reply, _ := r.Handle(in)
-	if reply == nil {
-		t.Fatal("no reply")
-	}
+	reply := replyTo(t, probe)
 	stamped := sent.Round(0).Add(-17 * time.Millisecond) // a kernel timestamp: wall clock only
 	if _, ok := p.Match(reply, stamped); !ok {
 		t.Fatal("reply not matched")
