@@ -88,26 +88,9 @@ func TestFabricSuspects(t *testing.T) {
 		}
 		return 0
 	})
-	out, stderr, code := runCLI(t, "", "fabric", "--agents", strings.Join(urls, ","), "-o", "json")
-	if code != exitFinding {
-		t.Fatalf("exit %d, want 1: %s", code, stderr)
-	}
-	checkOutput(t, "fabric -o json", out)
-	var doc struct {
-		Suspects []struct {
-			Kind     string  `json:"kind"`
-			NIC      *string `json:"nic"`
-			ToR      *string `json:"tor"`
-			Spine    *string `json:"spine"`
-			Pairs    int     `json:"pair_count"`
-			Evidence string  `json:"evidence"`
-		} `json:"suspects"`
-	}
-	if err := json.Unmarshal([]byte(out), &doc); err != nil {
-		t.Fatal(err)
-	}
+	suspects := fabricSuspects(t, "--agents", strings.Join(urls, ","))
 	var got []string
-	for _, s := range doc.Suspects {
+	for _, s := range suspects {
 		got = append(got, fmt.Sprintf("%s nic=%s tor=%s spine=%s", s.Kind, strOrNull(s.NIC), strOrNull(s.ToR), strOrNull(s.Spine)))
 		if s.Evidence == "" || s.Pairs == 0 {
 			t.Errorf("%+v: no evidence", s)
@@ -118,7 +101,7 @@ func TestFabricSuspects(t *testing.T) {
 		t.Errorf("suspects:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 	// The NIC lost every probe with its 11 peers (3 of them ToR-mates).
-	for _, s := range doc.Suspects {
+	for _, s := range suspects {
 		if s.Kind == "nic" && s.Pairs != 11 {
 			t.Errorf("nic suspect: %d pairs, want 11", s.Pairs)
 		}
@@ -171,24 +154,8 @@ func TestFabricPrometheusSuspects(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(prom.Close)
-	out, stderr, code := runCLI(t, "", "fabric", "--prometheus", prom.URL, "--host-label", "node", "-o", "json")
-	if code != exitFinding {
-		t.Fatalf("exit %d, want 1: %s", code, stderr)
-	}
-	checkOutput(t, "fabric -o json", out)
-	var doc struct {
-		Suspects []struct {
-			Kind  string  `json:"kind"`
-			NIC   *string `json:"nic"`
-			ToR   *string `json:"tor"`
-			Pairs int     `json:"pair_count"`
-		} `json:"suspects"`
-	}
-	if err := json.Unmarshal([]byte(out), &doc); err != nil {
-		t.Fatal(err)
-	}
 	var got []string
-	for _, s := range doc.Suspects {
+	for _, s := range fabricSuspects(t, "--prometheus", prom.URL, "--host-label", "node") {
 		got = append(got, fmt.Sprintf("%s nic=%s tor=%s pairs=%d", s.Kind, strOrNull(s.NIC), strOrNull(s.ToR), s.Pairs))
 	}
 	want := []string{"nic nic=10.0.1.2 tor=leaf-a pairs=9", "tor nic=null tor=leaf-c pairs=12"}
@@ -204,4 +171,32 @@ func TestFabricPrometheusSuspects(t *testing.T) {
 		!strings.Contains(hout, `title="leaf-b → leaf-a: 1200 sent, 60 lost, 0 remarked"`) {
 		t.Errorf("html: exit %d, no nic and tor suspects or matrix cell\n%.3000s", code, hout)
 	}
+}
+
+// jsonSuspect is a suspect of `fabric -o json` (docs/json.md, fabric_suspect).
+type jsonSuspect struct {
+	Kind     string  `json:"kind"`
+	NIC      *string `json:"nic"`
+	ToR      *string `json:"tor"`
+	Spine    *string `json:"spine"`
+	Pairs    int     `json:"pair_count"`
+	Evidence string  `json:"evidence"`
+}
+
+// fabricSuspects runs `fabric ARGS -o json`, which must exit 1 (suspects
+// are findings) with output in the vocabulary, and returns its suspects.
+func fabricSuspects(t *testing.T, args ...string) []jsonSuspect {
+	t.Helper()
+	out, stderr, code := runCLI(t, "", append(append([]string{"fabric"}, args...), "-o", "json")...)
+	if code != exitFinding {
+		t.Fatalf("fabric %v: exit %d, want 1: %s", args, code, stderr)
+	}
+	checkOutput(t, "fabric -o json", out)
+	var doc struct {
+		Suspects []jsonSuspect `json:"suspects"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	return doc.Suspects
 }
