@@ -84,12 +84,12 @@ func TestLocalizeLabLeafSpine(t *testing.T) {
 		want  string
 		ev    []string
 	}{
-		// testdata/leafspine-lab as recorded: 4 of h5→h7's remarked
-		// ports traced, each "dscp 26→0 between hop 2 (10.31.11.2,
-		// spine1 by trace.routers) and hop 3 (10.31.21.1)"; 2 more not
-		// traced.
+		// testdata/leafspine-lab as recorded: a leaf1 → leaf2 pair's
+		// remarked ports traced, each "dscp 26→0 between hop 2
+		// (10.31.11.2, spine1 by trace.routers) and hop 3 (10.31.21.1,
+		// leaf2)".
 		{"remark stage (recorded)", nil, "remark nic= tor=leaf2 spine=spine1",
-			[]string{"dscp 26→0 between 10.31.11.2 and 10.31.21.1 (4 of 4 source ports, probed from 10.30.5.2 under leaf1)", "after spine1 and before leaf2"}},
+			[]string{"dscp 26→0 between 10.31.11.2 and 10.31.21.1 (", "under leaf1): the marking changed after spine1 and before leaf2"}},
 		// The loss stage as the run of 2026-11-27 15:34 UTC (the fixture's) logged it 41.5 s in: h5
 		// and h6 each lost to h8, h8 to h6 (a reply through spine1), and
 		// two of h6's lost ports to h8 traced through spine1 (the untraced
