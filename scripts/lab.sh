@@ -321,7 +321,9 @@ run_native() {
 report() {
   local name dir pkg out rc=0 spec
   while IFS=$'\t' read -r spec out; do
-    [ -f "$out/done" ] || continue
+    # A run that did not finish is converted too: labreport shows the
+    # units that ran and the tests of the one that was running.
+    [ -d "$out" ] || continue
     while IFS=$'\t' read -r name dir pkg _; do
       # NAME.out: the single-host tests; NAME.fabric.out: the fabric
       # tests; NAME.leafspine.out: the leaf-spine tests.
