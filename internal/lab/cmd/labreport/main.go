@@ -144,6 +144,11 @@ func reportKernel(w io.Writer, details *strings.Builder, plan []planEntry, out, 
 	if kname != "" {
 		tag = " [" + kname + "]"
 	}
+	if panic, first, ok := strings.Cut(strings.TrimSpace(readString(filepath.Join(out, "crashed-before"))), "\t"); ok {
+		// scripts/lab.sh booted this kernel twice: the first run's guest
+		// kernel crashed. Said first, so a rerun is never silent.
+		fmt.Fprintf(w, "     NOTE the first VM run on this kernel crashed (%s; its results: %s); these are the second run's\n", panic, first)
+	}
 	finished := fileExists(filepath.Join(out, "done"))
 	if !finished {
 		// The VM stopped (a kernel panic, qemu killed, the VM timeout)

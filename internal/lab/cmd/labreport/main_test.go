@@ -189,6 +189,18 @@ func TestReportKernelStopped(t *testing.T) {
 	}
 }
 
+// A kernel booted twice because its first run crashed says so.
+func TestReportKernelCrashedBefore(t *testing.T) {
+	run := writeRun(t, map[string]struct{ json, rc string }{"a": {passJSON, "0"}})
+	os.WriteFile(filepath.Join(run, "out-6.1", "crashed-before"), []byte("Kernel panic - not syncing: Fatal exception in interrupt\t/r/out-6.1.crashed\n"), 0o644)
+	var b strings.Builder
+	ok, _ := report(&b, run)
+	want := "NOTE the first VM run on this kernel crashed (Kernel panic - not syncing: Fatal exception in interrupt; its results: /r/out-6.1.crashed); these are the second run's"
+	if !ok || !strings.Contains(b.String(), want) {
+		t.Errorf("ok %v, want %q in:\n%s", ok, want, b.String())
+	}
+}
+
 // The plan as scripts/lab.sh writes it (scripts/lab/plan.sh's plan_add)
 // and as scripts/lab/guest.sh reads it (its plan mode prints what its test
 // mode would run): a package with fabric tests only has no single-host
