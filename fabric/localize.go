@@ -158,9 +158,13 @@ const (
 //     spine of its ToR (a reply lost on another spine than its probe's
 //     path spreads thin); without traces the link's spine is "" (one of
 //     the ToR's uplinks). Links of three or more ToRs to one spine name
-//     the spine instead.
-//  5. A remarking hop: remarked probes, by the same rule on the ports
-//     that were remarked.
+//     the spine instead. Loss between one pair of ToRs only (two ToRs,
+//     neither with a link named) names the spine at least 3 of its lost
+//     ports were traced through, twice as many as through any other
+//     (pairSpines): that spine, or its links to those two ToRs.
+//  5. A remarking hop: first the hops the traces saw the marking change
+//     between (tracedRemarks: one port is enough), then the rest of the
+//     remarked ports by the same rule as links.
 func Localize(in LocalizeInput) []Suspect {
 	var out []Suspect
 	noisy := map[string]bool{}
