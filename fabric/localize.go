@@ -407,7 +407,7 @@ func tracedRemarks(pairs []PairObservation) (sus []Suspect, located map[int]bool
 			}
 		}
 		sus = append(sus, Suspect{Kind: SuspectRemark, NIC: h.nic, ToR: h.tor, Spine: h.spine, Pairs: len(t.pairs),
-			Evidence: fmt.Sprintf("the agents' traces saw %s (%d of %d source ports, probed from %s): the marking changed after %s and before %s, in one of them or on the link between",
+			Evidence: fmt.Sprintf("the traces saw %s (%d of %d source ports, probed from %s): the marking changed after %s and before %s, in one of them or on the link between",
 				best, t.remark[best], t.ports, NameList(t.probers, 4), h.before, h.at)})
 	}
 	return sus, located
