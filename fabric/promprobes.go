@@ -26,6 +26,8 @@ const (
 	MetricFlowSource       = "roce_probe_flow_source_info"
 	MetricTopologyInfo     = "roce_probe_topology_info"
 	MetricProbeScale       = "roce_probe_probe_rate_scale"
+	MetricTracedSports     = "roce_probe_traced_sports"
+	MetricTracedRemarks    = "roce_probe_traced_remarks"
 )
 
 // DefaultWindow is the window the Prometheus source counts probes over
