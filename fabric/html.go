@@ -70,6 +70,9 @@ type htmlPage struct {
 	Unchecked []CheckStatus
 	Matrix    *htmlMatrix
 	Suspects  []htmlSuspect
+	// NoSuspect says, when localisation named no suspect, what the probe
+	// results hold.
+	NoSuspect string
 	Networks  []string
 	GIDRows   []htmlGIDRow
 	Symbols   map[string]string
@@ -186,10 +189,33 @@ func buildPage(in HTMLInput) htmlPage {
 			name = s.ToR
 		case SuspectSpine:
 			name = s.Spine
-		case SuspectLink, SuspectRemark:
+		case SuspectRemark:
+			if s.NIC != "" { // between a NIC and its ToR
+				name = s.NIC + " – " + orText(s.ToR, "its ToR")
+				break
+			}
+			name = orText(s.ToR, "a ToR") + " – " + orText(s.Spine, "a spine")
+		case SuspectLink:
 			name = s.ToR + " – " + orText(s.Spine, "a spine")
 		}
 		p.Suspects = append(p.Suspects, htmlSuspect{Suspect: s, Name: name})
+	}
+	if p.Matrix != nil && len(in.Suspects) == 0 {
+		lost, remarked := 0, 0
+		for _, o := range in.Pairs {
+			if o.Lost > 0 {
+				lost++
+			}
+			if o.Remarked > 0 {
+				remarked++
+			}
+		}
+		p.NoSuspect = "None: no probe was lost or remarked."
+		if lost+remarked > 0 {
+			p.NoSuspect = fmt.Sprintf("No single suspect: %d pairs lost probes and %d saw them remarked (the matrix below), "+
+				"but none of localisation's rules (docs/fabric.md, \"Localising a fault\") has the evidence to name a NIC, ToR, link, spine or remarking hop: "+
+				"loss at random, or too little yet (too few pairs or ToRs, or no trace of the faulty source ports).", lost, remarked)
+		}
 	}
 	for _, n := range r.Networks {
 		p.Networks = append(p.Networks, n.Network)
@@ -365,7 +391,7 @@ td.ok,td.lost,td.remark,td.odd,th{-webkit-print-color-adjust:exact;print-color-a
 <tr><th>kind</th><th>suspect</th><th>pairs explained</th><th>evidence</th></tr>
 {{range .Suspects}}<tr class="suspect" data-kind="{{.Suspect.Kind}}"><td>{{.Suspect.Kind}}</td><td class="name">{{.Name}}</td><td>{{.Suspect.Pairs}}</td><td>{{.Suspect.Evidence}}</td></tr>
 {{end}}</table></div>
-{{else if .Matrix}}<p>None: the probe results blame nothing.</p>
+{{else if .Matrix}}<p id="no-suspect">{{.NoSuspect}}</p>
 {{else}}<p class="note">No probe results in this source: nothing to localise.</p>{{end}}
 
 <h2 id="matrix">Probe loss and remarking</h2>

@@ -101,8 +101,8 @@ func domTable(t *testing.T, dom, class string) string {
 // Chromium builds from the page names the suspect (node-2's NIC), marks
 // the bad pairs' matrix cells (leaf1 → leaf1 lost, leaf1 → leaf0 lost and
 // remarked) with a class and a symbol and word, and shows node-2's odd
-// GID index. The lab's report (TestWriteHTMLChromiumLab) names no
-// suspect: this hand-made fabric is where a named suspect is checked.
+// GID index. The lab's report (TestWriteHTMLChromiumLab) names the
+// remarking hop, a suspect between a ToR and a spine.
 func TestWriteHTMLChromium(t *testing.T) {
 	dom, _ := renderChromium(t, htmlFixture(t), "fixture.png", 1100, 1500)
 	suspects := regexp.MustCompile(`(?s)<h2 id="suspects">.*?</table>`).FindString(dom)
@@ -173,9 +173,9 @@ var (
 // (summed here from their JSON: probes, lost, and the probes each pair's
 // faulty source ports saw remarked), and every other
 // cell ✓; h8's GID index of fd32::/64 is marked ≠ (5, where the lab's
-// sysfs had 4 for h5, h6, h7); no suspect other than the remarking hop
-// (localisation names none on 2 ToRs: docs/lab.md). Its screenshot is
-// docs/img/fabric-report.png.
+// sysfs had 4 for h5, h6, h7); the suspect is the remarking hop the
+// agents' traces saw, leaf2 – spine1 (the port injected: spine1's toward
+// leaf2), and nothing else. Its screenshot is docs/img/fabric-report.png.
 func TestWriteHTMLChromiumLab(t *testing.T) {
 	in := labFixture(t)
 	type cell struct{ sent, lost, remarked uint64 }
@@ -238,10 +238,9 @@ func TestWriteHTMLChromiumLab(t *testing.T) {
 		}
 	}
 	suspects := regexp.MustCompile(`(?s)<h2 id="suspects">.*?<h2`).FindString(dom)
-	for _, m := range regexp.MustCompile(`<tr class="suspect" data-kind="([a-z_]+)"><td>[a-z_]+</td><td class="name">([^<]*)</td>`).FindAllStringSubmatch(suspects, -1) {
-		if m[1] != "remark" || (m[2] != "leaf2 – spine1" && m[2] != "leaf2 – a spine") {
-			t.Errorf("the page names %s %q, a false suspect: spine1's port toward leaf2 remarked", m[1], m[2])
-		}
+	rows := regexp.MustCompile(`<tr class="suspect" data-kind="([a-z_]+)"><td>[a-z_]+</td><td class="name">([^<]*)</td><td>\d+</td><td>([^<]*)</td>`).FindAllStringSubmatch(suspects, -1)
+	if len(rows) != 1 || rows[0][1] != "remark" || rows[0][2] != "leaf2 – spine1" || !strings.Contains(rows[0][3], "dscp 26→0") {
+		t.Errorf("the page's suspects %q, want the one remark leaf2 – spine1 (dscp 26→0): spine1's port toward leaf2 remarked\n%s", rows, suspects)
 	}
 	gids := domTable(t, dom, "gid-index")
 	for h, w := range map[string]string{

@@ -125,6 +125,9 @@ func TestWriteHTMLHostMatrix(t *testing.T) {
 	}
 	page := b.String()
 	for _, want := range []string{
+		// No suspect, but pairs that lost (node-2's 5) and one remarked
+		// (node-3 → node-0): not "nothing to blame".
+		`<p id="no-suspect">No single suspect: 5 pairs lost probes and 1 saw them remarked`,
 		`Host × host: the ToRs of some hosts are not known`,
 		`<td class="lost" title="node-2 → node-3: 30 sent, 30 lost, 0 remarked"`,
 		`<td class="remark" title="node-3 → node-0: 30 sent, 0 lost, 30 remarked"`,
@@ -133,6 +136,18 @@ func TestWriteHTMLHostMatrix(t *testing.T) {
 		if !strings.Contains(page, want) {
 			t.Errorf("the page lacks %s", want)
 		}
+	}
+	// Nothing lost or remarked: said so.
+	healthy := append([]fabric.PairObservation(nil), in.Pairs...)
+	for i := range healthy {
+		healthy[i].Lost, healthy[i].Remarked = 0, 0
+	}
+	b.Reset()
+	if err := fabric.WriteHTML(&b, fabric.HTMLInput{Report: in.Report, Hosts: in.Hosts, Pairs: healthy}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), `<p id="no-suspect">None: no probe was lost or remarked.</p>`) {
+		t.Errorf("a healthy window must say nothing was lost or remarked")
 	}
 	// No probe results at all: no matrix, said so.
 	in.Pairs = nil

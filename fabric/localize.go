@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/roce-probe/roce-probe/internal/null"
 )
@@ -37,6 +38,12 @@ type SportObservation struct {
 	// words ("dscp 26→0 between 10.31.11.2 and 10.31.21.1"); "" when it
 	// saw none or no trace ran.
 	Remark string
+	// RemarkBeforeTTL and RemarkAtTTL are the hops (TTLs) of that change:
+	// the last that showed the value sent (0: the prober itself) and the
+	// first that showed another. Hop 1 is the prober's ToR, then the
+	// hops of Spine (one per " > "), then the peer's ToR, then the peer:
+	// what Localize names the remarking hop by. RemarkAtTTL 0: not known.
+	RemarkBeforeTTL, RemarkAtTTL int
 }
 
 // LocalizeInput is what Localize decides from: the pairs that lost
@@ -302,13 +309,148 @@ func Localize(in LocalizeInput) []Suspect {
 				Evidence: fmt.Sprintf("ToR-mesh loss: %d pairs of %d of its NICs lost probes between ToR-mates, no NIC to blame", torPairs[t], len(torNICs[t]))})
 		}
 	}
-	// 4 and 5. Links, spines and remarking hops by traced source ports.
+	// 4 and 5. Links, spines and remarking hops by traced source ports:
+	// first the hops the traces saw remark, then the rest by vote.
 	out = append(out, links(rest, false)...)
-	out = append(out, remarkHops(links(rest, true), rest)...)
+	direct, located := tracedRemarks(rest)
+	out = append(out, direct...)
+	var unlocated []PairObservation
+	for i, p := range rest {
+		if !located[i] {
+			unlocated = append(unlocated, p)
+		}
+	}
+	for _, s := range remarkHops(links(unlocated, true), unlocated) {
+		if s.Spine == "" && slices.ContainsFunc(direct, func(d Suspect) bool { return d.ToR == s.ToR }) {
+			continue // "one of its uplinks": the one a trace saw remark
+		}
+		out = append(out, s)
+	}
 	slices.SortFunc(out, func(a, b Suspect) int {
 		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.ToR, b.ToR), cmp.Compare(a.Spine, b.Spine), cmp.Compare(a.NIC, b.NIC))
 	})
 	return out
+}
+
+// tracedRemarks names the hops the agents' traces saw remark: each
+// remarked port whose trace saw the DSCP or ECN change between two
+// adjacent hops it can name (hopName) is direct evidence for the link
+// between them (one port is enough: no vote of ToRs). located marks the
+// pairs (by index) with such a port: their other remarked ports, traced
+// or not, go with it. O(remarked ports).
+func tracedRemarks(pairs []PairObservation) (sus []Suspect, located map[int]bool) {
+	type hop struct{ nic, tor, spine, before, at string }
+	type tally struct {
+		ports   int
+		pairs   map[int]bool
+		probers []string
+		remark  map[string]int
+	}
+	byHop := map[hop]*tally{}
+	located = map[int]bool{}
+	for i, p := range pairs {
+		if p.Remarked == 0 {
+			continue
+		}
+		for _, sp := range p.Sports {
+			if sp.Remarked == 0 || sp.Remark == "" || sp.RemarkAtTTL != sp.RemarkBeforeTTL+1 {
+				continue
+			}
+			before, at := hopName(p, sp, sp.RemarkBeforeTTL), hopName(p, sp, sp.RemarkAtTTL)
+			if before == "" || at == "" {
+				continue
+			}
+			var h hop
+			switch b, t := sp.RemarkBeforeTTL, transitHops(sp.Spine); {
+			case b == 0: // the prober and its ToR
+				h = hop{nic: p.Src, tor: p.SrcToR}
+			case b == 1: // its ToR and the first spine
+				h = hop{tor: p.SrcToR, spine: at}
+			case b == len(t)+1: // the last spine and the peer's ToR
+				h = hop{tor: p.DstToR, spine: before}
+			case b == len(t)+2: // the peer's ToR and the peer
+				h = hop{nic: p.Dst, tor: p.DstToR}
+			default: // two spines of a deeper Clos
+				h = hop{spine: before + " > " + at}
+			}
+			h.before, h.at = before, at
+			t := byHop[h]
+			if t == nil {
+				t = &tally{pairs: map[int]bool{}, remark: map[string]int{}}
+				byHop[h] = t
+			}
+			t.ports++
+			t.pairs[i] = true
+			t.remark[sp.Remark]++
+			if pr := p.Src + " under " + orUnknown(p.SrcToR); !slices.Contains(t.probers, pr) {
+				t.probers = append(t.probers, pr)
+			}
+			located[i] = true
+		}
+	}
+	hops := slices.Collect(maps.Keys(byHop))
+	slices.SortFunc(hops, func(x, y hop) int {
+		return cmp.Or(cmp.Compare(x.tor, y.tor), cmp.Compare(x.spine, y.spine), cmp.Compare(x.nic, y.nic), cmp.Compare(x.before, y.before))
+	})
+	for _, h := range hops {
+		t := byHop[h]
+		best := ""
+		for _, r := range sortedKeys(t.remark) {
+			if t.remark[r] > t.remark[best] {
+				best = r
+			}
+		}
+		probers := t.probers
+		if len(probers) > 4 {
+			probers = append(probers[:4:4], fmt.Sprintf("%d more", len(t.probers)-4))
+		}
+		sus = append(sus, Suspect{Kind: SuspectRemark, NIC: h.nic, ToR: h.tor, Spine: h.spine, Pairs: len(t.pairs),
+			Evidence: fmt.Sprintf("the agents' traces saw %s (%d of %d source ports, probed from %s): the marking changed after %s and before %s, in one of them or on the link between",
+				best, t.remark[best], t.ports, strings.Join(probers, ", "), h.before, h.at)})
+	}
+	return sus, located
+}
+
+// transitHops are the hops between the two ToRs a trace went through
+// (SportObservation.Spine); nil when not known.
+func transitHops(spine string) []string {
+	if spine == "" {
+		return nil
+	}
+	return strings.Split(spine, " > ")
+}
+
+// hopName names hop ttl of the trace of sp between p's NICs: the prober
+// (0), its ToR (1), the hops of sp.Spine, the peer's ToR, the peer; ""
+// when not known (no spine traced beyond hop 1, a silent hop "*", a ToR
+// not known).
+func hopName(p PairObservation, sp SportObservation, ttl int) string {
+	t := transitHops(sp.Spine)
+	switch {
+	case ttl == 0:
+		return p.Src
+	case ttl == 1:
+		return p.SrcToR
+	case len(t) == 0:
+		return ""
+	case ttl <= len(t)+1:
+		if n := t[ttl-2]; n != "*" {
+			return n
+		}
+		return ""
+	case ttl == len(t)+2:
+		return p.DstToR
+	case ttl == len(t)+3:
+		return p.Dst
+	}
+	return ""
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "an unknown ToR"
+	}
+	return s
 }
 
 // remarkHops adds to each remark suspect the hop its ports' traces saw
@@ -357,7 +499,9 @@ func remarkHops(sus []Suspect, pairs []PairObservation) []Suspect {
 // the ToR's other links).
 func links(pairs []PairObservation, remark bool) []Suspect {
 	type link struct{ tor, spine string }
-	type port struct{ a, b, spine string } // a lost (remarked) port: its pair's ToRs and traced spine
+	// A lost (remarked) port: its pair's ToRs (a probing b), its traced
+	// spine and its pair's NICs.
+	type port struct{ a, b, spine, src, dst string }
 	var ports []port
 	pairsOf := map[link]int{}
 	for _, p := range pairs {
@@ -378,10 +522,10 @@ func links(pairs []PairObservation, remark bool) []Suspect {
 				continue
 			}
 			traced = true
-			ports = append(ports, port{p.SrcToR, p.DstToR, sp.Spine})
+			ports = append(ports, port{p.SrcToR, p.DstToR, sp.Spine, p.Src, p.Dst})
 		}
 		if !traced {
-			ports = append(ports, port{p.SrcToR, p.DstToR, ""})
+			ports = append(ports, port{p.SrcToR, p.DstToR, "", p.Src, p.Dst})
 		}
 		pairsOf[link{p.SrcToR, ""}]++
 		pairsOf[link{p.DstToR, ""}]++
@@ -568,6 +712,27 @@ func links(pairs []PairObservation, remark bool) []Suspect {
 		}
 		out = append(out, Suspect{Kind: kind, ToR: l.tor, Spine: l.spine, Pairs: pairsOf[link{l.tor, ""}], Evidence: ev})
 	}
+	if !remark && len(spines) == 0 {
+		// The ports no link or spine explains, the ToRs of a named link
+		// aside (its replies, lost on it, were traced through the spines
+		// their probes took) — and all of them after a spine (every ToR
+		// has such replies).
+		explained := make([]bool, len(ports))
+		named := map[string]bool{}
+		for _, l := range found {
+			named[l.tor] = true
+			for _, i := range portsOf[l] {
+				explained[i] = true
+			}
+		}
+		var left []tracedPort
+		for i, pt := range ports {
+			if !explained[i] && pt.spine != "" && !named[pt.a] && !named[pt.b] {
+				left = append(left, tracedPort{pt.a, pt.b, pt.spine, pt.src, pt.dst})
+			}
+		}
+		out = append(out, pairSpines(left, pairs)...)
+	}
 	if !remark {
 		for _, s := range sortedKeys(bySpine) {
 			if ls := bySpine[s]; len(ls) >= minSpineToRs {
@@ -579,6 +744,109 @@ func links(pairs []PairObservation, remark bool) []Suspect {
 					Evidence: fmt.Sprintf("the lost probes of %d ToRs' links were traced through it (%d source ports)", len(ls), n)})
 			}
 		}
+	}
+	return out
+}
+
+// tracedPort is a lost source port traced through spine, of a pair of
+// NICs src (under ToR a) probing dst (under b).
+type tracedPort struct{ a, b, spine, src, dst string }
+
+// pairSpines names the spine a pair of ToRs lost its probes through when
+// no link or spine explains them (links: only one pair of ToRs sees the
+// loss, as on a fabric of two ToRs): at least minLinkVotes of the lost
+// ports between the two ToRs (both ways) were traced through one spine,
+// at least twice as many as through any other (a lossy link or spine
+// port also loses replies, which come back on a spine the probe's trace
+// does not show). Ports of a NIC that lost probes with a ToR-mate are
+// left out: a path between ToR-mates crosses no spine, so that NIC's
+// losses may be its own (a dead NIC before the nic rule names it). From
+// one pair of ToRs the spine and its links to those two ToRs cannot be
+// told apart; the evidence says so. O(ports + pairs).
+func pairSpines(ports []tracedPort, pairs []PairObservation) []Suspect {
+	mateLossy := map[string]bool{}
+	for _, p := range pairs {
+		if p.Lost > 0 && p.SrcToR != "" && p.SrcToR == p.DstToR {
+			mateLossy[p.Src], mateLossy[p.Dst] = true, true
+		}
+	}
+	type torPair struct{ a, b string } // a < b
+	type tally struct {
+		ports   map[string]int      // per spine
+		probers map[string][]string // per spine: the probing NICs, in order seen
+		pairs   map[string]map[[2]string]bool
+	}
+	byPair := map[torPair]*tally{}
+	for _, pt := range ports {
+		if mateLossy[pt.src] || mateLossy[pt.dst] {
+			continue
+		}
+		k := torPair{min(pt.a, pt.b), max(pt.a, pt.b)}
+		t := byPair[k]
+		if t == nil {
+			t = &tally{ports: map[string]int{}, probers: map[string][]string{}, pairs: map[string]map[[2]string]bool{}}
+			byPair[k] = t
+		}
+		t.ports[pt.spine]++
+		if p := pt.src + " under " + pt.a; !slices.Contains(t.probers[pt.spine], p) {
+			t.probers[pt.spine] = append(t.probers[pt.spine], p)
+		}
+		if t.pairs[pt.spine] == nil {
+			t.pairs[pt.spine] = map[[2]string]bool{}
+		}
+		t.pairs[pt.spine][[2]string{pt.src, pt.dst}] = true
+	}
+	keys := slices.Collect(maps.Keys(byPair))
+	slices.SortFunc(keys, func(x, y torPair) int { return cmp.Or(cmp.Compare(x.a, y.a), cmp.Compare(x.b, y.b)) })
+	type seen struct {
+		tors  []string
+		ev    []string
+		pairs int
+	}
+	bySpine := map[string]*seen{}
+	for _, k := range keys {
+		t := byPair[k]
+		top, second := "", 0
+		for _, sp := range sortedKeys(t.ports) {
+			if t.ports[sp] > t.ports[top] {
+				top = sp
+			}
+		}
+		for sp, n := range t.ports {
+			if sp != top {
+				second = max(second, n)
+			}
+		}
+		n := t.ports[top]
+		if n < minLinkVotes || n < 2*second {
+			continue
+		}
+		s := bySpine[top]
+		if s == nil {
+			s = &seen{}
+			bySpine[top] = s
+		}
+		s.tors = append(s.tors, k.a, k.b)
+		s.pairs += len(t.pairs[top])
+		probers := t.probers[top]
+		if len(probers) > 4 {
+			probers = append(probers[:4:4], fmt.Sprintf("%d more", len(t.probers[top])-4))
+		}
+		s.ev = append(s.ev, fmt.Sprintf("probes between %s and %s were lost on %d source ports the agents' traces followed through %s (probed from %s), on %d through any other spine",
+			k.a, k.b, n, top, strings.Join(probers, ", "), second))
+	}
+	var out []Suspect
+	for _, sp := range sortedKeys(bySpine) {
+		s := bySpine[sp]
+		slices.Sort(s.tors)
+		tors := slices.Compact(s.tors)
+		what := "this one pair of ToRs"
+		if len(s.ev) > 1 {
+			what = "these pairs of ToRs"
+		}
+		out = append(out, Suspect{Kind: SuspectSpine, Spine: sp, Pairs: s.pairs,
+			Evidence: fmt.Sprintf("%s, or its links to %s: %s; seen between %s only, where %s and its links to them cannot be told apart (loss from more ToRs would tell)",
+				sp, strings.Join(tors, "/"), strings.Join(s.ev, "; "), what, sp)})
 	}
 	return out
 }

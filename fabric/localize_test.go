@@ -237,7 +237,8 @@ func TestLocalizeNICWithRandomLoss(t *testing.T) {
 // ToRs of 2 NICs (the lab's leaf-spine): a dead NIC has one ToR-mate to
 // lose probes with, which is enough when Localize knows the ToR has no
 // other (ToRNICs); without it the rule asks for 2. A lossy uplink still
-// names no NIC: it never loses between ToR-mates.
+// names no NIC (it never loses between ToR-mates) but its spine, the one
+// the lost ports crossed.
 func TestLocalizeToRsOfTwo(t *testing.T) {
 	f := testFabric{tors: 2, perToR: 2, spines: 2}
 	sizes := map[string]int{"leaf0": 2, "leaf1": 2}
@@ -250,7 +251,9 @@ func TestLocalizeToRsOfTwo(t *testing.T) {
 		{"dead NIC, ToR sizes known", func(a, b, s, sp, k int) (bool, bool) { return a == 3 || b == 3, false }, sizes, "nic nic=nic03 tor=leaf1 spine="},
 		{"dead NIC, ToR sizes not known", func(a, b, s, sp, k int) (bool, bool) { return a == 3 || b == 3, false }, nil, ""},
 		{"dead NIC, its ToR said to have 3", func(a, b, s, sp, k int) (bool, bool) { return a == 3 || b == 3, false }, map[string]int{"leaf1": 3}, ""},
-		{"lossy uplink leaf1-spine0", func(a, b, s, sp, k int) (bool, bool) { return sp == 0 && (a/2 == 1 || b/2 == 1), false }, sizes, ""},
+		// Every lost port crosses spine0, from one pair of ToRs: spine0
+		// or its links to leaf0 and leaf1 (pairSpines).
+		{"lossy uplink leaf1-spine0", func(a, b, s, sp, k int) (bool, bool) { return sp == 0 && (a/2 == 1 || b/2 == 1), false }, sizes, "spine nic= tor= spine=spine0"},
 		{"a probe lost at random thrice around nic02", func(a, b, s, sp, k int) (bool, bool) {
 			return k == 0 && s == 1 && (a == 2 && b == 3 || a == 2 && b == 0 || a == 1 && b == 2), false
 		}, sizes, ""},

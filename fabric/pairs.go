@@ -81,6 +81,10 @@ type PairChange struct {
 	To            int     `json:"to_value"`
 	BeforeAddress *string `json:"before_address"`
 	AtAddress     *string `json:"at_address"`
+	// BeforeTTL and AtTTL are the hops of the change: the last that
+	// showed From (0: the prober) and the first that showed To.
+	BeforeTTL int `json:"before_ttl"`
+	AtTTL     int `json:"at_ttl"`
 }
 
 // text is the change in words, as SportObservation.Remark holds it:
@@ -286,6 +290,7 @@ func AgentObservations(hosts []Host, pairs []AgentPairs) LocalizeInput {
 				}
 				if f.Remark != nil {
 					so.Remark = f.Remark.text()
+					so.RemarkBeforeTTL, so.RemarkAtTTL = f.Remark.BeforeTTL, f.Remark.AtTTL
 				}
 				o.sports = append(o.sports, so)
 				o.remarked += f.Remarked
