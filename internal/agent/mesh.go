@@ -947,6 +947,7 @@ type tracedRemark struct {
 	field                               string
 	from, to                            int
 	before, at                          string
+	beforeTTL, atTTL                    int
 }
 
 // tracedFaults counts, for a scrape, the faulty UDP source ports of the
@@ -981,7 +982,8 @@ func (m *mesh) tracedFaults() (map[tracedSports]int, map[tracedRemark]int) {
 			}
 			if r := st.remark; r != nil && f.remarked > 0 {
 				k := tracedRemark{flow: s.flow, peer: s.peer.Name, address: s.peer.Addr.String(), peerToR: s.fp.ToR, spine: st.spine,
-					field: r.Field, from: r.From, to: r.To, before: addrLabel(r.BeforeAddress), at: addrLabel(r.AtAddress)}
+					field: r.Field, from: r.From, to: r.To, before: addrLabel(r.BeforeAddress), at: addrLabel(r.AtAddress),
+					beforeTTL: r.Before, atTTL: r.At}
 				remarks[k]++
 			}
 		}
@@ -991,7 +993,7 @@ func (m *mesh) tracedFaults() (map[tracedSports]int, map[tracedRemark]int) {
 		}), keepMost(remarks, maxTracedSeries, func(a, b tracedRemark) int {
 			return cmp.Or(cmp.Compare(a.flow, b.flow), cmp.Compare(a.address, b.address), cmp.Compare(a.spine, b.spine),
 				cmp.Compare(a.field, b.field), cmp.Compare(a.from, b.from), cmp.Compare(a.to, b.to),
-				cmp.Compare(a.before, b.before), cmp.Compare(a.at, b.at))
+				cmp.Compare(a.before, b.before), cmp.Compare(a.at, b.at), cmp.Compare(a.beforeTTL, b.beforeTTL), cmp.Compare(a.atTTL, b.atTTL))
 		})
 }
 

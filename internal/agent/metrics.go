@@ -222,8 +222,8 @@ func newTracedCollector(m *mesh) *tracedCollector {
 			"UDP source ports of the pair that lost probes (event lost) or saw them remarked (event remarked) in the current and the last round and whose automatic trace crossed the spine (at most 16 label sets, the most ports first).",
 			[]string{"flow", "peer", "address", "peer_tor", "spine", "event"}, nil),
 		remarks: prometheus.NewDesc(metricTracedRemarks,
-			"Remarked UDP source ports of the pair whose automatic trace saw field change from from_value to to_value between the hops before_address and at_address (\"\" when not known), through spine (at most 16 label sets, the most ports first).",
-			[]string{"flow", "peer", "address", "peer_tor", "spine", "field", "from_value", "to_value", "before_address", "at_address"}, nil),
+			"Remarked UDP source ports of the pair whose automatic trace saw field change from from_value to to_value between the hops before_address (TTL before_ttl; 0: this host) and at_address (TTL at_ttl; \"\" when not known), through spine (at most 16 label sets, the most ports first).",
+			[]string{"flow", "peer", "address", "peer_tor", "spine", "field", "from_value", "to_value", "before_address", "before_ttl", "at_address", "at_ttl"}, nil),
 	}
 }
 
@@ -239,7 +239,7 @@ func (c *tracedCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for k, n := range remarks {
 		ch <- prometheus.MustNewConstMetric(c.remarks, prometheus.GaugeValue, float64(n), k.flow, k.peer, k.address, k.peerToR, k.spine,
-			k.field, strconv.Itoa(k.from), strconv.Itoa(k.to), k.before, k.at)
+			k.field, strconv.Itoa(k.from), strconv.Itoa(k.to), k.before, strconv.Itoa(k.beforeTTL), k.at, strconv.Itoa(k.atTTL))
 	}
 }
 

@@ -364,7 +364,7 @@ func testAutomaticTrace(t *testing.T, c *clos) {
 			l := labelMap(m)
 			got += int(m.GetGauge().GetValue())
 			before := fmt.Sprintf("10.200.%s.%d", faulty[len(faulty)-1:], i)
-			if l["spine"] != faulty || l["field"] != "dscp" || l["from_value"] != "26" || l["to_value"] != "0" || l["before_address"] != before ||
+			if l["spine"] != faulty || l["field"] != "dscp" || l["from_value"] != "26" || l["to_value"] != "0" || l["before_address"] != before || l["before_ttl"] != "2" || l["at_ttl"] != "3" ||
 				!strings.HasPrefix(l["at_address"], "10.100.") {
 				t.Errorf("agent %d: %s %v: want dscp 26 → 0 between %s and the far leaf, through %s", i, metricTracedRemarks, l, before, faulty)
 			}
@@ -397,7 +397,7 @@ func testAutomaticTrace(t *testing.T, c *clos) {
 				t.Errorf("suspect %+v: want only remarking hops on %s's links", s, c.remark)
 			}
 			// The hop: after the spine's answer (10.200.<spine>.<ToR>).
-			if hop := "the traces saw dscp 26→0 between 10.200." + c.remark[len(c.remark)-1:] + "."; !strings.Contains(s.Evidence, hop) {
+			if hop := "traces saw dscp 26→0 between 10.200." + c.remark[len(c.remark)-1:] + "."; !strings.Contains(s.Evidence, hop) {
 				t.Errorf("suspect %+v: want its evidence to say %q…", s, hop)
 			}
 		}
