@@ -55,7 +55,9 @@ type LocalizeInput struct {
 	Pairs []PairObservation
 	Noisy []string
 	// ToRNICs is, when known, how many NICs each ToR has (the agents'
-	// and their peers' ToRs): a NIC of a ToR of 2 has one ToR-mate to
+	// and their peers' ToRs: AgentObservations counts them over the
+	// agents' pairs, ObservationsFromMetrics from
+	// roce_probe_topology_info): a NIC of a ToR of 2 has one ToR-mate to
 	// lose probes with, not the 2 the nic rule asks for otherwise. nil,
 	// or a ToR missing: not known (2 asked for).
 	ToRNICs map[string]int

@@ -151,7 +151,10 @@ func ReadPrometheusProbes(ctx context.Context, base string, hosts []Host, o Prom
 //     NIC)" and "(NICs of TOR)": they count for the matrix and for
 //     remarking between ToRs, never as loss (which the worst pairs name);
 //   - an agent whose roce_probe_probe_rate_scale is below 1 has its NICs
-//     marked noisy.
+//     marked noisy;
+//   - each ToR's NICs (LocalizeInput.ToRNICs, for the nic rule) are the
+//     agents' RoCE netdevs roce_probe_topology_info puts under it, or the
+//     NICs the pairs name under it when more (torNICs).
 //
 // Series of a host whose flows cannot be tied to a NIC (no flow source,
 // its GID entry not in roce_probe_gid_info) or without the address label
@@ -376,5 +379,60 @@ func ObservationsFromMetrics(m ProbeMetrics, hostLabel string) (LocalizeInput, m
 			noisy[n.addr] = true
 		}
 	}
-	return observationsOf(obs, noisy), notes
+	in := observationsOf(obs, noisy)
+	in.ToRNICs = torNICs(m.Topology, hostLabel, in.Pairs)
+	return in, notes
+}
+
+// torNICs counts each ToR's NICs for the nic rule (LocalizeInput.ToRNICs)
+// from the agents' series: the RoCE netdevs roce_probe_topology_info puts
+// under it (one per agent's NIC), or, when more, the NICs the pairs name
+// under it (the agents' own, every one of which probes, and the peers of
+// their lossy mate and worst pairs). A NIC without an agent that lost
+// nothing is in neither: such a ToR counts fewer NICs than it has.
+// O(series + pairs).
+func torNICs(topo []Sample, hostLabel string, pairs []PairObservation) map[string]int {
+	netdevs := map[string]map[[2]string]bool{}
+	for _, s := range topo {
+		h, sw := s.Labels[hostLabel], s.Labels["switch"]
+		if h == "" || sw == "" {
+			continue
+		}
+		if netdevs[sw] == nil {
+			netdevs[sw] = map[[2]string]bool{}
+		}
+		netdevs[sw][[2]string{h, s.Labels["netdev"]}] = true
+	}
+	named := map[string]map[string]bool{}
+	add := func(tor, nic string) {
+		if _, err := netip.ParseAddr(nic); err != nil || tor == "" {
+			return // "(mates of …)", "(NICs of …)"
+		}
+		if named[tor] == nil {
+			named[tor] = map[string]bool{}
+		}
+		named[tor][nic] = true
+	}
+	for _, o := range pairs {
+		add(o.SrcToR, o.Src)
+		add(o.DstToR, o.Dst)
+	}
+	var out map[string]int
+	for _, m := range []map[string]int{lenOf(netdevs), lenOf(named)} {
+		for t, n := range m {
+			if out == nil {
+				out = map[string]int{}
+			}
+			out[t] = max(out[t], n)
+		}
+	}
+	return out
+}
+
+func lenOf[V comparable](m map[string]map[V]bool) map[string]int {
+	out := make(map[string]int, len(m))
+	for k, v := range m {
+		out[k] = len(v)
+	}
+	return out
 }

@@ -52,6 +52,11 @@ func TestPrometheusSuspects(t *testing.T) {
 	if err != nil || !ok {
 		t.Fatalf("ok %v, %v", ok, err)
 	}
+	// Each ToR's NICs: 4 (testdata/README.md), from the agents'
+	// roce_probe_topology_info.
+	if want := map[string]int{"leaf-a": 4, "leaf-b": 4, "leaf-c": 4}; !reflect.DeepEqual(in.ToRNICs, want) {
+		t.Errorf("ToRNICs %v, want %v", in.ToRNICs, want)
+	}
 	got := Localize(in)
 	want := []Suspect{
 		{Kind: SuspectNIC, NIC: "10.0.1.2", ToR: "leaf-a", Pairs: 9,
@@ -111,6 +116,66 @@ func TestPrometheusSuspects(t *testing.T) {
 		if !strings.Contains(page, s) {
 			t.Errorf("the HTML report has no %s", s)
 		}
+	}
+}
+
+// A ToR of 2 NICs (the lab's leaf-spine): testdata/faults.prom without
+// a3 and a4 (their agents' series and every series naming their
+// addresses) leaves leaf-a with a1 and the dead a2. roce_probe_topology_info
+// says leaf-a has 2 NICs, so a2's one ToR-mate losing with it is all the
+// nic rule can ask for: a2 is named, with its 7 peers (a1, the 4 NICs of
+// other ToRs that probed it and the 2 more it probed), beside leaf-c's
+// mesh loss.
+func TestPrometheusSuspectsToROfTwo(t *testing.T) {
+	drop := func(prom string) string {
+		var keep []string
+		for _, l := range strings.Split(prom, "\n") {
+			gone := false
+			for _, x := range []string{`node="a3"`, `node="a4"`, `address="10.0.1.3"`, `address="10.0.1.4"`} {
+				gone = gone || strings.Contains(l, x)
+			}
+			if !gone {
+				keep = append(keep, l)
+			}
+		}
+		return strings.Join(keep, "\n")
+	}
+	srv, err := fabrictest.Prometheus([]fabrictest.Target{{Metrics: drop(readProm(t, "faults")), Before: drop(readProm(t, "faults-before"))}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	o := PrometheusOptions{HostLabel: "node"}
+	hosts, err := ReadPrometheus(context.Background(), srv.URL, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hosts) != 10 {
+		t.Fatalf("%d hosts, want 10", len(hosts))
+	}
+	in, ok, err := ReadPrometheusProbes(context.Background(), srv.URL, hosts, o)
+	if err != nil || !ok {
+		t.Fatalf("ok %v, %v", ok, err)
+	}
+	if want := map[string]int{"leaf-a": 2, "leaf-b": 4, "leaf-c": 4}; !reflect.DeepEqual(in.ToRNICs, want) {
+		t.Errorf("ToRNICs %v, want %v", in.ToRNICs, want)
+	}
+	got := names(Localize(in))
+	if want := "nic nic=10.0.1.2 tor=leaf-a spine=; tor nic= tor=leaf-c spine="; got != want {
+		t.Errorf("suspects %q, want %q", got, want)
+	}
+	for _, s := range Localize(in) {
+		if s.Kind == SuspectNIC && s.Pairs != 7 {
+			t.Errorf("%s: %d pairs, want 7 peers: %s", s.NIC, s.Pairs, s.Evidence)
+		}
+	}
+	// Without the ToR sizes (--prometheus before it read them) the rule
+	// asks for 2 lossy ToR-mates, a2 has 1: it is not named, and its
+	// losses with the other ToRs, untraced, pass for one of leaf-a's
+	// uplinks — the wrong suspect the sizes avoid.
+	in.ToRNICs = nil
+	if got := names(Localize(in)); got != "link nic= tor=leaf-a spine=; tor nic= tor=leaf-c spine=" {
+		t.Errorf("without ToRNICs: suspects %q", got)
 	}
 }
 
@@ -266,6 +331,9 @@ func TestPrometheusEqualsAgentsSuspects(t *testing.T) {
 	}
 	if a, p := cells(agentsIn), cells(in); !reflect.DeepEqual(a, p) {
 		t.Errorf("ToR × ToR (sent, lost)\nfrom /pairs:     %v\nfrom Prometheus: %v", a, p)
+	}
+	if want := map[string]int{"leaf-a": 4, "leaf-b": 4, "leaf-c": 4}; !reflect.DeepEqual(agentsIn.ToRNICs, want) || !reflect.DeepEqual(in.ToRNICs, want) {
+		t.Errorf("ToRNICs from /pairs %v, from Prometheus %v, want %v", agentsIn.ToRNICs, in.ToRNICs, want)
 	}
 	fromProm := Localize(in)
 	if len(notes) > 0 {
