@@ -463,6 +463,7 @@ func TestLabAgentLeafSpine(t *testing.T) {
 		return reflect.DeepEqual(got, wantSpine), fmt.Sprint(got)
 	})
 	phase("RoCEProbeSpineSuspect: " + saw)
+	phase(fmt.Sprintf("roce_probe_traced_sports now: %v", byKey(p.query(t, `sum by (node, spine, event) (roce_probe_traced_sports)`), "node", "spine", "event")))
 	lsSuspectAlerts(t, p, "spine1→leaf2 dropping", wantSpine, nil, nil)
 	for k, v := range mateLost() { // a series not scraped before: 0 then
 		if v != lostBefore[k] {
