@@ -402,13 +402,9 @@ func tracedRemarks(pairs []PairObservation) (sus []Suspect, located map[int]bool
 				best = r
 			}
 		}
-		probers := t.probers
-		if len(probers) > 4 {
-			probers = append(probers[:4:4], fmt.Sprintf("%d more", len(t.probers)-4))
-		}
 		sus = append(sus, Suspect{Kind: SuspectRemark, NIC: h.nic, ToR: h.tor, Spine: h.spine, Pairs: len(t.pairs),
 			Evidence: fmt.Sprintf("the agents' traces saw %s (%d of %d source ports, probed from %s): the marking changed after %s and before %s, in one of them or on the link between",
-				best, t.remark[best], t.ports, strings.Join(probers, ", "), h.before, h.at)})
+				best, t.remark[best], t.ports, NameList(t.probers, 4), h.before, h.at)})
 	}
 	return sus, located
 }
@@ -830,12 +826,8 @@ func pairSpines(ports []tracedPort, pairs []PairObservation) []Suspect {
 		}
 		s.tors = append(s.tors, k.a, k.b)
 		s.pairs += len(t.pairs[top])
-		probers := t.probers[top]
-		if len(probers) > 4 {
-			probers = append(probers[:4:4], fmt.Sprintf("%d more", len(t.probers[top])-4))
-		}
 		s.ev = append(s.ev, fmt.Sprintf("probes between %s and %s were lost on %d source ports the agents' traces followed through %s (probed from %s), on %d through any other spine",
-			k.a, k.b, n, top, strings.Join(probers, ", "), second))
+			k.a, k.b, n, top, NameList(t.probers[top], 4), second))
 	}
 	var out []Suspect
 	for _, sp := range sortedKeys(bySpine) {

@@ -38,6 +38,20 @@ func labIn(t *testing.T, pairs map[string]string) LocalizeInput {
 	return AgentObservations(hosts, ap)
 }
 
+// recorded reads the lab agents' /pairs of a phase from dir.
+func recorded(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, h := range []string{"h5", "h6", "h7", "h8"} {
+		b, err := os.ReadFile(dir + "/" + h + ".pairs.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[h] = string(b)
+	}
+	return out
+}
+
 // labPairs writes an agent's /pairs (docs/json.md, "agent_pairs") of the
 // lab leaf-spine: its ToR and address, and one v4 pair per peer as
 // "peer probes lost" with its faulty ports "sport lost spine" ("-": not
@@ -84,12 +98,20 @@ func TestLocalizeLabLeafSpine(t *testing.T) {
 		want  string
 		ev    []string
 	}{
-		// testdata/leafspine-lab as recorded: 4 of h5→h7's remarked
-		// ports traced, each "dscp 26→0 between hop 2 (10.31.11.2,
-		// spine1 by trace.routers) and hop 3 (10.31.21.1)"; 2 more not
-		// traced.
+		// testdata/leafspine-lab as recorded: a leaf1 → leaf2 pair's
+		// remarked ports traced, each "dscp 26→0 between hop 2
+		// (10.31.11.2, spine1 by trace.routers) and hop 3 (10.31.21.1,
+		// leaf2)".
 		{"remark stage (recorded)", nil, "remark nic= tor=leaf2 spine=spine1",
-			[]string{"dscp 26→0 between 10.31.11.2 and 10.31.21.1 (4 of 4 source ports, probed from 10.30.5.2 under leaf1)", "after spine1 and before leaf2"}},
+			[]string{"dscp 26→0 between 10.31.11.2 and 10.31.21.1 (", "under leaf1): the marking changed after spine1 and before leaf2"}},
+		// testdata/leafspine-lab-loss as recorded: the agents' /pairs
+		// just before fabric --agents named spine1. h5 → h8 lost 10 of
+		// 19 probes on 8 ports, 2 of them traced through spine1; h6 → h7
+		// 5 on 5 ports and h8 → h5 1, none traced; h7 → h5 5 (replies
+		// lost), 1 traced through spine1: 3 through spine1, 0 through
+		// spine2.
+		{"loss stage (recorded)", recorded(t, "testdata/leafspine-lab-loss"), "spine nic= tor= spine=spine1",
+			[]string{"spine1, or its links to leaf1/leaf2", "lost on 3 source ports the agents' traces followed through spine1 (probed from 10.30.5.2 under leaf1, 10.30.7.2 under leaf2), on 0 through any other spine"}},
 		// The loss stage as the run of 2026-11-27 15:34 UTC (the fixture's) logged it 41.5 s in: h5
 		// and h6 each lost to h8, h8 to h6 (a reply through spine1), and
 		// two of h6's lost ports to h8 traced through spine1 (the untraced

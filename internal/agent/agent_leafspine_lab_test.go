@@ -163,6 +163,21 @@ func lsSuspectAlerts(t *testing.T, p *prom, what string, spines, hops, nics []st
 	}
 }
 
+// lsSavePairs writes each agent's /pairs to dir (hN.pairs.json): a
+// phase's pair detail, for fabric's unit tests (fabric/testdata/README.md).
+// Each call overwrites the last.
+func lsSavePairs(t *testing.T, a *lsAgents, dir string) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range a.hosts {
+		if err := os.WriteFile(filepath.Join(dir, h.Name+".pairs.json"), a.get(t, h.Name, "/pairs"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 func deref(s *string) string {
 	if s == nil {
 		return "-"
@@ -218,23 +233,23 @@ func lsFabric(t *testing.T, args ...string) (int, []string, fabricReport) {
 // ports traced through spine1, the remarked ones changed right after it,
 // the loss and remarking only on the pairs whose path crosses the faulty
 // port, the alerts for exactly those probers and ToRs, and no suspect
-// that names anything but the fault; fabric --agents names h7's NIC (its
-// ToR has 2 NICs: one ToR-mate losing probes with it is all the nic rule
-// can ask for). The suspect alerts name spine1 (RoCEProbeSpineSuspect),
-// the hop after spine1 (RoCEProbeRemarkingHop) and h7
-// (RoCEProbeNICSuspect), each in its phase, and nothing else (a fault's
-// alert may stay in the 5-minute window of the phases after it).
+// that names anything but the fault. fabric --agents names spine1 for the
+// lossy port (from one pair of ToRs: spine1 or its links to leaf1 and
+// leaf2, docs/fabric.md "Localising a fault"), the hop between spine1 and
+// leaf2 for the remarking one (the traces saw it), and h7's NIC (its ToR
+// has 2 NICs: one ToR-mate losing probes with it is all the nic rule can
+// ask for); fabric --prometheus names h7's NIC (its ToR sizes from
+// roce_probe_topology_info). The suspect alerts name spine1
+// (RoCEProbeSpineSuspect), the hop after spine1 (RoCEProbeRemarkingHop)
+// and h7 (RoCEProbeNICSuspect), each in its phase, and nothing else (a
+// fault's alert may stay in the 5-minute window of the phases after it).
 //
 // What is not asserted, because the code cannot do it on this fabric (2
 // ToRs of 2 NICs each; docs/lab.md, "Agents and Prometheus on the
-// leaf-spine"): that fabric.Localize names spine1 or the remarking hop
-// (its link, spine and remark rules need lost or remarked source ports
-// from at least 2 other ToRs; the traces are what they count); that
-// fabric --prometheus names h7 (it applies the same rules to the agents'
-// series, docs/fabric.md, "Suspects in roce-probe fabric --prometheus",
-// but reads no ToR sizes: its nic rule asks for 2 lossy ToR-mates); the
-// shipped RoCEProbeToRSuspect (agents under 2 other ToRs). The test logs
-// what each names.
+// leaf-spine"): that fabric --prometheus names spine1 or the remarking
+// hop (it reads the agents' traced ports as they are at the moment,
+// which a scrape may not hold yet); the shipped RoCEProbeToRSuspect
+// (agents under 2 other ToRs). The test logs what each names.
 //
 // In the remarking phase it also writes each agent's /snapshot and /pairs
 // to the lab's artifacts (leafspine-lab/): the makings of an HTML report
@@ -428,13 +443,28 @@ func TestLabAgentLeafSpine(t *testing.T) {
 			t.Errorf("spine1→leaf2 dropping: traced port %s: want it lost, through %s %v", tp, lab.Spine1, spineAddr)
 		}
 	}
-	code, sus, _ = lsFabric(t, "--agents", strings.Join(ag.urls(), ","))
-	for _, s := range sus {
-		if f := strings.Fields(s); !(f[0] == "spine" && f[3] == lab.Spine1) && !(f[0] == "link" && f[2] == lab.Leaf2 && (f[3] == lab.Spine1 || f[3] == "-")) {
-			t.Errorf("spine1→leaf2 dropping: fabric --agents names %q, a false suspect", s)
+	// fabric --agents names spine1 (with its links to leaf1 and leaf2:
+	// from one pair of ToRs they cannot be told apart) and nothing else,
+	// once 3 lost ports are traced through it (the rule's least).
+	wantSpine := []string{"spine - - " + lab.Spine1}
+	lossDir := filepath.Join(lab.ArtifactDir(t), "leafspine-lab-loss")
+	saw = wait(t, "fabric --agents names spine1", func() (bool, string) {
+		// The agents' /pairs of this moment (the faulty ports of their
+		// current and last rounds), for fabric's unit tests.
+		lsSavePairs(t, ag, lossDir)
+		code, sus, rep := lsFabric(t, "--agents", strings.Join(ag.urls(), ","))
+		for _, s := range sus {
+			if s != wantSpine[0] {
+				t.Fatalf("spine1→leaf2 dropping: fabric --agents names %q, a false suspect (all: %v)", s, sus)
+			}
 		}
-	}
-	phase(fmt.Sprintf("fabric --agents: exit %d, suspects %v", code, sus))
+		ev := ""
+		for _, x := range rep.list("suspects") {
+			ev, _ = x["evidence"].(string)
+		}
+		return reflect.DeepEqual(sus, wantSpine) && code == 1, fmt.Sprintf("exit %d, suspects %v: %s", code, sus, ev)
+	})
+	phase("fabric --agents: " + saw + "; its /pairs in " + lossDir)
 	wantToRLoss := []string{"instance=" + targets["h5"] + " peer_tor=leaf2 scope=inter_tor", "instance=" + targets["h6"] + " peer_tor=leaf2 scope=inter_tor"}
 	saw = wait(t, "RoCEProbeToRLoss for h5's and h6's probes to leaf2", func() (bool, string) {
 		got := alertKeys(p.alerts(t, "RoCEProbeToRLoss"), "", "instance", "peer_tor", "scope")
@@ -457,14 +487,14 @@ func TestLabAgentLeafSpine(t *testing.T) {
 	}
 	// RoCEProbeSpineSuspect names spine1 (the agents' traces of the lost
 	// ports), and nothing else.
-	wantSpine := []string{"spine=" + lab.Spine1}
+	wantSpineAlert := []string{"spine=" + lab.Spine1}
 	saw = wait(t, "RoCEProbeSpineSuspect names spine1", func() (bool, string) {
 		got := alertKeys(p.alerts(t, "RoCEProbeSpineSuspect"), "", "spine")
-		return reflect.DeepEqual(got, wantSpine), fmt.Sprint(got)
+		return reflect.DeepEqual(got, wantSpineAlert), fmt.Sprint(got)
 	})
 	phase("RoCEProbeSpineSuspect: " + saw)
 	phase(fmt.Sprintf("roce_probe_traced_sports now: %v", byKey(p.query(t, `sum by (node, spine, event) (roce_probe_traced_sports)`), "node", "spine", "event")))
-	lsSuspectAlerts(t, p, "spine1→leaf2 dropping", wantSpine, nil, nil)
+	lsSuspectAlerts(t, p, "spine1→leaf2 dropping", wantSpineAlert, nil, nil)
 	for k, v := range mateLost() { // a series not scraped before: 0 then
 		if v != lostBefore[k] {
 			t.Errorf("spine1→leaf2 dropping: %s lost %v probes more (RoCEProbePeerLoss's series), ToR-mates never cross a spine", k, v-lostBefore[k])
@@ -569,12 +599,19 @@ func TestLabAgentLeafSpine(t *testing.T) {
 		return true, fmt.Sprintf("%d pairs", n)
 	})
 	phase("fixture written: " + saw)
-	code, sus, rep := lsFabric(t, "--agents", strings.Join(ag.urls(), ","))
-	for _, s := range sus {
-		if f := strings.Fields(s); !(f[0] == "remark" && f[2] == lab.Leaf2 && (f[3] == lab.Spine1 || f[3] == "-")) {
-			t.Errorf("spine1→leaf2 remarking: fabric --agents names %q, a false suspect", s)
+	// fabric --agents names the hop the traces saw remark, between
+	// spine1 and leaf2, and nothing else.
+	wantRemarkHop := []string{"remark - " + lab.Leaf2 + " " + lab.Spine1}
+	var rep fabricReport
+	saw = wait(t, "fabric --agents names the remarking hop spine1 – leaf2", func() (bool, string) {
+		code, sus, rep = lsFabric(t, "--agents", strings.Join(ag.urls(), ","))
+		for _, s := range sus {
+			if s != wantRemarkHop[0] {
+				t.Fatalf("spine1→leaf2 remarking: fabric --agents names %q, a false suspect (all: %v)", s, sus)
+			}
 		}
-	}
+		return reflect.DeepEqual(sus, wantRemarkHop) && code == 1, fmt.Sprintf("exit %d, suspects %v", code, sus)
+	})
 	_, flines := rep.findings(map[string]bool{"gid_index": true})
 	wantFinding := fmt.Sprintf("gid_index fd32::/64 ipv6 RoCE v2 | %d: h5/rxe5/1/%[2]s h6/rxe6/1/%[2]s h7/rxe7/1/%[2]s | %d: h8/rxe8/1/%[2]s",
 		sharedIdx["h5"], lab.HostNIC+".32", sharedIdx["h8"])
@@ -606,7 +643,7 @@ func TestLabAgentLeafSpine(t *testing.T) {
 	})
 	phase("RoCEProbeRemarkingHop: " + saw)
 	// spine1's loss a minute ago may still be in the 5-minute window.
-	lsSuspectAlerts(t, p, "spine1→leaf2 remarking", wantSpine, wantHop, nil)
+	lsSuspectAlerts(t, p, "spine1→leaf2 remarking", wantSpineAlert, wantHop, nil)
 
 	// 3. h7's NIC dead to RoCE: leaf2's port toward it drops RoCE.
 	ls.Reset()
@@ -678,14 +715,19 @@ func TestLabAgentLeafSpine(t *testing.T) {
 		return reflect.DeepEqual(got, wantNICAlert), fmt.Sprint(got)
 	})
 	phase("RoCEProbeNICSuspect: " + saw)
-	lsSuspectAlerts(t, p, "h7's NIC dead", wantSpine, wantHop, wantNICAlert)
-	code, sus, _ = lsFabric(t, "--prometheus", p.base, "--host-label", "node")
-	for _, s := range sus {
-		if s != wantNIC[0] {
-			t.Errorf("h7's NIC dead: fabric --prometheus names %q, a false suspect", s)
+	lsSuspectAlerts(t, p, "h7's NIC dead", wantSpineAlert, wantHop, wantNICAlert)
+	// fabric --prometheus names h7's NIC too (its ToR's 2 NICs from
+	// roce_probe_topology_info), and nothing else.
+	saw = wait(t, "fabric --prometheus names h7's NIC", func() (bool, string) {
+		code, sus, _ = lsFabric(t, "--prometheus", p.base, "--host-label", "node")
+		for _, s := range sus {
+			if s != wantNIC[0] {
+				t.Fatalf("h7's NIC dead: fabric --prometheus names %q, a false suspect (all: %v)", s, sus)
+			}
 		}
-	}
-	phase(fmt.Sprintf("fabric --prometheus: exit %d, suspects %v", code, sus))
+		return reflect.DeepEqual(sus, wantNIC) && code == 1, fmt.Sprintf("exit %d, suspects %v", code, sus)
+	})
+	phase("fabric --prometheus: " + saw)
 	// The worst pairs name h7 from the agents of both leaves: the
 	// evidence for its NIC, which no shipped rule reads yet.
 	worst := byKey(p.query(t, `roce_probe_worst_pair_loss_ratio > 0`), "instance", "peer")

@@ -27,7 +27,8 @@
 # kernels OUT/multihost.status says why the fabric and leaf-spine tests did
 # not run. With RUNDIR/run-regexp (scripts/lab.sh test -run RE) every phase
 # uses -test.run RE, each leaving out the other phases' tests. OUT/release is
-# the kernel release; OUT/done marks a finished run.
+# the kernel release; OUT/memory.log the guest's memory every 5 s; OUT/done
+# marks a finished run.
 set -u
 run=$1
 mode=${2:-test}
@@ -109,6 +110,16 @@ if [ "$dry" = 1 ]; then
   exit 0
 fi
 uname -r > "$out/release"
+# OUT/memory.log: the guest's memory every 5 s ("UPTIME MemAvailable: KB
+# MemFree: KB Shmem: KB"), for a run the VM did not finish (labreport).
+(
+  while :; do
+    echo "$(cut -d' ' -f1 /proc/uptime) $(awk '/^(MemAvailable|MemFree|Shmem):/ {printf "%s %s ", $1, $2}' /proc/meminfo)"
+    sleep 5
+  done
+) > "$out/memory.log" 2>/dev/null &
+memlog=$!
+trap 'kill $memlog 2>/dev/null' EXIT
 
 t0=$(date +%s.%N)
 if ! "$rp" lab up > "$out/fabric.log" 2>&1; then

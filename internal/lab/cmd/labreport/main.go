@@ -144,10 +144,20 @@ func reportKernel(w io.Writer, details *strings.Builder, plan []planEntry, out, 
 	if kname != "" {
 		tag = " [" + kname + "]"
 	}
-	if _, err := os.Stat(filepath.Join(out, "done")); err != nil {
-		fmt.Fprintf(w, "FAIL the lab run on this kernel did not finish (see %s)\n", filepath.Join(out, "console.log"))
+	if panic, first, ok := strings.Cut(strings.TrimSpace(readString(filepath.Join(out, "crashed-before"))), "\t"); ok {
+		// scripts/lab.sh booted this kernel twice: the first run's guest
+		// kernel crashed. Said first, so a rerun is never silent.
+		fmt.Fprintf(w, "     NOTE the first VM run on this kernel crashed (%s; its results: %s); these are the second run's\n", panic, first)
+	}
+	finished := fileExists(filepath.Join(out, "done"))
+	if !finished {
+		// The VM stopped (a kernel panic, qemu killed, the VM timeout)
+		// before guest.sh marked the run done: report the units that ran,
+		// the one that was running (its tests that never ended say DID NOT
+		// FINISH) and what the console and the memory log last said.
+		defer func() { stopped(w, out) }()
+		ok = false
 		c.failed++
-		return c, false
 	}
 	if rc := strings.TrimSpace(readString(filepath.Join(out, "fabric.rc"))); rc != "" && rc != "0" {
 		fmt.Fprintf(w, "FAIL building the lab failed:\n%s\n", readString(filepath.Join(out, "fabric.log")))
@@ -167,6 +177,9 @@ func reportKernel(w io.Writer, details *strings.Builder, plan []planEntry, out, 
 			if !fileExists(filepath.Join(out, u.file+".rc")) && u.file == p.name && fabricOnly(out, p.name) {
 				continue
 			}
+			if !finished && !fileExists(filepath.Join(out, u.file+".out")) && !fileExists(filepath.Join(out, u.file+".rc")) {
+				continue // never started: the VM stopped before
+			}
 			uc, uok := reportUnit(w, details, out, u, tag)
 			c.add(uc)
 			ok = ok && uok
@@ -176,6 +189,58 @@ func reportKernel(w io.Writer, details *strings.Builder, plan []planEntry, out, 
 		fmt.Fprintf(w, "     fabric and leaf-spine tests not run on this kernel: %s\n", fabric)
 	}
 	return c, ok
+}
+
+// stopped explains a kernel's run that did not finish: the unit that was
+// running (the last "lab: running" line of the console), how long the VM
+// ran, the lowest memory the guest had left (memory.log, written by
+// scripts/lab/guest.sh every 5 s) and the last lines of the console, where
+// a kernel panic or the OOM killer shows.
+func stopped(w io.Writer, out string) {
+	console := readString(filepath.Join(out, "console.log"))
+	during := "before the first test binary"
+	for _, l := range strings.Split(console, "\n") {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(l), "lab: running "); ok {
+			during = "during " + rest
+		}
+	}
+	msg := "FAIL the lab run on this kernel did not finish: the VM stopped " + during
+	if s := strings.TrimSpace(readString(filepath.Join(out, "vm-seconds"))); s != "" {
+		msg += " after " + s + " s"
+	}
+	if m := lowestMemory(readString(filepath.Join(out, "memory.log"))); m != "" {
+		msg += "; " + m
+	}
+	fmt.Fprintf(w, "%s; the last lines of %s:\n", msg, filepath.Join(out, "console.log"))
+	tail := strings.TrimRight(lastLines(console, 40), "\n")
+	if tail == "" {
+		tail = "(empty)"
+	}
+	for _, l := range strings.Split(tail, "\n") {
+		fmt.Fprintf(w, "     | %s\n", strings.TrimRight(l, "\r"))
+	}
+}
+
+// lowestMemory reads memory.log lines "UPTIME MemAvailable: KB ..." and
+// says when the guest had the least memory available.
+func lowestMemory(log string) string {
+	low, at := -1, ""
+	for _, l := range strings.Split(log, "\n") {
+		f := strings.Fields(l)
+		for i := 1; i+1 < len(f); i++ {
+			if f[i] != "MemAvailable:" {
+				continue
+			}
+			var kb int
+			if _, err := fmt.Sscan(f[i+1], &kb); err == nil && (low < 0 || kb < low) {
+				low, at = kb, f[0]
+			}
+		}
+	}
+	if low < 0 {
+		return ""
+	}
+	return fmt.Sprintf("the guest's lowest MemAvailable was %d MiB (%s s after boot)", low/1024, at)
 }
 
 // fabricOnly reports whether a package has only fabric or leaf-spine
@@ -188,6 +253,9 @@ func reportUnit(w io.Writer, details *strings.Builder, out string, u unit, tag s
 	var c counts
 	rc := strings.TrimSpace(readString(filepath.Join(out, u.file+".rc")))
 	secs := strings.TrimSpace(readString(filepath.Join(out, u.file+".seconds")))
+	if secs == "" {
+		secs = "?" // still running when the VM stopped
+	}
 	evs, err := readEvents(filepath.Join(out, u.file+".json"))
 	if err != nil && rc == "" {
 		fmt.Fprintf(w, "FAIL %s: did not run (%v)\n", u.label, err)

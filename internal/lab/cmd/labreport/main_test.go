@@ -142,6 +142,65 @@ func TestReportKernelDidNotFinish(t *testing.T) {
 	}
 }
 
+// A VM that stopped in the middle (here the console of a kernel that
+// panicked while package b's TestA ran): the report shows a's results,
+// b's test that never ended, where the run stopped, the guest's lowest
+// memory and the console's last lines — CI shows only this report.
+func TestReportKernelStopped(t *testing.T) {
+	run := t.TempDir()
+	os.WriteFile(filepath.Join(run, "plan"), []byte("a\t/src/a\texample.com/a\tTestA\t\nb\t/src/b\texample.com/b\tTestA\t\nc\t/src/c\texample.com/c\tTestA\t\n"), 0o644)
+	out := filepath.Join(run, "out-7")
+	os.MkdirAll(out, 0o755)
+	os.WriteFile(filepath.Join(run, "kernels"), []byte("7\t"+out+"\n"), 0o644)
+	os.WriteFile(filepath.Join(out, "release"), []byte("7.3.4+deb13-amd64\n"), 0o644)
+	os.WriteFile(filepath.Join(out, "a.json"), []byte(passJSON), 0o644)
+	os.WriteFile(filepath.Join(out, "a.rc"), []byte("0\n"), 0o644)
+	os.WriteFile(filepath.Join(out, "a.seconds"), []byte("3.0\n"), 0o644)
+	os.WriteFile(filepath.Join(out, "b.out"), []byte("=== RUN   TestA\n"), 0o644)
+	os.WriteFile(filepath.Join(out, "b.json"), []byte(`{"Action":"run","Test":"TestA"}
+{"Action":"output","Test":"TestA","Output":"=== RUN   TestA\n"}
+{"Action":"output","Test":"TestA","Output":"    b_test.go:9: step 1\n"}
+`), 0o644)
+	os.WriteFile(filepath.Join(out, "vm-seconds"), []byte("212.5\n"), 0o644)
+	os.WriteFile(filepath.Join(out, "memory.log"), []byte("9.10 MemFree: 1700000 MemAvailable: 1800000 Shmem: 1000 \n"+
+		"120.40 MemFree: 20000 MemAvailable: 35840 Shmem: 900000 \n130.00 MemFree: 90000 MemAvailable: 100000 Shmem: 900000 \n"), 0o644)
+	os.WriteFile(filepath.Join(out, "console.log"), []byte("lab-init: up 8.8s after boot\nlab: running example.com/a\nlab: running example.com/b\n"+
+		"[  130.1] Kernel panic - not syncing: Out of memory and no killable processes...\n"), 0o644)
+	var w strings.Builder
+	ok, err := report(&w, run)
+	got := w.String()
+	if err != nil || ok {
+		t.Fatalf("ok %v, err %v:\n%s", ok, err, got)
+	}
+	for _, want := range []string{
+		"ok   example.com/a",
+		"FAIL example.com/b",
+		"--- DID NOT FINISH [7.3.4+deb13-amd64] example.com/b TestA\n=== RUN   TestA\n    b_test.go:9: step 1\n",
+		"did not finish: the VM stopped during example.com/b after 212.5 s; the guest's lowest MemAvailable was 35 MiB (120.40 s after boot); the last lines of " + filepath.Join(out, "console.log") + ":\n",
+		"     | [  130.1] Kernel panic - not syncing: Out of memory and no killable processes...\n",
+		"lab: 7.3.4+deb13-amd64: 1 passed, 2 failed, 0 skipped",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the report lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "example.com/c") {
+		t.Errorf("c never started (the VM stopped before it) but the report names it:\n%s", got)
+	}
+}
+
+// A kernel booted twice because its first run crashed says so.
+func TestReportKernelCrashedBefore(t *testing.T) {
+	run := writeRun(t, map[string]struct{ json, rc string }{"a": {passJSON, "0"}})
+	os.WriteFile(filepath.Join(run, "out-6.1", "crashed-before"), []byte("Kernel panic - not syncing: Fatal exception in interrupt\t/r/out-6.1.crashed\n"), 0o644)
+	var b strings.Builder
+	ok, _ := report(&b, run)
+	want := "NOTE the first VM run on this kernel crashed (Kernel panic - not syncing: Fatal exception in interrupt; its results: /r/out-6.1.crashed); these are the second run's"
+	if !ok || !strings.Contains(b.String(), want) {
+		t.Errorf("ok %v, want %q in:\n%s", ok, want, b.String())
+	}
+}
+
 // The plan as scripts/lab.sh writes it (scripts/lab/plan.sh's plan_add)
 // and as scripts/lab/guest.sh reads it (its plan mode prints what its test
 // mode would run): a package with fabric tests only has no single-host
