@@ -26,6 +26,8 @@ const (
 	MetricFlowSource       = "roce_probe_flow_source_info"
 	MetricTopologyInfo     = "roce_probe_topology_info"
 	MetricProbeScale       = "roce_probe_probe_rate_scale"
+	MetricTracedSports     = "roce_probe_traced_sports"
+	MetricTracedRemarks    = "roce_probe_traced_remarks"
 )
 
 // DefaultWindow is the window the Prometheus source counts probes over
@@ -55,6 +57,10 @@ type ProbeMetrics struct {
 	// roce_probe_worst_pair_lost_probes of the pairs not under the
 	// agent's ToR, as they are now.
 	WorstLoss, WorstLost []Sample
+	// TracedSports and TracedRemarks: roce_probe_traced_sports and
+	// roce_probe_traced_remarks, the faulty UDP source ports the agents'
+	// automatic traces followed, as they are now.
+	TracedSports, TracedRemarks []Sample
 }
 
 // ProbeQueries are the PromQL queries of ProbeMetrics' fields, by field
@@ -75,6 +81,8 @@ func ProbeQueries(hostLabel string, w time.Duration) map[string]string {
 		"ToRRemarked":   "increase(" + MetricToRMarkingEvents + dscp + r + ") > 0",
 		"WorstLoss":     MetricWorstPairLoss + `{scope!="tor"}`,
 		"WorstLost":     MetricWorstPairLost + `{scope!="tor"}`,
+		"TracedSports":  MetricTracedSports,
+		"TracedRemarks": MetricTracedRemarks,
 	}
 }
 
@@ -105,7 +113,8 @@ func ReadPrometheusProbes(ctx context.Context, base string, hosts []Host, o Prom
 		to   *[]Sample
 	}{{"GIDInfo", &m.GIDInfo}, {"FlowSource", &m.FlowSource}, {"Topology", &m.Topology}, {"Scale", &m.Scale},
 		{"MateLost", &m.MateLost}, {"MateLossySent", &m.MateLossySent}, {"MateSent", &m.MateSent}, {"MateRemarked", &m.MateRemarked},
-		{"ToRSent", &m.ToRSent}, {"ToRRemarked", &m.ToRRemarked}, {"WorstLoss", &m.WorstLoss}, {"WorstLost", &m.WorstLost}} {
+		{"ToRSent", &m.ToRSent}, {"ToRRemarked", &m.ToRRemarked}, {"WorstLoss", &m.WorstLoss}, {"WorstLost", &m.WorstLost},
+		{"TracedSports", &m.TracedSports}, {"TracedRemarks", &m.TracedRemarks}} {
 		s, err := Query(ctx, base, q[f.name], o)
 		if err != nil && f.name == "ToRSent" && errors.Is(err, bound.ErrTooLarge) {
 			// Only the matrix's healthy inter-ToR cells need it: go on
@@ -143,9 +152,13 @@ func ReadPrometheusProbes(ctx context.Context, base string, hosts []Host, o Prom
 //     (roce_probe_worst_pair_lost_probes and _loss_ratio, scope not tor:
 //     the pairs that lost over its current and last round), its ToR the
 //     series' peer_tor;
+//   - a pair's faulty UDP source ports that the agent's automatic traces
+//     followed (roce_probe_traced_sports, roce_probe_traced_remarks, as
+//     they are now) are its SportObservations with their spine and the
+//     remark the trace saw, as /pairs' sport_faults give them (tracedPorts);
 //   - the probes sent to ToR-mates (per agent and flow) and to the NICs
 //     of each other ToR (per peer ToR), and the probes of those that
-//     arrived remarked, are pairs of the agent's NIC with "(mates of
+//     arrived remarked (less the traced pairs' remarked ports), are pairs of the agent's NIC with "(mates of
 //     NIC)" and "(NICs of TOR)": they count for the matrix and for
 //     remarking between ToRs, never as loss (which the worst pairs name);
 //   - an agent whose roce_probe_probe_rate_scale is below 1 has its NICs
@@ -198,7 +211,6 @@ func ObservationsFromMetrics(m ProbeMetrics, hostLabel string) (LocalizeInput, m
 	}
 	// Each agent's flows' NICs.
 	type flowKey struct{ host, flow string }
-	type nicOf struct{ addr, tor string }
 	nics := map[flowKey]nicOf{}
 	for _, s := range m.FlowSource {
 		l := s.Labels
@@ -350,6 +362,7 @@ func ObservationsFromMetrics(m ProbeMetrics, hostLabel string) (LocalizeInput, m
 			namedSent[[3]string{s.Labels[hostLabel], s.Labels["flow"], s.Labels["peer_tor"]}] += sent
 		}
 	}
+	namedRemarked := tracedPorts(m, hostLabel, prober, peerAddr, pair, count)
 	group := func(n nicOf, t string) *PairObservation {
 		name := "(NICs of " + t + ")"
 		if t == "" {
@@ -359,7 +372,11 @@ func ObservationsFromMetrics(m ProbeMetrics, hostLabel string) (LocalizeInput, m
 	}
 	for _, s := range m.ToRRemarked {
 		if n, ok := prober(s); ok {
-			group(n, s.Labels["peer_tor"]).Remarked += count(s.Value)
+			k := [3]string{s.Labels[hostLabel], s.Labels["flow"], s.Labels["peer_tor"]}
+			v := count(s.Value)
+			named := min(v, namedRemarked[k])
+			namedRemarked[k] -= named // the traced pairs' remarked ports: theirs
+			group(n, s.Labels["peer_tor"]).Remarked += v - named
 		}
 	}
 	for _, s := range m.ToRSent {
@@ -433,4 +450,93 @@ func lenOf[V comparable](m map[string]map[V]bool) map[string]int {
 		out[k] = len(v)
 	}
 	return out
+}
+
+// nicOf is an agent's flow's NIC: its address and ToR ("" when not
+// known).
+type nicOf struct{ addr, tor string }
+
+// tracedPorts adds to the pairs their faulty UDP source ports that the
+// agents' automatic traces followed, as /pairs' sport_faults give them to
+// AgentObservations: roce_probe_traced_remarks' ports with the change
+// their trace saw (field, values, hops), roce_probe_traced_sports' lost
+// ports and the remarked ones no change describes, with their spine. A
+// port's number is not in the series (0), and each counts one probe: a
+// pair's lost (remarked) probes are at least its lost (remarked) ports.
+// It returns the remarked ports it gave the pairs, by (host, flow, peer
+// ToR), which their ToR's group then does not count again.
+func tracedPorts(m ProbeMetrics, hostLabel string, prober func(Sample) (nicOf, bool), peerAddr func(Sample) (string, bool),
+	pair func(src, dst, srcToR, dstToR string) *PairObservation, count func(float64) uint64) map[[3]string]uint64 {
+	type portKey struct{ host, flow, addr, spine string }
+	described := map[portKey]uint64{} // remarked ports with their change
+	named := map[[3]string]uint64{}
+	tied := func(s Sample) (*PairObservation, uint64, bool) {
+		n, ok := prober(s)
+		if !ok {
+			return nil, 0, false
+		}
+		dst, ok := peerAddr(s)
+		ports := count(s.Value)
+		if !ok || ports == 0 {
+			return nil, 0, false
+		}
+		return pair(n.addr, dst, n.tor, s.Labels["peer_tor"]), ports, true
+	}
+	remarked := func(o *PairObservation, s Sample, ports uint64, so SportObservation) {
+		for range ports {
+			o.Sports = append(o.Sports, so)
+		}
+		var n uint64
+		for _, sp := range o.Sports {
+			n += sp.Remarked
+		}
+		if n > o.Remarked {
+			named[[3]string{s.Labels[hostLabel], s.Labels["flow"], s.Labels["peer_tor"]}] += n - o.Remarked
+			o.Remarked = n
+		}
+	}
+	for _, s := range m.TracedRemarks {
+		o, ports, ok := tied(s)
+		if !ok {
+			continue
+		}
+		l := s.Labels
+		from, _ := strconv.Atoi(l["from_value"])
+		to, _ := strconv.Atoi(l["to_value"])
+		bt, _ := strconv.Atoi(l["before_ttl"])
+		at, _ := strconv.Atoi(l["at_ttl"])
+		c := PairChange{Field: l["field"], From: from, To: to, BeforeTTL: bt, AtTTL: at}
+		if a := l["before_address"]; a != "" {
+			c.BeforeAddress = &a
+		}
+		if a := l["at_address"]; a != "" {
+			c.AtAddress = &a
+		}
+		remarked(o, s, ports, SportObservation{Remarked: 1, Spine: l["spine"], Remark: c.text(), RemarkBeforeTTL: bt, RemarkAtTTL: at})
+		described[portKey{l[hostLabel], l["flow"], l["address"], l["spine"]}] += ports
+	}
+	for _, s := range m.TracedSports {
+		o, ports, ok := tied(s)
+		if !ok {
+			continue
+		}
+		l := s.Labels
+		switch l["event"] {
+		case "lost":
+			for range ports {
+				o.Sports = append(o.Sports, SportObservation{Lost: 1, Spine: l["spine"]})
+			}
+			var n uint64
+			for _, sp := range o.Sports {
+				n += sp.Lost
+			}
+			o.Lost = max(o.Lost, n)
+		case "remarked":
+			k := portKey{l[hostLabel], l["flow"], l["address"], l["spine"]}
+			d := min(ports, described[k])
+			described[k] -= d
+			remarked(o, s, ports-d, SportObservation{Remarked: 1, Spine: l["spine"]})
+		}
+	}
+	return named
 }

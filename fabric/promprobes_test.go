@@ -407,3 +407,157 @@ func TestPrometheusProbesTooLarge(t *testing.T) {
 		t.Errorf("worst pairs over the limit: %v, want an error wrapping bound.ErrTooLarge", err)
 	}
 }
+
+// The leaf-spine lab's faults (2 ToRs of 2 NICs, internal/agent's
+// TestLabAgentLeafSpine) as the agents' /pairs give them and as their
+// series give them: spine1's port toward leaf2 drops RoCE (leaf1's
+// probes to leaf2 lose the ports through spine1, 3 and 2 of them traced
+// there; leaf2's lose replies, their ports' traces crossing spine1 or
+// spine2), then remarks DSCP 26 → 0 (leaf1's ports through spine1 arrive
+// remarked; the traces saw it change between spine1, 10.31.11.2 at TTL
+// 2, and leaf2, 10.31.21.1 at TTL 3). From Prometheus, Localize names
+// what it names from /pairs: spine1, then the hop between spine1 and
+// leaf2.
+func TestPrometheusTracedEqualsAgents(t *testing.T) {
+	nics := []struct{ name, addr, tor string }{
+		{"h5", "10.30.5.2", "leaf1"}, {"h6", "10.30.6.2", "leaf1"}, {"h7", "10.30.7.2", "leaf2"}, {"h8", "10.30.8.2", "leaf2"},
+	}
+	// fault is one traced faulty port of a pair (from, to: indexes).
+	type fault struct {
+		from, to       int
+		sport          uint16
+		lost, remarked uint64
+		spine          string
+		remark         bool
+	}
+	sp1, sp2 := "spine1", "spine2"
+	before, at := "10.31.11.2", "10.31.21.1"
+	for _, c := range []struct {
+		name   string
+		faults []fault
+		want   []string
+	}{
+		{"lossy spine1", []fault{
+			{0, 3, 50001, 1, 0, sp1, false}, {0, 3, 50002, 1, 0, sp1, false}, {0, 3, 50003, 1, 0, sp1, false},
+			{1, 3, 50004, 1, 0, sp1, false}, {1, 3, 50005, 1, 0, sp1, false},
+			{2, 0, 50006, 1, 0, sp1, false}, {3, 1, 50007, 1, 0, sp2, false},
+		}, []string{"spine tor= spine=spine1"}},
+		{"remarking spine1", []fault{
+			{0, 2, 50011, 0, 1, sp1, true}, {0, 2, 50012, 0, 1, sp1, true}, {1, 3, 50013, 0, 1, sp1, true}, {1, 3, 50014, 0, 1, sp1, false},
+		}, []string{"remark tor=leaf2 spine=spine1"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			l := func(kv ...string) map[string]string {
+				m := map[string]string{}
+				for k := 0; k < len(kv); k += 2 {
+					m[kv[k]] = kv[k+1]
+				}
+				return m
+			}
+			var hosts []Host
+			var pairs []AgentPairs
+			var m ProbeMetrics
+			for i, h := range nics {
+				hosts = append(hosts, Host{Name: h.name, Attachments: []Attachment{{Network: "10.30.0.0/16", Addr: netip.MustParseAddr(h.addr), Switch: h.tor}}})
+				tor := h.tor
+				ap := AgentPairs{Scale: 1, Addresses: []string{h.addr}, ToR: &tor}
+				m.GIDInfo = append(m.GIDInfo, Sample{Labels: l("node", h.name, "device", "rxe0", "port", "1", "index", "1", "gid", "::ffff:"+h.addr)})
+				m.FlowSource = append(m.FlowSource, Sample{Labels: l("node", h.name, "flow", "v4", "device", "rxe0", "port", "1", "index", "1", "netdev", "eth0")})
+				m.Topology = append(m.Topology, Sample{Labels: l("node", h.name, "netdev", "eth0", "switch", h.tor)})
+				m.Scale = append(m.Scale, Sample{Labels: l("node", h.name), Value: 1})
+				mateSent := 0.0
+				for j, o := range nics {
+					if j == i {
+						continue
+					}
+					scope, probes := "tor", uint64(20)
+					if o.tor != h.tor {
+						scope = "inter_tor"
+					}
+					p := AgentPair{Peer: o.name, Address: o.addr, Flow: "v4", Scope: scope, Probes: probes, SportFaults: []AgentSportFault{}}
+					type sk struct{ spine, event string }
+					sports := map[sk]float64{}
+					type rk struct{ spine string }
+					remarks := map[rk]float64{}
+					for _, f := range c.faults {
+						if f.from != i || f.to != j {
+							continue
+						}
+						spine := f.spine
+						sf := AgentSportFault{Sport: f.sport, Lost: f.lost, Remarked: f.remarked, Spine: &spine}
+						if f.remark {
+							b, a := before, at
+							sf.Remark = &PairChange{Field: "dscp", From: 26, To: 0, BeforeAddress: &b, AtAddress: &a, BeforeTTL: 2, AtTTL: 3}
+							remarks[rk{spine}]++
+						}
+						p.SportFaults = append(p.SportFaults, sf)
+						p.Lost += f.lost
+						if f.lost > 0 {
+							sports[sk{spine, "lost"}]++
+						}
+						if f.remarked > 0 {
+							sports[sk{spine, "remarked"}]++
+						}
+					}
+					p.Answered = p.Probes - p.Lost
+					remarked := uint64(0)
+					for _, f := range p.SportFaults {
+						remarked += f.Remarked
+					}
+					p.Sent, p.Received = &PairMarkings{DSCP: 26}, &PairMarkings{DSCP: 26}
+					if remarked > 0 {
+						p.Received.DSCP = 0
+					}
+					ap.Pairs = append(ap.Pairs, p)
+					base := []string{"node", h.name, "flow", "v4", "peer", o.name, "address", o.addr, "peer_tor", o.tor}
+					if scope == "tor" {
+						mateSent += float64(probes)
+						continue
+					}
+					m.ToRSent = append(m.ToRSent, Sample{Labels: l("node", h.name, "flow", "v4", "scope", scope, "peer_tor", o.tor), Value: float64(probes)})
+					if remarked > 0 {
+						m.ToRRemarked = append(m.ToRRemarked, Sample{Labels: l("node", h.name, "flow", "v4", "scope", scope, "peer_tor", o.tor, "field", "dscp", "event", "remarked"), Value: float64(remarked)})
+					}
+					if p.Lost > 0 {
+						w := l(append(base, "scope", scope)...)
+						m.WorstLoss = append(m.WorstLoss, Sample{Labels: w, Value: float64(p.Lost) / float64(probes)})
+						m.WorstLost = append(m.WorstLost, Sample{Labels: w, Value: float64(p.Lost)})
+					}
+					for k, v := range sports {
+						m.TracedSports = append(m.TracedSports, Sample{Labels: l(append(base, "spine", k.spine, "event", k.event)...), Value: v})
+					}
+					for k, v := range remarks {
+						m.TracedRemarks = append(m.TracedRemarks, Sample{Labels: l(append(base, "spine", k.spine, "field", "dscp", "from_value", "26", "to_value", "0",
+							"before_address", before, "before_ttl", "2", "at_address", at, "at_ttl", "3")...), Value: v})
+					}
+				}
+				pairs = append(pairs, ap)
+				m.MateSent = append(m.MateSent, Sample{Labels: l("node", h.name, "flow", "v4"), Value: mateSent})
+			}
+			fromAgents := Localize(AgentObservations(hosts, pairs))
+			in, notes := ObservationsFromMetrics(m, "node")
+			fromProm := Localize(in)
+			if len(notes) > 0 {
+				t.Errorf("notes %q", notes)
+			}
+			names := func(ss []Suspect) []string {
+				var out []string
+				for _, s := range ss {
+					out = append(out, fmt.Sprintf("%s tor=%s spine=%s", s.Kind, s.ToR, s.Spine))
+				}
+				return out
+			}
+			if a, p := names(fromAgents), names(fromProm); !reflect.DeepEqual(a, c.want) || !reflect.DeepEqual(p, c.want) {
+				t.Errorf("suspects\nfrom /pairs:     %v\nfrom Prometheus: %v\nwant:            %v", a, p, c.want)
+			}
+			// The same evidence, ports and probers.
+			if len(fromAgents) == len(fromProm) {
+				for i := range fromAgents {
+					if fromAgents[i].Evidence != fromProm[i].Evidence || fromAgents[i].Pairs != fromProm[i].Pairs {
+						t.Errorf("suspect %d:\nfrom /pairs:     %+v\nfrom Prometheus: %+v", i, fromAgents[i], fromProm[i])
+					}
+				}
+			}
+		})
+	}
+}

@@ -218,7 +218,7 @@ func New(cfg Config, d Deps) (*Agent, error) {
 	a.pressure = prometheus.NewCounterVec(prometheus.CounterOpts{Name: metricPressure,
 		Help: "Periods (10 s) in which the agent found its host under pressure, by reason (cpu: its CPU over probe.cpu_budget; late_wakeups: over 20 % of its sender's wake-ups 50 ms late or more)."}, []string{"reason"})
 	cs := []prometheus.Collector{newBuildInfo(d.Version), a.hostC, a.readErrors, a.lastRead, a.changes, a.pressure, a.scrapeCollector(),
-		newMeshCollector(a.mesh, cfg.Metrics.WorstPairs)}
+		newMeshCollector(a.mesh, cfg.Metrics.WorstPairs), newTracedCollector(a.mesh)}
 	cs = append(cs, a.mm.collectors()...)
 	cs = append(cs, standardCollectors()...)
 	for _, c := range cs {

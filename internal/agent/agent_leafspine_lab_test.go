@@ -127,6 +127,42 @@ func lsTraced(d map[lsPair]fabric.AgentPair, leafOf map[string]string) []lsPort 
 	return out
 }
 
+// lsSuspectAlerts checks that the suspect alerts (pending or firing)
+// name nothing but spines (by spine), remarking hops (as
+// RoCEProbeRemarkingHop's wait keys them) and NICs (peer, address,
+// switch) of the faults injected so far, and that no ToR is a suspect
+// and no agent is down.
+func lsSuspectAlerts(t *testing.T, p *prom, what string, spines, hops, nics []string) {
+	t.Helper()
+	allowed := func(got, want []string) bool {
+		for _, g := range got {
+			ok := false
+			for _, w := range want {
+				ok = ok || g == w
+			}
+			if !ok {
+				return false
+			}
+		}
+		return true
+	}
+	for _, c := range []struct {
+		name   string
+		labels []string
+		want   []string
+	}{
+		{"RoCEProbeSpineSuspect", []string{"spine"}, spines},
+		{"RoCEProbeRemarkingHop", []string{"spine", "field", "from_value", "to_value", "before_address"}, hops},
+		{"RoCEProbeNICSuspect", []string{"peer", "address", "switch"}, nics},
+		{"RoCEProbeToRSuspect", []string{"peer_tor"}, nil},
+		{"RoCEProbeDown", []string{"instance"}, nil},
+	} {
+		if got := alertKeys(p.alerts(t, c.name), "", c.labels...); !allowed(got, c.want) {
+			t.Errorf("%s: %s %v, a false suspect (want at most %v)", what, c.name, got, c.want)
+		}
+	}
+}
+
 // lsSavePairs writes each agent's /pairs to dir (hN.pairs.json): a
 // phase's pair detail, for fabric's unit tests (fabric/testdata/README.md).
 // Each call overwrites the last.
@@ -203,14 +239,17 @@ func lsFabric(t *testing.T, args ...string) (int, []string, fabricReport) {
 // leaf2 for the remarking one (the traces saw it), and h7's NIC (its ToR
 // has 2 NICs: one ToR-mate losing probes with it is all the nic rule can
 // ask for); fabric --prometheus names h7's NIC (its ToR sizes from
-// roce_probe_topology_info).
+// roce_probe_topology_info). The suspect alerts name spine1
+// (RoCEProbeSpineSuspect), the hop after spine1 (RoCEProbeRemarkingHop)
+// and h7 (RoCEProbeNICSuspect), each in its phase, and nothing else (a
+// fault's alert may stay in the 5-minute window of the phases after it).
 //
 // What is not asserted, because the code cannot do it on this fabric (2
 // ToRs of 2 NICs each; docs/lab.md, "Agents and Prometheus on the
 // leaf-spine"): that fabric --prometheus names spine1 or the remarking
-// hop (the agents' series carry no traced ports); the shipped
-// RoCEProbeNICSuspect (3 ToR-mates) and RoCEProbeToRSuspect (agents under
-// 2 other ToRs). The test logs what each names.
+// hop (it reads the agents' traced ports as they are at the moment,
+// which a scrape may not hold yet); the shipped RoCEProbeToRSuspect
+// (agents under 2 other ToRs). The test logs what each names.
 //
 // In the remarking phase it also writes each agent's /snapshot and /pairs
 // to the lab's artifacts (leafspine-lab/): the makings of an HTML report
@@ -446,11 +485,16 @@ func TestLabAgentLeafSpine(t *testing.T) {
 			t.Errorf("RoCEProbeToRLoss %s: not a path through spine1→leaf2", k)
 		}
 	}
-	for _, name := range []string{"RoCEProbeNICSuspect", "RoCEProbeToRSuspect", "RoCEProbeDown"} {
-		if a := p.alerts(t, name); len(a) != 0 {
-			t.Errorf("spine1→leaf2 dropping: %s %v, a false suspect", name, alertKeys(a, "", "instance", "peer", "peer_tor"))
-		}
-	}
+	// RoCEProbeSpineSuspect names spine1 (the agents' traces of the lost
+	// ports), and nothing else.
+	wantSpineAlert := []string{"spine=" + lab.Spine1}
+	saw = wait(t, "RoCEProbeSpineSuspect names spine1", func() (bool, string) {
+		got := alertKeys(p.alerts(t, "RoCEProbeSpineSuspect"), "", "spine")
+		return reflect.DeepEqual(got, wantSpineAlert), fmt.Sprint(got)
+	})
+	phase("RoCEProbeSpineSuspect: " + saw)
+	phase(fmt.Sprintf("roce_probe_traced_sports now: %v", byKey(p.query(t, `sum by (node, spine, event) (roce_probe_traced_sports)`), "node", "spine", "event")))
+	lsSuspectAlerts(t, p, "spine1→leaf2 dropping", wantSpineAlert, nil, nil)
 	for k, v := range mateLost() { // a series not scraped before: 0 then
 		if v != lostBefore[k] {
 			t.Errorf("spine1→leaf2 dropping: %s lost %v probes more (RoCEProbePeerLoss's series), ToR-mates never cross a spine", k, v-lostBefore[k])
@@ -584,6 +628,22 @@ func TestLabAgentLeafSpine(t *testing.T) {
 	if a := p.alerts(t, "RoCEProbeRemarked"); len(a) != 0 {
 		t.Errorf("spine1→leaf2 remarking: RoCEProbeRemarked (ToR-mates) %v: their probes cross no spine", alertKeys(a, "", "instance", "peer", "field"))
 	}
+	// RoCEProbeRemarkingHop names the hop: DSCP 26 → 0 after spine1 (one
+	// of its addresses), through spine1; nothing else remarks.
+	var wantHop []string
+	saw = wait(t, "RoCEProbeRemarkingHop names the hop after spine1", func() (bool, string) {
+		got := alertKeys(p.alerts(t, "RoCEProbeRemarkingHop"), "", "spine", "field", "from_value", "to_value", "before_address")
+		wantHop = nil
+		for _, a := range p.alerts(t, "RoCEProbeRemarkingHop") {
+			if b := a.Labels["before_address"]; spineAddr[b] == lab.Spine1 {
+				wantHop = append(wantHop, "spine="+lab.Spine1+" field=dscp from_value=26 to_value=0 before_address="+b)
+			}
+		}
+		return len(got) > 0 && reflect.DeepEqual(got, wantHop), fmt.Sprint(got)
+	})
+	phase("RoCEProbeRemarkingHop: " + saw)
+	// spine1's loss a minute ago may still be in the 5-minute window.
+	lsSuspectAlerts(t, p, "spine1→leaf2 remarking", wantSpineAlert, wantHop, nil)
 
 	// 3. h7's NIC dead to RoCE: leaf2's port toward it drops RoCE.
 	ls.Reset()
@@ -642,11 +702,20 @@ func TestLabAgentLeafSpine(t *testing.T) {
 			t.Errorf("h7's NIC dead: %s lost %v probes more, its pair does not touch h7", k, v-lostBefore[k])
 		}
 	}
-	for _, name := range []string{"RoCEProbeNICSuspect", "RoCEProbeToRSuspect", "RoCEProbeDown"} {
-		if a := p.alerts(t, name); len(a) != 0 {
-			t.Errorf("h7's NIC dead: %s %v, a false suspect", name, alertKeys(a, "", "instance", "peer", "peer_tor"))
+	// RoCEProbeNICSuspect names h7 (its one ToR-mate, h8, loses it and
+	// nothing else; h7 loses every peer), and nothing else.
+	wantNICAlert := []string{"peer=h7 address=" + h7.IP4.Addr().String() + " switch=" + h7.Leaf}
+	saw = wait(t, "RoCEProbeNICSuspect names h7", func() (bool, string) {
+		got := alertKeys(p.alerts(t, "RoCEProbeNICSuspect"), "", "peer", "address", "switch")
+		for _, g := range got {
+			if g != wantNICAlert[0] {
+				t.Fatalf("h7's NIC dead: RoCEProbeNICSuspect %v, a false suspect", got)
+			}
 		}
-	}
+		return reflect.DeepEqual(got, wantNICAlert), fmt.Sprint(got)
+	})
+	phase("RoCEProbeNICSuspect: " + saw)
+	lsSuspectAlerts(t, p, "h7's NIC dead", wantSpineAlert, wantHop, wantNICAlert)
 	// fabric --prometheus names h7's NIC too (its ToR's 2 NICs from
 	// roce_probe_topology_info), and nothing else.
 	saw = wait(t, "fabric --prometheus names h7's NIC", func() (bool, string) {

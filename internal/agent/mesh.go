@@ -926,3 +926,98 @@ func (m *mesh) currentRound() int64 {
 	defer m.mu.Unlock()
 	return m.round
 }
+
+// maxTracedSeries bounds each of the traced-fault metrics
+// (roce_probe_traced_sports, roce_probe_traced_remarks) to this many
+// label sets per agent, whatever the fleet, its spines or its faults: the
+// ones with the most ports are kept (then in label order), the others'
+// ports are left out (/pairs has them all).
+const maxTracedSeries = 16
+
+// tracedSports is one label set of roce_probe_traced_sports: a pair's
+// faulty UDP source ports of one event whose trace crossed spine.
+type tracedSports struct {
+	flow, peer, address, peerToR, spine, event string
+}
+
+// tracedRemark is one label set of roce_probe_traced_remarks: a pair's
+// remarked UDP source ports whose trace saw the same change.
+type tracedRemark struct {
+	flow, peer, address, peerToR, spine string
+	field                               string
+	from, to                            int
+	before, at                          string
+	beforeTTL, atTTL                    int
+}
+
+// tracedFaults counts, for a scrape, the faulty UDP source ports of the
+// current window (the pairs' sport_faults, as /pairs shows them) whose
+// automatic trace found a spine (by pair, spine and event: lost,
+// remarked) or a DSCP or ECN change (by pair and change), each at most
+// maxTracedSeries label sets, the most ports first: O(streams) under
+// m.mu.
+func (m *mesh) tracedFaults() (map[tracedSports]int, map[tracedRemark]int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	sports, remarks := map[tracedSports]int{}, map[tracedRemark]int{}
+	if m.traced == nil {
+		return sports, remarks
+	}
+	for _, s := range m.streams {
+		for _, f := range s.faults.total() {
+			st, ok := m.traced(s.peer.Addr, f.sport)
+			if !ok {
+				continue
+			}
+			if st.spine != "" {
+				k := tracedSports{s.flow, s.peer.Name, s.peer.Addr.String(), s.fp.ToR, st.spine, ""}
+				if f.lost > 0 {
+					k.event = "lost"
+					sports[k]++
+				}
+				if f.remarked > 0 {
+					k.event = "remarked"
+					sports[k]++
+				}
+			}
+			if r := st.remark; r != nil && f.remarked > 0 {
+				k := tracedRemark{flow: s.flow, peer: s.peer.Name, address: s.peer.Addr.String(), peerToR: s.fp.ToR, spine: st.spine,
+					field: r.Field, from: r.From, to: r.To, before: addrLabel(r.BeforeAddress), at: addrLabel(r.AtAddress),
+					beforeTTL: r.Before, atTTL: r.At}
+				remarks[k]++
+			}
+		}
+	}
+	return keepMost(sports, maxTracedSeries, func(a, b tracedSports) int {
+			return cmp.Or(cmp.Compare(a.flow, b.flow), cmp.Compare(a.address, b.address), cmp.Compare(a.spine, b.spine), cmp.Compare(a.event, b.event))
+		}), keepMost(remarks, maxTracedSeries, func(a, b tracedRemark) int {
+			return cmp.Or(cmp.Compare(a.flow, b.flow), cmp.Compare(a.address, b.address), cmp.Compare(a.spine, b.spine),
+				cmp.Compare(a.field, b.field), cmp.Compare(a.from, b.from), cmp.Compare(a.to, b.to),
+				cmp.Compare(a.before, b.before), cmp.Compare(a.at, b.at), cmp.Compare(a.beforeTTL, b.beforeTTL), cmp.Compare(a.atTTL, b.atTTL))
+		})
+}
+
+// addrLabel is an address as a label value: "" when not known.
+func addrLabel(a netip.Addr) string {
+	if !a.IsValid() {
+		return ""
+	}
+	return a.Unmap().String()
+}
+
+// keepMost keeps the n keys of counts with the most, ties by cmpKey.
+func keepMost[K comparable](counts map[K]int, n int, cmpKey func(a, b K) int) map[K]int {
+	if len(counts) <= n {
+		return counts
+	}
+	keys := make([]K, 0, len(counts))
+	for k := range counts {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b K) int { return cmp.Or(cmp.Compare(counts[b], counts[a]), cmpKey(a, b)) })
+	out := make(map[K]int, n)
+	for _, k := range keys[:n] {
+		out[k] = counts[k]
+	}
+	return out
+}

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -117,4 +118,36 @@ func TestListenerAnswers(t *testing.T) {
 		v, _ := value(gather(t, ta.Registry()), metricListenerFrames, "result", "not_for_us")
 		return v == 1
 	})
+}
+
+// keepMost keeps the label sets with the most ports, ties by label order,
+// and nothing more than it is allowed: the traced-fault series' bound.
+func TestKeepMost(t *testing.T) {
+	counts := map[tracedSports]int{}
+	for i := range 40 {
+		counts[tracedSports{flow: "v4", address: fmt.Sprintf("10.0.0.%02d", i), spine: "spine1", event: "lost"}] = 1 + i%4
+	}
+	got := keepMost(counts, maxTracedSeries, func(a, b tracedSports) int { return strings.Compare(a.address, b.address) })
+	// 10 label sets have 4 ports (i%4 == 3: .03, .07, ..., .39), then
+	// the 6 lowest addresses of the 3-port ones (.02, .06, ..., .22).
+	var want []string
+	for i := 3; i < 40; i += 4 {
+		want = append(want, fmt.Sprintf("10.0.0.%02d", i))
+	}
+	for i := 2; len(want) < 16; i += 4 {
+		want = append(want, fmt.Sprintf("10.0.0.%02d", i))
+	}
+	if len(got) != 16 {
+		t.Fatalf("%d label sets kept, want 16", len(got))
+	}
+	for _, a := range want {
+		k := tracedSports{flow: "v4", address: a, spine: "spine1", event: "lost"}
+		if got[k] != counts[k] {
+			t.Errorf("%s: kept %d ports, want %d", a, got[k], counts[k])
+		}
+	}
+	small := map[tracedSports]int{{spine: "s"}: 2}
+	if k := keepMost(small, maxTracedSeries, func(a, b tracedSports) int { return 0 }); len(k) != 1 || k[tracedSports{spine: "s"}] != 2 {
+		t.Errorf("under the bound: %v, want it as it was", k)
+	}
 }

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"runtime"
+	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -63,6 +64,8 @@ const (
 	metricProbeScheduled    = "roce_probe_probe_streams"
 	metricSnapshotErrorsNow = "roce_probe_snapshot_errors"
 	metricTopologyInfo      = fabric.MetricTopologyInfo
+	metricTracedSports      = fabric.MetricTracedSports
+	metricTracedRemarks     = fabric.MetricTracedRemarks
 )
 
 // RTTBuckets are the upper bounds of roce_probe_probe_rtt_seconds: 10 µs
@@ -202,6 +205,41 @@ func (c *meshCollector) Collect(ch chan<- prometheus.Metric) {
 		lv := []string{w.Flow, w.Kind.String(), names[streamKey{w.Peer.Addr, w.Flow}], w.Peer.Addr.String(), w.Peer.ToR}
 		ch <- prometheus.MustNewConstMetric(c.worstLoss, prometheus.GaugeValue, w.LossRatio(), lv...)
 		ch <- prometheus.MustNewConstMetric(c.worstLost, prometheus.GaugeValue, float64(w.Lost), lv...)
+	}
+}
+
+// tracedCollector serves what the automatic traces found for the faulty
+// UDP source ports of the current window, as they are at the scrape
+// (mesh.tracedFaults): at most maxTracedSeries label sets each.
+type tracedCollector struct {
+	m               *mesh
+	sports, remarks *prometheus.Desc
+}
+
+func newTracedCollector(m *mesh) *tracedCollector {
+	return &tracedCollector{m: m,
+		sports: prometheus.NewDesc(metricTracedSports,
+			"UDP source ports of the pair that lost probes (event lost) or saw them remarked (event remarked) in the current and the last round and whose automatic trace crossed the spine (at most 16 label sets, the most ports first).",
+			[]string{"flow", "peer", "address", "peer_tor", "spine", "event"}, nil),
+		remarks: prometheus.NewDesc(metricTracedRemarks,
+			"Remarked UDP source ports of the pair whose automatic trace saw field change from from_value to to_value between the hops before_address (TTL before_ttl; 0: this host) and at_address (TTL at_ttl; \"\" when not known), through spine (at most 16 label sets, the most ports first).",
+			[]string{"flow", "peer", "address", "peer_tor", "spine", "field", "from_value", "to_value", "before_address", "before_ttl", "at_address", "at_ttl"}, nil),
+	}
+}
+
+func (c *tracedCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.sports
+	ch <- c.remarks
+}
+
+func (c *tracedCollector) Collect(ch chan<- prometheus.Metric) {
+	sports, remarks := c.m.tracedFaults()
+	for k, n := range sports {
+		ch <- prometheus.MustNewConstMetric(c.sports, prometheus.GaugeValue, float64(n), k.flow, k.peer, k.address, k.peerToR, k.spine, k.event)
+	}
+	for k, n := range remarks {
+		ch <- prometheus.MustNewConstMetric(c.remarks, prometheus.GaugeValue, float64(n), k.flow, k.peer, k.address, k.peerToR, k.spine,
+			k.field, strconv.Itoa(k.from), strconv.Itoa(k.to), k.before, strconv.Itoa(k.beforeTTL), k.at, strconv.Itoa(k.atTTL))
 	}
 }
 

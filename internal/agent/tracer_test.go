@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+
 	"github.com/roce-probe/roce-probe/fabric"
 	"github.com/roce-probe/roce-probe/probe"
 	"github.com/roce-probe/roce-probe/trace"
@@ -331,6 +333,46 @@ func testAutomaticTrace(t *testing.T, c *clos) {
 			}
 		}
 	}
+	// The series of the traced ports (the alerts' evidence) say the same:
+	// every traced faulty port (all of them by now) crossed the faulty
+	// spine with the fault's event, and the remarked ones changed DSCP
+	// 26 → 0 right after it.
+	for i, ta := range agents {
+		d := getPairs(t, ta.url)
+		want := 0
+		for _, p := range d.Pairs {
+			want += len(p.SportFaults)
+		}
+		fams := gather(t, ta.Registry())
+		event := "lost"
+		if c.remark != "" {
+			event = "remarked"
+		}
+		got := 0
+		for _, m := range fams[metricTracedSports].GetMetric() {
+			l := labelMap(m)
+			got += int(m.GetGauge().GetValue())
+			if l["spine"] != faulty || l["event"] != event || l["peer_tor"] != strings.SplitN(l["peer"], "-", 2)[0] {
+				t.Errorf("agent %d: %s %v: want spine %s, event %s, the peer's ToR", i, metricTracedSports, l, faulty, event)
+			}
+		}
+		if got != want || want == 0 {
+			t.Errorf("agent %d: %s counts %d ports, /pairs has %d traced faulty ports", i, metricTracedSports, got, want)
+		}
+		got = 0
+		for _, m := range fams[metricTracedRemarks].GetMetric() {
+			l := labelMap(m)
+			got += int(m.GetGauge().GetValue())
+			before := fmt.Sprintf("10.200.%s.%d", faulty[len(faulty)-1:], i)
+			if l["spine"] != faulty || l["field"] != "dscp" || l["from_value"] != "26" || l["to_value"] != "0" || l["before_address"] != before || l["before_ttl"] != "2" || l["at_ttl"] != "3" ||
+				!strings.HasPrefix(l["at_address"], "10.100.") {
+				t.Errorf("agent %d: %s %v: want dscp 26 → 0 between %s and the far leaf, through %s", i, metricTracedRemarks, l, before, faulty)
+			}
+		}
+		if c.remark != "" && got != want || c.remark == "" && got != 0 {
+			t.Errorf("agent %d: %s counts %d ports, want %d (remarking: %v)", i, metricTracedRemarks, got, want, c.remark != "")
+		}
+	}
 	var urls []string
 	for _, ta := range agents {
 		urls = append(urls, ta.url)
@@ -355,7 +397,7 @@ func testAutomaticTrace(t *testing.T, c *clos) {
 				t.Errorf("suspect %+v: want only remarking hops on %s's links", s, c.remark)
 			}
 			// The hop: after the spine's answer (10.200.<spine>.<ToR>).
-			if hop := "the traces saw dscp 26→0 between 10.200." + c.remark[len(c.remark)-1:] + "."; !strings.Contains(s.Evidence, hop) {
+			if hop := "traces saw dscp 26→0 between 10.200." + c.remark[len(c.remark)-1:] + "."; !strings.Contains(s.Evidence, hop) {
 				t.Errorf("suspect %+v: want its evidence to say %q…", s, hop)
 			}
 		}
@@ -495,3 +537,12 @@ func TestTracerBudgets(t *testing.T) {
 }
 
 func discardLog() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// labelMap is a series' labels by name.
+func labelMap(m *dto.Metric) map[string]string {
+	out := map[string]string{}
+	for _, l := range m.GetLabel() {
+		out[l.GetName()] = l.GetValue()
+	}
+	return out
+}
