@@ -238,17 +238,18 @@ func lsFabric(t *testing.T, args ...string) (int, []string, fabricReport) {
 // leaf2, docs/fabric.md "Localising a fault"), the hop between spine1 and
 // leaf2 for the remarking one (the traces saw it), and h7's NIC (its ToR
 // has 2 NICs: one ToR-mate losing probes with it is all the nic rule can
-// ask for); fabric --prometheus names h7's NIC (its ToR sizes from
-// roce_probe_topology_info). The suspect alerts name spine1
+// ask for); fabric --prometheus names spine1 (from the agents' traced
+// ports) and h7's NIC (its ToR sizes from roce_probe_topology_info). The
+// suspect alerts name spine1
 // (RoCEProbeSpineSuspect), the hop after spine1 (RoCEProbeRemarkingHop)
 // and h7 (RoCEProbeNICSuspect), each in its phase, and nothing else (a
 // fault's alert may stay in the 5-minute window of the phases after it).
 //
 // What is not asserted, because the code cannot do it on this fabric (2
 // ToRs of 2 NICs each; docs/lab.md, "Agents and Prometheus on the
-// leaf-spine"): that fabric --prometheus names spine1 or the remarking
-// hop (it reads the agents' traced ports as they are at the moment,
-// which a scrape may not hold yet); the shipped RoCEProbeToRSuspect
+// leaf-spine"): that fabric --prometheus names the remarking hop (it
+// reads the agents' traced ports as they are at the moment, which a
+// scrape may not hold yet); the shipped RoCEProbeToRSuspect
 // (agents under 2 other ToRs). The test logs what each names.
 //
 // In the remarking phase it also writes each agent's /snapshot and /pairs
@@ -500,13 +501,19 @@ func TestLabAgentLeafSpine(t *testing.T) {
 			t.Errorf("spine1→leaf2 dropping: %s lost %v probes more (RoCEProbePeerLoss's series), ToR-mates never cross a spine", k, v-lostBefore[k])
 		}
 	}
-	code, sus, _ = lsFabric(t, "--prometheus", p.base, "--host-label", "node")
-	for _, s := range sus {
-		if f := strings.Fields(s); !(f[0] == "spine" && f[3] == lab.Spine1) && !(f[0] == "link" && f[2] == lab.Leaf2) {
-			t.Errorf("spine1→leaf2 dropping: fabric --prometheus names %q, a false suspect", s)
+	// fabric --prometheus names spine1 too, from the agents' traced
+	// ports (roce_probe_traced_sports), once a scrape holds 3 of them,
+	// and nothing else.
+	saw = wait(t, "fabric --prometheus names spine1", func() (bool, string) {
+		code, sus, _ = lsFabric(t, "--prometheus", p.base, "--host-label", "node")
+		for _, s := range sus {
+			if s != wantSpine[0] {
+				t.Fatalf("spine1→leaf2 dropping: fabric --prometheus names %q, a false suspect (all: %v)", s, sus)
+			}
 		}
-	}
-	phase(fmt.Sprintf("fabric --prometheus: exit %d, suspects %v", code, sus))
+		return reflect.DeepEqual(sus, wantSpine) && code == 1, fmt.Sprintf("exit %d, suspects %v", code, sus)
+	})
+	phase("fabric --prometheus: " + saw)
 
 	// 2. The same port remarks DSCP 26 → 0.
 	ls.Reset()
