@@ -671,11 +671,24 @@ func TestLabAgentLeafSpine(t *testing.T) {
 		return ok && fromOther, fmt.Sprint(pr)
 	})
 	phase("leaf2→h7 drops RoCE; pairs: " + saw)
+	// Pairs that do not touch h7 lose nothing — but one stray probe in
+	// all of them is tolerated and logged: under TCG on a loaded machine
+	// a reply later than the probes' 5 s timeout counts as lost (a run
+	// at load 10 lost one h8 → h6 probe here), while a fault off h7's
+	// port would lose probes on every port it carries, every round.
 	pr := ag.pairs(t)
+	var stray []string
+	strayLost := uint64(0)
 	for k, v := range pr {
 		if v[1] > 0 && k.from != "h7" && k.to != "h7" {
-			t.Errorf("h7's NIC dead: %s → %s lost %d probes, its path does not touch h7", k.from, k.to, v[1])
+			stray = append(stray, fmt.Sprintf("%s → %s lost %d", k.from, k.to, v[1]))
+			strayLost += v[1]
 		}
+	}
+	if strayLost > 1 {
+		t.Errorf("h7's NIC dead: pairs whose path does not touch h7 lost probes: %v", stray)
+	} else if strayLost == 1 {
+		t.Logf("h7's NIC dead: one stray lost probe off h7's paths (tolerated): %v", stray)
 	}
 	// fabric --agents names h7's NIC (by its address, under leaf2) and
 	// nothing else, once the window holds its loss with 3 peers (the nic
@@ -704,10 +717,18 @@ func TestLabAgentLeafSpine(t *testing.T) {
 	})
 	phase("RoCEProbePeerLoss: " + saw)
 	now := mateLost()
+	var more []string
+	moreLost := 0.0
 	for k, v := range now {
 		if v != lostBefore[k] && k != "node=h7 peer=h8" && k != "node=h8 peer=h7" {
-			t.Errorf("h7's NIC dead: %s lost %v probes more, its pair does not touch h7", k, v-lostBefore[k])
+			more = append(more, fmt.Sprintf("%s lost %v more", k, v-lostBefore[k]))
+			moreLost += v - lostBefore[k]
 		}
+	}
+	if moreLost > 1 { // one stray probe tolerated, as above
+		t.Errorf("h7's NIC dead: ToR-mate pairs that do not touch h7 lost probes: %v", more)
+	} else if len(more) > 0 {
+		t.Logf("h7's NIC dead: one stray lost probe between ToR-mates off h7 (tolerated): %v", more)
 	}
 	// RoCEProbeNICSuspect names h7 (its one ToR-mate, h8, loses it and
 	// nothing else; h7 loses every peer), and nothing else.
