@@ -193,19 +193,12 @@ func TestProbeQueries(t *testing.T) {
 // Agents without the address label (older) and flows without a source:
 // left out with a note on their host, never a wrong pair.
 func TestObservationsFromMetricsNotes(t *testing.T) {
-	l := func(kv ...string) map[string]string {
-		m := map[string]string{}
-		for i := 0; i < len(kv); i += 2 {
-			m[kv[i]] = kv[i+1]
-		}
-		return m
-	}
 	m := ProbeMetrics{
-		GIDInfo:    []Sample{{Labels: l("node", "h1", "device", "mlx5_0", "port", "1", "index", "3", "gid", "::ffff:10.0.0.1"), Value: 1}},
-		FlowSource: []Sample{{Labels: l("node", "h1", "flow", "rdma", "device", "mlx5_0", "port", "1", "index", "3", "netdev", "eth0"), Value: 1}},
+		GIDInfo:    []Sample{{Labels: sampleLabels("node", "h1", "device", "mlx5_0", "port", "1", "index", "3", "gid", "::ffff:10.0.0.1"), Value: 1}},
+		FlowSource: []Sample{{Labels: sampleLabels("node", "h1", "flow", "rdma", "device", "mlx5_0", "port", "1", "index", "3", "netdev", "eth0"), Value: 1}},
 		MateLost: []Sample{
-			{Labels: l("node", "h1", "flow", "rdma", "peer", "h2"), Value: 10},                        // no address label
-			{Labels: l("node", "h2", "flow", "rdma", "peer", "h1", "address", "10.0.0.1"), Value: 10}, // h2 has no flow source
+			{Labels: sampleLabels("node", "h1", "flow", "rdma", "peer", "h2"), Value: 10},                        // no address label
+			{Labels: sampleLabels("node", "h2", "flow", "rdma", "peer", "h1", "address", "10.0.0.1"), Value: 10}, // h2 has no flow source
 		},
 	}
 	in, notes := ObservationsFromMetrics(m, "node")
@@ -248,13 +241,6 @@ func TestPrometheusEqualsAgentsSuspects(t *testing.T) {
 	remarked := func(i, j int) bool {
 		return tor(i) != tor(j) && (tor(i) == "leaf-b" || tor(j) == "leaf-b") && lost(i, j, 20) < 20
 	}
-	l := func(kv ...string) map[string]string {
-		m := map[string]string{}
-		for k := 0; k < len(kv); k += 2 {
-			m[kv[k]] = kv[k+1]
-		}
-		return m
-	}
 	var hosts []Host
 	var pairs []AgentPairs
 	var m ProbeMetrics
@@ -266,10 +252,10 @@ func TestPrometheusEqualsAgentsSuspects(t *testing.T) {
 		if i == 9 {
 			ap.Scale, scale = 0.5, 0.5
 		}
-		m.GIDInfo = append(m.GIDInfo, Sample{Labels: l("node", h, "device", "mlx5_0", "port", "1", "index", "3", "gid", "::ffff:"+addr(i))})
-		m.FlowSource = append(m.FlowSource, Sample{Labels: l("node", h, "flow", "rdma", "device", "mlx5_0", "port", "1", "index", "3", "netdev", "eth0")})
-		m.Topology = append(m.Topology, Sample{Labels: l("node", h, "netdev", "eth0", "switch", tor(i))})
-		m.Scale = append(m.Scale, Sample{Labels: l("node", h), Value: scale})
+		m.GIDInfo = append(m.GIDInfo, Sample{Labels: sampleLabels("node", h, "device", "mlx5_0", "port", "1", "index", "3", "gid", "::ffff:"+addr(i))})
+		m.FlowSource = append(m.FlowSource, Sample{Labels: sampleLabels("node", h, "flow", "rdma", "device", "mlx5_0", "port", "1", "index", "3", "netdev", "eth0")})
+		m.Topology = append(m.Topology, Sample{Labels: sampleLabels("node", h, "netdev", "eth0", "switch", tor(i))})
+		m.Scale = append(m.Scale, Sample{Labels: sampleLabels("node", h), Value: scale})
 		mateSent := 0.0
 		torSent := map[string]float64{}
 		torRemarked := map[string]float64{}
@@ -290,7 +276,7 @@ func TestPrometheusEqualsAgentsSuspects(t *testing.T) {
 				}
 			}
 			ap.Pairs = append(ap.Pairs, p)
-			peer := l("node", h, "flow", "rdma", "peer", p.Peer, "address", addr(j), "scope", scope, "peer_tor", tor(j))
+			peer := sampleLabels("node", h, "flow", "rdma", "peer", p.Peer, "address", addr(j), "scope", scope, "peer_tor", tor(j))
 			if scope == "tor" {
 				mateSent += float64(probes)
 				if lo > 0 {
@@ -309,12 +295,12 @@ func TestPrometheusEqualsAgentsSuspects(t *testing.T) {
 			}
 		}
 		pairs = append(pairs, ap)
-		m.MateSent = append(m.MateSent, Sample{Labels: l("node", h, "flow", "rdma"), Value: mateSent})
+		m.MateSent = append(m.MateSent, Sample{Labels: sampleLabels("node", h, "flow", "rdma"), Value: mateSent})
 		for t, v := range torSent {
-			m.ToRSent = append(m.ToRSent, Sample{Labels: l("node", h, "flow", "rdma", "scope", "inter_tor", "peer_tor", t), Value: v})
+			m.ToRSent = append(m.ToRSent, Sample{Labels: sampleLabels("node", h, "flow", "rdma", "scope", "inter_tor", "peer_tor", t), Value: v})
 		}
 		for t, v := range torRemarked {
-			m.ToRRemarked = append(m.ToRRemarked, Sample{Labels: l("node", h, "flow", "rdma", "scope", "inter_tor", "peer_tor", t, "field", "dscp", "event", "remarked"), Value: v})
+			m.ToRRemarked = append(m.ToRRemarked, Sample{Labels: sampleLabels("node", h, "flow", "rdma", "scope", "inter_tor", "peer_tor", t, "field", "dscp", "event", "remarked"), Value: v})
 		}
 	}
 	agentsIn := AgentObservations(hosts, pairs)
@@ -447,13 +433,6 @@ func TestPrometheusTracedEqualsAgents(t *testing.T) {
 		}, []string{"remark tor=leaf2 spine=spine1"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			l := func(kv ...string) map[string]string {
-				m := map[string]string{}
-				for k := 0; k < len(kv); k += 2 {
-					m[kv[k]] = kv[k+1]
-				}
-				return m
-			}
 			var hosts []Host
 			var pairs []AgentPairs
 			var m ProbeMetrics
@@ -461,10 +440,10 @@ func TestPrometheusTracedEqualsAgents(t *testing.T) {
 				hosts = append(hosts, Host{Name: h.name, Attachments: []Attachment{{Network: "10.30.0.0/16", Addr: netip.MustParseAddr(h.addr), Switch: h.tor}}})
 				tor := h.tor
 				ap := AgentPairs{Scale: 1, Addresses: []string{h.addr}, ToR: &tor}
-				m.GIDInfo = append(m.GIDInfo, Sample{Labels: l("node", h.name, "device", "rxe0", "port", "1", "index", "1", "gid", "::ffff:"+h.addr)})
-				m.FlowSource = append(m.FlowSource, Sample{Labels: l("node", h.name, "flow", "v4", "device", "rxe0", "port", "1", "index", "1", "netdev", "eth0")})
-				m.Topology = append(m.Topology, Sample{Labels: l("node", h.name, "netdev", "eth0", "switch", h.tor)})
-				m.Scale = append(m.Scale, Sample{Labels: l("node", h.name), Value: 1})
+				m.GIDInfo = append(m.GIDInfo, Sample{Labels: sampleLabels("node", h.name, "device", "rxe0", "port", "1", "index", "1", "gid", "::ffff:"+h.addr)})
+				m.FlowSource = append(m.FlowSource, Sample{Labels: sampleLabels("node", h.name, "flow", "v4", "device", "rxe0", "port", "1", "index", "1", "netdev", "eth0")})
+				m.Topology = append(m.Topology, Sample{Labels: sampleLabels("node", h.name, "netdev", "eth0", "switch", h.tor)})
+				m.Scale = append(m.Scale, Sample{Labels: sampleLabels("node", h.name), Value: 1})
 				mateSent := 0.0
 				for j, o := range nics {
 					if j == i {
@@ -514,25 +493,25 @@ func TestPrometheusTracedEqualsAgents(t *testing.T) {
 						mateSent += float64(probes)
 						continue
 					}
-					m.ToRSent = append(m.ToRSent, Sample{Labels: l("node", h.name, "flow", "v4", "scope", scope, "peer_tor", o.tor), Value: float64(probes)})
+					m.ToRSent = append(m.ToRSent, Sample{Labels: sampleLabels("node", h.name, "flow", "v4", "scope", scope, "peer_tor", o.tor), Value: float64(probes)})
 					if remarked > 0 {
-						m.ToRRemarked = append(m.ToRRemarked, Sample{Labels: l("node", h.name, "flow", "v4", "scope", scope, "peer_tor", o.tor, "field", "dscp", "event", "remarked"), Value: float64(remarked)})
+						m.ToRRemarked = append(m.ToRRemarked, Sample{Labels: sampleLabels("node", h.name, "flow", "v4", "scope", scope, "peer_tor", o.tor, "field", "dscp", "event", "remarked"), Value: float64(remarked)})
 					}
 					if p.Lost > 0 {
-						w := l(append(base, "scope", scope)...)
+						w := sampleLabels(append(base, "scope", scope)...)
 						m.WorstLoss = append(m.WorstLoss, Sample{Labels: w, Value: float64(p.Lost) / float64(probes)})
 						m.WorstLost = append(m.WorstLost, Sample{Labels: w, Value: float64(p.Lost)})
 					}
 					for k, v := range sports {
-						m.TracedSports = append(m.TracedSports, Sample{Labels: l(append(base, "spine", k.spine, "event", k.event)...), Value: v})
+						m.TracedSports = append(m.TracedSports, Sample{Labels: sampleLabels(append(base, "spine", k.spine, "event", k.event)...), Value: v})
 					}
 					for k, v := range remarks {
-						m.TracedRemarks = append(m.TracedRemarks, Sample{Labels: l(append(base, "spine", k.spine, "field", "dscp", "from_value", "26", "to_value", "0",
+						m.TracedRemarks = append(m.TracedRemarks, Sample{Labels: sampleLabels(append(base, "spine", k.spine, "field", "dscp", "from_value", "26", "to_value", "0",
 							"before_address", before, "before_ttl", "2", "at_address", at, "at_ttl", "3")...), Value: v})
 					}
 				}
 				pairs = append(pairs, ap)
-				m.MateSent = append(m.MateSent, Sample{Labels: l("node", h.name, "flow", "v4"), Value: mateSent})
+				m.MateSent = append(m.MateSent, Sample{Labels: sampleLabels("node", h.name, "flow", "v4"), Value: mateSent})
 			}
 			fromAgents := Localize(AgentObservations(hosts, pairs))
 			in, notes := ObservationsFromMetrics(m, "node")
@@ -560,4 +539,13 @@ func TestPrometheusTracedEqualsAgents(t *testing.T) {
 			}
 		})
 	}
+}
+
+// sampleLabels makes a sample's label set from name, value pairs.
+func sampleLabels(kv ...string) map[string]string {
+	m := map[string]string{}
+	for k := 0; k < len(kv); k += 2 {
+		m[kv[k]] = kv[k+1]
+	}
+	return m
 }

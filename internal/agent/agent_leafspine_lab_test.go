@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -190,6 +191,26 @@ func deref(s *string) string {
 // /snapshot requests within fabric's default 10 s) and returns its exit
 // status and its report's suspects as "kind nic tor spine" ("-" for
 // null), and the report.
+// lsWaitSuspects waits until fabric (args: --agents or --prometheus and
+// their values) names exactly want with exit status 1, and fails at once
+// when it names anything else (a false suspect, in the phase stage). It
+// returns what the wait saw and fabric's last report.
+func lsWaitSuspects(t *testing.T, stage string, want []string, args ...string) (string, fabricReport) {
+	t.Helper()
+	var rep fabricReport
+	saw := wait(t, fmt.Sprintf("fabric %s names %v", args[0], want), func() (bool, string) {
+		code, sus, r := lsFabric(t, args...)
+		rep = r
+		for _, s := range sus {
+			if !slices.Contains(want, s) {
+				t.Fatalf("%s: fabric %s names %q, a false suspect (all: %v)", stage, args[0], s, sus)
+			}
+		}
+		return reflect.DeepEqual(sus, want) && code == 1, fmt.Sprintf("exit %d, suspects %v", code, sus)
+	})
+	return saw, rep
+}
+
 func lsFabric(t *testing.T, args ...string) (int, []string, fabricReport) {
 	t.Helper()
 	out, code := runIn(t, "h5", append([]string{"fabric", "--timeout", "45s"}, append(args, "-o", "json")...)...)
@@ -504,15 +525,7 @@ func TestLabAgentLeafSpine(t *testing.T) {
 	// fabric --prometheus names spine1 too, from the agents' traced
 	// ports (roce_probe_traced_sports), once a scrape holds 3 of them,
 	// and nothing else.
-	saw = wait(t, "fabric --prometheus names spine1", func() (bool, string) {
-		code, sus, _ = lsFabric(t, "--prometheus", p.base, "--host-label", "node")
-		for _, s := range sus {
-			if s != wantSpine[0] {
-				t.Fatalf("spine1→leaf2 dropping: fabric --prometheus names %q, a false suspect (all: %v)", s, sus)
-			}
-		}
-		return reflect.DeepEqual(sus, wantSpine) && code == 1, fmt.Sprintf("exit %d, suspects %v", code, sus)
-	})
+	saw, _ = lsWaitSuspects(t, "spine1→leaf2 dropping", wantSpine, "--prometheus", p.base, "--host-label", "node")
 	phase("fabric --prometheus: " + saw)
 
 	// 2. The same port remarks DSCP 26 → 0.
@@ -610,15 +623,7 @@ func TestLabAgentLeafSpine(t *testing.T) {
 	// spine1 and leaf2, and nothing else.
 	wantRemarkHop := []string{"remark - " + lab.Leaf2 + " " + lab.Spine1}
 	var rep fabricReport
-	saw = wait(t, "fabric --agents names the remarking hop spine1 – leaf2", func() (bool, string) {
-		code, sus, rep = lsFabric(t, "--agents", strings.Join(ag.urls(), ","))
-		for _, s := range sus {
-			if s != wantRemarkHop[0] {
-				t.Fatalf("spine1→leaf2 remarking: fabric --agents names %q, a false suspect (all: %v)", s, sus)
-			}
-		}
-		return reflect.DeepEqual(sus, wantRemarkHop) && code == 1, fmt.Sprintf("exit %d, suspects %v", code, sus)
-	})
+	saw, rep = lsWaitSuspects(t, "spine1→leaf2 remarking", wantRemarkHop, "--agents", strings.Join(ag.urls(), ","))
 	_, flines := rep.findings(map[string]bool{"gid_index": true})
 	wantFinding := fmt.Sprintf("gid_index fd32::/64 ipv6 RoCE v2 | %d: h5/rxe5/1/%[2]s h6/rxe6/1/%[2]s h7/rxe7/1/%[2]s | %d: h8/rxe8/1/%[2]s",
 		sharedIdx["h5"], lab.HostNIC+".32", sharedIdx["h8"])
@@ -695,15 +700,7 @@ func TestLabAgentLeafSpine(t *testing.T) {
 	// rule's least).
 	h7 := ls.Host("h7")
 	wantNIC := []string{"nic " + h7.IP4.Addr().String() + " " + h7.Leaf + " -"}
-	saw = wait(t, "fabric --agents names h7's NIC", func() (bool, string) {
-		code, sus, _ = lsFabric(t, "--agents", strings.Join(ag.urls(), ","))
-		for _, s := range sus {
-			if s != wantNIC[0] {
-				t.Fatalf("h7's NIC dead: fabric --agents names %q, a false suspect (all: %v)", s, sus)
-			}
-		}
-		return reflect.DeepEqual(sus, wantNIC) && code == 1, fmt.Sprintf("exit %d, suspects %v", code, sus)
-	})
+	saw, _ = lsWaitSuspects(t, "h7's NIC dead", wantNIC, "--agents", strings.Join(ag.urls(), ","))
 	phase("fabric --agents: " + saw)
 	// RoCEProbePeerLoss for h7 → h8 and h8 → h7; the only ToR-mates that
 	// lose probes are those two.
@@ -746,15 +743,7 @@ func TestLabAgentLeafSpine(t *testing.T) {
 	lsSuspectAlerts(t, p, "h7's NIC dead", wantSpineAlert, wantHop, wantNICAlert)
 	// fabric --prometheus names h7's NIC too (its ToR's 2 NICs from
 	// roce_probe_topology_info), and nothing else.
-	saw = wait(t, "fabric --prometheus names h7's NIC", func() (bool, string) {
-		code, sus, _ = lsFabric(t, "--prometheus", p.base, "--host-label", "node")
-		for _, s := range sus {
-			if s != wantNIC[0] {
-				t.Fatalf("h7's NIC dead: fabric --prometheus names %q, a false suspect (all: %v)", s, sus)
-			}
-		}
-		return reflect.DeepEqual(sus, wantNIC) && code == 1, fmt.Sprintf("exit %d, suspects %v", code, sus)
-	})
+	saw, _ = lsWaitSuspects(t, "h7's NIC dead", wantNIC, "--prometheus", p.base, "--host-label", "node")
 	phase("fabric --prometheus: " + saw)
 	// The worst pairs name h7 from the agents of both leaves: the
 	// evidence for its NIC, which no shipped rule reads yet.
