@@ -362,7 +362,7 @@ func ObservationsFromMetrics(m ProbeMetrics, hostLabel string) (LocalizeInput, m
 			namedSent[[3]string{s.Labels[hostLabel], s.Labels["flow"], s.Labels["peer_tor"]}] += sent
 		}
 	}
-	namedRemarked := tracedPorts(m, hostLabel, prober, peerAddr, pair, count)
+	namedRemarked := tracedPorts(m, hostLabel, prober, peerAddr, pair, count, note)
 	group := func(n nicOf, t string) *PairObservation {
 		name := "(NICs of " + t + ")"
 		if t == "" {
@@ -456,6 +456,10 @@ func lenOf[V comparable](m map[string]map[V]bool) map[string]int {
 // known).
 type nicOf struct{ addr, tor string }
 
+// maxPairSports is the most faulty UDP source ports an agent keeps a pair
+// (docs/json.md, sport_faults).
+const maxPairSports = 8
+
 // tracedPorts adds to the pairs their faulty UDP source ports that the
 // agents' automatic traces followed, as /pairs' sport_faults give them to
 // AgentObservations: roce_probe_traced_remarks' ports with the change
@@ -466,11 +470,11 @@ type nicOf struct{ addr, tor string }
 // It returns the remarked ports it gave the pairs, by (host, flow, peer
 // ToR), which their ToR's group then does not count again.
 func tracedPorts(m ProbeMetrics, hostLabel string, prober func(Sample) (nicOf, bool), peerAddr func(Sample) (string, bool),
-	pair func(src, dst, srcToR, dstToR string) *PairObservation, count func(float64) uint64) map[[3]string]uint64 {
+	pair func(src, dst, srcToR, dstToR string) *PairObservation, count func(float64) uint64, note func(host, text string)) map[[3]string]uint64 {
 	type portKey struct{ host, flow, addr, spine string }
 	described := map[portKey]uint64{} // remarked ports with their change
 	named := map[[3]string]uint64{}
-	tied := func(s Sample) (*PairObservation, uint64, bool) {
+	tied := func(s Sample, metric string) (*PairObservation, uint64, bool) {
 		n, ok := prober(s)
 		if !ok {
 			return nil, 0, false
@@ -480,23 +484,35 @@ func tracedPorts(m ProbeMetrics, hostLabel string, prober func(Sample) (nicOf, b
 		if !ok || ports == 0 {
 			return nil, 0, false
 		}
-		return pair(n.addr, dst, n.tor, s.Labels["peer_tor"]), ports, true
+		o := pair(n.addr, dst, n.tor, s.Labels["peer_tor"])
+		// An agent keeps at most maxPairSports faulty ports a pair
+		// (/pairs' sport_faults): a series' value is outside input, and a
+		// larger one must not make this loop allocate without bound.
+		if left := uint64(maxPairSports - min(len(o.Sports), maxPairSports)); ports > left {
+			note(s.Labels[hostLabel], fmt.Sprintf("%s for %s: %v ports, more than an agent keeps a pair (%d): only %d counted", metric, dst, s.Value, maxPairSports, left))
+			ports = left
+		}
+		return o, ports, ports > 0
+	}
+	sportSums := map[*PairObservation]*[2]uint64{} // the ports' lost and remarked, as o.Sports grows
+	sums := func(o *PairObservation) *[2]uint64 {
+		if sportSums[o] == nil {
+			sportSums[o] = &[2]uint64{}
+		}
+		return sportSums[o]
 	}
 	remarked := func(o *PairObservation, s Sample, ports uint64, so SportObservation) {
 		for range ports {
 			o.Sports = append(o.Sports, so)
 		}
-		var n uint64
-		for _, sp := range o.Sports {
-			n += sp.Remarked
-		}
-		if n > o.Remarked {
+		sums(o)[1] += ports * so.Remarked
+		if n := sums(o)[1]; n > o.Remarked {
 			named[[3]string{s.Labels[hostLabel], s.Labels["flow"], s.Labels["peer_tor"]}] += n - o.Remarked
 			o.Remarked = n
 		}
 	}
 	for _, s := range m.TracedRemarks {
-		o, ports, ok := tied(s)
+		o, ports, ok := tied(s, MetricTracedRemarks)
 		if !ok {
 			continue
 		}
@@ -516,7 +532,7 @@ func tracedPorts(m ProbeMetrics, hostLabel string, prober func(Sample) (nicOf, b
 		described[portKey{l[hostLabel], l["flow"], l["address"], l["spine"]}] += ports
 	}
 	for _, s := range m.TracedSports {
-		o, ports, ok := tied(s)
+		o, ports, ok := tied(s, MetricTracedSports)
 		if !ok {
 			continue
 		}
@@ -526,11 +542,8 @@ func tracedPorts(m ProbeMetrics, hostLabel string, prober func(Sample) (nicOf, b
 			for range ports {
 				o.Sports = append(o.Sports, SportObservation{Lost: 1, Spine: l["spine"]})
 			}
-			var n uint64
-			for _, sp := range o.Sports {
-				n += sp.Lost
-			}
-			o.Lost = max(o.Lost, n)
+			sums(o)[0] += ports
+			o.Lost = max(o.Lost, sums(o)[0])
 		case "remarked":
 			k := portKey{l[hostLabel], l["flow"], l["address"], l["spine"]}
 			d := min(ports, described[k])

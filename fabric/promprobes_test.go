@@ -549,3 +549,33 @@ func sampleLabels(kv ...string) map[string]string {
 	}
 	return m
 }
+
+// A traced-port series is outside input: a value no agent can have (it
+// keeps at most 8 faulty ports a pair, docs/json.md sport_faults) counts
+// as 8 with a note, and a huge one allocates nothing more (it used to
+// append one port per unit of the value).
+func TestObservationsFromMetricsTracedPortsBounded(t *testing.T) {
+	m := ProbeMetrics{
+		GIDInfo:    []Sample{{Labels: sampleLabels("node", "h1", "device", "mlx5_0", "port", "1", "index", "3", "gid", "::ffff:10.0.0.1"), Value: 1}},
+		FlowSource: []Sample{{Labels: sampleLabels("node", "h1", "flow", "v4", "device", "mlx5_0", "port", "1", "index", "3", "netdev", "eth0"), Value: 1}},
+		TracedSports: []Sample{
+			{Labels: sampleLabels("node", "h1", "flow", "v4", "peer", "h2", "address", "10.0.0.2", "peer_tor", "leaf2", "spine", "spine1", "event", "lost"), Value: 1e15},
+			{Labels: sampleLabels("node", "h1", "flow", "v4", "peer", "h2", "address", "10.0.0.2", "peer_tor", "leaf2", "spine", "spine2", "event", "lost"), Value: 3},
+		},
+	}
+	in, notes := ObservationsFromMetrics(m, "node")
+	var sports, lost int
+	for _, p := range in.Pairs {
+		if p.Dst == "10.0.0.2" {
+			sports += len(p.Sports)
+			lost += int(p.Lost)
+		}
+	}
+	if sports != 8 || lost != 8 {
+		t.Errorf("h1 → 10.0.0.2: %d ports, %d lost; want 8 and 8 (the most an agent keeps a pair)", sports, lost)
+	}
+	if len(notes["h1"]) != 2 || !strings.Contains(notes["h1"][0], "more than an agent keeps a pair (8): only 8 counted") ||
+		!strings.Contains(notes["h1"][1], "only 0 counted") {
+		t.Errorf("notes %q, want the two series' ports said to be cut", notes["h1"])
+	}
+}
