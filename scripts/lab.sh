@@ -306,9 +306,12 @@ run_vm() {
 
 # kernel_crash OUT prints the first line of OUT/console.log that says the
 # guest kernel crashed (a panic, an oops, a fatal exception) in a run that
-# did not finish, or nothing.
+# did not finish, or nothing (also when the guest ran out of memory).
 kernel_crash() {
   [ -f "$1/done" ] && return 0
+  # Out of memory is the lab's own doing (its VM size, its tests), not a
+  # kernel crash: never retried.
+  grep -a -q -E 'Out of memory|oom-kill' "$1/console.log" 2>/dev/null && return 0
   grep -a -m1 -E 'Kernel panic|Fatal exception|BUG: |Oops:|general protection fault' "$1/console.log" 2>/dev/null |
     tr -d '\r' | sed 's/^\[ *[0-9.]*\] //' || true
 }

@@ -144,10 +144,21 @@ func reportKernel(w io.Writer, details *strings.Builder, plan []planEntry, out, 
 	if kname != "" {
 		tag = " [" + kname + "]"
 	}
-	if panic, first, ok := strings.Cut(strings.TrimSpace(readString(filepath.Join(out, "crashed-before"))), "\t"); ok {
+	if panic, first, found := strings.Cut(strings.TrimSpace(readString(filepath.Join(out, "crashed-before"))), "\t"); found {
 		// scripts/lab.sh booted this kernel twice: the first run's guest
 		// kernel crashed. Said first, so a rerun is never silent.
 		fmt.Fprintf(w, "     NOTE the first VM run on this kernel crashed (%s; its results: %s); these are the second run's\n", panic, first)
+		// A failure the first run saw before the crash is not washed
+		// away by a clean second run.
+		rcs, _ := filepath.Glob(filepath.Join(first, "*.rc"))
+		sort.Strings(rcs)
+		for _, f := range rcs {
+			if rc := strings.TrimSpace(readString(f)); rc != "0" && rc != "" {
+				fmt.Fprintf(w, "FAIL the first run's %s exited %s before the crash (output: %s)\n", strings.TrimSuffix(filepath.Base(f), ".rc"), rc, strings.TrimSuffix(f, ".rc")+".out")
+				c.failed++
+				ok = false
+			}
+		}
 	}
 	finished := fileExists(filepath.Join(out, "done"))
 	if !finished {

@@ -199,6 +199,19 @@ func TestReportKernelCrashedBefore(t *testing.T) {
 	if !ok || !strings.Contains(b.String(), want) {
 		t.Errorf("ok %v, want %q in:\n%s", ok, want, b.String())
 	}
+
+	// The first run's b failed before the crash; the second run passed
+	// everything: still a failure.
+	first := t.TempDir()
+	os.WriteFile(filepath.Join(first, "a.rc"), []byte("0\n"), 0o644)
+	os.WriteFile(filepath.Join(first, "b.rc"), []byte("1\n"), 0o644)
+	os.WriteFile(filepath.Join(run, "out-6.1", "crashed-before"), []byte("Kernel panic - not syncing: Fatal exception in interrupt\t"+first+"\n"), 0o644)
+	b.Reset()
+	ok, _ = report(&b, run)
+	want = "FAIL the first run's b exited 1 before the crash (output: " + filepath.Join(first, "b.out") + ")"
+	if ok || !strings.Contains(b.String(), want) || strings.Contains(b.String(), "first run's a ") {
+		t.Errorf("ok %v, want %q (and nothing on a) in:\n%s", ok, want, b.String())
+	}
 }
 
 // The plan as scripts/lab.sh writes it (scripts/lab/plan.sh's plan_add)
