@@ -323,6 +323,7 @@ func TestLeafSpineFaults(t *testing.T) {
 			// receiver, waited for there, and one with TTL sttl (when not
 			// 0), whose Time Exceeded answer is waited for at the sender.
 			var viaPort map[string]uint16
+			var paths map[uint16]string // each source port's spine, once known
 			send := func(tos, ttl uint8, via string, sttl uint8) (map[string][]Frame, []Frame, []Frame) {
 				caps := map[string]*Capture{}
 				for _, sp := range Spines {
@@ -345,6 +346,25 @@ func TestLeafSpineFaults(t *testing.T) {
 						sentinel(sttl)
 						waitAnswer(t, back, src, sport)
 					}
+					// The sentinel crossed one spine; probes through the
+					// other can still be on their way (two paths keep no
+					// order: a full run once stopped spine1's capture before
+					// its last probe). Each spine capture gets up to a second
+					// in all to show the probes it carries; a fault that
+					// drops them costs that second, and the checks decide.
+					ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+					for sp, c := range caps {
+						for p, psp := range paths {
+							if psp != sp {
+								continue
+							}
+							_, _ = c.Wait(ctx, func(f Frame) bool {
+								u, ok := ipUDP(gopacket.NewPacket(f.Data, layers.LayerTypeEthernet, gopacket.Default))
+								return ok && u.src == src && u.dst == dst && u.sport == p && !u.sentinel
+							})
+						}
+					}
+					cancel()
 				}
 				got := map[string][]Frame{}
 				for sp, c := range caps {
@@ -354,7 +374,7 @@ func TestLeafSpineFaults(t *testing.T) {
 			}
 			// The path of each source port, with no fault.
 			clean, _, _ := send(tos, 0, "", 0)
-			paths := spineOf(t, clean, src, dst)
+			paths = spineOf(t, clean, src, dst)
 			viaPort = map[string]uint16{}
 			for sport, sp := range paths {
 				if u := udpFrames(clean[sp], src, dst)[sport][0]; u.tos != tos {
