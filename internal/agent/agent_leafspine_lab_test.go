@@ -657,8 +657,20 @@ func TestLabAgentLeafSpine(t *testing.T) {
 	// spine1's loss a minute ago may still be in the 5-minute window.
 	lsSuspectAlerts(t, p, "spine1→leaf2 remarking", wantSpineAlert, wantHop, nil)
 
-	// 3. h7's NIC dead to RoCE: leaf2's port toward it drops RoCE.
+	// 3. h7's NIC dead to RoCE: leaf2's port toward it drops RoCE — once
+	// the remarked probes of phase 2 are out of the agents' windows (their
+	// current and last round): else fabric --agents rightly still names
+	// the remarking hop next to h7's NIC (a run failed so).
 	ls.Reset()
+	wait(t, "no remarked probe left in the window", func() (bool, string) {
+		pr := ag.pairs(t)
+		for _, v := range pr {
+			if v[2] > 0 {
+				return false, fmt.Sprint(pr)
+			}
+		}
+		return true, fmt.Sprint(pr)
+	})
 	lostBefore = mateLost()
 	ls.Router(lab.Leaf2).Port("h7").DropRoCE()
 	saw = wait(t, "h7 loses with every peer it probes and h8 with h7; no other pair loses", func() (bool, string) {
