@@ -93,7 +93,10 @@ type stream struct {
 	// answeredLast says the peer answered the last probe that was
 	// answered or lost (the tracer's test for a live peer).
 	answeredLast bool
-	rtt          prometheus.Observer
+	// lostRun is the probes lost in a row since the peer's last answer
+	// (peerDown).
+	lostRun uint32
+	rtt     prometheus.Observer
 	// A ToR-mate's own series (nil and false otherwise): the markings
 	// received and sent, by field index, and the marking events made.
 	recv   [5]prometheus.Gauge
@@ -462,6 +465,25 @@ func (m *mesh) lost(s *stream, r probe.Result) {
 	m.add(s, fleet.Counts{Lost: 1})
 	s.faults.add(r.Sent.Sport, 1, 0)
 	s.answeredLast = false
+	s.lostRun++
+}
+
+// peerDown says s lost its latest probe on every one of its UDP source
+// ports, one after another (a pair's probes cycle through its ports):
+// its peer, or every path to it, is down. Then no trace of its ports
+// applies to its losses — one from before the peer went down names the
+// spine its port took then, which says nothing of a dead NIC — and
+// /pairs and roce_probe_traced_sports show its faulty ports untraced
+// (the tracer does not trace such a pair either: traceCandidates).
+func (s *stream) peerDown() bool { return s.lostRun >= uint32(max(s.plan.Sports, 1)) }
+
+// tracedPort is what the automatic trace of s's port sport found, when
+// one applies to the pair's losses now (peerDown).
+func (m *mesh) tracedPort(s *stream, sport uint16) (sportTrace, bool) {
+	if m.traced == nil || s.peerDown() {
+		return sportTrace{}, false
+	}
+	return m.traced(s.peer.Addr, sport)
 }
 
 // flush is finalize at the end of a prober: answered probes are accounted
@@ -489,6 +511,7 @@ func (m *mesh) flush(s *stream, now time.Time) {
 func (m *mesh) account(s *stream, r probe.Result) {
 	m.add(s, fleet.Counts{Answered: 1})
 	s.answeredLast = true
+	s.lostRun = 0
 	s.rtt.Observe(r.RTT.Seconds())
 	recv := *r.Received
 	s.lastRecv, s.lastRTT = &recv, r.RTT
@@ -859,13 +882,11 @@ func (m *mesh) pairs() []pairJSON {
 		p.SportFaults = []sportFaultJSON{}
 		for _, f := range s.faults.total() {
 			j := sportFaultJSON{Sport: f.sport, Lost: f.lost, Remarked: f.remarked}
-			if m.traced != nil {
-				if st, ok := m.traced(s.peer.Addr, f.sport); ok {
-					j.Traced, j.Remark = true, st.remark
-					if st.spine != "" {
-						sp := st.spine
-						j.Spine = &sp
-					}
+			if st, ok := m.tracedPort(s, f.sport); ok {
+				j.Traced, j.Remark = true, st.remark
+				if st.spine != "" {
+					sp := st.spine
+					j.Spine = &sp
 				}
 			}
 			p.SportFaults = append(p.SportFaults, j)
@@ -965,7 +986,7 @@ func (m *mesh) tracedFaults() (map[tracedSports]int, map[tracedRemark]int) {
 	}
 	for _, s := range m.streams {
 		for _, f := range s.faults.total() {
-			st, ok := m.traced(s.peer.Addr, f.sport)
+			st, ok := m.tracedPort(s, f.sport)
 			if !ok {
 				continue
 			}

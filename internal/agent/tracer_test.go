@@ -243,6 +243,86 @@ func TestAutomaticTraceSkipsDeadPeer(t *testing.T) {
 	}
 }
 
+// A peer traced while a spine lost some of its ports, and then dead (a
+// dead NIC within the trace cooldown): once it has lost a probe on every
+// port in a row, /pairs shows its faulty ports untraced and
+// roce_probe_traced_sports counts none of them — the earlier traces name
+// the spine each port crossed, which says nothing of a dead NIC
+// (RoCEProbeSpineSuspect and fabric would blame the spine).
+func TestAutomaticTraceDetachedFromDeadPeer(t *testing.T) {
+	c := &clos{lossy: "spine2"}
+	ta := closAgent(t, c, 0, 4, 1, nil)
+	peer := closNIC(3, 1)
+	type port struct {
+		traced bool
+		spine  string
+	}
+	state := func() (lost uint64, ports map[uint16]port) {
+		ports = map[uint16]port{}
+		for _, p := range getPairs(t, ta.url).Pairs {
+			if p.Address != peer.String() {
+				continue
+			}
+			lost = p.Lost
+			for _, f := range p.SportFaults {
+				sp := ""
+				if f.Spine != nil {
+					sp = *f.Spine
+				}
+				ports[f.Sport] = port{f.Traced, sp}
+			}
+		}
+		return lost, ports
+	}
+	series := func() (n int) {
+		for _, m := range gather(t, ta.Registry())[metricTracedSports].GetMetric() {
+			if labelMap(m)["address"] == peer.String() {
+				n += int(m.GetGauge().GetValue())
+			}
+		}
+		return n
+	}
+	var before map[uint16]port
+	eventually(t, 20*time.Second, "the peer's lost ports traced through spine2", func() bool {
+		_, ports := state()
+		for _, p := range ports {
+			if !p.traced {
+				return false
+			}
+		}
+		before = ports
+		return len(ports) > 0
+	})
+	for sp, p := range before {
+		if p.spine != "spine2" {
+			t.Fatalf("port %d traced through %q, want spine2 (the lossy one)", sp, p.spine)
+		}
+	}
+	if n := series(); n != len(before) {
+		t.Fatalf("%s counts %d ports of the peer, /pairs %d traced", metricTracedSports, n, len(before))
+	}
+	c.mu.Lock()
+	c.lossy, c.dead = "", peer
+	c.mu.Unlock()
+	// 21 ports a pair (closAgent): every one lost once more, in a row.
+	var after map[uint16]port
+	eventually(t, 30*time.Second, "the dead peer's ports untraced", func() bool {
+		_, after = state()
+		for _, p := range after {
+			if p.traced || p.spine != "" {
+				return false
+			}
+		}
+		return series() == 0
+	})
+	if len(after) < len(before) {
+		t.Errorf("dead peer: %d faulty ports, fewer than the %d lost before it died", len(after), len(before))
+	}
+	if n := series(); n != 0 {
+		t.Errorf("dead peer: %s still counts %d of its ports", metricTracedSports, n)
+	}
+}
+
 // TestAutomaticTraceNamesSpine: four ToRs of one NIC each, agents under
 // leaf0, leaf1 and leaf2; spine2 drops every probe that crosses it, or
 // spine1 rewrites the DSCP of every probe that crosses it to 0. Each
