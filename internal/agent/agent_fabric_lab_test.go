@@ -127,7 +127,7 @@ scrape_configs:
 		"--storage.tsdb.path="+filepath.Join(dir, "data"), "--web.listen-address=127.0.0.1:9090", "--log.level=warn")
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("prometheus in %s:\n%s", ns, p.proc.Output())
+			failureDump(t, "prometheus in "+ns, "prometheus-"+ns+".log", p.proc.Output())
 		}
 	})
 	deadline := time.Now().Add(promTimeout)

@@ -101,12 +101,35 @@ func runAgentProc(t testing.TB, ns string, cmd *exec.Cmd, start func(*exec.Cmd) 
 			}
 			p.cmd.Process.Kill()
 			<-p.done
-			t.Logf("agent in %s:\n%s\n%s", ns, p.out.String(), strings.Join(ms, "\n"))
+			failureDump(t, "agent in "+ns, "agent-"+ns+".log", p.out.String()+"\n"+strings.Join(ms, "\n"))
 		}
 		p.cmd.Process.Kill()
 		<-p.done
 	})
 	return p
+}
+
+// failureDump keeps a failed test's long diagnostics (a process's
+// output, its metrics) where they do not bury the failure: under the lab
+// (LAB_ARTIFACTS set, scripts/lab.sh brings the directory back and lists
+// it) in the file name there, with one log line naming it; elsewhere
+// in the log as before. The lab's report
+// shows a failing test's output, and CI only the report's last lines: the
+// test's own failure message must be near the end.
+func failureDump(t testing.TB, what, name, dump string) {
+	t.Helper()
+	dir := os.Getenv("LAB_ARTIFACTS")
+	if dir == "" {
+		t.Logf("%s:\n%s", what, dump)
+		return
+	}
+	f := filepath.Join(dir, strings.NewReplacer("/", "_", " ", "_").Replace(t.Name()+"."+name))
+	if err := os.MkdirAll(dir, 0o755); err != nil || os.WriteFile(f, []byte(dump), 0o644) != nil {
+		t.Logf("%s:\n%s", what, dump)
+		return
+	}
+	lines := strings.Split(strings.TrimRight(dump, "\n"), "\n")
+	t.Logf("%s: %d lines in %s", what, len(lines), f)
 }
 
 // stop sends SIGTERM and waits up to limit for the exit.
