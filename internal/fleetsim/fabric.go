@@ -24,7 +24,8 @@ type Fabric struct {
 	// Spines is the number of spines (the ECMP width between two ToRs).
 	Spines int
 
-	hash uint64
+	hash    uint64
+	torNICs map[string]int // each ToR's NICs by its name (ToRNICs)
 }
 
 // NewFabric builds a fabric of n NICs in ToRs whose sizes are drawn
@@ -54,8 +55,19 @@ func NewFabric(n, minPer, maxPer, spines int, seed uint64) (*Fabric, error) {
 		}
 		f.ToRs = append(f.ToRs, [2]int32{first, int32(len(f.NICs))})
 	}
+	f.torNICs = make(map[string]int, len(f.ToRs))
+	for t, span := range f.ToRs {
+		f.torNICs[f.ToRName(int32(t))] = int(span[1] - span[0])
+	}
 	return f, nil
 }
+
+// ToRNICs is how many NICs each ToR has, by its name: what
+// fabric.LocalizeInput.ToRNICs holds when every NIC runs an agent (the
+// agents' pairs name every NIC of their ToR; roce_probe_topology_info has
+// one series per agent's NIC). The map is the fabric's: not to be
+// changed.
+func (f *Fabric) ToRNICs() map[string]int { return f.torNICs }
 
 // ToRName is ToR t's name.
 func (f *Fabric) ToRName(t int32) string { return f.NICs[f.ToRs[t][0]].ToR }

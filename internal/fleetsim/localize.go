@@ -1,6 +1,7 @@
 package fleetsim
 
 import (
+	"fmt"
 	"net/netip"
 	"strings"
 
@@ -46,19 +47,29 @@ func FabricLocalize(in Input) []Suspect {
 
 // ToFabric is the window as fabric.Localize takes it: the NICs named by
 // their addresses, the ToRs and spines by their names, each lost or
-// remarked source port with the spine a trace of it finds (Fabric.Trace),
-// and the noisy agents.
+// remarked source port with the spine a trace of it finds (Fabric.Trace)
+// and, for a remarked port, the change the trace saw and between which
+// hops (SportObs.RemarkAt: as AgentObservations reads a port's remark
+// from /pairs, with the hops' names where the agent gives addresses),
+// each ToR's NICs (Fabric.ToRNICs), and the noisy agents.
 func ToFabric(in Input) fabric.LocalizeInput {
 	f := in.Fabric
 	name := func(i int32) string { return f.NICs[i].Addr.String() }
-	li := fabric.LocalizeInput{Pairs: make([]fabric.PairObservation, 0, len(in.Pairs))}
+	li := fabric.LocalizeInput{Pairs: make([]fabric.PairObservation, 0, len(in.Pairs)), ToRNICs: f.ToRNICs()}
 	for _, o := range in.Pairs {
 		p := fabric.PairObservation{Src: name(o.Src), Dst: name(o.Dst), SrcToR: f.NICs[o.Src].ToR, DstToR: f.NICs[o.Dst].ToR,
 			Sent: uint64(o.Sent), Lost: uint64(o.Lost), Remarked: uint64(o.Remarked)}
 		for _, sp := range o.Sports {
 			so := fabric.SportObservation{Sport: sp.Sport, Lost: uint64(sp.Lost), Remarked: uint64(sp.Remarked)}
-			if t := f.Trace(o.Src, o.Dst, sp.Sport); t.Spine >= 0 {
+			t := f.Trace(o.Src, o.Dst, sp.Sport)
+			if t.Spine >= 0 {
 				so.Spine = SpineName(t.Spine)
+				if sp.Remarked > 0 && sp.RemarkAt > 0 {
+					// Hop 1 the prober's ToR, 2 the spine, 3 the peer's ToR.
+					hop := [...]string{1: p.SrcToR, 2: so.Spine, 3: p.DstToR}
+					so.RemarkBeforeTTL, so.RemarkAtTTL = int(sp.RemarkAt)-1, int(sp.RemarkAt)
+					so.Remark = fmt.Sprintf("dscp %d→0 between %s and %s", sentDSCP, hop[so.RemarkBeforeTTL], hop[so.RemarkAtTTL])
+				}
 			}
 			p.Sports = append(p.Sports, so)
 		}
@@ -69,6 +80,10 @@ func ToFabric(in Input) fabric.LocalizeInput {
 	}
 	return li
 }
+
+// sentDSCP is the DSCP the simulated probes are sent with (RoCE's
+// usual 26); a remarking link rewrites it to 0.
+const sentDSCP = 26
 
 // nicOf is the index of the NIC with address a (NewFabric's numbering),
 // -1 when none has it.

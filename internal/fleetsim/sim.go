@@ -90,10 +90,18 @@ const flow = "rdma"
 // bounded trace follows a few).
 const maxSports = 4
 
-// SportObs is what happened to one UDP source port's probes of a pair.
+// SportObs is what happened to one UDP source port's probes of a pair,
+// and where a trace of the port would see its DSCP change (RemarkAt).
 type SportObs struct {
 	Sport          uint16
 	Lost, Remarked uint16
+	// RemarkAt is the hop (TTL) from which the agent's automatic trace of
+	// the port (internal/agent's tracer: trace.Changes, the first DSCP
+	// change along the path) sees the remarked DSCP: 2, the spine (the
+	// ToR–spine link up from the prober's ToR remarked), or 3, the peer's
+	// ToR (the link down from the spine to it); the hop before it (1, 2)
+	// still shows the value sent. 0: the port saw no remarking.
+	RemarkAt uint8
 }
 
 // PairObs is one probed pair's outcome over a localisation window: probes
@@ -133,8 +141,18 @@ const (
 	SuspectNoise                     // host noise, not the network (NIC)
 )
 
+// numSuspectKinds is the number of suspect kinds.
+const numSuspectKinds = SuspectNoise + 1
+
 func (k SuspectKind) String() string {
 	return [...]string{"nic", "tor", "link", "spine", "remark", "host_noise"}[k]
+}
+
+// Names is the suspect kind that names a fault of kind k when Matches:
+// nic for a dead NIC and a lossy port alike.
+func (k FaultKind) Names() SuspectKind {
+	return [...]SuspectKind{DeadNIC: SuspectNIC, LossyPort: SuspectNIC, LossyLink: SuspectLink, RemarkLink: SuspectRemark,
+		NoisyHost: SuspectNoise}[k]
 }
 
 // Suspect is one thing a localisation names.
@@ -236,8 +254,28 @@ type Result struct {
 	// Detected over the faults named.
 	DetectMedian, Detect95      time.Duration
 	EvidenceMissing, Undetected int
+	// Kinds are the faults and the recall by fault kind (FaultKind),
+	// Suspects the suspects named and the precision by suspect kind
+	// (SuspectKind): a fault kind's precision is that of the suspect kind
+	// that names it (FaultKind.Names).
+	Kinds    [numKinds]KindScore
+	Suspects [numSuspectKinds]SuspectScore
 	// Records is the number of pair-tick records the run kept (its memory).
 	Records int
+}
+
+// KindScore is the faults of one kind and how many were named within
+// DetectBy; Recall their share (NaN without a Localizer or a fault).
+type KindScore struct {
+	Faults, Named int
+	Recall        float64
+}
+
+// SuspectScore is the suspects of one kind named right and wrong, each
+// counted once per epoch; Precision the share right (NaN: none named).
+type SuspectScore struct {
+	Right, Wrong int
+	Precision    float64
 }
 
 // rec is one pair's probes in one tick, kept when the pair touches a
@@ -489,14 +527,14 @@ func (s *sim) agent(sh *shard, a int32, rounds int) error {
 					i := first + j
 					sport := tg.Sport(uint32(i))
 					at := t0 + time.Duration(float64(j)/float64(n)*float64(cfg.Tick))
-					lost, remarked := s.probe(a, b, sport, at, i)
+					lost, remarkAt := s.probe(a, b, sport, at, i)
 					if lost {
 						rc.lost++
-					} else if remarked {
+					} else if remarkAt > 0 {
 						rc.remarked++
 					}
-					if lost || remarked {
-						rc.note(sport, lost)
+					if lost || remarkAt > 0 {
+						rc.note(sport, lost, remarkAt)
 					}
 				}
 				c.Sent += n
@@ -536,13 +574,16 @@ func probes(base, t0, t1 time.Duration, rate float64) uint64 {
 	return c(t1) - c(t0)
 }
 
-func (rc *rec) note(sport uint16, lost bool) {
+// note counts a lost probe, or one remarked from hop remarkAt on, of
+// port sport.
+func (rc *rec) note(sport uint16, lost bool, remarkAt uint8) {
 	for i := range int(rc.nsp) {
-		if rc.sports[i].Sport == sport {
+		if o := &rc.sports[i]; o.Sport == sport {
 			if lost {
-				rc.sports[i].Lost++
+				o.Lost++
 			} else {
-				rc.sports[i].Remarked++
+				o.Remarked++
+				o.RemarkAt = cmp.Or(o.RemarkAt, remarkAt)
 			}
 			return
 		}
@@ -552,7 +593,7 @@ func (rc *rec) note(sport uint16, lost bool) {
 		if lost {
 			o.Lost = 1
 		} else {
-			o.Remarked = 1
+			o.Remarked, o.RemarkAt = 1, remarkAt
 		}
 		rc.sports[rc.nsp] = o
 		rc.nsp++
@@ -592,14 +633,18 @@ func (s *sim) touches(a, b int32, t0, t1 time.Duration) bool {
 
 // probe is the fate of probe number i from a to b with sport at time t:
 // lost (the probe or its reply dropped, or answered or read too late), or
-// answered with its DSCP remarked on the way there.
-func (s *sim) probe(a, b int32, sport uint16, t time.Duration, i uint64) (lost, remarked bool) {
+// answered with its DSCP remarked on the way there, remarkAt > 0 the
+// first hop of its path that sees the new value (SportObs.RemarkAt): a
+// link rewrites what crosses it, so the hop at its far end is the first
+// to hold the new value — the spine for the link up from a's ToR, b's
+// ToR for the link down to it.
+func (s *sim) probe(a, b int32, sport uint16, t time.Duration, i uint64) (lost bool, remarkAt uint8) {
 	seed := s.cfg.Seed
 	draw := func(p float64, hop uint64) bool {
 		return p > 0 && uniform(seed, 0xd1, uint64(a), uint64(b), uint64(sport), uint64(t), i, hop) < p
 	}
 	if draw(s.cfg.BackgroundLoss, 0) {
-		return true, false
+		return true, 0
 	}
 	for side, n := range [2]int32{a, b} {
 		for _, fi := range s.byNIC[n] {
@@ -609,21 +654,21 @@ func (s *sim) probe(a, b int32, sport uint16, t time.Duration, i uint64) (lost, 
 			}
 			switch ft.Kind {
 			case DeadNIC:
-				return true, false
+				return true, 0
 			case LossyPort: // crossed twice: the probe and the reply
 				if draw(ft.Loss, uint64(10+2*side)) || draw(ft.Loss, uint64(11+2*side)) {
-					return true, false
+					return true, 0
 				}
 			case NoisyHost:
 				if draw(ft.Loss, uint64(14+side)) {
-					return true, false
+					return true, 0
 				}
 			}
 		}
 	}
 	ta, tb := s.f.ToROf[a], s.f.ToROf[b]
 	if ta == tb {
-		return false, false
+		return false, 0
 	}
 	fwd, back := s.f.Spine(a, b, sport), s.f.Spine(b, a, sport)
 	// A link fault at ToR tor: the probe goes up at a's ToR and down at
@@ -643,14 +688,18 @@ func (s *sim) probe(a, b int32, sport uint16, t time.Duration, i uint64) (lost, 
 			switch ft.Kind {
 			case LossyLink:
 				if (onProbe && draw(ft.Loss, uint64(20+2*side))) || (onReply && draw(ft.Loss, uint64(21+2*side))) {
-					return true, false
+					return true, 0
 				}
 			case RemarkLink:
-				remarked = remarked || onProbe
+				// Up from a's ToR: the spine (hop 2) sees it first; down
+				// to b's: b's ToR (hop 3). The first along the path wins.
+				if hop := uint8(2 + side); onProbe && (remarkAt == 0 || hop < remarkAt) {
+					remarkAt = hop
+				}
 			}
 		}
 	}
-	return false, remarked
+	return false, remarkAt
 }
 
 // localise runs the Localizer every tick over the last window and scores
@@ -690,6 +739,7 @@ func (s *sim) localise() {
 					if j := slices.IndexFunc(o.Sports, func(x SportObs) bool { return x.Sport == sp.Sport }); j >= 0 {
 						o.Sports[j].Lost += sp.Lost
 						o.Sports[j].Remarked += sp.Remarked
+						o.Sports[j].RemarkAt = cmp.Or(o.Sports[j].RemarkAt, sp.RemarkAt)
 					} else if len(o.Sports) < maxSports {
 						o.Sports = append(o.Sports, sp)
 					}
@@ -752,8 +802,10 @@ func (s *sim) localise() {
 			seen[id] = true
 			if hit {
 				res.TruePositives++
+				res.Suspects[sus.Kind].Right++
 			} else {
 				res.FalsePositives++
+				res.Suspects[sus.Kind].Wrong++
 				if len(res.FalseSuspects) < 20 {
 					res.FalseSuspects = append(res.FalseSuspects, fmt.Sprintf("at %v: %s", at, sus))
 				}
@@ -763,6 +815,10 @@ func (s *sim) localise() {
 	detected := 0
 	res.Recall, res.Precision = math.NaN(), math.NaN()
 	for _, fr := range res.Faults {
+		res.Kinds[fr.Kind].Faults++
+		if fr.Detected >= 0 && fr.Detected <= cfg.DetectBy {
+			res.Kinds[fr.Kind].Named++
+		}
 		if fr.Evidence < 0 {
 			res.EvidenceMissing++
 		} else {
@@ -792,6 +848,20 @@ func (s *sim) localise() {
 		res.Recall = float64(detected) / float64(len(res.Faults))
 		if n := res.TruePositives + res.FalsePositives; n > 0 {
 			res.Precision = float64(res.TruePositives) / float64(n)
+		}
+	}
+	for k := range res.Kinds {
+		ks := &res.Kinds[k]
+		ks.Recall = math.NaN()
+		if cfg.Localize != nil && ks.Faults > 0 {
+			ks.Recall = float64(ks.Named) / float64(ks.Faults)
+		}
+	}
+	for k := range res.Suspects {
+		ss := &res.Suspects[k]
+		ss.Precision = math.NaN()
+		if n := ss.Right + ss.Wrong; n > 0 {
+			ss.Precision = float64(ss.Right) / float64(n)
 		}
 	}
 }
@@ -838,6 +908,17 @@ func (r *Result) WriteSummary(w io.Writer, cfg Config) {
 	if cfg.Localize != nil {
 		fmt.Fprintf(w, "localisation: recall %.3f (named within %v), precision %.3f (%d right, %d wrong suspects); named after median %v, 95th percentile %v, slowest %v; %d never named\n",
 			r.Recall, cfg.DetectBy, r.Precision, r.TruePositives, r.FalsePositives, r.DetectMedian, r.Detect95, r.DetectMax, r.Undetected)
+		for k, ks := range r.Kinds {
+			fk := FaultKind(k)
+			ss := r.Suspects[fk.Names()]
+			fmt.Fprintf(w, "  %-11s %3d faults, recall %.3f (%d named within %v); precision of %s suspects %.3f (%d right, %d wrong)\n",
+				fk, ks.Faults, ks.Recall, ks.Named, cfg.DetectBy, fk.Names(), ss.Precision, ss.Right, ss.Wrong)
+		}
+		for _, k := range []SuspectKind{SuspectToR, SuspectSpine} {
+			if ss := r.Suspects[k]; ss.Right+ss.Wrong > 0 {
+				fmt.Fprintf(w, "  %s suspects (no fault of the run is one): %d\n", k, ss.Wrong)
+			}
+		}
 		for _, s := range r.FalseSuspects {
 			fmt.Fprintf(w, "  false suspect %s\n", s)
 		}

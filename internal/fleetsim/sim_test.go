@@ -52,9 +52,11 @@ func TestFabric(t *testing.T) {
 // TestProbeFate checks the fault model probe by probe against the path
 // each probe takes: a dead NIC loses everything to and from it; a link
 // that remarks upwards remarks exactly the probes its ToR sends through
-// that spine, and nothing that comes back down it; a link that drops 30 %
-// one way loses about 30 % of the probes crossing it, and none of the
-// others.
+// that spine, and nothing that comes back down it, and a trace sees the
+// new DSCP from the spine on (hop 2, after the prober's ToR); a link that
+// remarks downwards remarks exactly the probes coming down it, seen from
+// the far ToR on (hop 3, after the spine); a link that drops 30 % one way
+// loses about 30 % of the probes crossing it, and none of the others.
 func TestProbeFate(t *testing.T) {
 	f, err := NewFabric(256, 64, 64, 8, 3)
 	if err != nil {
@@ -66,10 +68,12 @@ func TestProbeFate(t *testing.T) {
 		{Kind: DeadNIC, NIC: 5, ToR: -1, Spine: -1, Loss: 1, End: time.Hour},
 		{Kind: RemarkLink, NIC: -1, ToR: 1, Spine: 2, Dir: Up, End: time.Hour},
 		{Kind: LossyLink, NIC: -1, ToR: 2, Spine: 6, Dir: Down, Loss: 0.3, End: time.Hour},
+		{Kind: RemarkLink, NIC: -1, ToR: 0, Spine: 4, Dir: Down, End: time.Hour},
 	}
 	s.byNIC[5] = []int32{0}
 	s.byToR[1] = []int32{1}
 	s.byToR[2] = []int32{2}
+	s.byToR[0] = []int32{3}
 	for b := int32(0); b < 256; b++ {
 		if lost, _ := s.probe(5, b, 0xC000, at, 1); !lost {
 			t.Fatalf("a probe from the dead NIC 5 to %d was answered", b)
@@ -83,19 +87,34 @@ func TestProbeFate(t *testing.T) {
 		sport := uint16(sp)
 		// ToR 1 (NICs 64..127) to ToR 3 (192..255): remarked iff up through spine 2.
 		a, b := int32(70), int32(200)
-		lost, remarked := s.probe(a, b, sport, at, 1)
-		if lost || remarked != (f.Spine(a, b, sport) == 2) {
-			t.Fatalf("sport %#x %d→%d via spine %d: lost %v remarked %v", sport, a, b, f.Spine(a, b, sport), lost, remarked)
+		want := uint8(0)
+		if f.Spine(a, b, sport) == 2 {
+			want = 2
+		}
+		if lost, hop := s.probe(a, b, sport, at, 1); lost || hop != want {
+			t.Fatalf("sport %#x %d→%d via spine %d: lost %v remarked from hop %d, want from hop %d", sport, a, b, f.Spine(a, b, sport), lost, hop, want)
 		}
 		// ToR 3 to ToR 1: down through spine 2 is not remarked.
-		if _, remarked := s.probe(b, a, sport, at, 1); remarked {
+		if _, hop := s.probe(b, a, sport, at, 1); hop != 0 {
 			t.Fatalf("sport %#x %d→%d: remarked coming down", sport, b, a)
+		}
+		// ToR 3 to ToR 0 (NIC 10): remarked coming down through spine 4,
+		// seen from ToR 0 (hop 3) on; ToR 0 to ToR 3, going up, is not.
+		want = 0
+		if f.Spine(b, 10, sport) == 4 {
+			want = 3
+		}
+		if lost, hop := s.probe(b, 10, sport, at, 1); lost || hop != want {
+			t.Fatalf("sport %#x %d→10 via spine %d: lost %v remarked from hop %d, want from hop %d", sport, b, f.Spine(b, 10, sport), lost, hop, want)
+		}
+		if _, hop := s.probe(10, b, sport, at, 1); hop != 0 {
+			t.Fatalf("sport %#x 10→%d: remarked going up", sport, b)
 		}
 		// ToR 0 (NICs 6..63) to ToR 2 (128..191): the probe comes down
 		// at ToR 2 through its spine; the reply goes up, which the
 		// fault does not touch.
 		a, b = int32(10), int32(150)
-		lost, _ = s.probe(a, b, sport, at, 1)
+		lost, _ := s.probe(a, b, sport, at, 1)
 		if f.Spine(a, b, sport) == 6 {
 			crossing++
 			if lost {
@@ -111,8 +130,64 @@ func TestProbeFate(t *testing.T) {
 	if r := float64(lostCrossing) / float64(crossing); crossing < 150 || math.Abs(r-0.3) > 0.08 {
 		t.Errorf("%d of %d probes crossing a 30 %% lossy link lost (%.2f)", lostCrossing, crossing, r)
 	}
-	if lost, remarked := s.probe(10, 150, 0xC000, 2*time.Hour, 1); lost || remarked {
+	if lost, hop := s.probe(10, 150, 0xC000, 2*time.Hour, 1); lost || hop != 0 {
 		t.Error("a fault acted after its end")
+	}
+}
+
+// TestRemarkTraced: the probes one NIC sends through a remarking link
+// carry what the agent's trace of their ports finds — the DSCP sent up
+// to the hop before the link, the new one from the hop at its far end: for
+// a link up from the prober's ToR, between that ToR (hop 1) and the spine
+// (hop 2); for a link down to the peer's ToR, between the spine (hop 2)
+// and that ToR (hop 3) —, ToFabric hands each ToR's NICs on, and
+// fabric.Localize names the link from that one pair (its traced-remark
+// rule: the link rule would want ports from two other ToRs) as the
+// remarking hop between that ToR and that spine.
+func TestRemarkTraced(t *testing.T) {
+	f, err := NewFabric(256, 64, 64, 8, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const a, b = int32(70), int32(200) // ToR 1 to ToR 3
+	for _, c := range []struct {
+		dir              Direction
+		tor              int32
+		before, at       string
+		beforeTTL, atTTL int
+	}{
+		{Up, 1, "leaf00001", "spine002", 1, 2},
+		{Down, 3, "spine002", "leaf00003", 2, 3},
+	} {
+		s := &sim{cfg: Config{Seed: 5}, f: f, byNIC: make([][]int32, len(f.NICs)), byToR: make([][]int32, len(f.ToRs))}
+		s.faults = []Fault{{Kind: RemarkLink, NIC: -1, ToR: c.tor, Spine: 2, Dir: c.dir, End: time.Hour}}
+		s.byToR[c.tor] = []int32{0}
+		rc := rec{src: a, dst: b, kind: fleet.InterToR}
+		for sp := 0xC000; rc.nsp < maxSports; sp++ {
+			lost, hop := s.probe(a, b, uint16(sp), 10*time.Second, 1)
+			rc.sent++
+			if hop > 0 {
+				rc.remarked++
+				rc.note(uint16(sp), lost, hop)
+			}
+		}
+		in := Input{Fabric: f, At: 15 * time.Second, Window: 30 * time.Second, Pairs: []PairObs{{Src: a, Dst: b, Kind: fleet.InterToR,
+			Sent: uint32(rc.sent), Remarked: uint32(rc.remarked), Sports: rc.sports[:rc.nsp]}}}
+		li := ToFabric(in)
+		for _, sp := range li.Pairs[0].Sports {
+			if want := "dscp 26→0 between " + c.before + " and " + c.at; sp.Spine != "spine002" || sp.Remark != want ||
+				sp.RemarkBeforeTTL != c.beforeTTL || sp.RemarkAtTTL != c.atTTL {
+				t.Errorf("%s link at ToR %d: port %#x: spine %q, remark %q between hops %d and %d; want spine002, %q between %d and %d",
+					c.dir, c.tor, sp.Sport, sp.Spine, sp.Remark, sp.RemarkBeforeTTL, sp.RemarkAtTTL, want, c.beforeTTL, c.atTTL)
+			}
+		}
+		if n := li.ToRNICs["leaf00003"]; n != 64 || len(li.ToRNICs) != 4 {
+			t.Errorf("ToRNICs %v: want the 4 ToRs of 64 NICs", li.ToRNICs)
+		}
+		want := Suspect{Kind: SuspectRemark, NIC: -1, ToR: c.tor, Spine: 2}
+		if sus := FabricLocalize(in); len(sus) != 1 || sus[0] != want || !Matches(sus[0], s.faults[0]) {
+			t.Errorf("%s link at ToR %d: suspects %v, want %v", c.dir, c.tor, sus, want)
+		}
 	}
 }
 
@@ -168,7 +243,9 @@ func TestDeterministic(t *testing.T) {
 // agent's series stay ≤ 1,000, every fault shows in what the agents
 // export within 30 s, and fabric.Localize names at least 95 % of them
 // within 30 s (recall) with at least 95 % of its suspects right
-// (precision).
+// (precision) — of every fault kind too, each against the suspects of the
+// kind that names it (a remarking link's as a remarking hop, which the
+// traces of its remarked ports locate).
 func TestScale10k(t *testing.T) {
 	cfg := DefaultConfig(10000)
 	start := time.Now()
@@ -198,6 +275,13 @@ func TestScale10k(t *testing.T) {
 	if res.Recall < 0.95 || res.Precision < 0.95 {
 		t.Errorf("localisation: recall %.3f, precision %.3f; want at least 0.95 each", res.Recall, res.Precision)
 	}
+	for k, ks := range res.Kinds {
+		fk := FaultKind(k)
+		if ss := res.Suspects[fk.Names()]; ks.Faults == 0 || !(ks.Recall >= 0.95) || !(ss.Precision >= 0.95) {
+			t.Errorf("%s: %d faults, recall %.3f, precision of %s suspects %.3f; want faults of each kind, at least 0.95 each",
+				fk, ks.Faults, ks.Recall, fk.Names(), ss.Precision)
+		}
+	}
 	if res.EvidenceMissing > 0 || res.EvidenceMax > cfg.DetectBy {
 		for _, f := range res.Faults {
 			if f.Evidence < 0 || f.Evidence > cfg.DetectBy {
@@ -210,9 +294,11 @@ func TestScale10k(t *testing.T) {
 // TestScoring checks the scoring with localisations whose answers are
 // known: one that names exactly the faults acting at the moment (from
 // the run's own fault list, reached through the first evidence) scores
-// recall 1 and precision 1; one that also names a NIC no fault touches
-// once per epoch scores precision TP/(TP+epochs); one that names nothing
-// scores recall 0.
+// recall 1 and precision 1, for every fault kind and suspect kind too;
+// one that also names a NIC no fault touches once per epoch scores
+// precision TP/(TP+epochs), the nic suspects' alone lowered; one that
+// names nothing scores recall 0, every kind's too. The faults by kind are
+// the run's fault list's.
 func TestScoring(t *testing.T) {
 	cfg := DefaultConfig(800)
 	cfg.Epochs, cfg.FaultsPerEpoch = 2, 5
@@ -241,8 +327,12 @@ func TestScoring(t *testing.T) {
 		return out
 	}
 	touched := map[int32]bool{}
+	kinds := map[FaultKind]int{}
+	named := map[SuspectKind]int{} // suspects the oracle names, once per epoch
 	for _, ft := range faults {
 		touched[ft.NIC] = true
+		kinds[ft.Kind]++
+		named[truth(ft).Kind]++
 	}
 	innocent := int32(0)
 	for touched[innocent] {
@@ -269,6 +359,27 @@ func TestScoring(t *testing.T) {
 		}
 		if res.Recall != c.recall || !(res.Precision == c.precision || math.IsNaN(res.Precision) && math.IsNaN(c.precision)) {
 			t.Errorf("%s: recall %v precision %v (%d right, %d wrong), want %v and %v", c.name, res.Recall, res.Precision, res.TruePositives, res.FalsePositives, c.recall, c.precision)
+		}
+		for k, ks := range res.Kinds {
+			want := c.recall
+			if kinds[FaultKind(k)] == 0 {
+				want = math.NaN()
+			}
+			if ks.Faults != kinds[FaultKind(k)] || !(ks.Recall == want || math.IsNaN(ks.Recall) && math.IsNaN(want)) {
+				t.Errorf("%s: %s: %d faults, recall %v; want %d, %v", c.name, FaultKind(k), ks.Faults, ks.Recall, kinds[FaultKind(k)], want)
+			}
+		}
+		for k, ss := range res.Suspects {
+			right, wrong := 0, 0
+			if c.recall == 1 {
+				right = named[SuspectKind(k)]
+			}
+			if c.precision < 1 && SuspectKind(k) == SuspectNIC {
+				wrong = cfg.Epochs // the innocent NIC, once per epoch
+			}
+			if ss.Right != right || ss.Wrong != wrong {
+				t.Errorf("%s: %s suspects: %d right, %d wrong; want %d and %d", c.name, SuspectKind(k), ss.Right, ss.Wrong, right, wrong)
+			}
 		}
 		for _, fr := range res.Faults {
 			if c.recall == 1 && (fr.Detected <= time.Duration(c.persist*5+5)*time.Second || fr.Detected > time.Duration(c.persist*5+10)*time.Second) {

@@ -3,8 +3,8 @@
 // NICs in a leaf-spine fabric, each with an agent running the fleet
 // package's plan, aggregation and governor, and random faults; it prints
 // the probes per second per agent and per NIC, the series, the time to
-// the first evidence of each fault and, once a localisation is wired
-// in, its precision and recall.
+// the first evidence of each fault and fabric.Localize's precision and
+// recall, in all and by fault kind.
 //
 //	go run ./internal/cmd/fleetsim -nics 32000 [-seed 1] [-epochs 7] [-faults 15] [-v] [-cpuprofile FILE]
 package main
