@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/roce-probe/roce-probe/probe"
+	"github.com/roce-probe/roce-probe/qos"
 	"github.com/roce-probe/roce-probe/roce"
 )
 
@@ -124,6 +125,25 @@ func (c Change) String() string {
 		where += fmt.Sprintf(", %d silent hop(s) between", c.At-c.Before-1)
 	}
 	return fmt.Sprintf("%s %d→%d %s", c.Field, c.From, c.To, where)
+}
+
+// Remark reports whether c is a marking rewritten on the way — what a
+// remarking or bleaching hop does, what the agent's automatic traces keep
+// and fabric localises — rather than a congested queue's ECN mark. Every
+// DSCP, VLAN, PCP and tagging change is one; an ECN change is one unless
+// qos.CongestionMark explains it: ECT(0) or ECT(1) → CE (RFC 3168
+// section 5: a congested router marks instead of dropping, what DCQCN
+// relies on), and CE → ECT between two routers (Before > 0: each hop's
+// probe is its own packet, and the later one met no congested queue). So
+// ECT → Not-ECT (bleached), Not-ECT → ECT or CE, ECT(0) ↔ ECT(1) and a CE
+// this host sent arriving as ECT are remarks. A remark behind a CE mark is
+// missed: sent ECT(0), CE at one hop and ECT(1) at the next shows CE →
+// ECT(1).
+func (c Change) Remark() bool {
+	if c.From == c.To {
+		return false
+	}
+	return c.Field != "ecn" || !qos.CongestionMark(qos.ECN(c.From), qos.ECN(c.To), c.Before == 0)
 }
 
 // MarshalJSON writes the change as docs/json.md's "trace_change": field,
