@@ -124,8 +124,15 @@ func (c Change) String() string {
 	if c.At-c.Before > 1 {
 		where += fmt.Sprintf(", %d silent hop(s) between", c.At-c.Before-1)
 	}
+	if c.congestion() {
+		where += ": a congested queue's CE mark (RFC 3168), not a remark"
+	}
 	return fmt.Sprintf("%s %d→%d %s", c.Field, c.From, c.To, where)
 }
+
+// congestion says whether c is a change Remark does not count: an ECN
+// congestion mark.
+func (c Change) congestion() bool { return c.From != c.To && !c.Remark() }
 
 // Remark reports whether c is a marking rewritten on the way — what a
 // remarking or bleaching hop does, what the agent's automatic traces keep
@@ -148,7 +155,8 @@ func (c Change) Remark() bool {
 
 // MarshalJSON writes the change as docs/json.md's "trace_change": field,
 // from_value, to_value, before_ttl, before_address, at_ttl, at_address
-// (null when not known) and message (String).
+// (null when not known), congestion (an ECN congestion mark: not Remark)
+// and message (String).
 func (c Change) MarshalJSON() ([]byte, error) {
 	addr := func(a netip.Addr) *string {
 		if !a.IsValid() {
@@ -165,8 +173,9 @@ func (c Change) MarshalJSON() ([]byte, error) {
 		BeforeAddress *string `json:"before_address"`
 		AtTTL         int     `json:"at_ttl"`
 		AtAddress     *string `json:"at_address"`
+		Congestion    bool    `json:"congestion"`
 		Message       string  `json:"message"`
-	}{c.Field, c.From, c.To, c.Before, addr(c.BeforeAddress), c.At, addr(c.AtAddress), c.String()})
+	}{c.Field, c.From, c.To, c.Before, addr(c.BeforeAddress), c.At, addr(c.AtAddress), c.congestion(), c.String()})
 }
 
 // Changes compares each hop's markings with the last hop before it that
