@@ -7,6 +7,7 @@ import (
 	"io"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/roce-probe/roce-probe/gid"
 )
@@ -201,21 +202,8 @@ func buildPage(in HTMLInput) htmlPage {
 		p.Suspects = append(p.Suspects, htmlSuspect{Suspect: s, Name: name})
 	}
 	if p.Matrix != nil && len(in.Suspects) == 0 {
-		lost, remarked := 0, 0
-		for _, o := range in.Pairs {
-			if o.Lost > 0 {
-				lost++
-			}
-			if o.Remarked > 0 {
-				remarked++
-			}
-		}
-		p.NoSuspect = "None: no probe was lost or remarked."
-		if lost+remarked > 0 {
-			p.NoSuspect = fmt.Sprintf("No single suspect: %d pairs lost probes and %d saw them remarked (the matrix below), "+
-				"but none of localisation's rules (docs/fabric.md, \"Localising a fault\") has the evidence to name a NIC, ToR, link, spine or remarking hop: "+
-				"loss at random, or too little yet (too few pairs or ToRs, or no trace of the faulty source ports).", lost, remarked)
-		}
+		why := NoSuspectReason(in.Pairs)
+		p.NoSuspect = strings.ToUpper(why[:1]) + why[1:] + "."
 	}
 	for _, n := range r.Networks {
 		p.Networks = append(p.Networks, n.Network)

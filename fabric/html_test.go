@@ -146,7 +146,7 @@ func TestWriteHTMLHostMatrix(t *testing.T) {
 	if err := fabric.WriteHTML(&b, fabric.HTMLInput{Report: in.Report, Hosts: in.Hosts, Pairs: healthy}); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(b.String(), `<p id="no-suspect">None: no probe was lost or remarked.</p>`) {
+	if !strings.Contains(b.String(), `<p id="no-suspect">No suspect: no probe was lost or remarked.</p>`) {
 		t.Errorf("a healthy window must say nothing was lost or remarked")
 	}
 	// No probe results at all: no matrix, said so.

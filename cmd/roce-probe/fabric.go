@@ -160,7 +160,7 @@ their probes and the suspects.`,
 					return err
 				}
 			default:
-				printFabric(out, r)
+				printFabric(out, r, obs.Pairs)
 			}
 			if len(r.Findings) > 0 || len(r.Suspects) > 0 {
 				return findingError{}
@@ -181,8 +181,10 @@ their probes and the suspects.`,
 	return c
 }
 
-// printFabric writes the report as text, in one write.
-func printFabric(out io.Writer, r *fabric.Report) {
+// printFabric writes the report as text, in one write; pairs are the
+// probe results localisation read (for what they hold when it named no
+// suspect).
+func printFabric(out io.Writer, r *fabric.Report, pairs []fabric.PairObservation) {
 	w := bufio.NewWriterSize(out, 64<<10)
 	defer w.Flush()
 	ports := 0
@@ -220,7 +222,7 @@ func printFabric(out io.Writer, r *fabric.Report) {
 	if len(off) > 0 {
 		fmt.Fprintf(w, "not compared (%s): %s\n", why, strings.Join(off, ", "))
 	}
-	printSuspects(w, r)
+	printSuspects(w, r, pairs)
 	if len(r.Findings) == 0 {
 		fmt.Fprintln(w, "\nno findings: the hosts of each network agree on everything compared")
 		return
@@ -245,13 +247,14 @@ func printFabric(out io.Writer, r *fabric.Report) {
 }
 
 // printSuspects writes the suspects localisation named, one a line with
-// its evidence (nothing when the source has no pair detail).
-func printSuspects(w io.Writer, r *fabric.Report) {
+// its evidence, or what the probe results hold when it named none
+// (nothing when the source has no pair detail).
+func printSuspects(w io.Writer, r *fabric.Report, pairs []fabric.PairObservation) {
 	if !r.Localized {
 		return
 	}
 	if len(r.Suspects) == 0 {
-		fmt.Fprintln(w, "\nno suspects: no NIC, ToR, link or spine explains the probes the agents lost")
+		fmt.Fprintln(w, "\n"+fabric.NoSuspectReason(pairs))
 		return
 	}
 	fmt.Fprintf(w, "\nsuspects: %d\n", len(r.Suspects))

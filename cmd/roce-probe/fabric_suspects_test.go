@@ -127,6 +127,27 @@ func TestFabricNoSuspects(t *testing.T) {
 	if !strings.Contains(out, `"suspects": []`) {
 		t.Errorf("want an empty suspects list:\n%.2000s", out)
 	}
+	// The table says so, and the HTML page alike.
+	out, _, _ = runCLI(t, "", "fabric", "--agents", strings.Join(urls, ","))
+	if !strings.Contains(out, "\nno suspect: no probe was lost or remarked\n") {
+		t.Errorf("table: want \"no suspect: no probe was lost or remarked\":\n%.2000s", out)
+	}
+	out, _, _ = runCLI(t, "", "fabric", "--agents", strings.Join(urls, ","), "-o", "html")
+	if !strings.Contains(out, `<p id="no-suspect">No suspect: no probe was lost or remarked.</p>`) {
+		t.Errorf("html: want the same sentence:\n%.2000s", out)
+	}
+	// One probe lost between one pair, nothing else: loss at random, no
+	// rule names anything, and the table says how many pairs lost.
+	urls = suspectFleet(t, func(src, dst int, probes uint64) uint64 {
+		if src == 0 && dst == 1 {
+			return 1
+		}
+		return 0
+	})
+	out, stderr, code = runCLI(t, "", "fabric", "--agents", strings.Join(urls, ","))
+	if code != exitOK || !strings.Contains(out, "\nno single suspect: 1 pairs lost probes and 0 saw them remarked, but none of localisation's rules") {
+		t.Errorf("one probe lost: exit %d, want 0 and \"no single suspect: 1 pairs lost probes\":\n%.2000s%s", code, out, stderr)
+	}
 }
 
 func strOrNull(s *string) string {

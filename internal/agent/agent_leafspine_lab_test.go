@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/netip"
@@ -755,18 +756,32 @@ func TestLabAgentLeafSpine(t *testing.T) {
 		t.Logf("h7's NIC dead: one stray lost probe between ToR-mates off h7 (tolerated): %v", more)
 	}
 	// RoCEProbeNICSuspect names h7 (its one ToR-mate, h8, loses it and
-	// nothing else; h7 loses every peer), and nothing else.
+	// nothing else; h7 loses every peer), and nothing else. In a ToR of 2
+	// NICs the two lose each other alike: until h7's own losses to the
+	// other ToR show in its worst pairs (its window's answers from before
+	// the fault thin them out), h7 is a witness against h8 too, and h8's
+	// alert may pend for a few evaluations (seen in two runs, one of them
+	// CI's) — never for the rule's 2 minutes. So the wait ends at h7
+	// alone, any other suspect's alert firing fails at once, and one
+	// pending on the way is logged.
 	wantNICAlert := []string{"peer=h7 address=" + h7.IP4.Addr().String() + " switch=" + h7.Leaf}
-	saw = wait(t, "RoCEProbeNICSuspect names h7", func() (bool, string) {
-		got := alertKeys(p.alerts(t, "RoCEProbeNICSuspect"), "", "peer", "address", "switch")
-		for _, g := range got {
-			if g != wantNICAlert[0] {
-				t.Fatalf("h7's NIC dead: RoCEProbeNICSuspect %v, a false suspect", got)
+	transient := map[string]bool{}
+	saw = wait(t, "RoCEProbeNICSuspect names h7 alone", func() (bool, string) {
+		as := p.alerts(t, "RoCEProbeNICSuspect")
+		for _, a := range as {
+			k := key(a.Labels, "peer", "address", "switch")
+			if k == wantNICAlert[0] {
+				continue
 			}
+			if a.State == "firing" {
+				t.Fatalf("h7's NIC dead: RoCEProbeNICSuspect firing for %s, a false suspect", k)
+			}
+			transient[k] = true
 		}
+		got := alertKeys(as, "", "peer", "address", "switch")
 		return reflect.DeepEqual(got, wantNICAlert), fmt.Sprint(got)
 	})
-	phase("RoCEProbeNICSuspect: " + saw)
+	phase(fmt.Sprintf("RoCEProbeNICSuspect: %s (pending on the way, never firing: %v)", saw, slices.Sorted(maps.Keys(transient))))
 	lsSuspectAlerts(t, p, "h7's NIC dead", wantSpineAlert, wantHop, wantNICAlert)
 	// fabric --prometheus names h7's NIC too (its ToR's 2 NICs from
 	// roce_probe_topology_info), and nothing else.

@@ -1,0 +1,27 @@
+package fabric
+
+import "fmt"
+
+// NoSuspectReason says, in one sentence, what a window of probe results
+// holds when localisation named no suspect in it: no probe lost or
+// remarked ("no suspect: …"), or pairs that lost or saw remarking that
+// none of Localize's rules has the evidence to pin on anything ("no
+// single suspect: …"). The table and the HTML report of `roce-probe
+// fabric` both say it.
+func NoSuspectReason(pairs []PairObservation) string {
+	lost, remarked := 0, 0
+	for _, o := range pairs {
+		if o.Lost > 0 {
+			lost++
+		}
+		if o.Remarked > 0 {
+			remarked++
+		}
+	}
+	if lost+remarked == 0 {
+		return "no suspect: no probe was lost or remarked"
+	}
+	return fmt.Sprintf("no single suspect: %d pairs lost probes and %d saw them remarked, "+
+		"but none of localisation's rules (docs/fabric.md, \"Localising a fault\") has the evidence to name a NIC, ToR, link, spine or remarking hop: "+
+		"loss at random, or too little yet (too few pairs or ToRs, or no trace of the faulty source ports)", lost, remarked)
+}
