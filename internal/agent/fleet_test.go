@@ -49,6 +49,7 @@ func fleetNet(down, remark func(netip.Addr) bool) *fakeNet {
 		}
 		p := &simPeer{addr: a, mac: fleetMAC(a), resp: r}
 		p.dscp.Store(-1)
+		p.ecn.Store(-1)
 		if remark(a) {
 			p.dscp.Store(0)
 		}
