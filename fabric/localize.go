@@ -162,9 +162,11 @@ const (
 //     neither with a link named) names the spine at least 3 of its lost
 //     ports were traced through, twice as many as through any other
 //     (pairSpines): that spine, or its links to those two ToRs.
-//  5. A remarking hop: first the hops the traces saw the marking change
-//     between (tracedRemarks: one port is enough), then the rest of the
-//     remarked ports by the same rule as links.
+//  5. A remarking hop: first the hops the traces saw the marking
+//     remarked between (tracedRemarks: one port is enough; a congested
+//     queue's CE mark is no remark), then the rest of the remarked ports
+//     by the same rule as links; a link both name is named once, with
+//     the pairs of both.
 func Localize(in LocalizeInput) []Suspect {
 	var out []Suspect
 	noisy := map[string]bool{}
@@ -319,7 +321,6 @@ func Localize(in LocalizeInput) []Suspect {
 	// first the hops the traces saw remark, then the rest by vote.
 	out = append(out, links(rest, false)...)
 	direct, located := tracedRemarks(rest)
-	out = append(out, direct...)
 	var unlocated []PairObservation
 	for i, p := range rest {
 		if !located[i] {
@@ -330,8 +331,18 @@ func Localize(in LocalizeInput) []Suspect {
 		if s.Spine == "" && slices.ContainsFunc(direct, func(d Suspect) bool { return d.ToR == s.ToR }) {
 			continue // "one of its uplinks": the one a trace saw remark
 		}
+		// The link a trace saw remark, voted for by the ports of other
+		// pairs whose traces did not show the hop: one suspect, with
+		// both's pairs (they are not the same pairs: located ones are
+		// not voted on).
+		if i := slices.IndexFunc(direct, func(d Suspect) bool { return d.NIC == "" && d.ToR == s.ToR && d.Spine == s.Spine }); i >= 0 {
+			direct[i].Pairs += s.Pairs
+			direct[i].Evidence += "; also by vote: " + s.Evidence
+			continue
+		}
 		out = append(out, s)
 	}
+	out = append(out, direct...)
 	slices.SortFunc(out, func(a, b Suspect) int {
 		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.ToR, b.ToR), cmp.Compare(a.Spine, b.Spine), cmp.Compare(a.NIC, b.NIC))
 	})
@@ -830,7 +841,7 @@ func pairSpines(ports []tracedPort, pairs []PairObservation) []Suspect {
 		}
 		s.tors = append(s.tors, k.a, k.b)
 		s.pairs += len(t.pairs[top])
-		s.ev = append(s.ev, fmt.Sprintf("probes between %s and %s were lost on %d source ports the agents' traces followed through %s (probed from %s), on %d through any other spine",
+		s.ev = append(s.ev, fmt.Sprintf("probes between %s and %s were lost on %d source ports the agents' traces followed through %s (probed from %s), on at most %d through any other spine",
 			k.a, k.b, n, top, NameList(t.probers[top], 4), second))
 	}
 	var out []Suspect

@@ -3,8 +3,11 @@ package fabric
 import (
 	"bytes"
 	"os"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/roce-probe/roce-probe/trace"
 )
 
 // labIn is localisation's input from the lab fixture testdata/leafspine-lab
@@ -111,7 +114,7 @@ func TestLocalizeLabLeafSpine(t *testing.T) {
 		// lost), 1 traced through spine1: 3 through spine1, 0 through
 		// spine2.
 		{"loss stage (recorded)", recorded(t, "testdata/leafspine-lab-loss"), "spine nic= tor= spine=spine1",
-			[]string{"spine1, or its links to leaf1/leaf2", "lost on 3 source ports the agents' traces followed through spine1 (probed from 10.30.5.2 under leaf1, 10.30.7.2 under leaf2), on 0 through any other spine"}},
+			[]string{"spine1, or its links to leaf1/leaf2", "lost on 3 source ports the agents' traces followed through spine1 (probed from 10.30.5.2 under leaf1, 10.30.7.2 under leaf2), on at most 0 through any other spine"}},
 		// The loss stage as the run of 2026-11-27 15:34 UTC (the fixture's) logged it 41.5 s in: h5
 		// and h6 each lost to h8, h8 to h6 (a reply through spine1), and
 		// two of h6's lost ports to h8 traced through spine1 (the untraced
@@ -132,7 +135,7 @@ func TestLocalizeLabLeafSpine(t *testing.T) {
 			"h7": labPairs("h7", "h8 12 0", "h5 10 0"),
 			"h8": labPairs("h8", "h7 12 0", "h6 10 1 50111 1 spine2"),
 		}, "spine nic= tor= spine=spine1",
-			[]string{"spine1, or its links to leaf1/leaf2", "lost on 3 source ports the agents' traces followed through spine1 (probed from 10.30.5.2 under leaf1, 10.30.6.2 under leaf1), on 1 through any other spine", "seen between this one pair of ToRs only"}},
+			[]string{"spine1, or its links to leaf1/leaf2", "lost on 3 source ports the agents' traces followed through spine1 (probed from 10.30.5.2 under leaf1, 10.30.6.2 under leaf1), on at most 1 through any other spine", "seen between this one pair of ToRs only"}},
 		// h7's NIC dead, early (the run's pairs 67.4 s in): it lost with
 		// h5 and h8, both ways; its ports to h5 traced through spine1
 		// (the worst case). It lost with its ToR-mate, so its ports are
@@ -283,6 +286,53 @@ func TestLocalizeTracedRemark(t *testing.T) {
 			t.Errorf("%s: suspects %q, want %q", tc.name, names(got), tc.want)
 			for _, s := range got {
 				t.Logf("  %s: %s", s.Kind, s.Evidence)
+			}
+		}
+	}
+}
+
+// The lab's remark stage (testdata/leafspine-lab: h6's ports to h7 through
+// spine1 remarked, their traces seeing DSCP 26→0 after spine1, before
+// leaf2) as an agent from before trace.Change.Remark would report it when
+// two of the four traced ports also met a congested queue before spine1:
+// their first change is ECN ECT(0)→CE between leaf1 and spine1. A CE mark
+// is a congested queue's (RFC 3168), no remark: only leaf2–spine1, the hop
+// the other two traces saw the DSCP change at, is named.
+func TestLocalizeCEMarkIsNoRemarkingHop(t *testing.T) {
+	pairs := recorded(t, "testdata/leafspine-lab")
+	const dscp = `"remark":{"field":"dscp","from_value":26,"to_value":0,"before_ttl":2,"before_address":"10.31.11.2","at_ttl":3,"at_address":"10.31.21.1","message":"dscp 26→0 between hop 2 (10.31.11.2) and hop 3 (10.31.21.1)"}`
+	const ce = `"remark":{"field":"ecn","from_value":2,"to_value":3,"before_ttl":1,"before_address":"10.30.6.1","at_ttl":2,"at_address":"10.31.11.2","message":"ecn 2→3 between hop 1 (10.30.6.1) and hop 2 (10.31.11.2)"}`
+	if strings.Count(pairs["h6"], dscp) != 4 {
+		t.Fatalf("h6's pairs: want 4 traced remarks %s", dscp)
+	}
+	pairs["h6"] = strings.Replace(pairs["h6"], dscp, ce, 2)
+	got := Localize(labIn(t, pairs))
+	if want := "remark nic= tor=leaf2 spine=spine1"; names(got) != want {
+		t.Fatalf("suspects %q, want %q", names(got), want)
+	}
+	if want := "the traces saw dscp 26→0 between 10.31.11.2 and 10.31.21.1 (2 of 2 source ports"; !strings.Contains(got[0].Evidence, want) {
+		t.Errorf("evidence %q, want %q…", got[0].Evidence, want)
+	}
+	// Every traced port's change a CE mark: no hop is named.
+	pairs["h6"] = strings.ReplaceAll(pairs["h6"], dscp, ce)
+	if got := Localize(labIn(t, pairs)); slices.ContainsFunc(got, func(s Suspect) bool { return s.Kind == SuspectRemark && s.ToR == "leaf1" }) {
+		t.Errorf("suspects %q: a CE mark named as a remarking hop", names(got))
+	}
+}
+
+// PairChange.remark, fabric's reading of an agent's change, is
+// trace.Change.Remark's rule: they agree on every change a trace shows.
+func TestPairChangeRemarkIsTraceRule(t *testing.T) {
+	for _, field := range []string{"dscp", "ecn", "pcp", "vlan", "tagged"} {
+		for from := range 4 {
+			for to := range 4 {
+				for before := range 3 {
+					c := PairChange{Field: field, From: from, To: to, BeforeTTL: before, AtTTL: before + 1}
+					tc := trace.Change{Field: field, From: from, To: to, Before: before, At: before + 1}
+					if c.remark() != tc.Remark() {
+						t.Errorf("%+v: fabric says remark %v, trace.Change.Remark %v", c, c.remark(), tc.Remark())
+					}
+				}
 			}
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/roce-probe/roce-probe/host"
+	"github.com/roce-probe/roce-probe/qos"
 )
 
 // AgentPairs is one agent's pair detail: the body of its GET /pairs
@@ -68,8 +69,9 @@ type AgentSportFault struct {
 	// spine, named by the agent's trace.routers); nil when no trace ran
 	// or it found none.
 	Spine *string `json:"spine"`
-	// Remark is where the trace saw the DSCP or ECN change; nil: nowhere
-	// (or not traced).
+	// Remark is where the trace saw the DSCP or ECN remarked; nil:
+	// nowhere (or not traced). A CE mark in it (an older agent's) is no
+	// remark: localisation leaves it out.
 	Remark *PairChange `json:"remark"`
 }
 
@@ -85,6 +87,15 @@ type PairChange struct {
 	// showed From (0: the prober) and the first that showed To.
 	BeforeTTL int `json:"before_ttl"`
 	AtTTL     int `json:"at_ttl"`
+}
+
+// remark reports whether the change is a remark — trace.Change.Remark's
+// rule (which fabric does not link: package trace brings the raw sockets
+// in): every change but an ECN one qos.CongestionMark explains, a
+// congested queue's CE mark. Agents from before that rule reported the
+// first DSCP or ECN change a trace saw, a CE mark included.
+func (c PairChange) remark() bool {
+	return c.From != c.To && (c.Field != "ecn" || !qos.CongestionMark(qos.ECN(c.From), qos.ECN(c.To), c.BeforeTTL == 0))
 }
 
 // text is the change in words, as SportObservation.Remark holds it:
@@ -288,7 +299,7 @@ func AgentObservations(hosts []Host, pairs []AgentPairs) LocalizeInput {
 				if f.Spine != nil {
 					so.Spine = *f.Spine
 				}
-				if f.Remark != nil {
+				if f.Remark != nil && f.Remark.remark() {
 					so.Remark = f.Remark.text()
 					so.RemarkBeforeTTL, so.RemarkAtTTL = f.Remark.BeforeTTL, f.Remark.AtTTL
 				}

@@ -528,7 +528,11 @@ func tracedPorts(m ProbeMetrics, hostLabel string, prober func(Sample) (nicOf, b
 		if a := l["at_address"]; a != "" {
 			c.AtAddress = &a
 		}
-		remarked(o, s, ports, SportObservation{Remarked: 1, Spine: l["spine"], Remark: c.text(), RemarkBeforeTTL: bt, RemarkAtTTL: at})
+		so := SportObservation{Remarked: 1, Spine: l["spine"]}
+		if c.remark() { // an older agent's CE mark is none: a remarked port whose change was not seen
+			so.Remark, so.RemarkBeforeTTL, so.RemarkAtTTL = c.text(), bt, at
+		}
+		remarked(o, s, ports, so)
 		described[portKey{l[hostLabel], l["flow"], l["address"], l["spine"]}] += ports
 	}
 	for _, s := range m.TracedSports {

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -577,5 +578,34 @@ func TestObservationsFromMetricsTracedPortsBounded(t *testing.T) {
 	if len(notes["h1"]) != 2 || !strings.Contains(notes["h1"][0], "more than an agent keeps a pair (8): only 8 counted") ||
 		!strings.Contains(notes["h1"][1], "only 0 counted") {
 		t.Errorf("notes %q, want the two series' ports said to be cut", notes["h1"])
+	}
+}
+
+// roce_probe_traced_remarks from an agent from before trace.Change.Remark,
+// whose trace of a remarked port saw a congested queue's CE mark (ECN
+// ECT(0) → CE, RFC 3168) first: the port is remarked and traced through
+// its spine, but the CE mark is no remark — no hop is located by it. A
+// DSCP change of another port is.
+func TestObservationsFromMetricsCEMarkIsNoRemark(t *testing.T) {
+	remark := func(field, from, to, bt, at string) Sample {
+		return Sample{Labels: sampleLabels("node", "h1", "flow", "v4", "peer", "h2", "address", "10.0.0.2", "peer_tor", "leaf2", "spine", "spine1",
+			"field", field, "from_value", from, "to_value", to, "before_address", "10.1.0.1", "before_ttl", bt, "at_address", "10.2.0.1", "at_ttl", at), Value: 1}
+	}
+	m := ProbeMetrics{
+		GIDInfo:       []Sample{{Labels: sampleLabels("node", "h1", "device", "mlx5_0", "port", "1", "index", "3", "gid", "::ffff:10.0.0.1"), Value: 1}},
+		FlowSource:    []Sample{{Labels: sampleLabels("node", "h1", "flow", "v4", "device", "mlx5_0", "port", "1", "index", "3", "netdev", "eth0"), Value: 1}},
+		TracedRemarks: []Sample{remark("ecn", "2", "3", "1", "2"), remark("dscp", "26", "0", "2", "3")},
+	}
+	in, _ := ObservationsFromMetrics(m, "node")
+	var got []string
+	for _, p := range in.Pairs {
+		for _, sp := range p.Sports {
+			got = append(got, fmt.Sprintf("remarked %d spine %s remark %q ttl %d→%d", sp.Remarked, sp.Spine, sp.Remark, sp.RemarkBeforeTTL, sp.RemarkAtTTL))
+		}
+	}
+	slices.Sort(got)
+	want := []string{`remarked 1 spine spine1 remark "" ttl 0→0`, `remarked 1 spine spine1 remark "dscp 26→0 between 10.1.0.1 and 10.2.0.1" ttl 2→3`}
+	if !slices.Equal(got, want) {
+		t.Errorf("ports %q, want %q", got, want)
 	}
 }

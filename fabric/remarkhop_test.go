@@ -34,3 +34,26 @@ func TestLocalizeRemarkHop(t *testing.T) {
 		t.Errorf("evidence %q, want it to say %q", sus[0].Evidence, want)
 	}
 }
+
+// leaf0's link to spine1 remarks: one pair's trace saw the DSCP change
+// between leaf0 and spine1 (a traced remark), the traces of two other
+// pairs' remarked ports (to leaf2 and leaf3) crossed spine1 but did not
+// show the hop (a silent hop at the change), so they vote for the same
+// link. One suspect is named, explaining the three pairs, not the same
+// link twice.
+func TestLocalizeTracedAndVotedRemarkOnce(t *testing.T) {
+	traced := PairObservation{Src: "nic0", Dst: "nic1", SrcToR: "leaf0", DstToR: "leaf1", Sent: 40, Remarked: 2,
+		Sports: []SportObservation{{Sport: 49152, Remarked: 2, Spine: "spine1", Remark: "dscp 26→0 between 10.0.0.1 and 10.1.0.2", RemarkBeforeTTL: 1, RemarkAtTTL: 2}}}
+	in := LocalizeInput{Pairs: []PairObservation{traced}}
+	for r := 2; r <= 3; r++ {
+		p := PairObservation{Src: "nic0", Dst: fmt.Sprintf("nic%d", r), SrcToR: "leaf0", DstToR: fmt.Sprintf("leaf%d", r), Sent: 40, Remarked: 4}
+		for s := 0; s < 2; s++ {
+			p.Sports = append(p.Sports, SportObservation{Sport: uint16(49152 + s), Remarked: 2, Spine: "spine1"})
+		}
+		in.Pairs = append(in.Pairs, p)
+	}
+	sus := Localize(in)
+	if len(sus) != 1 || sus[0].Kind != SuspectRemark || sus[0].ToR != "leaf0" || sus[0].Spine != "spine1" || sus[0].NIC != "" || sus[0].Pairs != 3 {
+		t.Fatalf("suspects %+v, want one remark on leaf0–spine1 explaining 3 pairs", sus)
+	}
+}

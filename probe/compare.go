@@ -69,7 +69,7 @@ func Compare(sent Markings, received *Markings) []Finding {
 		add(FindingDSCPRemarked, int(sent.DSCP), int(r.DSCP), "DSCP remarked %d→%d", sent.DSCP, r.DSCP)
 	}
 	if sent.ECN != r.ECN {
-		if r.ECN == ECNCE && sent.ECN != ECNNotECT {
+		if qos.CongestionMark(qos.ECN(sent.ECN), qos.ECN(r.ECN), true) {
 			add(FindingECNMarked, int(sent.ECN), int(r.ECN), "ECN marked CE (sent %s): a queue on the path is congested and ECN marking works", qos.ECN(sent.ECN))
 		} else {
 			add(FindingECNChanged, int(sent.ECN), int(r.ECN), "ECN changed %s→%s", qos.ECN(sent.ECN), qos.ECN(r.ECN))

@@ -33,6 +33,29 @@ func (e ECN) String() string {
 // IsECT reports whether e marks the packet ECN-capable (ECT(0) or ECT(1)).
 func (e ECN) IsECT() bool { return e == ECT0 || e == ECT1 }
 
+// CongestionMark reports whether an ECN field seen as from and then as to
+// is a congested queue's doing rather than a rewrite. RFC 3168 section 5
+// has a router whose queue is congested set CE in a packet that is
+// ECN-capable (ECT(0) or ECT(1)) instead of dropping it — the signal DCQCN
+// reacts to, normal on a loaded RoCE fabric — so ECT → CE is a congestion
+// mark. samePacket false says from and to were seen on two packets sent
+// alike (two hops of a trace: each TTL's probe is its own packet): then CE
+// → ECT(0) or ECT(1) is one too, the later packet having met no congested
+// queue where the earlier one did. Every other change is a rewrite: ECN
+// bleached (ECT or CE → Not-ECT), set on a packet sent Not-ECT (RFC 3168
+// has a router drop a Not-ECT packet, never mark it), ECT(0) ↔ ECT(1), and
+// on one packet CE → ECT (the mark cleared). No change (from == to) is
+// neither: false.
+func CongestionMark(from, to ECN, samePacket bool) bool {
+	switch {
+	case from.IsECT() && to == CE:
+		return true
+	case from == CE && to.IsECT():
+		return !samePacket
+	}
+	return false
+}
+
 // ECN marshals to JSON as its number (0..3), as every ecn key of
 // roce-probe's JSON is; the name goes in a separate ecn_name key
 // (docs/json.md).

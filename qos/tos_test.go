@@ -128,3 +128,39 @@ func TestEgressPCPExactMatch(t *testing.T) {
 		t.Error("an explicit 0 entry is the same as no entry")
 	}
 }
+
+// TestCongestionMark: every ECN transition, by RFC 3168's codepoints
+// (section 5: 00 Not-ECT, 01 ECT(1), 10 ECT(0), 11 CE). A router sets CE
+// in an ECN-capable packet instead of dropping it; CE → ECT is that mark
+// only across two packets (two hops of a trace), a cleared mark on one.
+func TestCongestionMark(t *testing.T) {
+	const notECT, ect1, ect0, ce = 0b00, 0b01, 0b10, 0b11
+	for _, c := range []struct {
+		from, to   ECN
+		one, other bool // on one packet; across two
+		why        string
+	}{
+		{ect0, ce, true, true, "congestion: ECT(0) marked CE"},
+		{ect1, ce, true, true, "congestion: ECT(1) marked CE"},
+		{ce, ect0, false, true, "CE cleared on one packet; another packet not marked"},
+		{ce, ect1, false, true, "CE cleared on one packet; another packet not marked"},
+		{notECT, ce, false, false, "CE set on a Not-ECT packet: a router drops those"},
+		{notECT, ect0, false, false, "ECT set on a Not-ECT packet"},
+		{notECT, ect1, false, false, "ECT set on a Not-ECT packet"},
+		{ect0, notECT, false, false, "bleached"},
+		{ect1, notECT, false, false, "bleached"},
+		{ce, notECT, false, false, "bleached"},
+		{ect0, ect1, false, false, "ECT(0) rewritten ECT(1)"},
+		{ect1, ect0, false, false, "ECT(1) rewritten ECT(0)"},
+		{ect0, ect0, false, false, "no change"},
+		{ce, ce, false, false, "no change"},
+		{notECT, notECT, false, false, "no change"},
+	} {
+		if got := CongestionMark(c.from, c.to, true); got != c.one {
+			t.Errorf("CongestionMark(%v, %v, same packet) = %v, want %v (%s)", c.from, c.to, got, c.one, c.why)
+		}
+		if got := CongestionMark(c.from, c.to, false); got != c.other {
+			t.Errorf("CongestionMark(%v, %v, two packets) = %v, want %v (%s)", c.from, c.to, got, c.other, c.why)
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/roce-probe/roce-probe/probe"
+	"github.com/roce-probe/roce-probe/qos"
 	"github.com/roce-probe/roce-probe/roce"
 )
 
@@ -123,12 +124,39 @@ func (c Change) String() string {
 	if c.At-c.Before > 1 {
 		where += fmt.Sprintf(", %d silent hop(s) between", c.At-c.Before-1)
 	}
+	if c.congestion() {
+		where += ": a congested queue's CE mark (RFC 3168), not a remark"
+	}
 	return fmt.Sprintf("%s %d→%d %s", c.Field, c.From, c.To, where)
+}
+
+// congestion says whether c is a change Remark does not count: an ECN
+// congestion mark.
+func (c Change) congestion() bool { return c.From != c.To && !c.Remark() }
+
+// Remark reports whether c is a marking rewritten on the way — what a
+// remarking or bleaching hop does, what the agent's automatic traces keep
+// and fabric localises — rather than a congested queue's ECN mark. Every
+// DSCP, VLAN, PCP and tagging change is one; an ECN change is one unless
+// qos.CongestionMark explains it: ECT(0) or ECT(1) → CE (RFC 3168
+// section 5: a congested router marks instead of dropping, what DCQCN
+// relies on), and CE → ECT between two routers (Before > 0: each hop's
+// probe is its own packet, and the later one met no congested queue). So
+// ECT → Not-ECT (bleached), Not-ECT → ECT or CE, ECT(0) ↔ ECT(1) and a CE
+// this host sent arriving as ECT are remarks. A remark behind a CE mark is
+// missed: sent ECT(0), CE at one hop and ECT(1) at the next shows CE →
+// ECT(1).
+func (c Change) Remark() bool {
+	if c.From == c.To {
+		return false
+	}
+	return c.Field != "ecn" || !qos.CongestionMark(qos.ECN(c.From), qos.ECN(c.To), c.Before == 0)
 }
 
 // MarshalJSON writes the change as docs/json.md's "trace_change": field,
 // from_value, to_value, before_ttl, before_address, at_ttl, at_address
-// (null when not known) and message (String).
+// (null when not known), congestion (an ECN congestion mark: not Remark)
+// and message (String).
 func (c Change) MarshalJSON() ([]byte, error) {
 	addr := func(a netip.Addr) *string {
 		if !a.IsValid() {
@@ -145,8 +173,9 @@ func (c Change) MarshalJSON() ([]byte, error) {
 		BeforeAddress *string `json:"before_address"`
 		AtTTL         int     `json:"at_ttl"`
 		AtAddress     *string `json:"at_address"`
+		Congestion    bool    `json:"congestion"`
 		Message       string  `json:"message"`
-	}{c.Field, c.From, c.To, c.Before, addr(c.BeforeAddress), c.At, addr(c.AtAddress), c.String()})
+	}{c.Field, c.From, c.To, c.Before, addr(c.BeforeAddress), c.At, addr(c.AtAddress), c.congestion(), c.String()})
 }
 
 // Changes compares each hop's markings with the last hop before it that

@@ -50,6 +50,44 @@ func TestChanges(t *testing.T) {
 	}
 }
 
+// TestChangeRemark: which changes a trace shows are remarks, by RFC 3168's
+// ECN codepoints (section 5: 00 Not-ECT, 01 ECT(1), 10 ECT(0), 11 CE): a
+// congested router sets CE in an ECN-capable packet instead of dropping
+// it, which is no remark; each hop's probe is its own packet, so CE at one
+// hop and ECT at the next is none either.
+func TestChangeRemark(t *testing.T) {
+	const notECT, ect1, ect0, ce = 0b00, 0b01, 0b10, 0b11
+	for _, c := range []struct {
+		field    string
+		from, to int
+		before   int
+		want     bool
+		why      string
+	}{
+		{"dscp", 26, 0, 2, true, "DSCP rewritten"},
+		{"dscp", 26, 0, 0, true, "DSCP rewritten before the first hop"},
+		{"pcp", 3, 0, 0, true, "PCP rewritten"},
+		{"vlan", 100, 200, 0, true, "VLAN translated"},
+		{"tagged", 1, 0, 0, true, "tag stripped"},
+		{"ecn", ect0, ce, 0, false, "a congested queue marked CE"},
+		{"ecn", ect0, ce, 2, false, "a congested queue after hop 2 marked CE"},
+		{"ecn", ect1, ce, 1, false, "ECT(1) marked CE"},
+		{"ecn", ce, ect0, 2, false, "hop 2's probe was marked CE, the next hop's was not"},
+		{"ecn", ce, ect0, 0, true, "sent CE, arrived ECT(0): the mark cleared"},
+		{"ecn", ect0, notECT, 2, true, "bleached"},
+		{"ecn", ce, notECT, 2, true, "bleached after a CE mark"},
+		{"ecn", notECT, ce, 0, true, "CE on a Not-ECT packet (a router drops those)"},
+		{"ecn", notECT, ect0, 1, true, "ECT set on a Not-ECT packet"},
+		{"ecn", ect0, ect1, 1, true, "ECT(0) rewritten ECT(1)"},
+		{"ecn", ect0, ect0, 1, false, "no change"},
+	} {
+		ch := trace.Change{Field: c.field, From: c.from, To: c.to, Before: c.before, At: c.before + 1}
+		if got := ch.Remark(); got != c.want {
+			t.Errorf("%v: Remark() = %v, want %v (%s)", ch, got, c.want, c.why)
+		}
+	}
+}
+
 func TestGroup(t *testing.T) {
 	a := []trace.Hop{{TTL: 1, Address: addr("10.0.0.1"), Status: trace.HopTimeExceeded}, {TTL: 2, Address: addr("10.0.1.1"), Status: trace.HopTimeExceeded}, {TTL: 3, Address: addr("10.4.0.1"), Status: trace.HopDestination}}
 	b := []trace.Hop{a[0], {TTL: 2, Address: addr("10.0.2.1"), Status: trace.HopTimeExceeded}, a[2]}

@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -65,8 +66,9 @@ Probes are bounded: at most --rate per second, --tries per hop (each waiting
 twice as long as the one before, so a router's ICMP rate limit refills),
 --hop-limit hops. Hops that do not answer are shown as silent and the trace
 goes on past them. Nothing is sent but probes to --dst. Needs CAP_NET_RAW.
-Exit status: 0 no marking changed and every path reached --dst, 1 a change or
-a path that did not reach it, 2 bad usage or no raw socket.`,
+Exit status: 0 no marking remarked and every path reached --dst, 1 a remark or
+a path that did not reach it, 2 bad usage or no raw socket. A congested
+queue's ECN CE mark (ECT → CE) is shown as a change but is no remark.`,
 		Example: `  roce-probe trace --netdev eth0 --dst 192.0.2.2 --tclass 106
   roce-probe trace --dev mlx5_0 --gid-index 3 --dst 192.0.2.2 --tclass 106 --paths 8 -o json
   roce-probe trace --netdev eth0 --dst fd00::2 --flow-label 0x12345`,
@@ -268,16 +270,18 @@ func runTrace(cmd *cobra.Command, f traceFlags, rdmaCM, maxPortsSet bool) error 
 	if interrupted {
 		return findingError{"interrupted"}
 	}
-	changed, lost := false, false
+	// A congested queue's CE mark is shown as a change but is no remark
+	// (trace.Change.Remark): it fails nothing.
+	remarked, lost := false, false
 	for _, p := range res.Paths {
-		changed = changed || len(res.PathChanges(p)) > 0
+		remarked = remarked || slices.ContainsFunc(res.PathChanges(p), trace.Change.Remark)
 		lost = lost || !trace.Reached(p.Hops)
 	}
 	switch {
-	case changed && lost:
-		return findingError{"a marking changed on the way, and a path did not reach " + ep.Dst.String()}
-	case changed:
-		return findingError{"a marking changed on the way"}
+	case remarked && lost:
+		return findingError{"a marking was remarked on the way, and a path did not reach " + ep.Dst.String()}
+	case remarked:
+		return findingError{"a marking was remarked on the way"}
 	case lost:
 		return findingError{"a path did not reach " + ep.Dst.String()}
 	}

@@ -30,11 +30,12 @@ type traceDoc struct {
 			} `json:"arrived"`
 		} `json:"hops"`
 		Changes []struct {
-			Field     string `json:"field"`
-			From      int    `json:"from_value"`
-			To        int    `json:"to_value"`
-			BeforeTTL int    `json:"before_ttl"`
-			AtTTL     int    `json:"at_ttl"`
+			Field      string `json:"field"`
+			From       int    `json:"from_value"`
+			To         int    `json:"to_value"`
+			BeforeTTL  int    `json:"before_ttl"`
+			AtTTL      int    `json:"at_ttl"`
+			Congestion bool   `json:"congestion"`
 		} `json:"changes"`
 	} `json:"paths"`
 	PortsTried int    `json:"ports_tried"`
@@ -97,5 +98,55 @@ func TestTraceJSON(t *testing.T) {
 		t.Errorf("table: exit %d:\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	t.Logf("trace --paths 4:\n%s", r.stdout)
+	wait()
+}
+
+// `roce-probe trace` in the two-spine fabric whose spine B marks ECN CE
+// on its port toward L2, as a congested queue marks an ECN-capable packet
+// instead of dropping it (RFC 3168 section 5; what DCQCN relies on): the
+// change is shown where it happens (ecn 2→3 after B, on the paths through
+// B; congestion true), but it is no remark: exit 0.
+func TestTraceCEMarkIsNoRemark(t *testing.T) {
+	f := netnstest.NewTwoPaths(t)
+	netnstest.Remark(t, f.B, "b2", "ce")
+	wait := startListener(t, f.D, time.Minute, "--netdev", "d0")
+	r := runIn(t, f.S, "trace", "--netdev", "s0", "--dst", "10.4.0.1", "--tclass", "106", "--paths", "4", "--timeout", "300ms", "-o", "json")
+	if r.code != exitOK {
+		t.Fatalf("trace: exit %d, want %d (a CE mark is no remark): %s%s", r.code, exitOK, r.stdout, r.stderr)
+	}
+	var doc traceDoc
+	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
+		t.Fatal(err)
+	}
+	throughB := 0
+	for _, p := range doc.Paths {
+		if !p.Reached || len(p.Hops) != 4 || p.Hops[1].Address == nil || p.Hops[3].Arrived == nil {
+			t.Fatalf("path %+v: want 4 hops to the listener", p)
+		}
+		switch *p.Hops[1].Address {
+		case "10.2.1.2": // B
+			throughB++
+			c := p.Changes
+			if len(c) != 1 || c[0].Field != "ecn" || c[0].From != 2 || c[0].To != 3 || c[0].BeforeTTL != 2 || c[0].AtTTL != 3 || !c[0].Congestion {
+				t.Errorf("path through B: changes %+v, want ecn 2→3 between hops 2 and 3, congestion", c)
+			}
+			if p.Hops[3].Arrived.ECN != 3 {
+				t.Errorf("the listener saw ECN %d through B, want 3 (CE)", p.Hops[3].Arrived.ECN)
+			}
+		case "10.2.0.2": // A
+			if len(p.Changes) != 0 {
+				t.Errorf("path through A: changes %+v, want none", p.Changes)
+			}
+		default:
+			t.Errorf("hop 2 is %s, want a spine", *p.Hops[1].Address)
+		}
+	}
+	if throughB == 0 {
+		t.Errorf("no path through B: %s", r.stdout)
+	}
+	r = runIn(t, f.S, "trace", "--netdev", "s0", "--dst", "10.4.0.1", "--tclass", "106", "--paths", "4", "--timeout", "300ms")
+	if want := "change: ecn 2→3 between hop 2 (10.2.1.2) and hop 3 (10.3.1.2): a congested queue's CE mark (RFC 3168), not a remark"; r.code != exitOK || !strings.Contains(r.stdout, want) {
+		t.Errorf("table: exit %d, want %d and %q:\n%s%s", r.code, exitOK, want, r.stdout, r.stderr)
+	}
 	wait()
 }

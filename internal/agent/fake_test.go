@@ -124,6 +124,7 @@ type simPeer struct {
 	resp *probe.Responder
 	down atomic.Bool   // answers nothing
 	dscp atomic.Int32  // >= 0: the path rewrites DSCP to this value
+	ecn  atomic.Int32  // >= 0: the path sets ECN to this value (3: CE, a congested queue's mark)
 	got  atomic.Int64  // probes it received
 	prob *probe.Prober // its own probes to the agent (probeAgent)
 	pmu  sync.Mutex
@@ -169,6 +170,7 @@ func (n *fakeNet) addPeers(t testing.TB, count int) []*simPeer {
 		}
 		p := &simPeer{addr: a, mac: peerMAC(i), resp: r}
 		p.dscp.Store(-1)
+		p.ecn.Store(-1)
 		n.peers[a] = p
 		out = append(out, p)
 	}
@@ -359,8 +361,13 @@ func (p *fakePort) Write(frame []byte) error {
 			}
 		}
 	}
-	if d := peer.dscp.Load(); d >= 0 {
-		f.DSCP = uint8(d)
+	if d, e := peer.dscp.Load(), peer.ecn.Load(); d >= 0 || e >= 0 {
+		if d >= 0 {
+			f.DSCP = uint8(d)
+		}
+		if e >= 0 {
+			f.ECN = uint8(e)
+		}
 		if frame, err = f.Build(); err != nil {
 			return err
 		}

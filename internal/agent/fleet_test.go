@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -20,6 +21,7 @@ import (
 	"github.com/roce-probe/roce-probe/fleet"
 	"github.com/roce-probe/roce-probe/host"
 	"github.com/roce-probe/roce-probe/probe"
+	"github.com/roce-probe/roce-probe/trace"
 	"github.com/roce-probe/roce-probe/vlan"
 )
 
@@ -47,6 +49,7 @@ func fleetNet(down, remark func(netip.Addr) bool) *fakeNet {
 		}
 		p := &simPeer{addr: a, mac: fleetMAC(a), resp: r}
 		p.dscp.Store(-1)
+		p.ecn.Store(-1)
 		if remark(a) {
 			p.dscp.Store(0)
 		}
@@ -121,64 +124,237 @@ var hostMetric = map[string]bool{
 	metricAuditOff: true, metricAuditRDMA: true,
 }
 
+// fleetToR is the ToR of an address of the fleet of fleetPeersFile with
+// ToRs of 64: this host's (agentIP) is 0.
+func fleetToR(a netip.Addr) int {
+	if a == netip.MustParseAddr(agentIP) {
+		return 0
+	}
+	b := a.As4()
+	return (int(b[1]-16)<<16 | int(b[2])<<8 | int(b[3])) / 64
+}
+
+// seriesBound is docs/metrics.md's bound on an agent's probe series ("How
+// many series"): with F flows, M ToR-mates, r and s marking fields
+// received and sent, e and e' the mates' and the ToRs' marking events,
+// T = metrics.tors, S scopes, K = metrics.worst_pairs and t the traced
+// faulty ports' series,
+//
+//	F·M·(3 + r + s + e) + F·T·(3 + e') + F·S·14 + 2·K + F + 32 + t
+func seriesBound(f, m, r, s, e, tors, e2, scopes, k, t int) int {
+	return f*m*(3+r+s+e) + f*tors*(3+e2) + f*scopes*14 + 2*k + f + 32 + t
+}
+
 // TestSeriesBounded runs the agent in a fleet of 10,000 and of 100,000
 // peers in ToRs of 64 NICs (this host the first of leaf0) with the
-// default plan and metrics settings but 1 s rounds, while the NICs of
-// every third ToR answer nothing and the paths to every fifth ToR remark
-// DSCP, until it has probed more than metrics.tors other ToRs; then it
-// counts its probe series. docs/metrics.md's bound for one flow, 63
-// mates, 16 ToRs, 10 worst pairs, untagged, no mate events: 63·9 + 16·(3
-// + 1 remark event) + 2·14 + 10 + 8 + the plan and agent gauges — at
-// most 1,000 whatever the fleet's size.
+// default metrics settings, and counts its probe series against
+// docs/metrics.md's bound for one untagged flow (r = s = 3), 63 mates
+// whose paths change nothing (e = 0), 16 ToRs whose only marking event is
+// DSCP remarked (e' = 1), two scopes (every peer has a ToR), 10 worst
+// pairs: 63·9 + 16·4 + 2·14 + 20 + 33 + t, and under 1,000, whatever the
+// fleet's size.
+//
+//   - rotating: the default plan but 1 s rounds, no traces (t = 0), the
+//     NICs of every third ToR answering nothing and the paths to every
+//     fifth ToR remarking DSCP, until it has probed more than
+//     metrics.tors other ToRs.
+//   - traced: the traced-fault series at their worst (t = 2 × 16): 20
+//     other ToRs probed at once (more than metrics.tors) in one long
+//     round, the NICs of every third ToR answering nothing, every other
+//     path crossing one of 16 spines (fleetSpineOf), 8 of which lose
+//     every probe and 8 of which remark DSCP, each to its own value; the
+//     agent's own tracer, with a budget that lets it trace all 8 faulty
+//     ports of every pair, over a fake trace.Run of that fabric
+//     (fleetTrace). It waits until the pairs' detail (/pairs) holds more
+//     than 16 label sets of each traced-fault metric — the pairs' traced
+//     ports through their spines, and their remarks — so that only the
+//     bound of 16 each keeps the series within the formula.
 func TestSeriesBounded(t *testing.T) {
 	for _, n := range []int{10000, 100000} {
-		t.Run(fmt.Sprint(n), func(t *testing.T) {
-			tor := func(a netip.Addr) int {
-				b := a.As4()
-				return (int(b[1]-16)<<16 | int(b[2])<<8 | int(b[3])) / 64
-			}
-			f := fleetNet(func(a netip.Addr) bool { return tor(a)%3 == 1 }, func(a netip.Addr) bool { return tor(a)%5 == 2 })
+		t.Run(fmt.Sprintf("%d/rotating", n), func(t *testing.T) {
+			f := fleetNet(func(a netip.Addr) bool { return fleetToR(a)%3 == 1 }, func(a netip.Addr) bool { return fleetToR(a)%5 == 2 })
 			cfg := testConfig()
 			cfg.Interval = time.Minute
 			cfg.Probe.Rotation = time.Second
 			cfg.Probe.Rate, cfg.Probe.SampleRate = 10, 10
 			cfg.Peers.File = fleetPeersFile(t, n, 64)
 			ta := startAgent(t, cfg, fleetHost(n), f)
-			var total int
-			var by map[string]int
 			eventually(t, 60*time.Second, "more than metrics.tors ToRs probed, lost and remarked", func() bool {
-				total, by = probeSeries(t, ta.Registry())
+				_, by := probeSeries(t, ta.Registry())
 				return by[metricToRProbesSent] >= 16 && by[metricWorstPairLoss] > 0 && by[metricToRMarkingEvents] > 0 &&
 					by[metricProbesAnswered] == 63
 			})
 			time.Sleep(3 * time.Second) // more rounds: the bound holds as ToRs come and go
-			total, by = probeSeries(t, ta.Registry())
+			total, by := probeSeries(t, ta.Registry())
 			t.Logf("%d peers: %d probe series: %v", n, total, by)
-			// 63 ToR-mates, 3 counters and 3 received and 3 sent fields each.
-			for _, m := range []string{metricProbesSent, metricProbesAnswered, metricProbesLost} {
-				if by[m] != 63 {
-					t.Errorf("%s: %d series, want the 63 ToR-mates'", m, by[m])
-				}
-			}
-			if by[metricProbeReceived] != 63*3 || by[metricProbeSentMarking] != 63*3 {
-				t.Errorf("markings: %d received, %d sent series, want 189 each", by[metricProbeReceived], by[metricProbeSentMarking])
-			}
-			for _, m := range []string{metricToRProbesSent, metricToRProbesAnswered, metricToRProbesLost} {
-				if by[m] != 16 {
-					t.Errorf("%s: %d series, want metrics.tors = 16", m, by[m])
-				}
-			}
-			if by[metricToRMarkingEvents] > 16 {
-				t.Errorf("%d ToR marking event series: more than the 16 ToRs held (one event kind each)", by[metricToRMarkingEvents])
-			}
-			if by[metricProbeRTT] > 2*14 {
-				t.Errorf("%d RTT series, want at most 2 scopes × 14", by[metricProbeRTT])
-			}
-			if total > 1000 {
-				t.Errorf("%d probe series, want at most 1,000", total)
+			checkSeriesBound(t, total, by, 0)
+			if by[metricTracedSports]+by[metricTracedRemarks] != 0 {
+				t.Errorf("traced-fault series %d and %d without a tracer: want none", by[metricTracedSports], by[metricTracedRemarks])
 			}
 		})
+		t.Run(fmt.Sprintf("%d/traced", n), func(t *testing.T) {
+			f := fleetNet(func(a netip.Addr) bool { return fleetToR(a)%3 == 1 }, func(netip.Addr) bool { return false })
+			f.path = func(src, dst netip.Addr, sport uint16) (bool, int) {
+				switch s := fleetSpineOf(src, dst, sport); {
+				case s == 0:
+					return false, -1
+				case s <= fleetSpines/2:
+					return true, -1
+				default:
+					return false, s - fleetSpines/2
+				}
+			}
+			cfg := testConfig()
+			cfg.Interval = time.Minute
+			cfg.Probe.Rotation = 24 * time.Hour // one round: the pairs and their faulty ports stay
+			cfg.Probe.SampleToRs = 20
+			cfg.Probe.Rate, cfg.Probe.SampleRate = 10, 10
+			cfg.Peers.File = fleetPeersFile(t, n, 64)
+			cfg.Trace.Ports = maxSportFaults
+			cfg.Trace.MaxPerWindow = 1000
+			cfg.Trace.Routers = map[string]string{}
+			for s := 1; s <= fleetSpines; s++ {
+				cfg.Trace.Routers[fmt.Sprintf("172.%d.0.0/16", 32+s)] = fmt.Sprintf("spine%d", s)
+			}
+			ta := startAgent(t, cfg, fleetHost(n), f, func(d *Deps) { d.Trace = fleetTrace })
+			var sports, remarks int
+			eventually(t, 60*time.Second, "more than 16 label sets of each traced-fault metric on /pairs", func() bool {
+				sports, remarks = tracedLabelSets(getPairs(t, ta.url))
+				return sports > 16 && remarks > 16 // docs/metrics.md: at most 16 label sets each
+			})
+			eventually(t, 30*time.Second, "more than metrics.tors ToRs probed, lost and remarked", func() bool {
+				_, by := probeSeries(t, ta.Registry())
+				return by[metricToRProbesSent] >= 16 && by[metricWorstPairLoss] > 0 && by[metricToRMarkingEvents] > 0 &&
+					by[metricProbesAnswered] == 63
+			})
+			// The pairs' faulty ports and their traces only grow in the
+			// round: /pairs had more than 16 of each before this scrape.
+			total, by := probeSeries(t, ta.Registry())
+			t.Logf("%d peers: %d probe series (/pairs: %d traced-port and %d traced-remark label sets): %v", n, total, sports, remarks, by)
+			for _, m := range []string{metricTracedSports, metricTracedRemarks} {
+				if by[m] == 0 || by[m] > 16 {
+					t.Errorf("%s: %d series, want 1..16 (more label sets are on /pairs)", m, by[m])
+				}
+			}
+			checkSeriesBound(t, total, by, 2*16)
+		})
 	}
+}
+
+// checkSeriesBound checks a TestSeriesBounded agent's probe series by
+// metric and in all against docs/metrics.md's bound, t the traced-fault
+// series it allows.
+func checkSeriesBound(t *testing.T, total int, by map[string]int, traced int) {
+	t.Helper()
+	// 63 ToR-mates, 3 counters and 3 received and 3 sent fields each.
+	for _, m := range []string{metricProbesSent, metricProbesAnswered, metricProbesLost} {
+		if by[m] != 63 {
+			t.Errorf("%s: %d series, want the 63 ToR-mates'", m, by[m])
+		}
+	}
+	if by[metricProbeReceived] != 63*3 || by[metricProbeSentMarking] != 63*3 {
+		t.Errorf("markings: %d received, %d sent series, want 189 each", by[metricProbeReceived], by[metricProbeSentMarking])
+	}
+	for _, m := range []string{metricToRProbesSent, metricToRProbesAnswered, metricToRProbesLost} {
+		if by[m] != 16 {
+			t.Errorf("%s: %d series, want metrics.tors = 16", m, by[m])
+		}
+	}
+	if by[metricToRMarkingEvents] > 16 {
+		t.Errorf("%d ToR marking event series: more than the 16 ToRs held (one event kind each)", by[metricToRMarkingEvents])
+	}
+	if by[metricProbeRTT] > 2*14 {
+		t.Errorf("%d RTT series, want at most 2 scopes × 14", by[metricProbeRTT])
+	}
+	if want := seriesBound(1, 63, 3, 3, 0, 16, 1, 2, 10, traced); total > want {
+		t.Errorf("%d probe series, want at most %d (docs/metrics.md)", total, want)
+	}
+	if total > 1000 {
+		t.Errorf("%d probe series, want at most 1,000", total)
+	}
+}
+
+// fleetSpines is the number of spines of TestSeriesBounded's traced run.
+const fleetSpines = 16
+
+// fleetSpineOf is the spine (1..fleetSpines) a probe from src to dst with
+// port sport crosses by the fabric's ECMP hash (FNV-1a of the addresses
+// and the port: nothing of the agent's); 0 between NICs of one ToR.
+func fleetSpineOf(src, dst netip.Addr, sport uint16) int {
+	if fleetToR(src) == fleetToR(dst) {
+		return 0
+	}
+	h := fnv.New32a()
+	s, d := src.As4(), dst.As4()
+	h.Write(s[:])
+	h.Write(d[:])
+	h.Write([]byte{byte(sport >> 8), byte(sport)})
+	return 1 + int(h.Sum32()%fleetSpines)
+}
+
+// fleetTrace is a fake trace.Run over the traced run's fabric: each
+// port's hops are the source's ToR (172.16.<ToR>), its spine (answering
+// from its port toward the source's ToR, 172.<32+spine>.<ToR>), the
+// destination's ToR and the destination, each quoting the DSCP the probe
+// arrived with there: a remarking spine's value from the far ToR on.
+func fleetTrace(ctx context.Context, cfg trace.Config) (trace.Result, error) {
+	src, dst := cfg.Endpoint.Src, cfg.Endpoint.Dst
+	res := trace.Result{Src: src, Dst: dst, Sent: cfg.Base}
+	quote := func(dscp uint8) *trace.Quote {
+		return &trace.Quote{Kind: trace.TimeExceeded, HasTOS: true, DSCP: dscp, ECN: cfg.Base.ECN, HasTTL: true, TTL: 1}
+	}
+	tor := func(t int) netip.Addr { return netip.AddrFrom4([4]byte{172, 16, byte(t >> 8), byte(t)}) }
+	for _, sport := range cfg.Sports {
+		s := fleetSpineOf(src, dst, sport)
+		if s == 0 {
+			continue
+		}
+		after := cfg.Base.DSCP
+		if s > fleetSpines/2 {
+			after = uint8(s - fleetSpines/2)
+		}
+		arrived := cfg.Base
+		arrived.DSCP = after
+		st := fleetToR(src)
+		res.Traces = append(res.Traces, trace.Trace{Sport: sport, Hops: []trace.Hop{
+			{TTL: 1, Status: trace.HopTimeExceeded, Address: tor(st), Quote: quote(cfg.Base.DSCP)},
+			{TTL: 2, Status: trace.HopTimeExceeded, Address: netip.AddrFrom4([4]byte{172, byte(32 + s), byte(st >> 8), byte(st)}), Quote: quote(cfg.Base.DSCP)},
+			{TTL: 3, Status: trace.HopTimeExceeded, Address: tor(fleetToR(dst)), Quote: quote(after)},
+			{TTL: 4, Status: trace.HopDestination, Address: dst, Arrived: &arrived},
+		}})
+		res.Probes += 4
+	}
+	return res, ctx.Err()
+}
+
+// tracedLabelSets counts, on an agent's /pairs, the label sets the
+// traced-fault metrics would have without their bound (docs/metrics.md):
+// roce_probe_traced_sports' (pair, spine, event) of the traced faulty
+// ports with a spine, roce_probe_traced_remarks' (pair, spine, change) of
+// the remarked ones whose trace saw a change.
+func tracedLabelSets(d agentPairsDoc) (sports, remarks int) {
+	sp, rm := map[string]bool{}, map[string]bool{}
+	for _, p := range d.Pairs {
+		for _, f := range p.SportFaults {
+			if !f.Traced {
+				continue
+			}
+			spine := ""
+			if f.Spine != nil {
+				spine = *f.Spine
+				if f.Lost > 0 {
+					sp[p.Address+" "+spine+" lost"] = true
+				}
+				if f.Remarked > 0 {
+					sp[p.Address+" "+spine+" remarked"] = true
+				}
+			}
+			if f.Remarked > 0 && len(f.Remark) > 0 && string(f.Remark) != "null" {
+				rm[p.Address+" "+spine+" "+string(f.Remark)] = true
+			}
+		}
+	}
+	return len(sp), len(rm)
 }
 
 // TestExpositionPassesPromtool runs `promtool check metrics` (Debian's

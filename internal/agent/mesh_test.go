@@ -96,6 +96,54 @@ func TestMeshMarkingsAndLoss(t *testing.T) {
 	}
 }
 
+// A path that marks the agent's ECT(0) probes CE is congested, as RFC
+// 3168 has a router mark an ECN-capable packet instead of dropping it:
+// ecn ce_marked events, and no remarked UDP source port (nothing for a
+// trace to locate: /pairs sport_faults stays empty). A path that bleaches
+// ECN to Not-ECT remarks: ecn remarked events and remarked ports.
+func TestMeshCEMarkIsNoRemark(t *testing.T) {
+	h := &fakeHost{peers: 2}
+	n := newFakeNet()
+	peers := n.addPeers(t, 2)
+	peers[0].ecn.Store(int32(probe.ECNCE))     // congested
+	peers[1].ecn.Store(int32(probe.ECNNotECT)) // bleached
+	cfg := testConfig()
+	for _, p := range peers {
+		cfg.Peers.Static = append(cfg.Peers.Static, p.addr.String())
+	}
+	ta := startAgent(t, cfg, h, n)
+	p1, p2 := peers[0].addr.String(), peers[1].addr.String()
+	eventually(t, 10*time.Second, "answers", func() bool {
+		f := gather(t, ta.Registry())
+		a1, _ := value(f, metricProbesAnswered, "peer", p1, "flow", "rdma")
+		a2, _ := value(f, metricProbesAnswered, "peer", p2, "flow", "rdma")
+		return a1 >= 3 && a2 >= 3
+	})
+	f := gather(t, ta.Registry())
+	a1, _ := value(f, metricProbesAnswered, "peer", p1, "flow", "rdma")
+	if v, _ := value(f, metricMarkingEvents, "peer", p1, "field", "ecn", "event", "ce_marked"); v < 3 || v > a1 {
+		t.Errorf("peer 1 (CE): %v ce_marked events of %v answered, want ≥ 3", v, a1)
+	}
+	if v, ok := value(f, metricMarkingEvents, "peer", p1, "field", "ecn", "event", "remarked"); ok {
+		t.Errorf("peer 1 (CE): %v ECN remarked events, want none", v)
+	}
+	if v, _ := value(f, metricMarkingEvents, "peer", p2, "field", "ecn", "event", "remarked"); v < 3 {
+		t.Errorf("peer 2 (bleached): %v ECN remarked events, want ≥ 3", v)
+	}
+	if v, ok := value(f, metricMarkingEvents, "peer", p2, "field", "ecn", "event", "ce_marked"); ok {
+		t.Errorf("peer 2 (bleached): %v ce_marked events, want none", v)
+	}
+	remarked := map[string]uint64{}
+	for _, p := range getPairs(t, ta.url).Pairs {
+		for _, sf := range p.SportFaults {
+			remarked[p.Address] += sf.Remarked
+		}
+	}
+	if remarked[p1] != 0 || remarked[p2] < 3 {
+		t.Errorf("/pairs sport_faults remarked probes: peer 1 (CE) %d, want 0; peer 2 (bleached) %d, want ≥ 3", remarked[p1], remarked[p2])
+	}
+}
+
 // The listener answers the peers' probes, and counts what it is sent.
 func TestListenerAnswers(t *testing.T) {
 	h := &fakeHost{peers: 2}

@@ -31,7 +31,7 @@ type traceCandidate struct {
 
 // sportTrace is what a trace found for one UDP source port: the transit
 // hops (trace.Transit: the spine) by name, and the first DSCP or ECN
-// change along the path (nil: none).
+// remark along the path (trace.Change.Remark: not a CE mark; nil: none).
 type sportTrace struct {
 	spine  string
 	remark *trace.Change
@@ -307,7 +307,10 @@ func (t *tracer) traceOne(ctx context.Context, c traceCandidate, ports []uint16)
 		}
 		st := sportTrace{spine: t.spine(tr.Hops)}
 		for _, ch := range trace.Changes(res.Sent, res.Src, tr.Hops) {
-			if ch.Field == "dscp" || ch.Field == "ecn" {
+			// The first DSCP or ECN remark: a CE mark on the way is a
+			// congested queue's (trace.Change.Remark), not the remark
+			// the mesh counted (probe.FindingECNMarked is not one either).
+			if (ch.Field == "dscp" || ch.Field == "ecn") && ch.Remark() {
 				ch := ch
 				st.remark = &ch
 				break

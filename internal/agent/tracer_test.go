@@ -34,14 +34,16 @@ import (
 // 10.100.<t>.1. The fault is injected by spine: lossy drops every probe
 // the agents' mesh sends across it (its answers to traces, which retry
 // each hop, still come: a lossy spine, not a dead one); remark rewrites
-// the DSCP of what crosses it to 0.
+// the DSCP of what crosses it to 0; ce is congested: a trace's probes
+// through it arrive there, and beyond, marked CE (RFC 3168: ECT → CE, no
+// remark; the mesh's probes are not marked).
 type clos struct {
-	lossy, remark string
-	dead          netip.Addr // a NIC that answers nothing (under mu)
-	mu            sync.Mutex
-	traces        int                // traces run
-	running       map[netip.Addr]int // traces running now, by source
-	most          int                // the most that ran at once from one source
+	lossy, remark, ce string
+	dead              netip.Addr // a NIC that answers nothing (under mu)
+	mu                sync.Mutex
+	traces            int                // traces run
+	running           map[netip.Addr]int // traces running now, by source
+	most              int                // the most that ran at once from one source
 }
 
 func closNIC(tor, i int) netip.Addr { return netip.AddrFrom4([4]byte{10, 40, byte(tor), byte(i)}) }
@@ -105,8 +107,8 @@ func (c *clos) run(ctx context.Context, cfg trace.Config) (trace.Result, error) 
 		return trace.Result{}, ctx.Err()
 	}
 	res := trace.Result{Src: src, Dst: dst, Sent: cfg.Base}
-	quote := func(dscp uint8) *trace.Quote {
-		return &trace.Quote{Kind: trace.TimeExceeded, HasTOS: true, DSCP: dscp, ECN: cfg.Base.ECN, HasTTL: true, TTL: 1}
+	quote := func(dscp, ecn uint8) *trace.Quote {
+		return &trace.Quote{Kind: trace.TimeExceeded, HasTOS: true, DSCP: dscp, ECN: ecn, HasTTL: true, TTL: 1}
 	}
 	for _, sport := range cfg.Sports {
 		sp := c.spineOf(src, dst, sport)
@@ -114,13 +116,17 @@ func (c *clos) run(ctx context.Context, cfg trace.Config) (trace.Result, error) 
 		if sp == c.remark {
 			after = 0
 		}
+		ecn := cfg.Base.ECN
+		if sp == c.ce {
+			ecn = probe.ECNCE
+		}
 		spineAddr := netip.AddrFrom4([4]byte{10, 200, sp[len(sp)-1] - '0', byte(closToR(src))})
 		arrived := cfg.Base
-		arrived.DSCP = after
+		arrived.DSCP, arrived.ECN = after, ecn
 		res.Traces = append(res.Traces, trace.Trace{Sport: sport, Hops: []trace.Hop{
-			{TTL: 1, Status: trace.HopTimeExceeded, Address: netip.AddrFrom4([4]byte{10, 100, byte(closToR(src)), 1}), Quote: quote(cfg.Base.DSCP)},
-			{TTL: 2, Status: trace.HopTimeExceeded, Address: spineAddr, Quote: quote(cfg.Base.DSCP)},
-			{TTL: 3, Status: trace.HopTimeExceeded, Address: netip.AddrFrom4([4]byte{10, 100, byte(closToR(dst)), 1}), Quote: quote(after)},
+			{TTL: 1, Status: trace.HopTimeExceeded, Address: netip.AddrFrom4([4]byte{10, 100, byte(closToR(src)), 1}), Quote: quote(cfg.Base.DSCP, cfg.Base.ECN)},
+			{TTL: 2, Status: trace.HopTimeExceeded, Address: spineAddr, Quote: quote(cfg.Base.DSCP, ecn)},
+			{TTL: 3, Status: trace.HopTimeExceeded, Address: netip.AddrFrom4([4]byte{10, 100, byte(closToR(dst)), 1}), Quote: quote(after, ecn)},
 			{TTL: 4, Status: trace.HopDestination, Address: dst, Arrived: &arrived},
 		}})
 		res.Probes += 4
@@ -335,10 +341,15 @@ func TestAutomaticTraceDetachedFromDeadPeer(t *testing.T) {
 // names the lossy spine and nothing else, or remarking hops on the
 // remarking spine's links and nothing else.
 func TestAutomaticTraceNamesSpine(t *testing.T) {
-	for _, c := range []*clos{{lossy: "spine2"}, {remark: "spine1"}} {
+	// With CE marked at the faulty spine too: a congested queue's mark
+	// is no remark (trace.Change.Remark), the DSCP change after it is.
+	for _, c := range []*clos{{lossy: "spine2"}, {remark: "spine1"}, {lossy: "spine2", ce: "spine2"}, {remark: "spine1", ce: "spine1"}} {
 		name := "lossy " + c.lossy
 		if c.remark != "" {
 			name = "remarking " + c.remark
+		}
+		if c.ce != "" {
+			name += ", CE marked at " + c.ce
 		}
 		t.Run(name, func(t *testing.T) { testAutomaticTrace(t, c) })
 	}

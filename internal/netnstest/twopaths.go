@@ -89,10 +89,11 @@ func NewTwoPaths(t testing.TB) *TwoPaths {
 // Remark makes router ns rewrite a field of the RoCE v2 packets it sends
 // out of dev (nftables, postrouting: after the routing decision, as a
 // switch port's egress remarking does): "dscp" to 0 or "ecn" to Not-ECT,
-// IPv4 and IPv6.
+// IPv4 and IPv6; "ce" sets ECN to CE, as a congested queue marks an
+// ECN-capable packet (RFC 3168) — on every packet, ECN-capable or not.
 func Remark(t testing.TB, ns, dev, field string) {
 	t.Helper()
-	set := map[string]string{"dscp": "dscp set 0", "ecn": "ecn set not-ect"}[field]
+	set := map[string]string{"dscp": "dscp set 0", "ecn": "ecn set not-ect", "ce": "ecn set ce"}[field]
 	RunStdin(t, `table inet remark {
 	chain post {
 		type filter hook postrouting priority 0;
