@@ -195,6 +195,10 @@ func buildPage(in HTMLInput) htmlPage {
 				name = s.NIC + " – " + orText(s.ToR, "its ToR")
 				break
 			}
+			if s.ToR == "" && s.Spine != "" { // between two hops past the ToRs (a deeper Clos): "a > b"
+				name = s.Spine
+				break
+			}
 			name = orText(s.ToR, "a ToR") + " – " + orText(s.Spine, "a spine")
 		case SuspectLink:
 			name = s.ToR + " – " + orText(s.Spine, "a spine")

@@ -160,6 +160,29 @@ func TestWriteHTMLHostMatrix(t *testing.T) {
 	}
 }
 
+// A remarking hop between two hops past the ToRs (a Clos of three
+// tiers: no ToR, the hops "agg1 > spine2") is named by those hops alone,
+// not "a ToR – agg1 > spine2"; one between a ToR and a spine by both.
+func TestWriteHTMLRemarkNames(t *testing.T) {
+	in := htmlFixture(t)
+	in.Suspects = []fabric.Suspect{
+		{Kind: fabric.SuspectRemark, Spine: "agg1 > spine2", Pairs: 2, Evidence: "e1"},
+		{Kind: fabric.SuspectRemark, ToR: "leaf1", Spine: "spine1", Pairs: 2, Evidence: "e2"},
+	}
+	var b bytes.Buffer
+	if err := fabric.WriteHTML(&b, in); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`<td class="name">agg1 &gt; spine2</td>`,
+		`<td class="name">leaf1 – spine1</td>`,
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("the page lacks %s", want)
+		}
+	}
+}
+
 func TestWriteHTMLNoReport(t *testing.T) {
 	var b bytes.Buffer
 	if err := fabric.WriteHTML(&b, fabric.HTMLInput{}); err == nil || b.Len() != 0 {
