@@ -38,11 +38,17 @@ type sportTrace struct {
 }
 
 // destTraces are a destination's traces within its cooldown: at most
-// trace.ports ports in all, and what each found.
+// trace.ports ports in all, and what each found; and what the traces of
+// the cooldown before found (last), shown until this cooldown's trace of
+// a port replaces it — so that a port traced again every cooldown stays
+// traced in between, instead of showing untraced while its next trace
+// runs. A destination no trace found anything for in a whole cooldown
+// is forgotten: results live at most two cooldowns.
 type destTraces struct {
-	at    time.Time // the first trace of the cooldown
+	at    time.Time // the start of the cooldown (its first trace, or the end of the one before)
 	tried map[uint16]bool
 	found map[uint16]sportTrace
+	last  map[uint16]sportTrace
 }
 
 // maxTraceDests bounds the destinations whose traces the agent keeps
@@ -156,6 +162,9 @@ func (t *tracer) lookup(dst netip.Addr, sport uint16) (sportTrace, bool) {
 		return sportTrace{}, false
 	}
 	st, ok := d.found[sport]
+	if !ok {
+		st, ok = d.last[sport]
+	}
 	return st, ok
 }
 
@@ -184,8 +193,9 @@ func (t *tracer) status() traceStatusJSON {
 	return s
 }
 
-// expire forgets the starts older than the window, and the destinations
-// whose cooldown is over with their results. t.mu is held.
+// expire forgets the starts older than the window; a destination whose
+// cooldown is over starts another, its results kept as the last ones, or
+// is forgotten when that cooldown found nothing. t.mu is held.
 func (t *tracer) expire(now time.Time) {
 	i := 0
 	for i < len(t.starts) && now.Sub(t.starts[i]) >= t.cfg.Window {
@@ -193,9 +203,14 @@ func (t *tracer) expire(now time.Time) {
 	}
 	t.starts = slices.Delete(t.starts, 0, i)
 	for a, d := range t.dests {
-		if now.Sub(d.at) >= t.cfg.Cooldown {
-			delete(t.dests, a)
+		if now.Sub(d.at) < t.cfg.Cooldown {
+			continue
 		}
+		if len(d.found) == 0 {
+			delete(t.dests, a)
+			continue
+		}
+		d.at, d.tried, d.last, d.found = now, map[uint16]bool{}, d.found, map[uint16]sportTrace{}
 	}
 }
 
@@ -258,24 +273,32 @@ func (t *tracer) next(cands []traceCandidate) (traceCandidate, []uint16, bool) {
 		return traceCandidate{}, nil, false
 	}
 	t.starts = append(t.starts, now)
-	d := t.dests[best.ep.Dst]
-	if d == nil {
-		if len(t.dests) >= maxTraceDests {
-			var oldest netip.Addr
-			for a, x := range t.dests {
-				if !oldest.IsValid() || x.at.Before(t.dests[oldest].at) {
-					oldest = a
-				}
-			}
-			delete(t.dests, oldest)
-		}
-		d = &destTraces{at: now, tried: map[uint16]bool{}, found: map[uint16]sportTrace{}}
-		t.dests[best.ep.Dst] = d
-	}
+	d := t.dest(best.ep.Dst, now)
 	for _, p := range bestPorts {
 		d.tried[p] = true
 	}
 	return best, bestPorts, true
+}
+
+// dest returns dst's traces, new ones (its cooldown starting now) when
+// it has none, the oldest destination forgotten when maxTraceDests are
+// kept. t.mu is held.
+func (t *tracer) dest(dst netip.Addr, now time.Time) *destTraces {
+	if d := t.dests[dst]; d != nil {
+		return d
+	}
+	if len(t.dests) >= maxTraceDests {
+		var oldest netip.Addr
+		for a, x := range t.dests {
+			if !oldest.IsValid() || x.at.Before(t.dests[oldest].at) {
+				oldest = a
+			}
+		}
+		delete(t.dests, oldest)
+	}
+	d := &destTraces{at: now, tried: map[uint16]bool{}, found: map[uint16]sportTrace{}}
+	t.dests[dst] = d
+	return d
 }
 
 // traceOne runs the trace of c's ports and keeps what it found.
@@ -297,14 +320,19 @@ func (t *tracer) traceOne(ctx context.Context, c traceCandidate, ports []uint16)
 		}
 		t.log.Warn("trace failed", "peer", c.peer, "dst", c.ep.Dst, "err", err)
 	}
-	d := t.dests[c.ep.Dst]
-	if d == nil { // its cooldown ended meanwhile
+	if len(res.Traces) == 0 {
 		return
 	}
+	// dst's traces may have been forgotten meanwhile (a first cooldown
+	// that ended before this trace did): these results start them again.
+	d := t.dest(c.ep.Dst, t.now())
 	for _, tr := range res.Traces {
-		if !d.tried[tr.Sport] {
+		// Only the ports asked (their cooldown may have ended meanwhile:
+		// the results are still this trace's, the newest).
+		if !slices.Contains(ports, tr.Sport) {
 			continue
 		}
+		d.tried[tr.Sport] = true // traced: in this cooldown's budget
 		st := sportTrace{spine: t.spine(tr.Hops)}
 		for _, ch := range trace.Changes(res.Sent, res.Src, tr.Hops) {
 			// The first DSCP or ECN remark: a CE mark on the way is a

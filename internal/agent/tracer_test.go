@@ -553,6 +553,75 @@ func TestTraceBudgetManyLossyPairs(t *testing.T) {
 	}
 }
 
+// A destination's results outlive its cooldown until the next
+// cooldown's trace of the port replaces them: a port traced every
+// cooldown never shows untraced while its next trace runs; a cooldown
+// that traced nothing ends them (at most two cooldowns). By a fake clock
+// and a fake trace whose spine (hop 2) is what the test says.
+func TestTracerResultsAcrossCooldowns(t *testing.T) {
+	now := time.Unix(1_000_000, 0)
+	cfg := Default().Trace
+	cfg.MaxPerWindow, cfg.Window, cfg.Cooldown, cfg.Ports = 100, time.Minute, 10*time.Minute, 4
+	spine := netip.MustParseAddr("10.200.1.1")
+	run := func(_ context.Context, c trace.Config) (trace.Result, error) {
+		res := trace.Result{Src: c.Endpoint.Src, Dst: c.Endpoint.Dst, Sent: c.Base}
+		for _, p := range c.Sports {
+			res.Traces = append(res.Traces, trace.Trace{Sport: p, Hops: []trace.Hop{
+				{TTL: 1, Status: trace.HopTimeExceeded, Address: netip.MustParseAddr("10.100.0.1")},
+				{TTL: 2, Status: trace.HopTimeExceeded, Address: spine},
+				{TTL: 3, Status: trace.HopTimeExceeded, Address: netip.MustParseAddr("10.100.1.1")},
+				{TTL: 4, Status: trace.HopDestination, Address: c.Endpoint.Dst},
+			}})
+		}
+		return res, nil
+	}
+	tr := newTracer(cfg, run, func() time.Time { return now }, discardLog())
+	dst := closNIC(1, 1)
+	cand := traceCandidate{peer: "p", ep: probe.Endpoint{Src: closNIC(0, 1), Dst: dst}, faults: []sportFault{{sport: 1, lost: 1}, {sport: 2, lost: 1}}}
+	traceNow := func(want string) {
+		t.Helper()
+		c, ports, ok := tr.next([]traceCandidate{cand})
+		if !ok || fmt.Sprint(ports) != want {
+			t.Fatalf("pick %v %v: want ports %s", ports, ok, want)
+		}
+		tr.traceOne(context.Background(), c, ports)
+	}
+	spineOf := func(port uint16) string {
+		st, ok := tr.lookup(dst, port)
+		if !ok {
+			return "untraced"
+		}
+		return st.spine
+	}
+	traceNow("[1 2]")
+	if got := spineOf(1); got != "10.200.1.1" {
+		t.Fatalf("port 1 after its trace: %s", got)
+	}
+	if _, _, ok := tr.next([]traceCandidate{cand}); ok {
+		t.Fatal("ports 1 and 2 traced again within their cooldown")
+	}
+	now = now.Add(cfg.Cooldown)
+	tr.canStart() // the cooldown ends
+	if got := spineOf(1); got != "10.200.1.1" {
+		t.Errorf("port 1 once its cooldown ended, before its next trace: %s, want the last trace's spine", got)
+	}
+	spine = netip.MustParseAddr("10.200.2.1") // the path changed
+	traceNow("[1 2]")
+	if got := spineOf(1); got != "10.200.2.1" {
+		t.Errorf("port 1 after the next cooldown's trace: %s, want its spine", got)
+	}
+	now = now.Add(cfg.Cooldown)
+	tr.canStart()
+	if got := spineOf(2); got != "10.200.2.1" {
+		t.Errorf("port 2 a cooldown later, nothing traced since: %s, want the last trace's", got)
+	}
+	now = now.Add(cfg.Cooldown)
+	tr.canStart()
+	if got := spineOf(2); got != "untraced" {
+		t.Errorf("port 2 after a whole cooldown without a trace: %s, want untraced", got)
+	}
+}
+
 // TestTracerBudgets drives the tracer's choice by a fake clock: at most
 // max_per_window starts in any window, at most trace.ports ports to one
 // destination within its cooldown (its untraced faulty ports later, up to
