@@ -646,7 +646,7 @@ func TestLabAgentLeafSpine(t *testing.T) {
 	if !reflect.DeepEqual(flines, []string{wantFinding}) {
 		t.Errorf("fabric --agents gid_index findings %q, want %q", flines, wantFinding)
 	}
-	phase(fmt.Sprintf("fabric --agents: exit %d, suspects %v, findings %q; fixture in %s", code, sus, flines, dir))
+	phase(fmt.Sprintf("fabric --agents: %s, findings %q; fixture in %s", saw, flines, dir))
 	wantRemark := []string{"instance=" + targets["h5"] + " peer_tor=leaf2 field=dscp event=remarked", "instance=" + targets["h6"] + " peer_tor=leaf2 field=dscp event=remarked"}
 	saw = wait(t, "RoCEProbeToRRemarked firing for h5's and h6's probes to leaf2, only", func() (bool, string) {
 		got := alertKeys(p.alerts(t, "RoCEProbeToRRemarked"), "firing", "instance", "peer_tor", "field", "event")
