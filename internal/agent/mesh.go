@@ -93,10 +93,12 @@ type stream struct {
 	// answeredLast says the peer answered the last probe that was
 	// answered or lost (the tracer's test for a live peer).
 	answeredLast bool
-	// lostRun is the probes lost in a row since the peer's last answer
+	// lostRun is the probes lost in a row since the peer's last answer,
+	// answered whether the peer answered any probe of this stream
 	// (peerDown).
-	lostRun uint32
-	rtt     prometheus.Observer
+	lostRun  uint32
+	answered bool
+	rtt      prometheus.Observer
 	// A ToR-mate's own series (nil and false otherwise): the markings
 	// received and sent, by field index, and the marking events made.
 	recv   [5]prometheus.Gauge
@@ -468,14 +470,25 @@ func (m *mesh) lost(s *stream, r probe.Result) {
 	s.lostRun++
 }
 
-// peerDown says s lost its latest probe on every one of its UDP source
-// ports, one after another (a pair's probes cycle through its ports):
-// its peer, or every path to it, is down. Then no trace of its ports
-// applies to its losses — one from before the peer went down names the
-// spine its port took then, which says nothing of a dead NIC — and
-// /pairs and roce_probe_traced_sports show its faulty ports untraced
-// (the tracer does not trace such a pair either: traceCandidates).
-func (s *stream) peerDown() bool { return s.lostRun >= uint32(max(s.plan.Sports, 1)) }
+// peerDownRun is the most probes lost in a row, each on its own UDP
+// source port, that peerDown takes from a live peer: one behind a spine
+// that loses every probe crossing it, of W spines, loses that many ports
+// in a row with probability W^-16 (1 in 65,536 with 2 spines).
+const peerDownRun = 16
+
+// peerDown says s's peer, or every path to it, looks down: the stream
+// never had an answer, or lost its latest probes on peerDownRun ports in
+// a row (all of its ports, with fewer; a pair's probes cycle through its
+// ports). Then no trace of its ports applies to its losses — one from
+// before the peer went down names the spine its port took then, which
+// says nothing of a dead NIC — and /pairs and roce_probe_traced_sports
+// show its faulty ports untraced (the tracer does not trace such a pair
+// either: traceCandidates). A new stream (the peer sampled again after a
+// round without it) counts from its own first probe: the traces the
+// agent keeps are by destination and port, the stream's counts are not.
+func (s *stream) peerDown() bool {
+	return !s.answered || s.lostRun >= uint32(min(max(s.plan.Sports, 1), peerDownRun))
+}
 
 // tracedPort is what the automatic trace of s's port sport found, when
 // one applies to the pair's losses now (peerDown).
@@ -511,7 +524,7 @@ func (m *mesh) flush(s *stream, now time.Time) {
 func (m *mesh) account(s *stream, r probe.Result) {
 	m.add(s, fleet.Counts{Answered: 1})
 	s.answeredLast = true
-	s.lostRun = 0
+	s.lostRun, s.answered = 0, true
 	s.rtt.Observe(r.RTT.Seconds())
 	recv := *r.Received
 	s.lastRecv, s.lastRTT = &recv, r.RTT
