@@ -66,9 +66,10 @@ Probes are bounded: at most --rate per second, --tries per hop (each waiting
 twice as long as the one before, so a router's ICMP rate limit refills),
 --hop-limit hops. Hops that do not answer are shown as silent and the trace
 goes on past them. Nothing is sent but probes to --dst. Needs CAP_NET_RAW.
-Exit status: 0 no marking remarked and every path reached --dst, 1 a remark or
+Exit status: 0 no marking changed and every path reached --dst, 1 a change or
 a path that did not reach it, 2 bad usage or no raw socket. A congested
-queue's ECN CE mark (ECT → CE) is shown as a change but is no remark.`,
+queue's ECN CE mark (ECT → CE) is a change too (as send's ecn-ce finding),
+marked as no remark.`,
 		Example: `  roce-probe trace --netdev eth0 --dst 192.0.2.2 --tclass 106
   roce-probe trace --dev mlx5_0 --gid-index 3 --dst 192.0.2.2 --tclass 106 --paths 8 -o json
   roce-probe trace --netdev eth0 --dst fd00::2 --flow-label 0x12345`,
@@ -270,18 +271,25 @@ func runTrace(cmd *cobra.Command, f traceFlags, rdmaCM, maxPortsSet bool) error 
 	if interrupted {
 		return findingError{"interrupted"}
 	}
-	// A congested queue's CE mark is shown as a change but is no remark
-	// (trace.Change.Remark): it fails nothing.
-	remarked, lost := false, false
+	// Every change counts, a congested queue's CE mark too (shown as no
+	// remark: trace.Change.Remark), as send's ecn-ce finding does: the
+	// exit status says what the wire showed, the message what it means.
+	changed, remarked, lost := false, false, false
 	for _, p := range res.Paths {
-		remarked = remarked || slices.ContainsFunc(res.PathChanges(p), trace.Change.Remark)
+		ch := res.PathChanges(p)
+		changed = changed || len(ch) > 0
+		remarked = remarked || slices.ContainsFunc(ch, trace.Change.Remark)
 		lost = lost || !trace.Reached(p.Hops)
 	}
+	what := "a marking was remarked on the way"
+	if !remarked {
+		what = "a congested queue marked ECN CE on the way (no remark)"
+	}
 	switch {
-	case remarked && lost:
-		return findingError{"a marking was remarked on the way, and a path did not reach " + ep.Dst.String()}
-	case remarked:
-		return findingError{"a marking was remarked on the way"}
+	case changed && lost:
+		return findingError{what + ", and a path did not reach " + ep.Dst.String()}
+	case changed:
+		return findingError{what}
 	case lost:
 		return findingError{"a path did not reach " + ep.Dst.String()}
 	}

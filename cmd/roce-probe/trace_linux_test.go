@@ -105,14 +105,15 @@ func TestTraceJSON(t *testing.T) {
 // on its port toward L2, as a congested queue marks an ECN-capable packet
 // instead of dropping it (RFC 3168 section 5; what DCQCN relies on): the
 // change is shown where it happens (ecn 2→3 after B, on the paths through
-// B; congestion true), but it is no remark: exit 0.
+// B; congestion true) and, as any change, exits 1 (send fails on its
+// ecn-ce finding alike), saying it was a CE mark and no remark.
 func TestTraceCEMarkIsNoRemark(t *testing.T) {
 	f := netnstest.NewTwoPaths(t)
 	netnstest.Remark(t, f.B, "b2", "ce")
 	wait := startListener(t, f.D, time.Minute, "--netdev", "d0")
 	r := runIn(t, f.S, "trace", "--netdev", "s0", "--dst", "10.4.0.1", "--tclass", "106", "--paths", "4", "--timeout", "300ms", "-o", "json")
-	if r.code != exitOK {
-		t.Fatalf("trace: exit %d, want %d (a CE mark is no remark): %s%s", r.code, exitOK, r.stdout, r.stderr)
+	if r.code != exitFinding {
+		t.Fatalf("trace: exit %d, want %d (a change): %s%s", r.code, exitFinding, r.stdout, r.stderr)
 	}
 	var doc traceDoc
 	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
@@ -145,8 +146,9 @@ func TestTraceCEMarkIsNoRemark(t *testing.T) {
 		t.Errorf("no path through B: %s", r.stdout)
 	}
 	r = runIn(t, f.S, "trace", "--netdev", "s0", "--dst", "10.4.0.1", "--tclass", "106", "--paths", "4", "--timeout", "300ms")
-	if want := "change: ecn 2→3 between hop 2 (10.2.1.2) and hop 3 (10.3.1.2): a congested queue's CE mark (RFC 3168), not a remark"; r.code != exitOK || !strings.Contains(r.stdout, want) {
-		t.Errorf("table: exit %d, want %d and %q:\n%s%s", r.code, exitOK, want, r.stdout, r.stderr)
+	if want := "change: ecn 2→3 between hop 2 (10.2.1.2) and hop 3 (10.3.1.2): a congested queue's CE mark (RFC 3168), not a remark"; r.code != exitFinding || !strings.Contains(r.stdout, want) ||
+		!strings.Contains(r.stderr, "a congested queue marked ECN CE on the way (no remark)") {
+		t.Errorf("table: exit %d, want %d, %q and the CE finding:\n%s%s", r.code, exitFinding, want, r.stdout, r.stderr)
 	}
 	wait()
 }
