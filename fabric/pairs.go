@@ -89,14 +89,11 @@ type PairChange struct {
 	AtTTL     int `json:"at_ttl"`
 }
 
-// remark reports whether the change is a remark — trace.Change.Remark's
-// rule (which fabric does not link: package trace brings the raw sockets
-// in): every change but an ECN one qos.CongestionMark explains, a
-// congested queue's CE mark. Agents from before that rule reported the
-// first DSCP or ECN change a trace saw, a CE mark included.
-func (c PairChange) remark() bool {
-	return c.From != c.To && (c.Field != "ecn" || !qos.CongestionMark(qos.ECN(c.From), qos.ECN(c.To), c.BeforeTTL == 0))
-}
+// remark reports whether the change is a remark (qos.Remark, as
+// trace.Change.Remark: every change but an ECN one a congested queue's
+// CE mark explains). Agents from before that rule reported the first DSCP
+// or ECN change a trace saw, a CE mark included.
+func (c PairChange) remark() bool { return qos.Remark(c.Field, c.From, c.To, c.BeforeTTL == 0) }
 
 // text is the change in words, as SportObservation.Remark holds it:
 // "dscp 26→0 between 10.31.11.2 and 10.31.21.1" ("?" for an address not

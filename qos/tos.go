@@ -56,6 +56,22 @@ func CongestionMark(from, to ECN, samePacket bool) bool {
 	return false
 }
 
+// Remark reports whether a marking field seen as from and then as to was
+// rewritten on the way — what a remarking or bleaching hop does, what
+// roce-probe's traces and localisation call a remark — rather than left
+// alone (from == to) or marked by a congested queue: an ECN change that
+// CongestionMark explains (samePacket as there). field is the marking's
+// name as the JSON vocabulary has it ("ecn", "dscp", "pcp", "vlan", …):
+// a change of any field but "ecn" is a remark. The one home of the rule:
+// trace.Change.Remark and fabric's reading of the agents' traced changes
+// call it.
+func Remark(field string, from, to int, samePacket bool) bool {
+	if from == to {
+		return false
+	}
+	return field != "ecn" || !CongestionMark(ECN(from), ECN(to), samePacket)
+}
+
 // ECN marshals to JSON as its number (0..3), as every ecn key of
 // roce-probe's JSON is; the name goes in a separate ecn_name key
 // (docs/json.md).

@@ -164,3 +164,30 @@ func TestCongestionMark(t *testing.T) {
 		}
 	}
 }
+
+// TestRemark: a remark is any change of a marking but a congested queue's
+// ECN mark (RFC 3168 codepoints as in TestCongestionMark).
+func TestRemark(t *testing.T) {
+	for _, c := range []struct {
+		field      string
+		from, to   int
+		one, other bool // on one packet; across two
+	}{
+		{"dscp", 26, 0, true, true},
+		{"dscp", 26, 26, false, false},
+		{"pcp", 3, 0, true, true},
+		{"vlan", 32, 0, true, true},
+		{"ecn", 0b10, 0b11, false, false}, // ECT(0) → CE: congestion
+		{"ecn", 0b11, 0b10, true, false},  // CE → ECT(0): cleared, or another packet
+		{"ecn", 0b10, 0b00, true, true},   // bleached
+		{"ecn", 0b00, 0b11, true, true},   // CE on a Not-ECT packet
+		{"ecn", 0b01, 0b01, false, false},
+	} {
+		if got := Remark(c.field, c.from, c.to, true); got != c.one {
+			t.Errorf("Remark(%s, %d, %d, same packet) = %v, want %v", c.field, c.from, c.to, got, c.one)
+		}
+		if got := Remark(c.field, c.from, c.to, false); got != c.other {
+			t.Errorf("Remark(%s, %d, %d, two packets) = %v, want %v", c.field, c.from, c.to, got, c.other)
+		}
+	}
+}

@@ -146,12 +146,7 @@ func (c Change) congestion() bool { return c.From != c.To && !c.Remark() }
 // this host sent arriving as ECT are remarks. A remark behind a CE mark is
 // missed: sent ECT(0), CE at one hop and ECT(1) at the next shows CE →
 // ECT(1).
-func (c Change) Remark() bool {
-	if c.From == c.To {
-		return false
-	}
-	return c.Field != "ecn" || !qos.CongestionMark(qos.ECN(c.From), qos.ECN(c.To), c.Before == 0)
-}
+func (c Change) Remark() bool { return qos.Remark(c.Field, c.From, c.To, c.Before == 0) }
 
 // MarshalJSON writes the change as docs/json.md's "trace_change": field,
 // from_value, to_value, before_ttl, before_address, at_ttl, at_address
