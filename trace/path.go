@@ -150,7 +150,7 @@ func (c Change) Remark() bool { return qos.Remark(c.Field, c.From, c.To, c.Befor
 
 // MarshalJSON writes the change as docs/json.md's "trace_change": field,
 // from_value, to_value, before_ttl, before_address, at_ttl, at_address
-// (null when not known), congestion (an ECN congestion mark: not Remark)
+// (null when not known), ce_marked (a congested queue's ECN CE mark: not Remark)
 // and message (String).
 func (c Change) MarshalJSON() ([]byte, error) {
 	addr := func(a netip.Addr) *string {
@@ -168,7 +168,7 @@ func (c Change) MarshalJSON() ([]byte, error) {
 		BeforeAddress *string `json:"before_address"`
 		AtTTL         int     `json:"at_ttl"`
 		AtAddress     *string `json:"at_address"`
-		Congestion    bool    `json:"congestion"`
+		CEMarked      bool    `json:"ce_marked"`
 		Message       string  `json:"message"`
 	}{c.Field, c.From, c.To, c.Before, addr(c.BeforeAddress), c.At, addr(c.AtAddress), c.congestion(), c.String()})
 }

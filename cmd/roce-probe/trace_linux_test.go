@@ -35,7 +35,7 @@ type traceDoc struct {
 			To         int    `json:"to_value"`
 			BeforeTTL  int    `json:"before_ttl"`
 			AtTTL      int    `json:"at_ttl"`
-			Congestion bool   `json:"congestion"`
+			CEMarked   bool   `json:"ce_marked"`
 		} `json:"changes"`
 	} `json:"paths"`
 	PortsTried int    `json:"ports_tried"`
@@ -105,7 +105,7 @@ func TestTraceJSON(t *testing.T) {
 // on its port toward L2, as a congested queue marks an ECN-capable packet
 // instead of dropping it (RFC 3168 section 5; what DCQCN relies on): the
 // change is shown where it happens (ecn 2→3 after B, on the paths through
-// B; congestion true) and, as any change, exits 1 (send fails on its
+// B; ce_marked true) and, as any change, exits 1 (send fails on its
 // ecn-ce finding alike), saying it was a CE mark and no remark.
 func TestTraceCEMarkIsNoRemark(t *testing.T) {
 	f := netnstest.NewTwoPaths(t)
@@ -128,7 +128,7 @@ func TestTraceCEMarkIsNoRemark(t *testing.T) {
 		case "10.2.1.2": // B
 			throughB++
 			c := p.Changes
-			if len(c) != 1 || c[0].Field != "ecn" || c[0].From != 2 || c[0].To != 3 || c[0].BeforeTTL != 2 || c[0].AtTTL != 3 || !c[0].Congestion {
+			if len(c) != 1 || c[0].Field != "ecn" || c[0].From != 2 || c[0].To != 3 || c[0].BeforeTTL != 2 || c[0].AtTTL != 3 || !c[0].CEMarked {
 				t.Errorf("path through B: changes %+v, want ecn 2→3 between hops 2 and 3, congestion", c)
 			}
 			if p.Hops[3].Arrived.ECN != 3 {
