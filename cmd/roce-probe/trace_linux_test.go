@@ -30,12 +30,12 @@ type traceDoc struct {
 			} `json:"arrived"`
 		} `json:"hops"`
 		Changes []struct {
-			Field      string `json:"field"`
-			From       int    `json:"from_value"`
-			To         int    `json:"to_value"`
-			BeforeTTL  int    `json:"before_ttl"`
-			AtTTL      int    `json:"at_ttl"`
-			CEMarked   bool   `json:"ce_marked"`
+			Field     string `json:"field"`
+			From      int    `json:"from_value"`
+			To        int    `json:"to_value"`
+			BeforeTTL int    `json:"before_ttl"`
+			AtTTL     int    `json:"at_ttl"`
+			CEMarked  bool   `json:"ce_marked"`
 		} `json:"changes"`
 	} `json:"paths"`
 	PortsTried int    `json:"ports_tried"`
