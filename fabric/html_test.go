@@ -127,7 +127,7 @@ func TestWriteHTMLHostMatrix(t *testing.T) {
 	for _, want := range []string{
 		// No suspect, but pairs that lost (node-2's 5) and one remarked
 		// (node-3 → node-0): not "nothing to blame".
-		`<p id="no-suspect">No single suspect: 5 pairs lost probes and 1 saw them remarked`,
+		`<p id="no-suspect">No single suspect: 5 pairs lost probes and 1 pair saw them remarked`,
 		`Host × host: the ToRs of some hosts are not known`,
 		`<td class="lost" title="node-2 → node-3: 30 sent, 30 lost, 0 remarked"`,
 		`<td class="remark" title="node-3 → node-0: 30 sent, 0 lost, 30 remarked"`,

@@ -21,7 +21,13 @@ func NoSuspectReason(pairs []PairObservation) string {
 	if lost+remarked == 0 {
 		return "no suspect: no probe was lost or remarked"
 	}
-	return fmt.Sprintf("no single suspect: %d pairs lost probes and %d saw them remarked, "+
+	nPairs := func(n int) string {
+		if n == 1 {
+			return "1 pair"
+		}
+		return fmt.Sprintf("%d pairs", n)
+	}
+	return fmt.Sprintf("no single suspect: %s lost probes and %s saw them remarked, "+
 		"but none of localisation's rules (docs/fabric.md, \"Localising a fault\") has the evidence to name a NIC, ToR, link, spine or remarking hop: "+
-		"loss at random, or too little yet (too few pairs or ToRs, or no trace of the faulty source ports)", lost, remarked)
+		"loss at random, or too little yet (too few pairs or ToRs, or no trace of the faulty source ports)", nPairs(lost), nPairs(remarked))
 }

@@ -145,8 +145,8 @@ func TestFabricNoSuspects(t *testing.T) {
 		return 0
 	})
 	out, stderr, code = runCLI(t, "", "fabric", "--agents", strings.Join(urls, ","))
-	if code != exitOK || !strings.Contains(out, "\nno single suspect: 1 pairs lost probes and 0 saw them remarked, but none of localisation's rules") {
-		t.Errorf("one probe lost: exit %d, want 0 and \"no single suspect: 1 pairs lost probes\":\n%.2000s%s", code, out, stderr)
+	if code != exitOK || !strings.Contains(out, "\nno single suspect: 1 pair lost probes and 0 pairs saw them remarked, but none of localisation's rules") {
+		t.Errorf("one probe lost: exit %d, want 0 and \"no single suspect: 1 pair lost probes\":\n%.2000s%s", code, out, stderr)
 	}
 }
 
