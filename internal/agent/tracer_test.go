@@ -38,7 +38,7 @@ import (
 // through it arrive there, and beyond, marked CE (RFC 3168: ECT → CE, no
 // remark; the mesh's probes are not marked).
 type clos struct {
-	lossy, remark, ce string
+	lossy, remark, ce string     // lossy: changed while agents run under mu only
 	dead              netip.Addr // a NIC that answers nothing (under mu)
 	mu                sync.Mutex
 	traces            int                // traces run
@@ -67,13 +67,13 @@ func (c *clos) spineOf(src, dst netip.Addr, sport uint16) string {
 // path is the fakeNet's path hook: what the fabric does to a probe.
 func (c *clos) path(src, dst netip.Addr, sport uint16) (bool, int) {
 	c.mu.Lock()
-	dead := dst == c.dead
+	dead, lossy := dst == c.dead, c.lossy
 	c.mu.Unlock()
 	if dead {
 		return true, -1
 	}
 	sp := c.spineOf(src, dst, sport)
-	if sp != "" && sp == c.lossy {
+	if sp != "" && sp == lossy {
 		return true, -1
 	}
 	if sp != "" && sp == c.remark {
@@ -307,14 +307,14 @@ func testDetachedFromDeadPeer(t *testing.T, tors, perToR int, edit func(*Config)
 		return n
 	}
 	var before map[uint16]port
-	eventually(t, 30*time.Second, "some of the peer's lost ports traced through spine2", func() bool {
+	eventually(t, 30*time.Second, "3 of the peer's lost ports traced through spine2", func() bool {
 		before = map[uint16]port{}
 		for sp, p := range state() {
 			if p.traced {
 				before[sp] = p
 			}
 		}
-		return len(before) > 0 && series() > 0
+		return len(before) >= 3 && series() > 0
 	})
 	for sp, p := range before {
 		if p.spine != "spine2" {
@@ -324,10 +324,22 @@ func testDetachedFromDeadPeer(t *testing.T, tors, perToR int, edit func(*Config)
 	c.mu.Lock()
 	c.lossy, c.dead = "", peer
 	c.mu.Unlock()
-	// At 10 probes a second (closAgent), 16 lost in a row take under 2 s;
-	// then, for 15 s, every look that shows the peer's faulty ports shows
-	// them untraced, and the series count none.
-	time.Sleep(4 * time.Second)
+	// At 10 probes a second (closAgent), 16 lost in a row take under 2 s
+	// (more on a loaded machine, under the race detector: the wait). Then,
+	// for 15 s, every look that shows the peer's faulty ports shows them
+	// untraced, and the series count none.
+	untraced := func(ports map[uint16]port) bool {
+		for _, p := range ports {
+			if p.traced || p.spine != "" {
+				return false
+			}
+		}
+		return true
+	}
+	eventually(t, 30*time.Second, "the dead peer's faulty ports shown, untraced", func() bool {
+		ports := state()
+		return len(ports) > 0 && untraced(ports) && series() == 0
+	})
 	looks, shown := 0, 0
 	for end := time.Now().Add(15 * time.Second); time.Now().Before(end); time.Sleep(300 * time.Millisecond) {
 		looks++
@@ -343,9 +355,6 @@ func testDetachedFromDeadPeer(t *testing.T, tors, perToR int, edit func(*Config)
 		if n := series(); n != 0 {
 			t.Fatalf("dead peer, look %d: %s still counts %d of its ports", looks, metricTracedSports, n)
 		}
-	}
-	if shown == 0 {
-		t.Fatalf("the dead peer's faulty ports were on none of %d looks at /pairs: nothing was checked", looks)
 	}
 	t.Logf("%d of %d looks showed the dead peer's faulty ports, all untraced", shown, looks)
 }
