@@ -90,12 +90,10 @@ type stream struct {
 	// faults are the UDP source ports that lost probes or saw them
 	// remarked in the current and the last round (/pairs, the tracer).
 	faults sportFaults
-	// answeredLast says the peer answered the last probe that was
-	// answered or lost (the tracer's test for a live peer).
-	answeredLast bool
 	// lostRun is the probes lost in a row since the peer's last answer,
 	// answered whether the peer answered any probe of this stream
-	// (peerDown).
+	// (peerDown; the peer answered the latest probe answered or lost when
+	// answered and lostRun is 0: the tracer's test for a live peer).
 	lostRun  uint32
 	answered bool
 	rtt      prometheus.Observer
@@ -466,7 +464,6 @@ func (m *mesh) answeredOrLate(s *stream, r probe.Result) {
 func (m *mesh) lost(s *stream, r probe.Result) {
 	m.add(s, fleet.Counts{Lost: 1})
 	s.faults.add(r.Sent.Sport, 1, 0)
-	s.answeredLast = false
 	s.lostRun++
 }
 
@@ -523,7 +520,6 @@ func (m *mesh) flush(s *stream, now time.Time) {
 // mate's received markings.
 func (m *mesh) account(s *stream, r probe.Result) {
 	m.add(s, fleet.Counts{Answered: 1})
-	s.answeredLast = true
 	s.lostRun, s.answered = 0, true
 	s.rtt.Observe(r.RTT.Seconds())
 	recv := *r.Received
@@ -936,7 +932,7 @@ func (m *mesh) traceCandidates() []traceCandidate {
 		if len(faults) == 0 {
 			continue
 		}
-		if !s.answeredLast {
+		if !s.answered || s.lostRun > 0 {
 			// Its latest probe was lost: only a pair whose peer still
 			// answers is traced. A peer that went down (or every path to
 			// it) loses every port from then on, which a trace of its
